@@ -1,0 +1,216 @@
+/**
+ * Tokens: `svc_pat_<30 base62><6 base62 crc32>` personal/standing tokens and
+ * `svc_ast_...` per-session agent tokens. Only SHA-256 hashes are stored (auth/tokens.json);
+ * lookups compare hashes in constant time. The file is shared with the operator CLI,
+ * so every mutation re-reads it under a lock, and a running server notices the CLI's
+ * changes by mtime.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmdirSync, statSync, writeSync, mkdirSync as mkdirLock } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { crc32 } from 'node:zlib';
+
+export type TokenKind = 'pat' | 'agent-standing' | 'agent-session';
+
+export interface TokenRecord {
+  hash: string;
+  kind: TokenKind;
+  person: string;
+  agent: string | null;
+  session: string | null;
+  label: string | null;
+  audience: string | null;
+  created: string;
+  expires: string | null;
+  revoked_at: string | null;
+  last_used: string | null;
+  minted_by: string | null;
+  /** hash of the token this one was derived from (OAuth grants); revoking the parent cascades */
+  parent: string | null;
+}
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const TOKEN_SHAPE = /^svc_(pat|ast|oat)_([0-9A-Za-z]{30})([0-9A-Za-z]{6})$/;
+
+function base62(bytes: Buffer, length: number): string {
+  let out = '';
+  for (const b of bytes) {
+    if (b >= 248) continue; // reject to keep the distribution uniform
+    out += BASE62[b % 62];
+    if (out.length === length) return out;
+  }
+  return out + base62(randomBytes(length), length - out.length);
+}
+
+function checksum(body: string): string {
+  let n = crc32(body) >>> 0;
+  let out = '';
+  for (let i = 0; i < 6; i++) {
+    out = BASE62[n % 62] + out;
+    n = Math.floor(n / 62);
+  }
+  return out;
+}
+
+export function generateToken(kind: 'pat' | 'ast' = 'pat'): string {
+  const body = base62(randomBytes(40), 30);
+  return `svc_${kind}_${body}${checksum(body)}`;
+}
+
+/** Shape and checksum check, so garbage is refused without a lookup. */
+export function isWellFormedToken(token: string): boolean {
+  const m = TOKEN_SHAPE.exec(token);
+  return m !== null && checksum(m[2]!) === m[3];
+}
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+export function hashPrefix(hash: string): string {
+  return hash.slice(0, 12);
+}
+
+function writeDurableSync(file: string, data: string): void {
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    writeSync(fd, data);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
+  const dfd = openSync(dirname(file), 'r');
+  try {
+    fsyncSync(dfd);
+  } finally {
+    closeSync(dfd);
+  }
+}
+
+function withLock<T>(dir: string, fn: () => T): T {
+  const lock = join(dir, '.lock');
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    try {
+      mkdirLock(lock);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      // A lock older than 10 s belongs to a process that died holding it.
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > 10_000) rmdirSync(lock);
+      } catch {
+        /* raced with its owner */
+      }
+      if (Date.now() > deadline) throw new Error(`auth store lock busy: ${lock}`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+    }
+  }
+  try {
+    return fn();
+  } finally {
+    rmdirSync(lock);
+  }
+}
+
+export class TokenStore {
+  private records = new Map<string, TokenRecord>();
+  private mtimeMs = -1;
+  private readonly file: string;
+  private pendingLastUsed = new Map<string, string>();
+
+  constructor(readonly dir: string) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    this.file = join(dir, 'tokens.json');
+    this.reload();
+  }
+
+  /** Re-read the file if another process changed it. Cheap: one stat. */
+  reload(): boolean {
+    let mtime: number;
+    try {
+      mtime = statSync(this.file).mtimeMs;
+    } catch {
+      mtime = 0;
+    }
+    if (mtime === this.mtimeMs) return false;
+    this.mtimeMs = mtime;
+    this.records = new Map();
+    if (mtime === 0) return true;
+    const list = JSON.parse(readFileSync(this.file, 'utf8')) as TokenRecord[];
+    for (const r of list) this.records.set(r.hash, r);
+    return true;
+  }
+
+  all(): TokenRecord[] {
+    return [...this.records.values()];
+  }
+
+  hashes(): string[] {
+    return [...this.records.keys()];
+  }
+
+  /** Constant-time comparison of the stored hash against the presented one. */
+  find(hash: string): TokenRecord | undefined {
+    const record = this.records.get(hash);
+    if (!record) return undefined;
+    const a = Buffer.from(record.hash, 'hex');
+    const b = Buffer.from(hash, 'hex');
+    return a.length === b.length && timingSafeEqual(a, b) ? record : undefined;
+  }
+
+  /** Read-modify-write under the cross-process lock. */
+  mutate<T>(fn: (records: Map<string, TokenRecord>) => T): T {
+    return withLock(this.dir, () => {
+      this.mtimeMs = -1;
+      this.reload();
+      for (const [hash, at] of this.pendingLastUsed) {
+        const r = this.records.get(hash);
+        if (r) r.last_used = at;
+      }
+      this.pendingLastUsed.clear();
+      const result = fn(this.records);
+      writeDurableSync(this.file, JSON.stringify([...this.records.values()], null, 1));
+      this.mtimeMs = statSync(this.file).mtimeMs;
+      return result;
+    });
+  }
+
+  /** last_used is advisory: kept in memory and written with the next mutation or flush. */
+  touch(hash: string, at: string): void {
+    const r = this.records.get(hash);
+    if (r) r.last_used = at;
+    this.pendingLastUsed.set(hash, at);
+  }
+
+  flush(): void {
+    if (this.pendingLastUsed.size > 0) this.mutate(() => undefined);
+  }
+}
+
+export function newTokenRecord(
+  token: string,
+  fields: Partial<TokenRecord> & Pick<TokenRecord, 'kind' | 'person' | 'created'>,
+): TokenRecord {
+  return {
+    hash: hashToken(token),
+    agent: null,
+    session: null,
+    label: null,
+    audience: null,
+    expires: null,
+    revoked_at: null,
+    last_used: null,
+    minted_by: null,
+    parent: null,
+    ...fields,
+  };
+}
+
+export function isLive(record: TokenRecord, nowMs: number): boolean {
+  if (record.revoked_at) return false;
+  if (record.expires && Date.parse(record.expires) <= nowMs) return false;
+  return true;
+}

@@ -1,0 +1,100 @@
+/**
+ * Server configuration from the environment (DESIGN.md §2), the injected clock and the logger.
+ */
+import { resolve } from 'node:path';
+
+export interface Clock {
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** A clock tests can move forward without sleeping. */
+export class ManualClock implements Clock {
+  private offsetMs = 0;
+  now(): number {
+    return Date.now() + this.offsetMs;
+  }
+  advance(ms: number): void {
+    this.offsetMs += ms;
+  }
+}
+
+export interface Logger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+/** Tokens must never reach a log line: anything token-shaped is masked before writing. */
+const TOKEN_LIKE = /svc_(pat|ast|oat)_[0-9A-Za-z]+/g;
+export function redact(text: string): string {
+  return text.replace(TOKEN_LIKE, 'svc_$1_[redacted]');
+}
+
+export function createLogger(write: (line: string) => void = (l) => process.stderr.write(l + '\n'), quiet = false): Logger {
+  const emit = (level: string, message: string, fields?: Record<string, unknown>) => {
+    if (quiet && level === 'info') return;
+    const extra = fields && Object.keys(fields).length > 0 ? ' ' + JSON.stringify(fields) : '';
+    write(redact(`${new Date().toISOString()} ${level} ${message}${extra}`));
+  };
+  return {
+    info: (m, f) => emit('info', m, f),
+    warn: (m, f) => emit('warn', m, f),
+    error: (m, f) => emit('error', m, f),
+  };
+}
+
+export interface ServerConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  tlsCert: string | null;
+  tlsKey: string | null;
+  allowHttp: boolean;
+  orgSlug: string;
+  adminName: string;
+  adminEmail: string;
+  bootstrapToken: string | null;
+  captureMetrics: boolean;
+  appUrl: string | null;
+  idpUrl: string | null;
+  ingestUrl: string | null;
+  /** how often the server looks for tenants and plugin changes made by the CLI */
+  tenantPollMs: number;
+  /** fsync object, ref and state writes (on unless a benchmark or test says otherwise) */
+  fsync: boolean;
+}
+
+/** Reads SVC_* names, falling back to the legacy WORKGRAPH_* spellings. */
+function env(e: NodeJS.ProcessEnv, name: string): string | undefined {
+  const v = e[`SVC_${name}`] ?? e[`WORKGRAPH_${name}`];
+  return v === '' ? undefined : v;
+}
+
+export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig {
+  const port = e.PORT === undefined || e.PORT === '' ? 8080 : Number(e.PORT);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be an integer 0-65535, got '${e.PORT}'`);
+  return {
+    host: e.HOST || '127.0.0.1',
+    port,
+    dataDir: resolve(env(e, 'DATA_DIR') ?? './data'),
+    tlsCert: env(e, 'TLS_CERT') ?? null,
+    tlsKey: env(e, 'TLS_KEY') ?? null,
+    allowHttp: env(e, 'ALLOW_HTTP') === '1',
+    orgSlug: env(e, 'ORG_SLUG') ?? 'local',
+    adminName: env(e, 'ADMIN_NAME') ?? 'Admin',
+    adminEmail: env(e, 'ADMIN_EMAIL') ?? 'admin@localhost',
+    bootstrapToken: env(e, 'BOOTSTRAP_TOKEN') ?? null,
+    captureMetrics: env(e, 'CAPTURE_METRICS') === '1',
+    appUrl: env(e, 'APP_URL') ?? null,
+    idpUrl: env(e, 'IDP_URL') ?? null,
+    ingestUrl: env(e, 'INGEST_URL') ?? null,
+    tenantPollMs: 500,
+    fsync: env(e, 'FSYNC') !== '0',
+  };
+}
+
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}

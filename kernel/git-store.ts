@@ -1,0 +1,744 @@
+/**
+ * The graph's git repository: a bare repo whose branch `main` holds
+ * `nodes/<type>/<h2>/<id>.md` files (DESIGN §3).
+ *
+ * Writes never go through a working tree or index. The store keeps an in-memory cache of
+ * the HEAD tree (directory path -> entries, loaded lazily tree by tree), so a commit
+ * touching one file re-hashes only the trees on its path. Objects are hashed with
+ * node:crypto and deflated with node:zlib here, then handed to isomorphic-git's
+ * `writeObject` (format 'deflated'), which writes them through the durable fs
+ * (temp + fsync + rename). After all of a commit's objects are written, their object
+ * directories are fsynced, then `refs/heads/main` is rewritten (again durably); only then
+ * is the commit acknowledged and the cache/head swapped. A failure at any step leaves the
+ * cache and head untouched (the new trees live in an overlay until the ref is durable).
+ *
+ * Bulk reads (`loadFiles`, `listFiles`, `diffFiles` from null) use the git CLI
+ * (`ls-tree` + one `cat-file --batch`), which is an order of magnitude faster than
+ * isomorphic-git's readBlob for thousands of blobs (FACTS.md).
+ */
+import { createHash } from 'node:crypto';
+import { promises as fsp, readFileSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
+import { spawn } from 'node:child_process';
+import { deflateSync, inflateSync } from 'node:zlib';
+import git from 'isomorphic-git';
+import { createDurableFs, fsyncDir, type DurableFs } from './durable-fs.js';
+
+export interface CommitAuthor {
+  name: string;
+  email: string;
+  /** unix seconds, default now */
+  timestamp?: number;
+  /** minutes, same sign convention as Date#getTimezoneOffset (-120 = UTC+2); default 0 */
+  timezoneOffset?: number;
+}
+/** `content: null` deletes the file. */
+export interface FileChange {
+  path: string;
+  content: string | null;
+}
+export interface CommitInput {
+  changes: FileChange[];
+  author: CommitAuthor;
+  committer?: CommitAuthor;
+  message: string;
+  /** must equal the current head (compare-and-swap guard); null for the first commit */
+  expectedParent: string | null;
+}
+export interface CommitOutput {
+  commit: string;
+  /** path -> new blob oid, null for deleted */
+  blobs: Record<string, string | null>;
+}
+export interface StoredFile {
+  path: string;
+  oid: string;
+  content: string;
+}
+export interface GitStore {
+  readonly gitdir: string;
+  /** current commit of refs/heads/main, null when the repo has no commits */
+  head(): string | null;
+  /** resolves only when the objects AND the ref are durable */
+  commit(input: CommitInput): Promise<CommitOutput>;
+  /** all files at HEAD under the directory `prefix` ('' = everything) */
+  listFiles(prefix: string): Promise<Array<{ path: string; oid: string }>>;
+  /** all files at HEAD under the directory `prefix`, with content */
+  loadFiles(prefix: string): Promise<StoredFile[]>;
+  /**
+   * Files under `prefix` that differ between two commits: oid/content null = deleted in
+   * `toCommit`. `fromCommit` null means every file of `toCommit`.
+   */
+  diffFiles(
+    fromCommit: string | null,
+    toCommit: string,
+    prefix: string,
+  ): Promise<Array<{ path: string; oid: string | null; content: string | null }>>;
+  readBlob(oid: string): Promise<string>;
+  /** git blob sha1 of `content` (utf8), nothing written */
+  blobOid(content: string): string;
+  close(): Promise<void>;
+}
+
+export interface GitStoreOptions {
+  /** fsync objects, directories and the ref (default true) */
+  fsync?: boolean;
+  /** testing hook: the fs plugin handed to isomorphic-git (default: createDurableFs) */
+  fs?: DurableFs;
+}
+
+/** Thrown by `commit` when `expectedParent` is not the current head. */
+export class HeadMismatchError extends Error {
+  constructor(
+    readonly expected: string | null,
+    readonly actual: string | null,
+  ) {
+    super(`expected parent ${expected ?? '(none)'} but head is ${actual ?? '(none)'}`);
+    this.name = 'HeadMismatchError';
+  }
+}
+
+export const MAIN_REF = 'refs/heads/main';
+export const EMPTY_TREE_OID = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+const OID_RE = /^[0-9a-f]{40}$/;
+const TREE_MODE = '40000';
+const FILE_MODE = '100644';
+const WRITE_CONCURRENCY = 64;
+
+/** `nodes/<type>/<h2>/<id>.md`, `<h2>` = first two hex digits of sha1(id). */
+export function nodePath(type: string, id: string): string {
+  for (const [what, v] of [
+    ['type', type],
+    ['id', id],
+  ] as const) {
+    if (!v || v === '.' || v === '..' || /[/\\\0\n]/.test(v)) throw new Error(`invalid node ${what}: ${JSON.stringify(v)}`);
+  }
+  const h2 = createHash('sha1').update(id, 'utf8').digest('hex').slice(0, 2);
+  return `nodes/${type}/${h2}/${id}.md`;
+}
+
+// ---------------------------------------------------------------------------------------
+// object encoding
+
+interface TreeEntry {
+  mode: string;
+  oid: string;
+}
+type Entries = Map<string, TreeEntry>;
+interface EncodedObject {
+  type: 'blob' | 'tree' | 'commit';
+  oid: string;
+  deflated: Buffer;
+}
+
+function isTreeMode(mode: string): boolean {
+  return mode === '40000' || mode === '040000';
+}
+function isBlobMode(mode: string): boolean {
+  return mode === '100644' || mode === '100755' || mode === '120000';
+}
+
+function wrap(type: string, body: Buffer): Buffer {
+  return Buffer.concat([Buffer.from(`${type} ${body.length}\0`, 'latin1'), body]);
+}
+function sha1Hex(buf: Buffer): string {
+  return createHash('sha1').update(buf).digest('hex');
+}
+function encodeObject(type: EncodedObject['type'], body: Buffer): EncodedObject {
+  const full = wrap(type, body);
+  return { type, oid: sha1Hex(full), deflated: deflateSync(full) };
+}
+
+/** git's tree order: byte order of names, with trees compared as if they ended in '/'. */
+function serializeTree(entries: Entries): Buffer {
+  const items = [...entries].map(([name, e]) => {
+    const tree = isTreeMode(e.mode);
+    return { name, e, key: Buffer.from(tree ? `${name}/` : name, 'utf8') };
+  });
+  items.sort((a, b) => Buffer.compare(a.key, b.key));
+  const parts: Buffer[] = [];
+  for (const { name, e } of items) {
+    const mode = isTreeMode(e.mode) ? TREE_MODE : e.mode; // git writes "40000", fsck --strict flags "040000"
+    parts.push(Buffer.from(`${mode} ${name}\0`, 'utf8'), Buffer.from(e.oid, 'hex'));
+  }
+  return Buffer.concat(parts);
+}
+
+function parseTree(body: Buffer): Entries {
+  const entries: Entries = new Map();
+  let pos = 0;
+  while (pos < body.length) {
+    const sp = body.indexOf(0x20, pos);
+    const nul = body.indexOf(0, sp);
+    if (sp < 0 || nul < 0 || nul + 21 > body.length) throw new Error('corrupt tree object');
+    const mode = body.toString('latin1', pos, sp);
+    const name = body.toString('utf8', sp + 1, nul);
+    const oid = body.toString('hex', nul + 1, nul + 21);
+    entries.set(name, { mode, oid });
+    pos = nul + 21;
+  }
+  return entries;
+}
+
+function cleanIdent(s: string, what: string): string {
+  // fsck rejects '<', '>' and newlines inside identities; git itself strips them.
+  const out = s.replace(/[<>\n\r\0]/g, '').trim();
+  if (!out) throw new Error(`commit ${what} must not be empty`);
+  return out;
+}
+
+function formatIdent(a: CommitAuthor, now: number): string {
+  const ts = Math.floor(a.timestamp ?? now);
+  const tzMin = -(a.timezoneOffset ?? 0);
+  const sign = tzMin < 0 ? '-' : '+';
+  const abs = Math.abs(tzMin);
+  const tz = `${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}${String(abs % 60).padStart(2, '0')}`;
+  return `${cleanIdent(a.name, 'author name')} <${cleanIdent(a.email, 'author email')}> ${ts} ${tz}`;
+}
+
+function validatePath(path: string): string[] {
+  const segs = path.split('/');
+  for (const s of segs) {
+    if (!s || s === '.' || s === '..' || s.toLowerCase() === '.git' || s.includes('\0')) {
+      throw new Error(`invalid path: ${JSON.stringify(path)}`);
+    }
+  }
+  return segs;
+}
+
+/** '' | 'nodes' | 'nodes/' | 'nodes/task/' -> segments */
+function prefixSegments(prefix: string): string[] {
+  const p = prefix.replace(/^\/+/, '').replace(/\/+$/, '');
+  return p ? validatePath(p) : [];
+}
+
+function parentDir(dir: string): string {
+  const i = dir.lastIndexOf('/');
+  return i < 0 ? '' : dir.slice(0, i);
+}
+function baseName(dir: string): string {
+  return dir.slice(dir.lastIndexOf('/') + 1);
+}
+function depth(dir: string): number {
+  if (!dir) return 0;
+  let n = 1;
+  for (let i = 0; i < dir.length; i++) if (dir.charCodeAt(i) === 47) n++;
+  return n;
+}
+
+async function runPool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failed = false;
+  const worker = async (): Promise<void> => {
+    while (!failed && next < items.length) {
+      const item = items[next++]!;
+      try {
+        await fn(item);
+      } catch (err) {
+        failed = true;
+        throw err;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+// ---------------------------------------------------------------------------------------
+// git CLI helpers
+
+function gitEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
+  env.GIT_CONFIG_NOSYSTEM = '1';
+  env.LC_ALL = 'C';
+  return env;
+}
+
+function runGit(gitdir: string, args: string[]): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', ['--git-dir', gitdir, '--literal-pathspecs', ...args], {
+      env: gitEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => err.push(c));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code === 0) resolve(Buffer.concat(out));
+      else reject(new Error(`git ${args[0]} failed (${code}): ${Buffer.concat(err).toString('utf8').trim()}`));
+    });
+  });
+}
+
+/** Parse `git ls-tree -r -z` output, keeping blobs only. */
+function parseLsTree(out: Buffer): Array<{ path: string; oid: string }> {
+  const files: Array<{ path: string; oid: string }> = [];
+  let pos = 0;
+  while (pos < out.length) {
+    const end = out.indexOf(0, pos);
+    const stop = end < 0 ? out.length : end;
+    const tab = out.indexOf(0x09, pos);
+    if (tab < 0 || tab > stop) throw new Error('unexpected ls-tree output');
+    // "<mode> SP <type> SP <oid> TAB <path>"
+    const meta = out.toString('latin1', pos, tab);
+    const [, type, oid] = meta.split(' ');
+    if (type === 'blob' && oid) files.push({ path: out.toString('utf8', tab + 1, stop), oid });
+    pos = stop + 1;
+  }
+  return files;
+}
+
+/** Stream every oid through one `git cat-file --batch`; results in input order, utf8-decoded. */
+function catFileBatch(gitdir: string, oids: string[]): Promise<string[]> {
+  if (oids.length === 0) return Promise.resolve([]);
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', ['--git-dir', gitdir, 'cat-file', '--batch', '--buffer'], {
+      env: gitEnv(),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const results: string[] = new Array(oids.length);
+    let idx = 0;
+    let chunks: Buffer[] = [];
+    let avail = 0;
+    let need = -1; // bytes of the current record (content + LF) still unknown while < 0
+    let failure: Error | null = null;
+    const errOut: Buffer[] = [];
+
+    const fail = (e: Error): void => {
+      if (!failure) {
+        failure = e;
+        child.kill();
+      }
+    };
+    const take = (): Buffer => {
+      const b = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, avail);
+      chunks = [b];
+      return b;
+    };
+    const pump = (): void => {
+      let buf = take();
+      let pos = 0;
+      for (;;) {
+        if (need < 0) {
+          const nl = buf.indexOf(10, pos);
+          if (nl < 0) break;
+          const header = buf.toString('latin1', pos, nl);
+          const parts = header.split(' ');
+          if (parts.length !== 3 || parts[1] !== 'blob') {
+            fail(new Error(`cat-file: unexpected "${header}" for ${oids[idx] ?? '?'}`));
+            return;
+          }
+          need = Number(parts[2]) + 1;
+          pos = nl + 1;
+        }
+        if (buf.length - pos < need) break;
+        results[idx++] = buf.toString('utf8', pos, pos + need - 1);
+        pos += need;
+        need = -1;
+      }
+      buf = buf.subarray(pos);
+      chunks = buf.length ? [buf] : [];
+      avail = buf.length;
+    };
+
+    child.stdout.on('data', (c: Buffer) => {
+      if (failure) return;
+      chunks.push(c);
+      avail += c.length;
+      // Only re-scan when a whole pending record can be complete (avoids O(n^2) on large blobs).
+      if (need < 0 || avail >= need) pump();
+    });
+    child.stderr.on('data', (c: Buffer) => errOut.push(c));
+    child.stdin.on('error', (e) => fail(e));
+    child.on('error', (e) => fail(e));
+    child.on('close', (code) => {
+      if (failure) return reject(failure);
+      if (code !== 0) return reject(new Error(`git cat-file failed (${code}): ${Buffer.concat(errOut).toString('utf8')}`));
+      if (idx !== oids.length) return reject(new Error(`git cat-file returned ${idx} of ${oids.length} objects`));
+      resolve(results);
+    });
+    child.stdin.end(oids.join('\n') + '\n');
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+
+interface CachedTree {
+  oid: string;
+  entries: Entries;
+}
+
+class GitStoreImpl implements GitStore {
+  private headOid: string | null;
+  private rootTree: string;
+  /** dir path ('' = root) -> tree at HEAD; only directories loaded so far */
+  private trees = new Map<string, CachedTree>();
+  private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
+  private readonly igCache = {};
+
+  constructor(
+    readonly gitdir: string,
+    private readonly fs: DurableFs,
+    private readonly fsyncOn: boolean,
+    head: string | null,
+    rootTree: string,
+  ) {
+    this.headOid = head;
+    this.rootTree = rootTree;
+  }
+
+  /** Read the root tree of the current head. */
+  async init(): Promise<void> {
+    if (this.headOid) this.rootTree = await this.commitTree(this.headOid);
+  }
+
+  head(): string | null {
+    return this.headOid;
+  }
+
+  blobOid(content: string): string {
+    return sha1Hex(wrap('blob', Buffer.from(content, 'utf8')));
+  }
+
+  // ---- object reading -------------------------------------------------------------
+
+  /** A loose object, or null when it is not stored loose (packed or missing). */
+  private readLooseSync(oid: string): { type: string; body: Buffer } | null {
+    let raw: Buffer;
+    try {
+      raw = readFileSync(`${this.gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+    const full = inflateSync(raw);
+    const nul = full.indexOf(0);
+    const [type, size] = full.toString('latin1', 0, nul).split(' ');
+    const body = full.subarray(nul + 1);
+    if (nul < 0 || Number(size) !== body.length) throw new Error(`corrupt object ${oid}`);
+    return { type: type!, body };
+  }
+
+  async readObject(oid: string): Promise<{ type: string; body: Buffer }> {
+    if (!OID_RE.test(oid)) throw new Error(`invalid oid: ${oid}`);
+    const loose = this.readLooseSync(oid);
+    if (loose) return loose;
+    // Packed (e.g. after `git gc`): let isomorphic-git find it in the pack files.
+    const r = await git.readObject({ fs: this.fs, gitdir: this.gitdir, oid, format: 'content', cache: this.igCache });
+    return { type: r.type, body: Buffer.from(r.object as Uint8Array) };
+  }
+
+  private async readTreeEntries(oid: string): Promise<Entries> {
+    if (oid === EMPTY_TREE_OID) return new Map();
+    const o = await this.readObject(oid);
+    if (o.type !== 'tree') throw new Error(`${oid} is a ${o.type}, not a tree`);
+    return parseTree(o.body);
+  }
+
+  private async commitTree(commit: string): Promise<string> {
+    const o = await this.readObject(commit);
+    if (o.type !== 'commit') throw new Error(`${commit} is a ${o.type}, not a commit`);
+    const m = /^tree ([0-9a-f]{40})\n/.exec(o.body.toString('latin1', 0, 46));
+    if (!m) throw new Error(`corrupt commit ${commit}`);
+    return m[1]!;
+  }
+
+  async readBlob(oid: string): Promise<string> {
+    const o = await this.readObject(oid);
+    if (o.type !== 'blob') throw new Error(`${oid} is a ${o.type}, not a blob`);
+    return o.body.toString('utf8');
+  }
+
+  /** The HEAD tree of `dir`, loading it (and its ancestors) into the cache; null if absent. */
+  private async loadDir(dir: string): Promise<CachedTree | null> {
+    const hit = this.trees.get(dir);
+    if (hit) return hit;
+    let oid: string;
+    if (dir === '') {
+      oid = this.rootTree;
+    } else {
+      const parent = await this.loadDir(parentDir(dir));
+      const e = parent?.entries.get(baseName(dir));
+      if (!e || !isTreeMode(e.mode)) return null;
+      oid = e.oid;
+    }
+    // another caller may have loaded it meanwhile; keep the first
+    const again = this.trees.get(dir);
+    if (again) return again;
+    const t: CachedTree = { oid, entries: await this.readTreeEntries(oid) };
+    // a commit may have swapped the cache while we were reading; only insert if still consistent
+    if (dir === '' ? oid === this.rootTree : this.trees.get(parentDir(dir))?.entries.get(baseName(dir))?.oid === oid) {
+      if (!this.trees.has(dir)) this.trees.set(dir, t);
+    }
+    return this.trees.get(dir) ?? t;
+  }
+
+  // ---- writing --------------------------------------------------------------------
+
+  commit(input: CommitInput): Promise<CommitOutput> {
+    const run = this.queue.then(() => this.doCommit(input));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async doCommit(input: CommitInput): Promise<CommitOutput> {
+    if (this.closed) throw new Error('git store is closed');
+    if (input.expectedParent !== this.headOid) throw new HeadMismatchError(input.expectedParent, this.headOid);
+    if (!input.changes.length) throw new Error('commit needs at least one change');
+    const now = Math.floor(Date.now() / 1000);
+    const authorLine = formatIdent(input.author, now);
+    const committerLine = formatIdent(input.committer ?? input.author, now);
+
+    // Overlay: copies of the entry maps of every directory on a changed path.
+    const overlay = new Map<string, Entries>();
+    const mutable = async (dir: string): Promise<Entries> => {
+      let m = overlay.get(dir);
+      if (!m) {
+        const base = await this.loadDir(dir);
+        m = base ? new Map(base.entries) : new Map();
+        overlay.set(dir, m);
+      }
+      return m;
+    };
+
+    const objects = new Map<string, EncodedObject>();
+    const blobs: Record<string, string | null> = {};
+    const seen = new Set<string>();
+    for (const ch of input.changes) {
+      const segs = validatePath(ch.path);
+      if (seen.has(ch.path)) throw new Error(`path changed twice in one commit: ${ch.path}`);
+      seen.add(ch.path);
+      const name = segs[segs.length - 1]!;
+      let dir = '';
+      let entries = await mutable('');
+      for (let i = 0; i < segs.length - 1; i++) {
+        const e = entries.get(segs[i]!);
+        if (e && !isTreeMode(e.mode)) throw new Error(`${ch.path}: ${segs.slice(0, i + 1).join('/')} is a file`);
+        if (!e && ch.content === null) throw new Error(`cannot delete missing file ${ch.path}`);
+        dir = dir ? `${dir}/${segs[i]}` : segs[i]!;
+        entries = await mutable(dir);
+      }
+      const existing = entries.get(name);
+      if (existing && !isBlobMode(existing.mode)) throw new Error(`${ch.path} is a directory`);
+      if (ch.content === null) {
+        if (!existing) throw new Error(`cannot delete missing file ${ch.path}`);
+        entries.delete(name);
+        blobs[ch.path] = null;
+      } else {
+        const obj = encodeObject('blob', Buffer.from(ch.content, 'utf8'));
+        objects.set(obj.oid, obj);
+        entries.set(name, { mode: existing && existing.mode !== '120000' ? existing.mode : FILE_MODE, oid: obj.oid });
+        blobs[ch.path] = obj.oid;
+      }
+    }
+
+    // Hash trees bottom-up; an emptied directory disappears from its parent.
+    const dirs = [...overlay.keys()].sort((a, b) => depth(b) - depth(a));
+    const newTrees = new Map<string, CachedTree | null>();
+    let rootOid = EMPTY_TREE_OID;
+    for (const dir of dirs) {
+      const entries = overlay.get(dir)!;
+      if (dir !== '' && entries.size === 0) {
+        overlay.get(parentDir(dir))!.delete(baseName(dir));
+        newTrees.set(dir, null);
+        continue;
+      }
+      const obj = encodeObject('tree', serializeTree(entries));
+      objects.set(obj.oid, obj);
+      newTrees.set(dir, { oid: obj.oid, entries });
+      if (dir === '') rootOid = obj.oid;
+      else overlay.get(parentDir(dir))!.set(baseName(dir), { mode: TREE_MODE, oid: obj.oid });
+    }
+
+    let body = `tree ${rootOid}\n`;
+    if (this.headOid) body += `parent ${this.headOid}\n`;
+    const message = input.message.endsWith('\n') ? input.message : `${input.message}\n`;
+    body += `author ${authorLine}\ncommitter ${committerLine}\n\n${message}`;
+    const commitObj = encodeObject('commit', Buffer.from(body, 'utf8'));
+    objects.set(commitObj.oid, commitObj);
+
+    // Objects (concurrently, bounded), then their directories, then the ref.
+    const all = [...objects.values()];
+    await runPool(all, WRITE_CONCURRENCY, async (o) => {
+      await git.writeObject({ fs: this.fs, gitdir: this.gitdir, type: o.type, object: o.deflated, format: 'deflated', oid: o.oid });
+    });
+    if (this.fsyncOn) {
+      const objDirs = [...new Set(all.map((o) => `${this.gitdir}/objects/${o.oid.slice(0, 2)}`))];
+      await runPool(objDirs, WRITE_CONCURRENCY, (d) => fsyncDir(d));
+    }
+    await git.writeRef({ fs: this.fs, gitdir: this.gitdir, ref: MAIN_REF, value: commitObj.oid, force: true });
+
+    // Durable: swap the cache and head.
+    for (const [dir, t] of newTrees) {
+      if (t) this.trees.set(dir, t);
+      else this.trees.delete(dir);
+    }
+    this.rootTree = rootOid;
+    this.headOid = commitObj.oid;
+    return { commit: commitObj.oid, blobs };
+  }
+
+  // ---- bulk reads ---------------------------------------------------------------------
+
+  /**
+   * Contents of many blobs, in order. Loose objects are read and inflated directly (git
+   * 2.39's `cat-file --batch` opens and maps each loose object several times: measured
+   * ~0.4 s per 10k loose blobs against ~0.15 s here); whatever is not loose (packed)
+   * goes through one `git cat-file --batch --buffer`. When probing keeps missing (a packed
+   * repo), probing stops and the rest goes straight to cat-file. The event loop is
+   * yielded to every 256 objects.
+   */
+  private async readBlobsBulk(oids: string[]): Promise<string[]> {
+    const out: string[] = new Array(oids.length);
+    const viaGit: number[] = [];
+    let hits = 0;
+    let misses = 0;
+    for (let i = 0; i < oids.length; i++) {
+      const oid = oids[i]!;
+      if (misses > 64 && misses > hits * 4) {
+        viaGit.push(i);
+        continue;
+      }
+      if ((i & 255) === 255) await new Promise<void>((r) => setImmediate(r));
+      const o = this.readLooseSync(oid);
+      if (!o) {
+        misses++;
+        viaGit.push(i);
+        continue;
+      }
+      hits++;
+      if (o.type !== 'blob') throw new Error(`${oid} is a ${o.type}, not a blob`);
+      out[i] = o.body.toString('utf8');
+    }
+    if (viaGit.length) {
+      const got = await catFileBatch(
+        this.gitdir,
+        viaGit.map((i) => oids[i]!),
+      );
+      viaGit.forEach((i, k) => (out[i] = got[k]!));
+    }
+    return out;
+  }
+
+  private async listAt(commit: string, prefix: string): Promise<Array<{ path: string; oid: string }>> {
+    const segs = prefixSegments(prefix);
+    const args = ['ls-tree', '-r', '-z', commit];
+    if (segs.length) args.push('--', segs.join('/'));
+    const files = parseLsTree(await runGit(this.gitdir, args));
+    // the pathspec would also match a file named exactly like the prefix; keep directory contents only
+    if (segs.length) {
+      const dirPrefix = `${segs.join('/')}/`;
+      return files.filter((f) => f.path.startsWith(dirPrefix));
+    }
+    return files;
+  }
+
+  private async loadAt(commit: string, prefix: string): Promise<StoredFile[]> {
+    const files = await this.listAt(commit, prefix);
+    const contents = await this.readBlobsBulk(files.map((f) => f.oid));
+    return files.map((f, i) => ({ path: f.path, oid: f.oid, content: contents[i]! }));
+  }
+
+  async listFiles(prefix: string): Promise<Array<{ path: string; oid: string }>> {
+    const head = this.headOid;
+    return head ? this.listAt(head, prefix) : [];
+  }
+
+  async loadFiles(prefix: string): Promise<StoredFile[]> {
+    const head = this.headOid;
+    return head ? this.loadAt(head, prefix) : [];
+  }
+
+  async diffFiles(
+    fromCommit: string | null,
+    toCommit: string,
+    prefix: string,
+  ): Promise<Array<{ path: string; oid: string | null; content: string | null }>> {
+    if (fromCommit === null) return this.loadAt(toCommit, prefix);
+    const segs = prefixSegments(prefix);
+    const [a, b] = await Promise.all([this.subtreeAt(fromCommit, segs), this.subtreeAt(toCommit, segs)]);
+    const changes: Array<{ path: string; oid: string | null }> = [];
+    if (a !== b) await this.diffTrees(a, b, segs.join('/'), changes);
+    const wanted = changes.filter((c) => c.oid !== null).map((c) => c.oid!);
+    const contents = await this.readBlobsBulk(wanted);
+    let k = 0;
+    return changes.map((c) => ({ path: c.path, oid: c.oid, content: c.oid === null ? null : contents[k++]! }));
+  }
+
+  private async subtreeAt(commit: string, segs: string[]): Promise<string | null> {
+    let oid: string | null = await this.commitTree(commit);
+    for (const s of segs) {
+      const e: TreeEntry | undefined = (await this.readTreeEntries(oid)).get(s);
+      if (!e || !isTreeMode(e.mode)) return null;
+      oid = e.oid;
+    }
+    return oid;
+  }
+
+  private async diffTrees(
+    a: string | null,
+    b: string | null,
+    base: string,
+    out: Array<{ path: string; oid: string | null }>,
+  ): Promise<void> {
+    const [ea, eb] = await Promise.all([
+      a ? this.readTreeEntries(a) : Promise.resolve<Entries>(new Map()),
+      b ? this.readTreeEntries(b) : Promise.resolve<Entries>(new Map()),
+    ]);
+    const names = new Set([...ea.keys(), ...eb.keys()]);
+    for (const name of names) {
+      const x = ea.get(name);
+      const y = eb.get(name);
+      if (x && y && x.oid === y.oid && x.mode === y.mode) continue;
+      const path = base ? `${base}/${name}` : name;
+      const xTree = !!x && isTreeMode(x.mode);
+      const yTree = !!y && isTreeMode(y.mode);
+      if (xTree || yTree) await this.diffTrees(xTree ? x!.oid : null, yTree ? y!.oid : null, path, out);
+      const xBlob = !!x && isBlobMode(x.mode);
+      const yBlob = !!y && isBlobMode(y.mode);
+      if (yBlob) {
+        if (!(xBlob && x!.oid === y!.oid)) out.push({ path, oid: y!.oid });
+      } else if (xBlob) {
+        out.push({ path, oid: null });
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.queue;
+    this.closed = true;
+  }
+}
+
+/** Open (creating if missing/empty) the bare repository at `gitdir`. */
+export async function openGitStore(gitdir: string, opts: GitStoreOptions = {}): Promise<GitStore> {
+  const dir = resolvePath(gitdir);
+  const doFsync = opts.fsync ?? true;
+  const objectsPrefix = `${dir}/objects/`;
+  const fs = opts.fs ?? createDurableFs({ fsync: doFsync, deferDirSync: (p) => p.startsWith(objectsPrefix) });
+
+  let names: string[] = [];
+  try {
+    names = await fsp.readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  if (names.length === 0) {
+    await git.init({ fs, gitdir: dir, bare: true, defaultBranch: 'main' });
+  } else if (!names.includes('HEAD') || !names.includes('objects')) {
+    throw new Error(`${dir} exists and is not a git repository`);
+  }
+
+  let head: string | null = null;
+  try {
+    head = await git.resolveRef({ fs, gitdir: dir, ref: MAIN_REF });
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'NotFoundError') throw err;
+  }
+  const store = new GitStoreImpl(dir, fs, doFsync, head, EMPTY_TREE_OID);
+  await store.init();
+  return store;
+}

@@ -1,0 +1,190 @@
+/**
+ * The in-memory graph index every read answers from. Built from HEAD at start and
+ * kept in step with each commit by the tenant's write path; plugins that keep
+ * incremental bookkeeping (queue, history) subscribe to its change events.
+ */
+import type { Frontmatter } from './codec.js';
+
+export interface Edge {
+  type: string;
+  to: string;
+  [attribute: string]: string;
+}
+
+export interface NodeRecord {
+  id: string;
+  type: string;
+  status: string;
+  title: string;
+  project: string | null;
+  path: string;
+  frontmatter: Frontmatter;
+  body: string;
+  markdown: string;
+  revision: string;
+  edges: Edge[];
+}
+
+export interface InboundEdge {
+  from: string;
+  edge: Edge;
+}
+
+export interface IndexChange {
+  id: string;
+  before: NodeRecord | null;
+  after: NodeRecord | null;
+}
+
+export interface CommitEvent {
+  commit: string;
+  parent: string | null;
+  changes: IndexChange[];
+  actor: { person: string | null; name: string; email: string };
+  via: string;
+  op: string;
+  internal: boolean;
+  date: string;
+}
+
+export type IndexListener = (event: CommitEvent) => void;
+
+export function titleOf(frontmatter: Frontmatter): string {
+  if (typeof frontmatter.title === 'string' && frontmatter.title.trim()) return frontmatter.title;
+  const summary = typeof frontmatter.summary === 'string' ? frontmatter.summary : '';
+  return summary.split('\n')[0] ?? '';
+}
+
+export function edgesOf(frontmatter: Frontmatter): Edge[] {
+  const raw = frontmatter.edges;
+  if (!Array.isArray(raw)) return [];
+  const out: Edge[] = [];
+  for (const e of raw) {
+    if (e && typeof e === 'object' && typeof (e as Edge).type === 'string' && typeof (e as Edge).to === 'string') {
+      out.push(e as Edge);
+    }
+  }
+  return out;
+}
+
+export function makeRecord(path: string, revision: string, markdown: string, frontmatter: Frontmatter, body: string): NodeRecord {
+  return {
+    id: String(frontmatter.id),
+    type: String(frontmatter.type),
+    status: String(frontmatter.status ?? ''),
+    title: titleOf(frontmatter),
+    project: typeof frontmatter.project === 'string' ? frontmatter.project : null,
+    path,
+    frontmatter,
+    body,
+    markdown,
+    revision,
+    edges: edgesOf(frontmatter),
+  };
+}
+
+export class GraphIndex {
+  head: string | null = null;
+  readonly nodes = new Map<string, NodeRecord>();
+  private readonly byType = new Map<string, Set<string>>();
+  private readonly byProject = new Map<string, Set<string>>();
+  private readonly inbound = new Map<string, Map<string, Edge[]>>();
+  private readonly listeners = new Set<IndexListener>();
+
+  get size(): number {
+    return this.nodes.size;
+  }
+
+  get(id: string): NodeRecord | undefined {
+    return this.nodes.get(id);
+  }
+
+  has(id: string): boolean {
+    return this.nodes.has(id);
+  }
+
+  idsOfType(type: string): ReadonlySet<string> {
+    return this.byType.get(type) ?? new Set();
+  }
+
+  idsInProject(project: string): ReadonlySet<string> {
+    return this.byProject.get(project) ?? new Set();
+  }
+
+  projects(): string[] {
+    return [...this.byProject.keys()].sort();
+  }
+
+  /** Inbound edges of a node, optionally of some types only. */
+  inboundOf(id: string, types?: readonly string[]): InboundEdge[] {
+    const byFrom = this.inbound.get(id);
+    if (!byFrom) return [];
+    const out: InboundEdge[] = [];
+    for (const [from, edges] of byFrom) {
+      for (const edge of edges) if (!types || types.includes(edge.type)) out.push({ from, edge });
+    }
+    return out;
+  }
+
+  subscribe(listener: IndexListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Bulk load at start; emits nothing. */
+  load(records: Iterable<NodeRecord>, head: string | null): void {
+    for (const r of records) this.put(r);
+    this.head = head;
+  }
+
+  /** Apply one commit's changes and notify subscribers. */
+  applyCommit(event: CommitEvent): void {
+    for (const change of event.changes) {
+      const previous = this.nodes.get(change.id);
+      if (previous) this.remove(previous);
+      if (change.after) this.put(change.after);
+    }
+    this.head = event.commit;
+    for (const listener of this.listeners) listener(event);
+  }
+
+  private put(record: NodeRecord): void {
+    const existing = this.nodes.get(record.id);
+    if (existing) this.remove(existing);
+    this.nodes.set(record.id, record);
+    addTo(this.byType, record.type, record.id);
+    if (record.project) addTo(this.byProject, record.project, record.id);
+    for (const edge of record.edges) {
+      let byFrom = this.inbound.get(edge.to);
+      if (!byFrom) this.inbound.set(edge.to, (byFrom = new Map()));
+      const list = byFrom.get(record.id) ?? [];
+      list.push(edge);
+      byFrom.set(record.id, list);
+    }
+  }
+
+  private remove(record: NodeRecord): void {
+    this.nodes.delete(record.id);
+    removeFrom(this.byType, record.type, record.id);
+    if (record.project) removeFrom(this.byProject, record.project, record.id);
+    for (const edge of record.edges) {
+      const byFrom = this.inbound.get(edge.to);
+      if (!byFrom) continue;
+      byFrom.delete(record.id);
+      if (byFrom.size === 0) this.inbound.delete(edge.to);
+    }
+  }
+}
+
+function addTo(map: Map<string, Set<string>>, key: string, id: string): void {
+  let set = map.get(key);
+  if (!set) map.set(key, (set = new Set()));
+  set.add(id);
+}
+
+function removeFrom(map: Map<string, Set<string>>, key: string, id: string): void {
+  const set = map.get(key);
+  if (!set) return;
+  set.delete(id);
+  if (set.size === 0) map.delete(key);
+}

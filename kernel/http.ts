@@ -1,0 +1,148 @@
+/**
+ * The REST adapter (koa): error envelope, body limit, bearer authentication, one route
+ * per plugin operation (404 where the plugin is disabled for the caller's tenant),
+ * `/healthz`, and the Streamable HTTP MCP endpoint at `/mcp`.
+ */
+import Router from '@koa/router';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import Koa from 'koa';
+import { Readable } from 'node:stream';
+import type { Actor } from './actor.js';
+import { parseJsonBody, readRawBody } from './body.js';
+import { errors, isSvcError, SvcError } from './errors.js';
+import { buildMcpServer } from './mcp.js';
+import { RawResponse, serialize, StatusPayload, type KernelServices, type OpContext, type PluginDef, type RouteDef, type RouteRequest } from './plugin.js';
+import type { Tenant } from './tenant.js';
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+function bearer(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? m[1] : undefined;
+}
+
+function headersOf(ctx: Koa.Context): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(ctx.request.headers)) out[k] = Array.isArray(v) ? v.join(', ') : v;
+  return out;
+}
+
+function sendError(ctx: Koa.Context, err: SvcError): void {
+  ctx.status = err.status;
+  ctx.type = 'application/json';
+  ctx.body = serialize(err.envelope());
+  if (err.status === 401) ctx.set('WWW-Authenticate', 'Bearer');
+}
+
+export function createApp(services: KernelServices): Koa {
+  const app = new Koa();
+  app.proxy = false;
+  const router = new Router();
+
+  app.use(async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) throw errors.notFound(`route ${ctx.method} ${ctx.path}`);
+      if (ctx.status === 405 && ctx.body === undefined) throw new SvcError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
+    } catch (err) {
+      if (isSvcError(err)) return sendError(ctx, err);
+      services.log.error('unhandled error', { method: ctx.method, path: ctx.path, error: err instanceof Error ? err.stack ?? err.message : String(err) });
+      sendError(ctx, errors.internal());
+    }
+  });
+
+  router.get('/healthz', (ctx) => {
+    ctx.type = 'application/json';
+    ctx.body = '{"ok":true}';
+  });
+
+  const authenticate = (ctx: Koa.Context): { tenant: Tenant; actor: Actor } =>
+    services.tenants.authenticate(bearer(ctx.get('authorization') || undefined));
+
+  const readBody = async (ctx: Koa.Context): Promise<unknown> =>
+    BODY_METHODS.has(ctx.method) ? parseJsonBody(await readRawBody(ctx.req)) : undefined;
+
+  const routeRequest = (ctx: Koa.Context, params: Record<string, string>, body: unknown): RouteRequest => ({
+    params,
+    query: ctx.query as Record<string, string | string[] | undefined>,
+    body,
+    headers: headersOf(ctx),
+  });
+
+  for (const plugin of services.host.plugins) {
+    for (const route of plugin.routes ?? []) {
+      const handler = async (ctx: Koa.Context & { params: Record<string, string> }) => {
+        const body = await readBody(ctx);
+        const req = routeRequest(ctx, ctx.params ?? {}, body);
+        const identity = resolveIdentity(ctx, route, req);
+        if (!identity) throw errors.unauthorized();
+        const { tenant, actor } = identity;
+        if (!services.host.usable(tenant, plugin)) throw errors.notFound(`route ${ctx.method} ${ctx.path}`);
+        const opctx: OpContext = { tenant, actor, via: 'rest', services, headers: req.headers };
+        const input = route.input ? route.input(req) : body;
+        const result = await route.operation(opctx, input);
+        send(ctx, route, result);
+      };
+      const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
+      router[method](route.path, handler as unknown as Parameters<typeof router.get>[1]);
+    }
+  }
+
+  function resolveIdentity(ctx: Koa.Context, route: RouteDef, req: RouteRequest): { tenant: Tenant; actor: Actor } | null {
+    const auth = route.auth ?? 'token';
+    if (auth === 'ticket' && !ctx.get('authorization')) {
+      for (const authenticator of services.ticketAuthenticators) {
+        const found = authenticator({ ...req, path: ctx.path });
+        if (found) return found;
+      }
+    }
+    return authenticate(ctx);
+  }
+
+  router.all('/mcp', async (ctx) => {
+    const { tenant, actor } = authenticate(ctx);
+    const body = ctx.method === 'POST' ? parseJsonBody(await readRawBody(ctx.req)) : undefined;
+    const opctx: OpContext = { tenant, actor, via: 'mcp', services, headers: headersOf(ctx) };
+    const server = buildMcpServer({
+      ctx: opctx,
+      tools: services.host.toolsFor(tenant),
+      resources: services.host.resourcesFor(tenant),
+      log: (err) => services.log.error('tool failed', { error: err instanceof Error ? err.stack ?? err.message : String(err) }),
+    });
+    // Stateless: a fresh server and transport per request, JSON responses.
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    ctx.respond = false;
+    ctx.res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(ctx.req, ctx.res, body);
+  });
+
+  app.use(router.routes());
+  app.use(router.allowedMethods({ throw: false }));
+  return app;
+}
+
+function send(ctx: Koa.Context, route: RouteDef, result: unknown): void {
+  if (result instanceof RawResponse) {
+    ctx.status = result.status;
+    for (const [k, v] of Object.entries(result.headers)) ctx.set(k, v);
+    if (result.body instanceof Readable || Buffer.isBuffer(result.body) || typeof result.body === 'string') ctx.body = result.body;
+    else ctx.body = '';
+    return;
+  }
+  let status = route.status ?? 200;
+  let payload = result;
+  if (result instanceof StatusPayload) {
+    status = result.status;
+    payload = result.payload;
+  }
+  ctx.status = status;
+  ctx.type = 'application/json';
+  ctx.body = serialize(payload);
+}
+
+export type { PluginDef };

@@ -1,0 +1,97 @@
+/**
+ * The MCP adapter: a server built per request (HTTP) or per process (stdio) for one
+ * tenant and actor, listing exactly the tools of the plugins enabled for that tenant.
+ * A tool result's text block is the same `serialize()` bytes as the REST body; errors
+ * come back as `isError: true` with the REST envelope and no structuredContent.
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { errors, isSvcError, SvcError } from './errors.js';
+import { RawResponse, serialize, StatusPayload, type OpContext, type ResourceDef, type ToolDef } from './plugin.js';
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+const validators = new WeakMap<ToolDef, ValidateFunction>();
+
+function validatorFor(tool: ToolDef): ValidateFunction {
+  let v = validators.get(tool);
+  if (!v) {
+    v = ajv.compile(tool.inputSchema);
+    validators.set(tool, v);
+  }
+  return v;
+}
+
+export function errorResult(err: SvcError): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: serialize(err.envelope()) }] };
+}
+
+/** Runs one tool call against the core operation; shared by every MCP transport. */
+export async function callTool(tool: ToolDef, ctx: OpContext, args: Record<string, unknown>, log: (err: unknown) => void): Promise<CallToolResult> {
+  try {
+    const validate = validatorFor(tool);
+    if (!validate(args)) throw errors.validation(`invalid arguments for ${tool.name}`, [...(validate.errors ?? [])]);
+    const input = tool.input ? tool.input(args) : args;
+    let payload = await tool.operation(ctx, input);
+    if (payload instanceof StatusPayload) payload = payload.payload;
+    if (payload instanceof RawResponse) {
+      const text = typeof payload.body === 'string' ? payload.body : Buffer.isBuffer(payload.body) ? payload.body.toString('utf8') : '';
+      return { content: [{ type: 'text', text }] };
+    }
+    return { content: [{ type: 'text', text: serialize(payload) }] };
+  } catch (err) {
+    if (isSvcError(err)) return errorResult(err);
+    log(err);
+    return errorResult(errors.internal());
+  }
+}
+
+export interface McpServerSpec {
+  ctx: OpContext;
+  tools: ToolDef[];
+  resources: ResourceDef[];
+  log: (err: unknown) => void;
+}
+
+export function buildMcpServer(spec: McpServerSpec): Server {
+  const server = new Server(
+    { name: 'workgraph', version: '0.1.0' },
+    { capabilities: { tools: {}, resources: {} }, instructions: 'Work-graph service: typed work nodes in git, leases, queue and workflows.' },
+  );
+  const byName = new Map(spec.tools.map((t) => [t.name, t]));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: spec.tools.map((t) => ({
+      name: t.name,
+      description: t.description,
+      inputSchema: t.inputSchema as { type: 'object'; properties?: Record<string, object> },
+      ...(t.annotations ? { annotations: t.annotations } : {}),
+      ...(t._meta ? { _meta: t._meta } : {}),
+    })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const tool = byName.get(request.params.name);
+    if (!tool) return errorResult(errors.notFound(`tool ${request.params.name}`));
+    return callTool(tool, spec.ctx, (request.params.arguments ?? {}) as Record<string, unknown>, spec.log);
+  });
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+    resources: spec.resources.map((r) => ({
+      uri: r.uri,
+      name: r.name,
+      mimeType: r.mimeType,
+      ...(r.description ? { description: r.description } : {}),
+      ...(r._meta ? { _meta: r._meta } : {}),
+    })),
+  }));
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    const resource = spec.resources.find((r) => r.uri === request.params.uri);
+    if (!resource) throw new Error(`unknown resource ${request.params.uri}`);
+    return { contents: [{ uri: resource.uri, mimeType: resource.mimeType, text: await resource.read(), ...(resource._meta ? { _meta: resource._meta } : {}) }] };
+  });
+  return server;
+}

@@ -1,0 +1,127 @@
+/**
+ * Startup loading of every node file, with an index snapshot.
+ *
+ * The snapshot (node:v8 serialize, written durably) holds a head commit and, for every
+ * file under `nodes/` at that commit, its path, blob oid, content and parsed value. At
+ * start:
+ *   - no head in the repo                        -> 'empty'
+ *   - snapshot head == HEAD                      -> 'snapshot' (nothing parsed)
+ *   - snapshot of another commit still in the repo -> 'snapshot+diff' (only changed files parsed)
+ *   - snapshot missing / corrupt / unreadable / of another format, or its head unknown
+ *                                                -> 'full' (every file read and parsed)
+ * A bad snapshot is never fatal. Errors thrown by `parse` propagate (a parser that must
+ * tolerate bad files should catch and return an error marker itself).
+ */
+import { promises as fsp } from 'node:fs';
+import { dirname } from 'node:path';
+import { deserialize, serialize } from 'node:v8';
+import { writeFileDurable } from './durable-fs.js';
+import type { GitStore } from './git-store.js';
+
+export interface LoadedFile {
+  path: string;
+  oid: string;
+  content: string;
+  parsed: unknown;
+}
+
+export interface NodeSnapshotOptions {
+  /**
+   * Opaque tag stored in the snapshot; a snapshot written with a different tag is ignored
+   * (full load). Bump it whenever `parse` changes the shape of its output.
+   */
+  tag?: string;
+}
+
+export type LoadSource = 'empty' | 'snapshot' | 'snapshot+diff' | 'full';
+
+const NODES_PREFIX = 'nodes/';
+const FORMAT = 'workgraph-node-snapshot';
+const VERSION = 1;
+const OID_RE = /^[0-9a-f]{40}$/;
+
+interface SnapshotData {
+  format: string;
+  version: number;
+  tag: string;
+  head: string;
+  files: LoadedFile[];
+}
+
+async function readSnapshot(snapshotFile: string, tag: string): Promise<SnapshotData | null> {
+  let raw: Buffer;
+  try {
+    raw = await fsp.readFile(snapshotFile);
+  } catch {
+    return null;
+  }
+  try {
+    const d = deserialize(raw) as Partial<SnapshotData> | null;
+    if (!d || typeof d !== 'object') return null;
+    if (d.format !== FORMAT || d.version !== VERSION || d.tag !== tag) return null;
+    if (typeof d.head !== 'string' || !OID_RE.test(d.head) || !Array.isArray(d.files)) return null;
+    for (const f of d.files as unknown[]) {
+      const x = f as Partial<LoadedFile> | null;
+      if (!x || typeof x !== 'object' || typeof x.path !== 'string' || typeof x.oid !== 'string' || typeof x.content !== 'string') {
+        return null;
+      }
+    }
+    return d as SnapshotData;
+  } catch {
+    return null;
+  }
+}
+
+export async function loadNodeFiles(
+  store: GitStore,
+  snapshotFile: string,
+  parse: (text: string) => unknown,
+  opts: NodeSnapshotOptions = {},
+): Promise<{ head: string | null; files: LoadedFile[]; source: LoadSource }> {
+  const head = store.head();
+  if (!head) return { head: null, files: [], source: 'empty' };
+
+  const snap = await readSnapshot(snapshotFile, opts.tag ?? '');
+  if (snap && snap.head === head) return { head, files: snap.files, source: 'snapshot' };
+
+  if (snap) {
+    let changes: Awaited<ReturnType<GitStore['diffFiles']>> | null = null;
+    try {
+      changes = await store.diffFiles(snap.head, head, NODES_PREFIX);
+    } catch {
+      changes = null; // snapshot head no longer (or never) in this repo
+    }
+    if (changes) {
+      const byPath = new Map<string, LoadedFile>();
+      for (const f of snap.files) byPath.set(f.path, f);
+      for (const c of changes) {
+        if (c.oid === null || c.content === null) byPath.delete(c.path);
+        else byPath.set(c.path, { path: c.path, oid: c.oid, content: c.content, parsed: parse(c.content) });
+      }
+      return { head, files: [...byPath.values()], source: 'snapshot+diff' };
+    }
+  }
+
+  const stored = await store.loadFiles(NODES_PREFIX);
+  const files = stored.map((f) => ({ path: f.path, oid: f.oid, content: f.content, parsed: parse(f.content) }));
+  return { head, files, source: 'full' };
+}
+
+/** Write the snapshot durably (temp + fsync + rename), creating its directory if needed. */
+export async function saveNodeSnapshot(
+  snapshotFile: string,
+  head: string,
+  files: LoadedFile[],
+  opts: NodeSnapshotOptions & { fsync?: boolean } = {},
+): Promise<void> {
+  const data: SnapshotData = {
+    format: FORMAT,
+    version: VERSION,
+    tag: opts.tag ?? '',
+    head,
+    files: files.map((f) => ({ path: f.path, oid: f.oid, content: f.content, parsed: f.parsed })),
+  };
+  const buf = serialize(data);
+  await fsp.mkdir(dirname(snapshotFile), { recursive: true });
+  await writeFileDurable(snapshotFile, buf, { fsync: opts.fsync ?? true });
+}

@@ -1,0 +1,180 @@
+/**
+ * The plugin contract. A plugin is a plain object: a name, its dependencies, routes and
+ * tools over one core function per operation, optional schema contributions and
+ * lifecycle hooks. The kernel validates manifests at boot (unknown dependency, cycle,
+ * duplicate route or tool) and fails the start with a message naming the plugin.
+ */
+import type { Readable } from 'node:stream';
+import type { EdgeTypeDef, NodeTypeDef } from './registry.js';
+import type { Tenant } from './tenant.js';
+import type { Actor } from './actor.js';
+import type { Clock, Logger, ServerConfig } from './config.js';
+import type { NodeRecord } from './graph-index.js';
+import type { TenantManager } from './tenants.js';
+import type { PluginHost } from './plugin-host.js';
+
+export type Via = 'rest' | 'mcp';
+
+/** Resolves a non-bearer credential (a render ticket) on routes declared with auth 'ticket'. */
+export type TicketAuthenticator = (req: RouteRequest & { path: string }) => { tenant: Tenant; actor: Actor } | null;
+
+export interface KernelServices {
+  clock: Clock;
+  log: Logger;
+  config: ServerConfig;
+  tenants: TenantManager;
+  host: PluginHost;
+  ticketAuthenticators: TicketAuthenticator[];
+}
+
+/** What every operation receives: the caller's tenant and identity, and the kernel services. */
+export interface OpContext {
+  tenant: Tenant;
+  actor: Actor;
+  via: Via;
+  services: KernelServices;
+  headers: Record<string, string | undefined>;
+}
+
+export type Operation<I = any, O = any> = (ctx: OpContext, input: I) => Promise<O>;
+
+export interface RouteRequest {
+  params: Record<string, string>;
+  query: Record<string, string | string[] | undefined>;
+  body: unknown;
+  headers: Record<string, string | undefined>;
+}
+
+/** A non-JSON response (streams, html, redirects). MCP tools never return these. */
+export class RawResponse {
+  constructor(
+    readonly status: number,
+    readonly headers: Record<string, string>,
+    readonly body: string | Buffer | Readable | null,
+  ) {}
+}
+
+/** A JSON payload whose REST status differs from the route default (e.g. 207). */
+export class StatusPayload<T = unknown> {
+  constructor(
+    readonly status: number,
+    readonly payload: T,
+  ) {}
+}
+
+export interface RouteDef {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+  operation: Operation;
+  input?: (req: RouteRequest) => unknown;
+  /** default 200 */
+  status?: number;
+  /** 'token' (default) requires a bearer token; 'none' is public; 'ticket' also admits a render ticket */
+  auth?: 'token' | 'none' | 'ticket';
+}
+
+export interface ToolDef {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments; validated before the operation runs. */
+  inputSchema: Record<string, unknown>;
+  operation: Operation;
+  input?: (args: Record<string, unknown>) => unknown;
+  annotations?: { title?: string; readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
+  _meta?: Record<string, unknown>;
+}
+
+export interface ResourceDef {
+  uri: string;
+  name: string;
+  description?: string;
+  mimeType: string;
+  read: () => Promise<string> | string;
+  _meta?: Record<string, unknown>;
+}
+
+/** A plugin's say in a status change: `before` may veto (throw), `after` adds response keys. */
+export interface StatusEffect {
+  before?: (ctx: OpContext, node: NodeRecord, from: string, to: string) => Promise<void>;
+  after?: (ctx: OpContext, node: NodeRecord, from: string, to: string) => Promise<Record<string, unknown> | void>;
+  /** the status write failed after `before` succeeded: undo what `before` did */
+  abort?: (ctx: OpContext, node: NodeRecord, from: string, to: string) => Promise<void>;
+}
+
+export interface PluginDef {
+  name: string;
+  version?: string;
+  dependsOn?: string[];
+  routes?: RouteDef[];
+  tools?: ToolDef[];
+  resources?: ResourceDef[];
+  schema?: { nodeTypes?: NodeTypeDef[]; edgeTypes?: EdgeTypeDef[] };
+  statusEffects?: StatusEffect[];
+  init?: (services: KernelServices) => Promise<void> | void;
+  /** called once per tenant when it opens (or when the plugin is enabled for it) */
+  tenantOpen?: (tenant: Tenant, services: KernelServices) => Promise<void> | void;
+  close?: () => Promise<void> | void;
+}
+
+export function definePlugin<T extends PluginDef>(def: T): T {
+  return def;
+}
+
+/** Boot-time manifest check. Throws an Error naming the offending plugin. */
+export function checkManifests(plugins: PluginDef[]): void {
+  const byName = new Map<string, PluginDef>();
+  for (const p of plugins) {
+    if (!p.name || !/^[a-z][a-z0-9-]*$/.test(p.name)) throw new Error(`plugin manifest: invalid plugin name '${p.name}'`);
+    if (byName.has(p.name)) throw new Error(`plugin '${p.name}': registered twice`);
+    byName.set(p.name, p);
+  }
+  for (const p of plugins) {
+    for (const dep of p.dependsOn ?? []) {
+      if (!byName.has(dep)) throw new Error(`plugin '${p.name}': depends on unknown plugin '${dep}'`);
+    }
+  }
+  const state = new Map<string, 'visiting' | 'done'>();
+  const visit = (name: string, path: string[]) => {
+    if (state.get(name) === 'done') return;
+    if (state.get(name) === 'visiting') throw new Error(`plugin '${name}': dependency cycle ${[...path, name].join(' -> ')}`);
+    state.set(name, 'visiting');
+    for (const dep of byName.get(name)!.dependsOn ?? []) visit(dep, [...path, name]);
+    state.set(name, 'done');
+  };
+  for (const p of plugins) visit(p.name, []);
+  const routes = new Map<string, string>();
+  const tools = new Map<string, string>();
+  for (const p of plugins) {
+    for (const r of p.routes ?? []) {
+      const key = `${r.method} ${r.path}`;
+      const owner = routes.get(key);
+      if (owner) throw new Error(`plugin '${p.name}': duplicate route ${key} (already registered by '${owner}')`);
+      routes.set(key, p.name);
+    }
+    for (const t of p.tools ?? []) {
+      const owner = tools.get(t.name);
+      if (owner) throw new Error(`plugin '${p.name}': duplicate tool ${t.name} (already registered by '${owner}')`);
+      tools.set(t.name, p.name);
+    }
+  }
+}
+
+/** Plugins in dependency order. */
+export function orderPlugins(plugins: PluginDef[]): PluginDef[] {
+  const byName = new Map(plugins.map((p) => [p.name, p]));
+  const out: PluginDef[] = [];
+  const seen = new Set<string>();
+  const visit = (p: PluginDef) => {
+    if (seen.has(p.name)) return;
+    seen.add(p.name);
+    for (const dep of p.dependsOn ?? []) visit(byName.get(dep)!);
+    out.push(p);
+  };
+  plugins.forEach(visit);
+  return out;
+}
+
+/** The one serializer both adapters use, so REST bodies and tool text are the same bytes. */
+export function serialize(payload: unknown): string {
+  return JSON.stringify(payload);
+}

@@ -1,0 +1,351 @@
+/**
+ * The schema registry: the built-in pack merged with plugin contributions (`native`)
+ * and active graph-resident schema nodes (`graph`). It is the authority on type
+ * prefixes, statuses, transitions (as hook source), edge vocabulary and weights.
+ */
+import { Ajv, type ValidateFunction } from 'ajv';
+
+export interface FieldRule {
+  field: string;
+  kind: 'string' | 'slug-list' | 'string-list' | 'map' | 'steps';
+  required?: boolean;
+}
+
+export type TypeSource = 'seed' | 'graph' | 'native';
+
+export interface NodeTypeDef {
+  type: string;
+  description: string;
+  prefix: string;
+  statuses: string[];
+  terminal: string[];
+  initial: string;
+  moves: Record<string, string[]>;
+  always_on: boolean;
+  traversable: boolean;
+  capturable: boolean;
+  queueable: boolean;
+  non_resolving: boolean;
+  self_approval_ban: boolean;
+  forced_initial_status: string | null;
+  in_progress_status: string | null;
+  fields: FieldRule[];
+  /** hook name -> JS function expression source, run only in the sandbox */
+  hooks: Record<string, string>;
+  schema_id: string;
+  schema_version: string;
+  source: TypeSource;
+}
+
+export interface EdgeTypeDef {
+  type: string;
+  description: string;
+  weight: number;
+  weight_default: number;
+  inverse_label: string;
+  aliases: string[];
+  /** aliases of the inverse form, e.g. `depends-on` = `blocked-by` */
+  inverse_aliases: string[];
+  capturable: boolean;
+  review_family: boolean;
+  hooks: Record<string, string>;
+  source: TypeSource;
+}
+
+export interface SchemaPack {
+  default_edge_weight: number;
+  node_types: NodeTypeDef[];
+  edge_types: EdgeTypeDef[];
+  queue_policy: Record<string, unknown>;
+}
+
+/** One active graph-resident schema node, as read from the graph. */
+export interface GraphSchemaLayer {
+  id: string;
+  revision: string;
+  applies_to: string[];
+  statuses?: string[];
+  edge_types?: Array<Partial<EdgeTypeDef> & { type: string }>;
+  hooks: Record<string, string>;
+}
+
+/** A hook to run for a node type, in order: seed first, then graph layers. */
+export interface HookRef {
+  owner: string;
+  hook: string;
+  source: string;
+}
+
+export interface NormalizedEdge {
+  type: string;
+  /** true when the caller used the inverse label or an inverse alias: the edge belongs on the target */
+  inverted: boolean;
+  via: 'canonical' | 'alias' | 'inverse';
+}
+
+const ID_PATTERN = /^[a-z0-9][a-z0-9-]*$/;
+const ATTR_VALUE = /^[A-Za-z0-9_-]+$/;
+const SHA_LINK = /^[a-z0-9][a-z0-9-]*@[0-9a-f]{7,40}$/;
+
+export const LIMITS = {
+  summaryChars: 500,
+  bodyBytes: 8 * 1024,
+  edges: 40,
+  commits: 40,
+  requestBytes: 1024 * 1024,
+} as const;
+
+function baseFrontmatterSchema(type: NodeTypeDef) {
+  return {
+    type: 'object',
+    required: ['id', 'type', 'status', 'summary'],
+    properties: {
+      id: { type: 'string', pattern: ID_PATTERN.source, maxLength: 200 },
+      type: { const: type.type },
+      status: { type: 'string', enum: type.statuses },
+      summary: { type: 'string', minLength: 1, maxLength: LIMITS.summaryChars },
+      title: { type: 'string', maxLength: 500 },
+      project: { type: 'string', pattern: ID_PATTERN.source },
+      priority: { enum: ['p1', 'p2', 'p3'] },
+      readiness: { enum: ['agent'] },
+      author: { type: 'string' },
+      authored_via: { type: 'string' },
+      commits: {
+        type: 'array',
+        maxItems: LIMITS.commits,
+        items: { type: 'string', pattern: SHA_LINK.source },
+      },
+      edges: {
+        type: 'array',
+        maxItems: LIMITS.edges,
+        items: {
+          type: 'object',
+          required: ['type', 'to'],
+          properties: {
+            type: { type: 'string', pattern: ID_PATTERN.source },
+            to: { type: 'string', pattern: ID_PATTERN.source },
+          },
+          additionalProperties: { type: 'string', pattern: ATTR_VALUE.source },
+        },
+      },
+    },
+    additionalProperties: true,
+  };
+}
+
+export class Registry {
+  readonly nodeTypes = new Map<string, NodeTypeDef>();
+  readonly edgeTypes = new Map<string, EdgeTypeDef>();
+  private readonly edgeLookup = new Map<string, NormalizedEdge>();
+  private readonly validators = new Map<string, ValidateFunction>();
+  private readonly graphHooks = new Map<string, HookRef[]>();
+  readonly staleOverrides: Array<{ schema_id: string; reason: string }> = [];
+  readonly aliasCollisions: Array<{ alias: string; claimed_by: string[] }> = [];
+  private readonly prefixes: Array<[string, string]> = [];
+
+  constructor(
+    readonly pack: SchemaPack,
+    nativeTypes: NodeTypeDef[] = [],
+    nativeEdges: EdgeTypeDef[] = [],
+    readonly graphLayers: GraphSchemaLayer[] = [],
+  ) {
+    for (const t of pack.node_types) this.nodeTypes.set(t.type, structuredClone(t));
+    for (const t of nativeTypes) this.nodeTypes.set(t.type, structuredClone({ ...t, source: 'native' as const }));
+    for (const e of pack.edge_types) this.edgeTypes.set(e.type, structuredClone(e));
+    for (const e of nativeEdges) this.edgeTypes.set(e.type, structuredClone({ ...e, source: 'native' as const }));
+    for (const layer of graphLayers) this.applyLayer(layer);
+    this.buildEdgeLookup();
+    for (const t of this.nodeTypes.values()) this.prefixes.push([t.prefix, t.type]);
+    this.prefixes.sort((a, b) => b[0].length - a[0].length);
+  }
+
+  private applyLayer(layer: GraphSchemaLayer): void {
+    for (const typeName of layer.applies_to) {
+      const t = this.nodeTypes.get(typeName);
+      if (!t) {
+        this.staleOverrides.push({ schema_id: layer.id, reason: `applies to unknown type '${typeName}'` });
+        continue;
+      }
+      if (layer.statuses && layer.statuses.length > 0) {
+        const statuses = [...layer.statuses];
+        const terminal = t.terminal.filter((s) => statuses.includes(s));
+        const moves: Record<string, string[]> = {};
+        for (const s of statuses) moves[s] = terminal.includes(s) ? [statuses[0]!] : statuses.filter((x) => x !== s);
+        const dropped = t.statuses.filter((s) => !statuses.includes(s));
+        if (dropped.length > 0) {
+          this.staleOverrides.push({ schema_id: layer.id, reason: `drops ${typeName} statuses ${dropped.join(', ')}; nodes in them can only move out` });
+        }
+        t.statuses = statuses;
+        t.terminal = terminal;
+        t.moves = moves;
+        if (!statuses.includes(t.initial)) t.initial = statuses[0]!;
+        if (t.hooks.transition) {
+          t.hooks.transition = t.hooks.transition.replace(
+            /const table = \{.*?\};\n/s,
+            `const table = ${JSON.stringify({ type: t.type, statuses, moves, self_approval: t.self_approval_ban })};\n`,
+          );
+        }
+        t.source = 'graph';
+      }
+      const refs = this.graphHooks.get(typeName) ?? [];
+      for (const [hook, source] of Object.entries(layer.hooks)) refs.push({ owner: layer.id, hook, source });
+      this.graphHooks.set(typeName, refs);
+      if (Object.keys(layer.hooks).length > 0) t.source = 'graph';
+      t.schema_id = layer.id;
+      t.schema_version = layer.revision;
+    }
+    for (const add of layer.edge_types ?? []) {
+      if (!ID_PATTERN.test(add.type)) {
+        this.staleOverrides.push({ schema_id: layer.id, reason: `edge type '${add.type}' is not kebab-case` });
+        continue;
+      }
+      const existing = this.edgeTypes.get(add.type);
+      const weight = typeof add.weight === 'number' ? add.weight : existing?.weight ?? this.pack.default_edge_weight;
+      this.edgeTypes.set(add.type, {
+        type: add.type,
+        description: add.description ?? existing?.description ?? '',
+        weight,
+        weight_default: existing?.weight_default ?? weight,
+        inverse_label: add.inverse_label ?? existing?.inverse_label ?? `${add.type}-of`,
+        aliases: add.aliases ?? existing?.aliases ?? [],
+        inverse_aliases: existing?.inverse_aliases ?? [],
+        capturable: add.capturable ?? existing?.capturable ?? false,
+        review_family: existing?.review_family ?? false,
+        hooks: existing?.hooks ?? {},
+        source: 'graph',
+      });
+    }
+  }
+
+  private buildEdgeLookup(): void {
+    const claims = new Map<string, string[]>();
+    const claim = (name: string, owner: string, value: NormalizedEdge) => {
+      const list = claims.get(name) ?? [];
+      list.push(owner);
+      claims.set(name, list);
+      if (!this.edgeLookup.has(name)) this.edgeLookup.set(name, value);
+    };
+    for (const e of this.edgeTypes.values()) claim(e.type, e.type, { type: e.type, inverted: false, via: 'canonical' });
+    for (const e of this.edgeTypes.values()) {
+      claim(e.inverse_label, e.type, { type: e.type, inverted: true, via: 'inverse' });
+      for (const a of e.aliases) claim(a, e.type, { type: e.type, inverted: false, via: 'alias' });
+      for (const a of e.inverse_aliases) claim(a, e.type, { type: e.type, inverted: true, via: 'alias' });
+    }
+    for (const [alias, owners] of claims) {
+      if (owners.length > 1) this.aliasCollisions.push({ alias, claimed_by: owners });
+    }
+  }
+
+  typeForId(id: string): NodeTypeDef | undefined {
+    for (const [prefix, type] of this.prefixes) if (id.startsWith(prefix)) return this.nodeTypes.get(type);
+    return undefined;
+  }
+
+  normalizeEdge(name: string): NormalizedEdge | undefined {
+    return this.edgeLookup.get(name);
+  }
+
+  edgeWeight(type: string): number {
+    return this.edgeTypes.get(type)?.weight ?? this.pack.default_edge_weight;
+  }
+
+  isTerminal(type: string, status: string): boolean {
+    return this.nodeTypes.get(type)?.terminal.includes(status) ?? false;
+  }
+
+  /** Hooks that govern a node type: seed/native hooks first, then graph layers in order. */
+  hooksFor(type: string, hook: string): HookRef[] {
+    const t = this.nodeTypes.get(type);
+    const refs: HookRef[] = [];
+    if (t?.hooks[hook]) refs.push({ owner: `seed:${type}`, hook, source: t.hooks[hook]! });
+    for (const ref of this.graphHooks.get(type) ?? []) if (ref.hook === hook) refs.push(ref);
+    return refs;
+  }
+
+  /** ajv check of a node's frontmatter shape for its type; returns the validator's error list verbatim. */
+  validateShape(type: NodeTypeDef, frontmatter: Record<string, unknown>): unknown[] {
+    let validate = this.validators.get(type.type);
+    if (!validate) {
+      const ajv = new Ajv({ allErrors: true, strict: false });
+      validate = ajv.compile(baseFrontmatterSchema(type));
+      this.validators.set(type.type, validate);
+    }
+    return validate(frontmatter) ? [] : [...(validate.errors ?? [])];
+  }
+
+  /** The registry object of GET /v1/schema. */
+  describe(withCode: boolean): Record<string, unknown> {
+    const nodeTypes = [...this.nodeTypes.values()].map((t) => {
+      const hooks = [...Object.keys(t.hooks), ...(this.graphHooks.get(t.type) ?? []).map((h) => `${h.owner}:${h.hook}`)];
+      const entry: Record<string, unknown> = {
+        type: t.type,
+        description: t.description,
+        prefix: t.prefix,
+        always_on: t.always_on,
+        traversable: t.traversable,
+        capturable: t.capturable,
+        queueable: t.queueable,
+        non_resolving: t.non_resolving,
+        hooks,
+        schema_id: t.schema_id,
+        schema_version: t.schema_version,
+        source: t.source,
+        statuses: t.statuses,
+        terminal_statuses: t.terminal,
+        initial_status: t.initial,
+        transitions: t.moves,
+        self_approval_ban: t.self_approval_ban,
+      };
+      if (withCode) {
+        const code: Record<string, string> = {};
+        for (const [name, src] of Object.entries(t.hooks)) code[name] = src;
+        for (const ref of this.graphHooks.get(t.type) ?? []) code[`${ref.owner}:${ref.hook}`] = ref.source;
+        entry.code = code;
+      }
+      return entry;
+    });
+    const edgeTypes = [...this.edgeTypes.values()].map((e) => {
+      const entry: Record<string, unknown> = {
+        type: e.type,
+        description: e.description,
+        weight: e.weight,
+        weight_default: e.weight_default,
+        inverse_label: e.inverse_label,
+        aliases: e.aliases,
+        inverse_aliases: e.inverse_aliases,
+        capturable: e.capturable,
+        review_family: e.review_family,
+        hooks: Object.keys(e.hooks),
+        source: e.source,
+      };
+      if (withCode) entry.code = { ...e.hooks };
+      return entry;
+    });
+    return {
+      default_edge_weight: this.pack.default_edge_weight,
+      node_types: nodeTypes,
+      edge_types: edgeTypes,
+      queue_policy: this.pack.queue_policy,
+      policies: {
+        self_approval_ban: nodeTypes.filter((t) => t.self_approval_ban).map((t) => t.type),
+        completion_edges: ['resolves', 'answers'],
+        limits: {
+          summary_chars: LIMITS.summaryChars,
+          body_bytes: LIMITS.bodyBytes,
+          edges_per_node: LIMITS.edges,
+          commits_per_node: LIMITS.commits,
+          request_bytes: LIMITS.requestBytes,
+        },
+      },
+      registers: {
+        priority: ['p1', 'p2', 'p3'],
+        readiness: ['agent', 'human'],
+        authored_via: ['mcp', 'rest', 'capture', 'dispatch', 'distill', 'gardener'],
+      },
+      stale_overrides: this.staleOverrides,
+      alias_collisions: this.aliasCollisions,
+    };
+  }
+}
+
+export const patterns = { id: ID_PATTERN, attrValue: ATTR_VALUE, shaLink: SHA_LINK };

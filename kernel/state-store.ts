@@ -1,0 +1,99 @@
+/**
+ * Operational state (leases, capability records, idempotency keys, journals): never
+ * committed to the graph. The embedded store keeps each collection as one JSON file
+ * under the tenant's state/ directory, written durably (temp + fsync + rename) before
+ * a mutation resolves, so an acknowledged change survives a crash. The interface is
+ * small on purpose so a shared store (Redis, PostgreSQL) can stand behind it.
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileDurable } from './durable-fs.js';
+
+export interface Collection<T> {
+  get(key: string): T | undefined;
+  has(key: string): boolean;
+  entries(): IterableIterator<[string, T]>;
+  values(): IterableIterator<T>;
+  readonly size: number;
+  /** Resolves once the change is durable. */
+  set(key: string, value: T): Promise<void>;
+  delete(key: string): Promise<void>;
+  /** Apply several changes with one durable write. */
+  batch(changes: Array<{ key: string; value: T | null }>): Promise<void>;
+}
+
+class FileCollection<T> implements Collection<T> {
+  private readonly data: Map<string, T>;
+  private flushing: Promise<void> = Promise.resolve();
+  private dirty = false;
+
+  constructor(private readonly file: string) {
+    this.data = new Map();
+    try {
+      const parsed = JSON.parse(readFileSync(file, 'utf8')) as Record<string, T>;
+      for (const [k, v] of Object.entries(parsed)) this.data.set(k, v);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+
+  get size(): number {
+    return this.data.size;
+  }
+  get(key: string): T | undefined {
+    return this.data.get(key);
+  }
+  has(key: string): boolean {
+    return this.data.has(key);
+  }
+  entries(): IterableIterator<[string, T]> {
+    return this.data.entries();
+  }
+  values(): IterableIterator<T> {
+    return this.data.values();
+  }
+  set(key: string, value: T): Promise<void> {
+    this.data.set(key, value);
+    return this.flush();
+  }
+  delete(key: string): Promise<void> {
+    if (!this.data.delete(key)) return Promise.resolve();
+    return this.flush();
+  }
+  batch(changes: Array<{ key: string; value: T | null }>): Promise<void> {
+    for (const c of changes) {
+      if (c.value === null) this.data.delete(c.key);
+      else this.data.set(c.key, c.value);
+    }
+    return this.flush();
+  }
+
+  /** Coalesces: changes made while a write is in flight go out together in the next one. */
+  private flush(): Promise<void> {
+    this.dirty = true;
+    const next = this.flushing.then(async () => {
+      if (!this.dirty) return;
+      this.dirty = false;
+      await writeFileDurable(this.file, JSON.stringify(Object.fromEntries(this.data)));
+    });
+    this.flushing = next.catch(() => undefined);
+    return next;
+  }
+}
+
+export class StateStore {
+  private readonly collections = new Map<string, FileCollection<unknown>>();
+
+  constructor(readonly dir: string) {
+    mkdirSync(dir, { recursive: true });
+  }
+
+  collection<T>(name: string): Collection<T> {
+    let c = this.collections.get(name);
+    if (!c) {
+      c = new FileCollection<unknown>(join(this.dir, `${name}.json`));
+      this.collections.set(name, c);
+    }
+    return c as Collection<T>;
+  }
+}

@@ -1,0 +1,414 @@
+/**
+ * A tenant: its bare repository, in-memory graph index, registry, token store,
+ * operational state and the one serialized write queue through which every graph
+ * change is validated, attributed and committed.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Sandbox } from '../sandbox/index.js';
+import { TokenStore } from './auth.js';
+import { parseStoredNode, serializeNode, type Frontmatter } from './codec.js';
+import type { Clock, Logger } from './config.js';
+import { writeFileDurable } from './durable-fs.js';
+import { errors } from './errors.js';
+import { openGitStore, nodePath, type FileChange, type GitStore } from './git-store.js';
+import { GraphIndex, makeRecord, type CommitEvent, type IndexChange, type NodeRecord } from './graph-index.js';
+import { HookRunner } from './hooks.js';
+import { loadNodeFiles, saveNodeSnapshot, type LoadedFile } from './node-loader.js';
+import { LIMITS, Registry, type EdgeTypeDef, type GraphSchemaLayer, type NodeTypeDef, type SchemaPack } from './registry.js';
+import { StateStore } from './state-store.js';
+
+export interface TenantLimits {
+  claim_ttl_ms: number;
+  claim_ttl_max_ms: number;
+  grace_window_ms: number;
+  hook_timeout_ms: number;
+  hook_memory_mb: number;
+}
+
+export interface TenantConfig {
+  org: string;
+  plugins: string[];
+  limits: TenantLimits;
+  created: string;
+}
+
+export const DEFAULT_LIMITS: TenantLimits = {
+  claim_ttl_ms: 30 * 60 * 1000,
+  claim_ttl_max_ms: 8 * 60 * 60 * 1000,
+  grace_window_ms: 2 * 24 * 60 * 60 * 1000,
+  hook_timeout_ms: 50,
+  hook_memory_mb: 16,
+};
+
+/** Who a write is attributed to. */
+export interface WriteActor {
+  personId: string;
+  name: string;
+  email: string;
+  agent: string | null;
+  session: string | null;
+}
+
+export type AuthoredVia = 'rest' | 'mcp' | 'capture' | 'dispatch' | 'distill' | 'gardener';
+
+export interface WriteMeta {
+  op: string;
+  via: AuthoredVia;
+  /** server-internal bookkeeping (lease edges, gardener): history marks it `internal` */
+  internal?: boolean;
+}
+
+export interface DraftNode {
+  frontmatter: Frontmatter;
+  body: string;
+}
+
+export interface CommittedNode {
+  id: string;
+  status: 'created' | 'updated' | 'deleted' | 'unchanged';
+  revision: string | null;
+  record: NodeRecord | null;
+}
+
+export interface PutOptions {
+  /** stamp author/authored_via from the actor (default true) */
+  stamp?: boolean;
+  /** skip the transition gate (server-internal moves such as bootstrap) */
+  skipTransition?: boolean;
+}
+
+interface PendingChange {
+  id: string;
+  node: DraftNode | null;
+  options: PutOptions;
+}
+
+export interface TenantDeps {
+  sandbox: Sandbox;
+  pack: SchemaPack;
+  nativeTypes: NodeTypeDef[];
+  nativeEdges: EdgeTypeDef[];
+  clock: Clock;
+  log: Logger;
+  fsync: boolean;
+}
+
+const STAMP_KEYS = ['author', 'authored_via', 'authored_by_agent', 'session'] as const;
+
+/** A schema node's frontmatter as a registry layer (only `active` ones are merged). */
+export function schemaLayerOf(record: NodeRecord): GraphSchemaLayer {
+  const fm = record.frontmatter;
+  const appliesTo = Array.isArray(fm.applies_to) ? fm.applies_to.map(String) : typeof fm.applies_to === 'string' ? [fm.applies_to] : [];
+  const hooks: Record<string, string> = {};
+  if (fm.hooks && typeof fm.hooks === 'object' && !Array.isArray(fm.hooks)) {
+    for (const [name, src] of Object.entries(fm.hooks as Record<string, unknown>)) if (typeof src === 'string') hooks[name] = src;
+  }
+  const layer: GraphSchemaLayer = { id: record.id, revision: record.revision, applies_to: appliesTo, hooks };
+  if (Array.isArray(fm.statuses)) layer.statuses = fm.statuses.map(String);
+  if (Array.isArray(fm.edge_types)) {
+    layer.edge_types = fm.edge_types.filter((e): e is EdgeTypeDef => !!e && typeof e === 'object' && typeof (e as EdgeTypeDef).type === 'string');
+  }
+  return layer;
+}
+
+export class Tenant {
+  readonly index = new GraphIndex();
+  registry!: Registry;
+  readonly tokens: TokenStore;
+  readonly state: StateStore;
+  readonly hooks: HookRunner;
+  store!: GitStore;
+  private queue: Promise<unknown> = Promise.resolve();
+  private commitsSinceSnapshot = 0;
+  private closed = false;
+
+  private constructor(
+    readonly org: string,
+    readonly dir: string,
+    public config: TenantConfig,
+    private readonly deps: TenantDeps,
+  ) {
+    this.tokens = new TokenStore(join(dir, 'auth'));
+    this.state = new StateStore(join(dir, 'state'));
+    this.hooks = new HookRunner(deps.sandbox, org, () => ({
+      timeoutMs: this.config.limits.hook_timeout_ms,
+      memoryMb: this.config.limits.hook_memory_mb,
+    }));
+  }
+
+  static readConfig(dir: string): TenantConfig {
+    const raw = JSON.parse(readFileSync(join(dir, 'tenant.json'), 'utf8')) as Partial<TenantConfig>;
+    return {
+      org: String(raw.org),
+      plugins: Array.isArray(raw.plugins) ? raw.plugins.map(String) : [],
+      limits: { ...DEFAULT_LIMITS, ...(raw.limits ?? {}) },
+      created: String(raw.created ?? ''),
+    };
+  }
+
+  static async writeConfig(dir: string, config: TenantConfig): Promise<void> {
+    await writeFileDurable(join(dir, 'tenant.json'), JSON.stringify(config, null, 2) + '\n');
+  }
+
+  static async open(dir: string, deps: TenantDeps): Promise<Tenant> {
+    const config = Tenant.readConfig(dir);
+    const tenant = new Tenant(config.org, dir, config, deps);
+    tenant.store = await openGitStore(join(dir, 'graph.git'), { fsync: deps.fsync });
+    const snapshot = join(dir, 'state', 'index-snapshot.v8');
+    const loaded = await loadNodeFiles(tenant.store, snapshot, (text) => parseStoredNode(text));
+    tenant.index.load(
+      loaded.files.map((f) => {
+        const parsed = f.parsed as { frontmatter: Frontmatter; body: string };
+        return makeRecord(f.path, f.oid, f.content, parsed.frontmatter, parsed.body);
+      }),
+      loaded.head,
+    );
+    tenant.rebuildRegistry();
+    tenant.index.subscribe((event) => {
+      if (event.changes.some((c) => c.before?.type === 'schema' || c.after?.type === 'schema')) tenant.rebuildRegistry();
+    });
+    if (loaded.head && loaded.source !== 'snapshot') await tenant.saveSnapshot();
+    return tenant;
+  }
+
+  rebuildRegistry(): void {
+    const layers = [...this.index.idsOfType('schema')]
+      .map((id) => this.index.get(id)!)
+      .filter((r) => r.status === 'active')
+      .sort((a, b) => (a.id < b.id ? -1 : 1))
+      .map(schemaLayerOf);
+    this.registry = new Registry(this.deps.pack, this.deps.nativeTypes, this.deps.nativeEdges, layers);
+  }
+
+  enabled(plugin: string): boolean {
+    return plugin === 'core' || this.config.plugins.includes(plugin);
+  }
+
+  get head(): string | null {
+    return this.index.head;
+  }
+
+  /** Runs `fn` alone in the tenant's write queue; pending draft changes commit when it returns. */
+  write<T>(actor: WriteActor, meta: WriteMeta, fn: (draft: WriteDraft) => Promise<T>): Promise<T> {
+    const job = this.queue.then(async () => {
+      if (this.closed) throw errors.unavailable('closing', 'the tenant is shutting down');
+      const draft = new WriteDraft(this, actor, meta);
+      const result = await fn(draft);
+      await draft.commit();
+      return result;
+    });
+    this.queue = job.catch(() => undefined);
+    return job;
+  }
+
+  /** Waits for queued writes to finish. */
+  async drain(): Promise<void> {
+    await this.queue;
+  }
+
+  async saveSnapshot(): Promise<void> {
+    if (!this.index.head) return;
+    const files: LoadedFile[] = [];
+    for (const r of this.index.nodes.values()) {
+      files.push({ path: r.path, oid: r.revision, content: r.markdown, parsed: { frontmatter: r.frontmatter, body: r.body } });
+    }
+    await saveNodeSnapshot(join(this.dir, 'state', 'index-snapshot.v8'), this.index.head, files);
+    this.commitsSinceSnapshot = 0;
+  }
+
+  /** Called by the draft after each commit: keeps a recent snapshot without writing one per commit. */
+  noteCommit(): void {
+    this.commitsSinceSnapshot++;
+    if (this.commitsSinceSnapshot >= 2000) {
+      this.saveSnapshot().catch((err) => this.deps.log.warn('index snapshot failed', { org: this.org, error: String(err) }));
+    }
+  }
+
+  get clock(): Clock {
+    return this.deps.clock;
+  }
+
+  get log(): Logger {
+    return this.deps.log;
+  }
+
+  async close(): Promise<void> {
+    await this.drain();
+    this.closed = true;
+    this.tokens.flush();
+    await this.saveSnapshot().catch(() => undefined);
+    await this.store.close();
+  }
+
+  static exists(dir: string): boolean {
+    return existsSync(join(dir, 'tenant.json'));
+  }
+}
+
+/**
+ * The view a write operation works on: reads see the committed index plus this
+ * draft's pending changes; `commit()` validates, stamps and commits them as one git commit.
+ */
+export class WriteDraft {
+  private pending = new Map<string, PendingChange>();
+  readonly warnings: string[] = [];
+
+  constructor(
+    readonly tenant: Tenant,
+    readonly actor: WriteActor,
+    readonly meta: WriteMeta,
+  ) {}
+
+  get(id: string): (DraftNode & { revision: string | null }) | null {
+    const p = this.pending.get(id);
+    if (p) return p.node ? { ...structuredClone(p.node), revision: null } : null;
+    const r = this.tenant.index.get(id);
+    return r ? { frontmatter: structuredClone(r.frontmatter), body: r.body, revision: r.revision } : null;
+  }
+
+  put(node: DraftNode, options: PutOptions = {}): void {
+    const id = String(node.frontmatter.id);
+    this.pending.set(id, { id, node: { frontmatter: structuredClone(node.frontmatter), body: node.body }, options });
+  }
+
+  delete(id: string): void {
+    this.pending.set(id, { id, node: null, options: {} });
+  }
+
+  get dirty(): boolean {
+    return this.pending.size > 0;
+  }
+
+  /** Validate and commit pending changes; nothing is committed if any of them fails. */
+  async commit(): Promise<Map<string, CommittedNode>> {
+    const pending = [...this.pending.values()];
+    this.pending = new Map();
+    const out = new Map<string, CommittedNode>();
+    if (pending.length === 0) return out;
+    const { tenant } = this;
+    const registry = tenant.registry;
+    const now = new Date(tenant.clock.now()).toISOString();
+    const files: FileChange[] = [];
+    const prepared: Array<{ id: string; path: string; markdown: string | null; fm: Frontmatter | null; body: string; before: NodeRecord | null }> = [];
+
+    for (const change of pending) {
+      const before = tenant.index.get(change.id) ?? null;
+      if (!change.node) {
+        if (!before) continue;
+        files.push({ path: before.path, content: null });
+        prepared.push({ id: change.id, path: before.path, markdown: null, fm: null, body: '', before });
+        continue;
+      }
+      const fm = change.node.frontmatter;
+      const body = change.node.body;
+      const typeDef = registry.nodeTypes.get(String(fm.type));
+      if (!typeDef) throw errors.validation(`unknown node type '${String(fm.type)}'`, [{ field: 'type', message: 'not a type in the registry' }]);
+      if (!change.id.startsWith(typeDef.prefix)) {
+        throw errors.validation(`id '${change.id}' does not carry the ${typeDef.type} prefix '${typeDef.prefix}'`, [{ field: 'id', message: `must start with ${typeDef.prefix}` }]);
+      }
+      if (before && before.type !== typeDef.type) {
+        throw errors.validation(`node ${change.id} is a ${before.type}; its type cannot change`, [{ field: 'type' }]);
+      }
+      if (!before && typeDef.forced_initial_status) fm.status = typeDef.forced_initial_status;
+      if (fm.status === undefined || fm.status === null || fm.status === '') fm.status = before ? before.status : typeDef.initial;
+      const status = String(fm.status);
+
+      if (!change.options.skipTransition && (!before || before.status !== status)) {
+        const view: Record<string, unknown> = { ...fm, body };
+        for (const k of STAMP_KEYS) {
+          if (before && before.frontmatter[k] !== undefined) view[k] = before.frontmatter[k];
+          else if (!before) delete view[k];
+        }
+        await tenant.hooks.checkTransition(registry, typeDef.type, { node: view, from: before ? before.status : null, to: status, actor: this.actor.personId });
+      }
+      if (!before && typeDef.terminal.includes(status)) {
+        const resolvers = tenant.index.inboundOf(change.id, ['resolves', 'answers']).filter((e) => tenant.index.has(e.from));
+        if (resolvers.length === 0) {
+          throw errors.transitionDenied(
+            `cannot create ${change.id} already '${status}': no resolving node (resolves/answers edge) was applied before it; put the resolver first in the batch`,
+            { id: change.id, status, gate: 'completion-resolver' },
+          );
+        }
+      }
+
+      if (change.options.stamp !== false) {
+        for (const k of STAMP_KEYS) delete fm[k];
+        fm.author = this.actor.personId;
+        fm.authored_via = this.actor.agent && (this.meta.via === 'rest' || this.meta.via === 'mcp') ? 'dispatch' : this.meta.via;
+        if (this.actor.agent) {
+          fm.authored_by_agent = this.actor.agent;
+          if (this.actor.session) fm.session = this.actor.session;
+        }
+      }
+      if (before && typeof before.frontmatter.created === 'string') fm.created = before.frontmatter.created;
+      else if (typeof fm.created !== 'string') fm.created = now;
+      delete fm.updated;
+      delete fm.revision;
+
+      const shapeErrors = registry.validateShape(typeDef, fm);
+      if (shapeErrors.length > 0) throw errors.validation(`invalid ${typeDef.type} frontmatter`, shapeErrors);
+      if (Buffer.byteLength(body, 'utf8') > LIMITS.bodyBytes) {
+        throw errors.validation(`body exceeds ${LIMITS.bodyBytes} bytes`, [{ field: 'body', message: `at most ${LIMITS.bodyBytes} bytes`, bytes: Buffer.byteLength(body, 'utf8') }]);
+      }
+      await tenant.hooks.validate(registry, typeDef.type, { ...fm, body });
+
+      // An edit that changes nothing but the timestamp is not a change.
+      if (before) {
+        const { updated: _u, ...prevRest } = before.frontmatter;
+        if (serializeNode(prevRest, before.body) === serializeNode(fm, body)) {
+          out.set(change.id, { id: change.id, status: 'unchanged', revision: before.revision, record: before });
+          continue;
+        }
+      }
+      fm.updated = now;
+      const markdown = serializeNode(fm, body);
+      const path = nodePath(typeDef.type, change.id);
+      files.push({ path, content: markdown });
+      prepared.push({ id: change.id, path, markdown, fm, body, before });
+    }
+
+    if (files.length === 0) return out;
+    const parent = tenant.store.head();
+    const ids = prepared.map((p) => p.id);
+    const trailers = [`Svc-Op: ${this.meta.op}`, `Svc-Via: ${this.meta.via}`, `Svc-Person: ${this.actor.personId}`];
+    if (this.actor.agent) trailers.push(`Svc-Agent: ${this.actor.agent}`);
+    if (this.actor.session) trailers.push(`Svc-Session: ${this.actor.session}`);
+    if (this.meta.internal) trailers.push('Svc-Internal: true');
+    const summary = ids.length > 3 ? `${ids.slice(0, 3).join(', ')} and ${ids.length - 3} more` : ids.join(', ');
+    const seconds = Math.floor(tenant.clock.now() / 1000);
+    const author = { name: this.actor.name, email: this.actor.email, timestamp: seconds, timezoneOffset: 0 };
+    const result = await tenant.store.commit({
+      changes: files,
+      author,
+      committer: author,
+      message: `${this.meta.op}: ${summary}\n\n${trailers.join('\n')}\n`,
+      expectedParent: parent,
+    });
+    const changes: IndexChange[] = [];
+    for (const p of prepared) {
+      if (p.markdown === null || p.fm === null) {
+        changes.push({ id: p.id, before: p.before, after: null });
+        out.set(p.id, { id: p.id, status: 'deleted', revision: null, record: null });
+        continue;
+      }
+      const oid = result.blobs[p.path] ?? tenant.store.blobOid(p.markdown);
+      const record = makeRecord(p.path, oid, p.markdown, p.fm, p.body);
+      changes.push({ id: p.id, before: p.before, after: record });
+      out.set(p.id, { id: p.id, status: p.before ? 'updated' : 'created', revision: oid, record });
+    }
+    const event: CommitEvent = {
+      commit: result.commit,
+      parent,
+      changes,
+      actor: { person: this.actor.personId, name: this.actor.name, email: this.actor.email },
+      via: this.meta.via,
+      op: this.meta.op,
+      internal: Boolean(this.meta.internal),
+      date: new Date(seconds * 1000).toISOString(),
+    };
+    tenant.index.applyCommit(event);
+    tenant.noteCommit();
+    return out;
+  }
+}

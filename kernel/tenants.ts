@@ -1,0 +1,234 @@
+/**
+ * The tenant manager: opens every tenant under SVC_DATA_DIR/tenants, creates new ones
+ * (first start, `workgraph tenant add`), notices tenants and plugin changes made by the
+ * operator CLI while the server runs, and resolves a bearer token to its tenant and actor.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Sandbox } from '../sandbox/index.js';
+import type { Actor } from './actor.js';
+import { generateToken, hashToken, isLive, isWellFormedToken, newTokenRecord, type TokenRecord } from './auth.js';
+import type { Clock, Logger } from './config.js';
+import { errors } from './errors.js';
+import type { PluginDef } from './plugin.js';
+import type { EdgeTypeDef, NodeTypeDef, SchemaPack } from './registry.js';
+import { DEFAULT_LIMITS, Tenant, type TenantConfig, type TenantDeps, type WriteActor } from './tenant.js';
+
+export const ORG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+export const ROOT_ID = 'proj-root';
+
+/** Opaque deterministic person id from an email (never from the display name). */
+export function personIdForEmail(email: string): string {
+  return `person-${createHash('sha256').update(email.trim().toLowerCase()).digest('hex').slice(0, 16)}`;
+}
+
+export interface TenantManagerOptions {
+  dataDir: string;
+  sandbox: Sandbox;
+  pack: SchemaPack;
+  plugins: PluginDef[];
+  clock: Clock;
+  log: Logger;
+  fsync: boolean;
+}
+
+export interface NewTenant {
+  org: string;
+  adminName: string;
+  adminEmail: string;
+  plugins: string[];
+  /** a given admin PAT (SVC_BOOTSTRAP_TOKEN) instead of a generated one */
+  adminToken?: string | null;
+}
+
+export class TenantManager {
+  private readonly tenants = new Map<string, Tenant>();
+  private readonly tokenOwners = new Map<string, string>();
+  private readonly configMtimes = new Map<string, number>();
+  private readonly opening = new Map<string, Promise<Tenant>>();
+  private readonly deps: TenantDeps;
+  /** called when a tenant opens or its plugin set changes */
+  onTenantChange: (tenant: Tenant, newlyEnabled: string[]) => Promise<void> = async () => undefined;
+
+  constructor(readonly options: TenantManagerOptions) {
+    const nativeTypes: NodeTypeDef[] = [];
+    const nativeEdges: EdgeTypeDef[] = [];
+    for (const p of options.plugins) {
+      nativeTypes.push(...(p.schema?.nodeTypes ?? []));
+      nativeEdges.push(...(p.schema?.edgeTypes ?? []));
+    }
+    this.deps = { sandbox: options.sandbox, pack: options.pack, nativeTypes, nativeEdges, clock: options.clock, log: options.log, fsync: options.fsync };
+    mkdirSync(this.tenantsDir, { recursive: true });
+  }
+
+  get tenantsDir(): string {
+    return join(this.options.dataDir, 'tenants');
+  }
+
+  get allPluginNames(): string[] {
+    return this.options.plugins.map((p) => p.name);
+  }
+
+  get(org: string): Tenant | undefined {
+    return this.tenants.get(org);
+  }
+
+  list(): Tenant[] {
+    return [...this.tenants.values()];
+  }
+
+  /** Opens every tenant on disk; later calls pick up new tenants and plugin changes. */
+  async scan(): Promise<void> {
+    let names: string[] = [];
+    try {
+      names = readdirSync(this.tenantsDir);
+    } catch {
+      return;
+    }
+    for (const org of names) {
+      const dir = join(this.tenantsDir, org);
+      if (!ORG_PATTERN.test(org) || !Tenant.exists(dir)) continue;
+      const existing = this.tenants.get(org);
+      if (!existing) {
+        await this.open(org);
+        continue;
+      }
+      const mtime = statSync(join(dir, 'tenant.json')).mtimeMs;
+      if (mtime !== this.configMtimes.get(org)) {
+        this.configMtimes.set(org, mtime);
+        const before = new Set(existing.config.plugins);
+        existing.config = Tenant.readConfig(dir);
+        const added = existing.config.plugins.filter((p) => !before.has(p));
+        await this.onTenantChange(existing, added);
+        this.options.log.info('tenant plugins changed', { org, plugins: existing.config.plugins });
+      }
+      if (existing.tokens.reload()) this.indexTokens(existing);
+    }
+  }
+
+  private open(org: string): Promise<Tenant> {
+    let pending = this.opening.get(org);
+    if (!pending) {
+      pending = (async () => {
+        const dir = join(this.tenantsDir, org);
+        const tenant = await Tenant.open(dir, this.deps);
+        this.configMtimes.set(org, statSync(join(dir, 'tenant.json')).mtimeMs);
+        this.tenants.set(org, tenant);
+        this.indexTokens(tenant);
+        await this.onTenantChange(tenant, tenant.config.plugins);
+        this.options.log.info('tenant open', { org, nodes: tenant.index.size });
+        return tenant;
+      })();
+      this.opening.set(org, pending);
+      pending.finally(() => this.opening.delete(org)).catch(() => undefined);
+    }
+    return pending;
+  }
+
+  indexTokens(tenant: Tenant): void {
+    for (const [hash, org] of this.tokenOwners) if (org === tenant.org) this.tokenOwners.delete(hash);
+    for (const hash of tenant.tokens.hashes()) this.tokenOwners.set(hash, tenant.org);
+  }
+
+  /**
+   * Token -> (tenant, actor). Every failure is the same 401. A miss re-reads the token
+   * files (one stat each) so a token minted by the CLI a moment ago works at once.
+   */
+  authenticate(token: string | undefined): { tenant: Tenant; actor: Actor } {
+    if (!token || !isWellFormedToken(token)) throw errors.unauthorized();
+    const hash = hashToken(token);
+    let org = this.tokenOwners.get(hash);
+    if (!org) {
+      for (const t of this.tenants.values()) if (t.tokens.reload()) this.indexTokens(t);
+      org = this.tokenOwners.get(hash);
+    }
+    const tenant = org ? this.tenants.get(org) : undefined;
+    const record = tenant?.tokens.find(hash);
+    const now = this.options.clock.now();
+    if (!tenant || !record || !isLive(record, now)) throw errors.unauthorized();
+    tenant.tokens.touch(hash, new Date(now).toISOString());
+    return { tenant, actor: actorFor(tenant, record) };
+  }
+
+  /**
+   * Creates a tenant: its repository with `proj-root`, an admin person stewarding the root,
+   * and the admin's PAT (returned once). tenant.json is written last so a running server
+   * never opens a half-made tenant.
+   */
+  async create(spec: NewTenant): Promise<{ tenant: Tenant; person: string; token: string }> {
+    if (!ORG_PATTERN.test(spec.org)) throw new Error(`invalid org slug '${spec.org}' (kebab-case, at most 63 characters)`);
+    const dir = join(this.tenantsDir, spec.org);
+    if (Tenant.exists(dir)) throw new Error(`tenant '${spec.org}' already exists`);
+    const unknown = spec.plugins.filter((p) => !this.allPluginNames.includes(p));
+    if (unknown.length > 0) throw new Error(`unknown plugin(s): ${unknown.join(', ')}; known: ${this.allPluginNames.join(', ')}`);
+    if (spec.adminToken && !isWellFormedToken(spec.adminToken)) {
+      throw new Error('SVC_BOOTSTRAP_TOKEN must be a svc_pat_<opaque> token with a valid checksum (mint one with `workgraph token generate`)');
+    }
+    // Built in a staging directory the scanner ignores, then renamed into place whole,
+    // so a running server never opens a half-made tenant.
+    const staging = join(this.tenantsDir, `.staging-${spec.org}-${process.pid}`);
+    rmSync(staging, { recursive: true, force: true });
+    mkdirSync(staging, { recursive: true, mode: 0o700 });
+    const now = new Date(this.options.clock.now()).toISOString();
+    const config: TenantConfig = { org: spec.org, plugins: [...new Set(['core', ...spec.plugins])], limits: { ...DEFAULT_LIMITS }, created: now };
+    await Tenant.writeConfig(staging, config);
+    const tenant = await Tenant.open(staging, this.deps);
+    const personId = personIdForEmail(spec.adminEmail);
+    const actor: WriteActor = { personId, name: spec.adminName, email: spec.adminEmail, agent: null, session: null };
+    await tenant.write(actor, { op: 'bootstrap', via: 'rest', internal: true }, async (draft) => {
+      draft.put({ frontmatter: { id: ROOT_ID, type: 'proj', status: 'active', title: 'Root', summary: `Root of the ${spec.org} work graph` }, body: '' });
+      draft.put({
+        frontmatter: {
+          id: personId,
+          type: 'person',
+          status: 'active',
+          title: spec.adminName,
+          summary: `${spec.adminName} (administrator)`,
+          name: spec.adminName,
+          email: spec.adminEmail,
+          roles: ['admin'],
+          edges: [{ type: 'stewards', to: ROOT_ID }],
+        },
+        body: '',
+      });
+    });
+    const token = spec.adminToken ?? generateToken('pat');
+    tenant.tokens.mutate((records) => {
+      const rec = newTokenRecord(token, { kind: 'pat', person: personId, created: now, label: 'bootstrap admin token', minted_by: 'bootstrap' });
+      rec.expires = null;
+      records.set(rec.hash, rec);
+    });
+    await tenant.close();
+    renameSync(staging, dir);
+    return { tenant, person: personId, token };
+  }
+
+  async closeAll(): Promise<void> {
+    for (const t of this.tenants.values()) await t.close();
+    this.tenants.clear();
+  }
+}
+
+export function actorFor(tenant: Tenant, record: TokenRecord): Actor {
+  const person = tenant.index.get(record.person);
+  const bound = person !== undefined && person.type === 'person';
+  const isAdmin = bound && person.edges.some((e) => e.type === 'stewards' && e.to === ROOT_ID);
+  return {
+    org: tenant.org,
+    token: record,
+    personId: record.person,
+    bound,
+    name: bound ? String(person.frontmatter.name ?? person.title) : record.person,
+    email: bound ? String(person.frontmatter.email ?? '') : '',
+    isAdmin,
+    agent: record.agent,
+    session: record.session,
+  };
+}
+
+/** The write attribution of an actor; a token without a person node cannot write. */
+export function writeActorOf(actor: Actor): WriteActor {
+  if (!actor.bound) throw errors.noPersonForbidden('writes need a token bound to a person node');
+  return { personId: actor.personId, name: actor.name, email: actor.email || `${actor.personId}@users.noreply`, agent: actor.agent, session: actor.session };
+}

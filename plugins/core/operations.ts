@@ -1,0 +1,406 @@
+/**
+ * Core operations: one function per operation, shared by the REST route and the MCP tool.
+ */
+import { CodecError, parseNodeMarkdown, type Frontmatter } from '../../kernel/codec.js';
+import { errors, isSvcError, SvcError } from '../../kernel/errors.js';
+import type { Edge } from '../../kernel/graph-index.js';
+import { StatusPayload, type OpContext } from '../../kernel/plugin.js';
+import { patterns } from '../../kernel/registry.js';
+import type { CommittedNode, WriteDraft } from '../../kernel/tenant.js';
+import { writeActorOf } from '../../kernel/tenants.js';
+import { requireId, requireObject, requireSha } from '../../kernel/validate.js';
+import { nodeView } from './node-view.js';
+
+export interface WriteResult {
+  status: 'created' | 'updated' | 'skipped';
+  id: string;
+  revision: string | null;
+  warnings: string[];
+  [extra: string]: unknown;
+}
+
+const PROVENANCE_KEYS = ['priority', 'priority_by', 'priority_at', 'priority_via', 'readiness', 'readiness_by', 'readiness_at', 'readiness_via'];
+
+function writeStatus(c: CommittedNode | undefined): 'created' | 'updated' | 'skipped' {
+  if (!c || c.status === 'unchanged' || c.status === 'deleted') return 'skipped';
+  return c.status;
+}
+
+/** Runs a single-node write and shapes the SPEC's write success answer. */
+async function singleWrite(
+  ctx: OpContext,
+  op: string,
+  id: string,
+  fn: (draft: WriteDraft) => Promise<{ skip?: boolean } | void>,
+): Promise<WriteResult> {
+  const actor = writeActorOf(ctx.actor);
+  return ctx.tenant.write(actor, { op, via: ctx.via }, async (draft) => {
+    const outcome = await fn(draft);
+    if (outcome?.skip) return { status: 'skipped' as const, id, revision: ctx.tenant.index.get(id)?.revision ?? null, warnings: draft.warnings };
+    const committed = await draft.commit();
+    const written = [...committed.values()].find((c) => c.status !== 'unchanged') ?? committed.get(id);
+    const changedId = written?.id ?? id;
+    return {
+      status: writeStatus(written),
+      id: changedId,
+      revision: ctx.tenant.index.get(changedId)?.revision ?? null,
+      warnings: draft.warnings,
+    };
+  });
+}
+
+function existing(draft: WriteDraft, id: string) {
+  const node = draft.get(id);
+  if (!node) throw errors.notFound(`node ${id}`);
+  return node;
+}
+
+// ---------------------------------------------------------------- reads
+
+export async function getStatus(ctx: OpContext, input: { titles?: boolean }) {
+  const { tenant } = ctx;
+  const byType: Record<string, number> = {};
+  for (const type of tenant.registry.nodeTypes.keys()) {
+    const n = tenant.index.idsOfType(type).size;
+    if (n > 0) byType[type] = n;
+  }
+  const mem = process.memoryUsage();
+  const payload: Record<string, unknown> = {
+    node_count: tenant.index.size,
+    projects: tenant.index.projects(),
+    head: tenant.head,
+    uptime: Math.round(process.uptime()),
+    metrics: { nodes_by_type: byType, rss_bytes: mem.rss, heap_used_bytes: mem.heapUsed },
+  };
+  if (input.titles) {
+    // Deliberately O(nodes): the caller asked for the whole title index.
+    payload.titles = [...tenant.index.nodes.values()]
+      .map((r) => ({ id: r.id, type: r.type, project: r.project, title: r.title }))
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+  return payload;
+}
+
+export async function getMe(ctx: OpContext) {
+  const { actor } = ctx;
+  return {
+    person: actor.bound ? actor.personId : null,
+    name: actor.bound ? actor.name : null,
+    email: actor.bound ? actor.email : null,
+    bound: actor.bound,
+    is_admin: actor.isAdmin,
+    org: ctx.tenant.org,
+    ...(actor.agent ? { agent: actor.agent, session: actor.session } : {}),
+  };
+}
+
+export async function getSchema(ctx: OpContext, input: { code?: boolean }) {
+  return ctx.tenant.registry.describe(Boolean(input.code));
+}
+
+export async function getNode(ctx: OpContext, input: { id: string }) {
+  const id = requireId(input.id);
+  const record = ctx.tenant.index.get(id);
+  if (!record) throw errors.notFound(`node ${id}`);
+  return nodeView(ctx.tenant, record);
+}
+
+// ---------------------------------------------------------------- node puts
+
+interface PutEntry {
+  node: unknown;
+  if_exists?: unknown;
+  revision?: unknown;
+}
+
+function parseEntryNode(raw: unknown): { frontmatter: Frontmatter; body: string } {
+  if (typeof raw === 'string') {
+    try {
+      return parseNodeMarkdown(raw);
+    } catch (err) {
+      if (err instanceof CodecError) throw errors.validation(err.message, err.errors);
+      throw err;
+    }
+  }
+  if (raw && typeof raw === 'object' && !Array.isArray(raw)) {
+    const { body, ...frontmatter } = raw as Record<string, unknown>;
+    if (body !== undefined && typeof body !== 'string') throw errors.validation('node.body must be a string', [{ field: 'body' }]);
+    return { frontmatter: structuredClone(frontmatter), body: (body as string | undefined) ?? '' };
+  }
+  throw errors.validation('each entry must be a markdown string or {node, if_exists, revision}', [{ field: 'nodes', message: 'bad entry' }]);
+}
+
+function entryOf(raw: unknown): PutEntry {
+  if (typeof raw === 'string') return { node: raw };
+  if (raw && typeof raw === 'object' && !Array.isArray(raw) && 'node' in raw) return raw as PutEntry;
+  return { node: raw };
+}
+
+async function putOne(ctx: OpContext, draft: WriteDraft, entry: PutEntry, defaultIfExists: string): Promise<WriteResult> {
+  const ifExists = entry.if_exists ?? defaultIfExists;
+  if (ifExists !== 'skip' && ifExists !== 'error' && ifExists !== 'update') {
+    throw errors.validation("if_exists must be 'skip', 'error' or 'update'", [{ field: 'if_exists' }]);
+  }
+  const { frontmatter, body } = parseEntryNode(entry.node);
+  const id = requireId(frontmatter.id, 'id');
+  const typeDef = ctx.tenant.registry.typeForId(id);
+  if (frontmatter.type === undefined && typeDef) frontmatter.type = typeDef.type;
+  if (frontmatter.type === 'person') throw errors.forbidden('person nodes are created and edited only through the admin people routes');
+  const current = draft.get(id);
+  if (current) {
+    if (ifExists === 'skip') return { status: 'skipped', id, revision: current.revision, warnings: [`${id} exists; skipped`] };
+    if (ifExists === 'error') throw errors.conflict(`node ${id} already exists`, { id, current_revision: current.revision });
+    if (typeof entry.revision !== 'string' || entry.revision === '') {
+      throw errors.validation('if_exists=update requires the revision you read', [{ field: 'revision', message: 'required with if_exists=update' }]);
+    }
+    if (entry.revision !== current.revision) throw errors.revisionConflict(id, current.revision, entry.revision);
+  }
+  // Priority and readiness are set through their own endpoints; a put keeps the stored ones.
+  for (const k of PROVENANCE_KEYS) delete frontmatter[k];
+  if (current) for (const k of PROVENANCE_KEYS) if (current.frontmatter[k] !== undefined) frontmatter[k] = current.frontmatter[k];
+  delete frontmatter.revision;
+  draft.put({ frontmatter, body });
+  const committed = await draft.commit();
+  const c = committed.get(id);
+  const warnings = [...draft.warnings];
+  draft.warnings.length = 0;
+  if (c?.status === 'unchanged') warnings.push('no change');
+  return { status: writeStatus(c), id, revision: ctx.tenant.index.get(id)?.revision ?? null, warnings };
+}
+
+export async function putNodes(ctx: OpContext, input: unknown) {
+  const body = requireObject(input);
+  const nodes = body.nodes;
+  if (!Array.isArray(nodes) || nodes.length === 0) throw errors.validation('nodes must be a non-empty array', [{ field: 'nodes' }]);
+  if (nodes.length > 500) throw errors.validation('at most 500 nodes per request', [{ field: 'nodes' }]);
+  const defaultIfExists = body.if_exists === undefined ? 'error' : String(body.if_exists);
+  const actor = writeActorOf(ctx.actor);
+  const results: Array<Record<string, unknown>> = [];
+  let failed = 0;
+  await ctx.tenant.write(actor, { op: 'put_node', via: ctx.via }, async (draft) => {
+    for (const [index, raw] of nodes.entries()) {
+      try {
+        results.push({ index, ...(await putOne(ctx, draft, entryOf(raw), defaultIfExists)) });
+      } catch (err) {
+        if (!isSvcError(err)) throw err;
+        failed++;
+        results.push({ index, status: 'failed', id: guessId(raw), error: err.envelope().error, http_status: err.status });
+      }
+    }
+  });
+  const payload = { results, count: results.length, failed };
+  return failed > 0 ? new StatusPayload(207, payload) : payload;
+}
+
+function guessId(raw: unknown): string | null {
+  try {
+    const id = parseEntryNode(entryOf(raw).node).frontmatter.id;
+    return typeof id === 'string' ? id : null;
+  } catch {
+    return null;
+  }
+}
+
+// ---------------------------------------------------------------- edges
+
+function checkAttrs(attrs: unknown): Record<string, string> | undefined {
+  if (attrs === undefined || attrs === null) return undefined;
+  if (typeof attrs !== 'object' || Array.isArray(attrs)) throw errors.validation('attrs must be an object of flat attributes', [{ field: 'attrs' }]);
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(attrs as Record<string, unknown>)) {
+    if (k === 'type' || k === 'to') throw errors.validation(`'${k}' is a reserved edge attribute name`, [{ field: `attrs.${k}` }]);
+    if (!/^[A-Za-z0-9_-]+$/.test(k)) throw errors.validation(`attribute name '${k}' must be [A-Za-z0-9_-]`, [{ field: `attrs.${k}` }]);
+    const value = typeof v === 'number' || typeof v === 'boolean' ? String(v) : v;
+    if (typeof value !== 'string' || !patterns.attrValue.test(value)) {
+      throw errors.validation(`attribute ${k} must be a simple [A-Za-z0-9_-] token`, [{ field: `attrs.${k}` }]);
+    }
+    out[k] = value;
+  }
+  return out;
+}
+
+function sameAttrs(edge: Edge, attrs: Record<string, string>): boolean {
+  const { type: _t, to: _to, ...rest } = edge;
+  const a = Object.keys(rest).sort();
+  const b = Object.keys(attrs).sort();
+  return a.length === b.length && a.every((k, i) => k === b[i] && rest[k] === attrs[k]);
+}
+
+interface EdgeInput {
+  id: string;
+  type: unknown;
+  to: unknown;
+  attrs?: unknown;
+}
+
+function normalizeEdgeInput(ctx: OpContext, input: EdgeInput) {
+  const id = requireId(input.id);
+  if (typeof input.type !== 'string' || input.type === '') throw errors.validation('type is required', [{ field: 'type' }]);
+  const to = requireId(input.to, 'to');
+  const normalized = ctx.tenant.registry.normalizeEdge(input.type);
+  if (!normalized) throw errors.validation(`unknown edge type '${input.type}'`, [{ field: 'type', message: 'not in the registry (GET /v1/schema)' }]);
+  // An inverse form is flipped: the canonical edge is written on the other node.
+  const owner = normalized.inverted ? to : id;
+  const target = normalized.inverted ? id : to;
+  const warnings: string[] = [];
+  if (normalized.inverted) warnings.push(`inverse form '${input.type}' written as '${normalized.type}' on ${owner} -> ${target}`);
+  else if (normalized.via === 'alias') warnings.push(`alias '${input.type}' normalized to '${normalized.type}'`);
+  return { id, owner, target, type: normalized.type, warnings };
+}
+
+export async function addEdge(ctx: OpContext, input: EdgeInput) {
+  const e = normalizeEdgeInput(ctx, input);
+  const attrs = checkAttrs(input.attrs);
+  const edgeDef = ctx.tenant.registry.edgeTypes.get(e.type)!;
+  return singleWrite(ctx, 'add_edge', e.owner, async (draft) => {
+    const node = existing(draft, e.owner);
+    if (!draft.get(e.target)) throw errors.notFound(`node ${e.target}`);
+    draft.warnings.push(...e.warnings);
+    const edges: Edge[] = Array.isArray(node.frontmatter.edges) ? (node.frontmatter.edges as Edge[]) : [];
+    const same = edges.findIndex((x) => x.type === e.type && x.to === e.target);
+    if (same >= 0) {
+      if (!attrs || sameAttrs(edges[same]!, attrs)) return { skip: true };
+      edges[same] = { type: e.type, to: e.target, ...attrs };
+    } else if (edgeDef.review_family) {
+      const sibling = edges.findIndex((x) => x.to === e.target && ctx.tenant.registry.edgeTypes.get(x.type)?.review_family);
+      if (sibling >= 0) {
+        draft.warnings.push(`flipped ${edges[sibling]!.type} -> ${e.type} for ${e.target}`);
+        edges[sibling] = { type: e.type, to: e.target, ...(attrs ?? {}) };
+      } else edges.push({ type: e.type, to: e.target, ...(attrs ?? {}) });
+    } else {
+      edges.push({ type: e.type, to: e.target, ...(attrs ?? {}) });
+    }
+    node.frontmatter.edges = edges;
+    draft.put(node);
+  });
+}
+
+export async function removeEdge(ctx: OpContext, input: EdgeInput) {
+  const e = normalizeEdgeInput(ctx, input);
+  return singleWrite(ctx, 'remove_edge', e.owner, async (draft) => {
+    const node = existing(draft, e.owner);
+    draft.warnings.push(...e.warnings);
+    const edges: Edge[] = Array.isArray(node.frontmatter.edges) ? (node.frontmatter.edges as Edge[]) : [];
+    const kept = edges.filter((x) => !(x.type === e.type && x.to === e.target));
+    if (kept.length === edges.length) return { skip: true };
+    if (kept.length === 0) delete node.frontmatter.edges;
+    else node.frontmatter.edges = kept;
+    draft.put(node);
+  });
+}
+
+// ---------------------------------------------------------------- scalars
+
+export async function setStatus(ctx: OpContext, input: { id: string; status: unknown }) {
+  const id = requireId(input.id);
+  if (typeof input.status !== 'string' || input.status === '') throw errors.validation('status is required', [{ field: 'status' }]);
+  const status = input.status;
+  const record = ctx.tenant.index.get(id);
+  if (!record) throw errors.notFound(`node ${id}`);
+  const effects = ctx.services.host.statusEffectsFor(ctx.tenant);
+  const from = record.status;
+  const ran: typeof effects = [];
+  let result: WriteResult;
+  try {
+    if (from !== status) {
+      for (const effect of effects) {
+        await effect.before?.(ctx, record, from, status);
+        ran.push(effect);
+      }
+    }
+    result = await singleWrite(ctx, 'set_status', id, async (draft) => {
+      const node = existing(draft, id);
+      if (node.frontmatter.status === status) return { skip: true };
+      node.frontmatter.status = status;
+      draft.put(node);
+    });
+  } catch (err) {
+    for (const effect of ran) await effect.abort?.(ctx, record, from, status).catch(() => undefined);
+    throw err;
+  }
+  if (result.status === 'updated') {
+    const after = ctx.tenant.index.get(id)!;
+    for (const effect of effects) Object.assign(result, (await effect.after?.(ctx, after, from, status)) ?? {});
+  }
+  return result;
+}
+
+const PRIORITY_CLEAR = new Set(['none', 'clear', '', 'p0']);
+const READINESS_CLEAR = new Set(['none', 'clear', '']);
+
+function provenance(ctx: OpContext, prefix: string): Record<string, string> {
+  return {
+    [`${prefix}_by`]: ctx.actor.personId,
+    [`${prefix}_at`]: new Date(ctx.services.clock.now()).toISOString(),
+    [`${prefix}_via`]: ctx.actor.agent ? 'dispatch' : ctx.via,
+  };
+}
+
+export async function setPriority(ctx: OpContext, input: { id: string; priority: unknown }) {
+  const id = requireId(input.id);
+  const value = input.priority === null || input.priority === undefined ? '' : input.priority;
+  if (typeof value !== 'string' || !(PRIORITY_CLEAR.has(value) || ['p1', 'p2', 'p3'].includes(value))) {
+    throw errors.invalidNode(`unknown priority '${String(value)}'`, { field: 'priority', allowed: ['p1', 'p2', 'p3', 'none', 'clear', '', 'p0'] });
+  }
+  return singleWrite(ctx, 'set_priority', id, async (draft) => {
+    const node = existing(draft, id);
+    if (PRIORITY_CLEAR.has(value)) {
+      if (node.frontmatter.priority === undefined) return { skip: true };
+      delete node.frontmatter.priority;
+    } else {
+      if (node.frontmatter.priority === value) return { skip: true };
+      node.frontmatter.priority = value;
+    }
+    Object.assign(node.frontmatter, provenance(ctx, 'priority'));
+    draft.put(node);
+  });
+}
+
+export async function setReadiness(ctx: OpContext, input: { id: string; readiness: unknown }) {
+  const id = requireId(input.id);
+  const value = input.readiness === null || input.readiness === undefined ? '' : input.readiness;
+  if (typeof value !== 'string' || !(READINESS_CLEAR.has(value) || value === 'agent')) {
+    throw errors.invalidNode(`unknown readiness '${String(value)}' (only 'agent' may be set; 'human' is derived)`, {
+      field: 'readiness',
+      allowed: ['agent', 'none', 'clear', '', null],
+    });
+  }
+  return singleWrite(ctx, 'set_readiness', id, async (draft) => {
+    const node = existing(draft, id);
+    if (READINESS_CLEAR.has(value)) {
+      if (node.frontmatter.readiness === undefined) return { skip: true };
+      delete node.frontmatter.readiness;
+    } else {
+      if (node.frontmatter.readiness === value) return { skip: true };
+      node.frontmatter.readiness = value;
+    }
+    Object.assign(node.frontmatter, provenance(ctx, 'readiness'));
+    draft.put(node);
+  });
+}
+
+export async function addCommit(ctx: OpContext, input: { id: string; repo: unknown; sha: unknown }) {
+  const id = requireId(input.id);
+  const repo = requireId(input.repo, 'repo');
+  const sha = requireSha(input.sha);
+  return singleWrite(ctx, 'link_commit', id, async (draft) => {
+    const node = existing(draft, id);
+    const commits: string[] = Array.isArray(node.frontmatter.commits) ? (node.frontmatter.commits as string[]).map(String) : [];
+    const same = commits.findIndex((c) => {
+      const [r, s] = c.split('@');
+      return r === repo && s !== undefined && (s.startsWith(sha) || sha.startsWith(s));
+    });
+    if (same >= 0) {
+      const known = commits[same]!.split('@')[1]!;
+      if (known.length >= sha.length) return { skip: true };
+      commits[same] = `${repo}@${sha}`; // a longer sha upgrades the abbreviated link
+    } else {
+      if (commits.length >= 40) throw errors.validation('a node links at most 40 commits', [{ field: 'commits', message: 'at most 40' }]);
+      commits.push(`${repo}@${sha}`);
+    }
+    node.frontmatter.commits = commits;
+    draft.put(node);
+  });
+}
+
+export { SvcError };

@@ -1,0 +1,507 @@
+/**
+ * The hook sandbox host (DESIGN.md §1 "Hooks run only in the sandbox").
+ *
+ * Hook sources run in isolated-vm isolates inside a supervised child process
+ * (`worker.mjs`), never in this process: isolated-vm can abort the whole process it lives
+ * in (a Map grown past the memory limit, FACTS.md), so only the child may die. This module
+ * multiplexes calls to the child over IPC, keeps a wall-clock watchdog over each call,
+ * restarts the child after a crash or a kill, and answers every call with a HookOutcome:
+ * `run()` never rejects and never throws.
+ *
+ * Nothing outside `sandbox/` imports isolated-vm; this file does not either.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/** Per-call resource limits. */
+export interface SandboxLimits {
+  /** CPU/wall time one call may take, including compiling its source on first use. Default 50. */
+  timeoutMs: number;
+  /** Heap limit of the tenant's isolate, in MB (isolated-vm's minimum is 8). Default 16. */
+  memoryMb: number;
+}
+
+/** One hook invocation. `input` must be plain JSON data; it is copied into the isolate. */
+export interface HookCall {
+  tenant: string;
+  /** Who wrote the hook, e.g. 'seed:task' or 'schema-task-review-gate'. Each owner gets its own context. */
+  owner: string;
+  /** Which hook of the owner: 'transition', 'validate', ... (used in stack traces). */
+  hook: string;
+  /** A JS function expression, e.g. `(input) => ({ allow: true })`. */
+  source: string;
+  input: unknown;
+  limits?: Partial<SandboxLimits>;
+}
+
+export type HookFailureKind = 'timeout' | 'memory' | 'threw' | 'compile' | 'crashed' | 'malformed';
+
+export type HookOutcome =
+  | { ok: true; value: unknown }
+  | { ok: false; kind: HookFailureKind; message: string };
+
+/** Supervision events, for the kernel's log. */
+export type SandboxEvent =
+  | { type: 'ready'; bootMs: number; pid: number | undefined }
+  | {
+      type: 'restart';
+      reason: 'crashed' | 'watchdog' | 'boot-failed';
+      code: number | null;
+      signal: string | null;
+      /** The last lines the child wrote to stderr (V8's OOM report, for instance). */
+      stderr: string;
+    };
+
+export interface SandboxOptions {
+  defaults?: Partial<SandboxLimits>;
+  /** Longest hook source accepted, in UTF-8 bytes. Default 16 KB. */
+  maxSourceBytes?: number;
+  /** Longest input accepted, as JSON text. Default 2 MB. */
+  maxInputBytes?: number;
+  /** Longest result accepted, as JSON text. Default 256 KB. */
+  maxResultBytes?: number;
+  /** How long past its timeout a call may go unanswered before the child is killed. Default 75 ms. */
+  watchdogGraceMs?: number;
+  /** Live isolates kept in the child (least recently used are disposed). Default 64. */
+  maxIsolates?: number;
+  /** Owner contexts kept per isolate (each costs ~165 KB of that isolate's heap). Default 32. */
+  maxContextsPerIsolate?: number;
+  /**
+   * A (tenant, source) that killed the child `after` times within `windowMs` is answered at
+   * once with its last failure kind until `windowMs` passes without an incident, so one
+   * hostile hook cannot keep every tenant waiting on restarts. `false` disables. Default
+   * `{ after: 3, windowMs: 60_000 }`.
+   */
+  quarantine?: { after: number; windowMs: number } | false;
+  onEvent?: (event: SandboxEvent) => void;
+  /** Test only: lets owner '__test:block' hold the child in host code for `input.ms`. */
+  testMode?: boolean;
+}
+
+export interface Sandbox {
+  /** Run one hook. Always resolves; failures are outcomes, not exceptions. */
+  run(call: HookCall): Promise<HookOutcome>;
+  /** `restarts`: child restarts after a crash or watchdog kill; `isolates`: live isolates in the child. */
+  stats(): { restarts: number; isolates: number };
+  /**
+   * Resolves once a child is up and accepting calls (calls made earlier simply wait), or
+   * when starting one failed repeatedly (calls then answer `crashed`).
+   */
+  ready(): Promise<void>;
+  /** Fail pending calls with `crashed`, stop the child and wait for it to exit. */
+  close(): Promise<void>;
+}
+
+const DEFAULT_LIMITS: SandboxLimits = { timeoutMs: 50, memoryMb: 16 };
+const MAX_TIMEOUT_MS = 60_000;
+const MIN_MEMORY_MB = 8;
+const MAX_MEMORY_MB = 2048;
+/** A call caught in this many child deaths, none of which it was running, gives up. */
+const MAX_ATTEMPTS = 3;
+const BOOT_FAILURES_BEFORE_GIVING_UP = 3;
+const STDERR_TAIL_CHARS = 2048;
+const WORKER_PATH = fileURLToPath(new URL('./worker.mjs', import.meta.url));
+
+interface WorkerRequest {
+  i: number;
+  t: string;
+  o: string;
+  h: string;
+  s: string;
+  in: string;
+  to: number;
+  mb: number;
+}
+
+type WorkerReply =
+  | { ready: true }
+  | { i: number; k: 'ok'; v: string; n?: number }
+  | { i: number; k: HookFailureKind; m: string; n?: number };
+
+interface Pending {
+  request: WorkerRequest;
+  quarantineKey: string;
+  attempts: number;
+  resolve: (outcome: HookOutcome) => void;
+}
+
+interface Incident {
+  count: number;
+  last: number;
+  kind: HookFailureKind;
+}
+
+interface ChildState {
+  process: ChildProcess;
+  ready: boolean;
+  gone: boolean;
+  disconnected: boolean;
+  killedByWatchdog: boolean;
+  exit: { code: number | null; signal: string | null } | null;
+  stderr: string;
+  spawnedAt: number;
+}
+
+/** Create a sandbox; its child process starts at once, so boot overlaps the caller's own start-up. */
+export function createSandbox(opts: SandboxOptions = {}): Sandbox {
+  const defaults: SandboxLimits = { ...DEFAULT_LIMITS, ...definedOnly(opts.defaults) };
+  const maxSourceBytes = opts.maxSourceBytes ?? 16 * 1024;
+  const maxInputBytes = opts.maxInputBytes ?? 2 * 1024 * 1024;
+  const graceMs = opts.watchdogGraceMs ?? 75;
+  const quarantine = opts.quarantine === false ? null : (opts.quarantine ?? { after: 3, windowMs: 60_000 });
+  const workerConfig = JSON.stringify({
+    maxIsolates: opts.maxIsolates ?? 64,
+    maxContextsPerIsolate: opts.maxContextsPerIsolate ?? 32,
+    maxResultBytes: opts.maxResultBytes ?? 256 * 1024,
+    testMode: opts.testMode === true,
+  });
+
+  let child: ChildState | null = null;
+  let closed = false;
+  let nextId = 1;
+  let restarts = 0;
+  let isolates = 0;
+  let bootFailures = 0;
+  /** Calls not yet handed to a ready child, in order. */
+  let waiting: Pending[] = [];
+  /** Calls handed to the current child; Map order is the order the child answers in. */
+  const inflight = new Map<number, Pending>();
+  /** When the oldest in-flight call started running (the child runs calls one by one). */
+  let headStartedAt = 0;
+  let watchdog: NodeJS.Timeout | null = null;
+  let watchdogAt = Infinity;
+  let readyWaiters: Array<() => void> = [];
+  const incidents = new Map<string, Incident>();
+
+  const emit = (event: SandboxEvent): void => {
+    try {
+      opts.onEvent?.(event);
+    } catch {
+      // a faulty logger must not break supervision
+    }
+  };
+
+  function spawn(): void {
+    const proc = fork(WORKER_PATH, [workerConfig], {
+      execArgv: ['--no-node-snapshot'],
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      serialization: 'json',
+    });
+    const state: ChildState = {
+      process: proc,
+      ready: false,
+      gone: false,
+      disconnected: false,
+      killedByWatchdog: false,
+      exit: null,
+      stderr: '',
+      spawnedAt: performance.now(),
+    };
+    child = state;
+    proc.stderr?.setEncoding('utf8');
+    proc.stderr?.on('data', (chunk: string) => {
+      state.stderr = (state.stderr + chunk).slice(-STDERR_TAIL_CHARS);
+    });
+    proc.stderr?.on('error', () => {});
+    proc.on('error', () => {
+      // spawn failure or a send on a closed channel; 'exit'/'disconnect' do the recovery
+      if (proc.exitCode === null && proc.signalCode === null && !proc.connected) onGone(state);
+    });
+    proc.on('message', (reply: WorkerReply) => onReply(state, reply));
+    // Every message the child sent is read before 'disconnect'; 'exit' may come before or
+    // after it. Recover once both happened (or shortly after either, to be safe).
+    proc.on('disconnect', () => {
+      state.disconnected = true;
+      if (state.exit) onGone(state);
+      else setTimeout(() => onGone(state), 50);
+    });
+    proc.on('exit', (code, signal) => {
+      state.exit = { code, signal };
+      if (state.disconnected) onGone(state);
+      else setTimeout(() => onGone(state), 50);
+    });
+  }
+
+  function onReply(state: ChildState, reply: WorkerReply): void {
+    if (state !== child || state.gone) return;
+    if ('ready' in reply) {
+      state.ready = true;
+      bootFailures = 0;
+      isolates = 0;
+      emit({ type: 'ready', bootMs: Math.round(performance.now() - state.spawnedAt), pid: state.process.pid });
+      for (const wake of readyWaiters.splice(0)) wake();
+      const queued = waiting;
+      waiting = [];
+      for (const p of queued) dispatch(p);
+      updateRef();
+      return;
+    }
+    if (reply.n !== undefined) isolates = reply.n;
+    const pending = inflight.get(reply.i);
+    if (!pending) return;
+    const wasHead = inflight.keys().next().value === reply.i;
+    inflight.delete(reply.i);
+    if (wasHead) {
+      headStartedAt = performance.now();
+      armWatchdog();
+    }
+    if (reply.k === 'ok') {
+      let value: unknown;
+      try {
+        value = JSON.parse(reply.v);
+      } catch {
+        settle(pending, { ok: false, kind: 'malformed', message: 'hook result is not JSON data' });
+        return;
+      }
+      settle(pending, { ok: true, value });
+    } else {
+      settle(pending, { ok: false, kind: reply.k, message: reply.m });
+    }
+  }
+
+  function settle(pending: Pending, outcome: HookOutcome): void {
+    pending.resolve(outcome);
+    if (inflight.size === 0 && waiting.length === 0) updateRef();
+  }
+
+  function dispatch(pending: Pending): void {
+    const state = child;
+    if (!state || !state.ready || state.gone || !state.process.connected) {
+      waiting.push(pending);
+      return;
+    }
+    if (inflight.size === 0) headStartedAt = performance.now();
+    inflight.set(pending.request.i, pending);
+    state.process.send(pending.request);
+    armWatchdog();
+  }
+
+  /** Keep one timer aimed at the oldest in-flight call's deadline. */
+  function armWatchdog(): void {
+    const head = inflight.values().next().value;
+    if (!head) return;
+    const deadline = headStartedAt + head.request.to + graceMs;
+    if (watchdog && watchdogAt <= deadline) return; // fires early, re-checks then
+    if (watchdog) clearTimeout(watchdog);
+    watchdogAt = deadline;
+    watchdog = setTimeout(checkWatchdog, Math.max(0, deadline - performance.now()));
+  }
+
+  function checkWatchdog(): void {
+    watchdog = null;
+    watchdogAt = Infinity;
+    const head = inflight.values().next().value;
+    const state = child;
+    if (!head || !state) return;
+    if (performance.now() < headStartedAt + head.request.to + graceMs) {
+      armWatchdog();
+      return;
+    }
+    // The child is stuck past the call's limit where isolated-vm's timeout cannot reach it.
+    inflight.delete(head.request.i);
+    recordIncident(head, 'timeout');
+    settle(head, { ok: false, kind: 'timeout', message: `hook did not finish within ${head.request.to} ms; sandbox process restarted` });
+    state.killedByWatchdog = true;
+    state.process.kill('SIGKILL');
+    onGone(state);
+  }
+
+  /** The child died or was killed: answer the call it was running, retry the rest on a new child. */
+  function onGone(state: ChildState): void {
+    if (state.gone) return;
+    state.gone = true;
+    if (state !== child) return;
+    child = null;
+    if (watchdog) clearTimeout(watchdog);
+    watchdog = null;
+    watchdogAt = Infinity;
+    isolates = 0;
+    if (state.process.exitCode === null && state.process.signalCode === null) state.process.kill('SIGKILL');
+    const exit = state.exit ?? { code: state.process.exitCode, signal: state.process.signalCode };
+    const orphans = [...inflight.values()];
+    inflight.clear();
+    if (closed) return;
+
+    if (!state.ready) {
+      bootFailures++;
+      emit({ type: 'restart', reason: 'boot-failed', code: exit.code, signal: exit.signal, stderr: state.stderr });
+      if (bootFailures >= BOOT_FAILURES_BEFORE_GIVING_UP) {
+        // Starting again right away would just loop; fail what waits and retry on the next call.
+        for (const wake of readyWaiters.splice(0)) wake();
+        const failed = waiting.splice(0);
+        for (const p of failed) {
+          settle(p, { ok: false, kind: 'crashed', message: `sandbox process cannot start: ${lastLine(state.stderr) || describeExit(exit)}` });
+        }
+        return;
+      }
+    } else {
+      restarts++;
+      emit({ type: 'restart', reason: state.killedByWatchdog ? 'watchdog' : 'crashed', code: exit.code, signal: exit.signal, stderr: state.stderr });
+    }
+
+    const retry: Pending[] = [];
+    orphans.forEach((p, index) => {
+      p.attempts++;
+      if (index === 0 && !state.killedByWatchdog) {
+        // The oldest unanswered call is the one the child was running when it died.
+        recordIncident(p, 'crashed');
+        settle(p, { ok: false, kind: 'crashed', message: `sandbox process died running this hook (${describeExit(exit)}); it was restarted` });
+      } else if (p.attempts >= MAX_ATTEMPTS) {
+        settle(p, { ok: false, kind: 'crashed', message: 'sandbox process died repeatedly before this hook could run' });
+      } else {
+        retry.push(p);
+      }
+    });
+    waiting = retry.concat(waiting);
+    spawn();
+    updateRef();
+  }
+
+  function recordIncident(pending: Pending, kind: HookFailureKind): void {
+    if (!quarantine) return;
+    const now = Date.now();
+    const prior = incidents.get(pending.quarantineKey);
+    const fresh = !prior || now - prior.last > quarantine.windowMs;
+    incidents.delete(pending.quarantineKey);
+    incidents.set(pending.quarantineKey, { count: fresh ? 1 : prior.count + 1, last: now, kind });
+    if (incidents.size > 1000) incidents.delete(incidents.keys().next().value as string);
+  }
+
+  function quarantined(key: string): HookOutcome | null {
+    if (!quarantine) return null;
+    const incident = incidents.get(key);
+    if (!incident) return null;
+    if (Date.now() - incident.last > quarantine.windowMs) {
+      incidents.delete(key);
+      return null;
+    }
+    if (incident.count < quarantine.after) return null;
+    return {
+      ok: false,
+      kind: incident.kind,
+      message: `hook quarantined: it brought down the sandbox process ${incident.count} times recently (last: ${incident.kind})`,
+    };
+  }
+
+  /** Let an idle sandbox not keep the host process alive; hold it while calls are pending. */
+  function updateRef(): void {
+    const proc = child?.process;
+    if (!proc) return;
+    const busy = inflight.size > 0 || waiting.length > 0;
+    const handles = [proc.channel, proc.stderr] as Array<{ ref?: () => void; unref?: () => void } | null | undefined>;
+    if (busy) {
+      proc.ref();
+      for (const handle of handles) handle?.ref?.();
+    } else {
+      proc.unref();
+      for (const handle of handles) handle?.unref?.();
+    }
+  }
+
+  function run(call: HookCall): Promise<HookOutcome> {
+    try {
+      return runChecked(call);
+    } catch (error) {
+      return Promise.resolve({ ok: false, kind: 'crashed', message: `sandbox error: ${error instanceof Error ? error.message : String(error)}` });
+    }
+  }
+
+  function runChecked(call: HookCall): Promise<HookOutcome> {
+    if (closed) return Promise.resolve({ ok: false, kind: 'crashed', message: 'sandbox is closed' });
+    const source = call.source;
+    if (typeof source !== 'string' || source.trim() === '') {
+      return Promise.resolve({ ok: false, kind: 'compile', message: 'hook source is empty' });
+    }
+    if (Buffer.byteLength(source, 'utf8') > maxSourceBytes) {
+      return Promise.resolve({ ok: false, kind: 'compile', message: `hook source is larger than ${maxSourceBytes} bytes` });
+    }
+    let inputJson: string | undefined;
+    try {
+      inputJson = JSON.stringify(call.input === undefined ? null : call.input);
+    } catch (error) {
+      return Promise.resolve({ ok: false, kind: 'malformed', message: `hook input is not JSON data: ${error instanceof Error ? error.message : String(error)}` });
+    }
+    if (inputJson === undefined) return Promise.resolve({ ok: false, kind: 'malformed', message: 'hook input is not JSON data' });
+    if (inputJson.length > maxInputBytes) {
+      return Promise.resolve({ ok: false, kind: 'malformed', message: `hook input is larger than ${maxInputBytes} bytes of JSON` });
+    }
+    const limits = { ...defaults, ...definedOnly(call.limits) };
+    const timeoutMs = clamp(Math.ceil(limits.timeoutMs), 1, MAX_TIMEOUT_MS);
+    const memoryMb = clamp(Math.ceil(limits.memoryMb), MIN_MEMORY_MB, MAX_MEMORY_MB);
+    const quarantineKey = `${call.tenant}\0${source}`;
+    const held = quarantined(quarantineKey);
+    if (held) return Promise.resolve(held);
+
+    return new Promise<HookOutcome>((resolve) => {
+      const pending: Pending = {
+        request: { i: nextId++, t: String(call.tenant), o: String(call.owner), h: String(call.hook), s: source, in: inputJson, to: timeoutMs, mb: memoryMb },
+        quarantineKey,
+        attempts: 0,
+        resolve,
+      };
+      const wasIdle = inflight.size === 0 && waiting.length === 0;
+      if (!child) spawn(); // after boot failures the next call tries again
+      dispatch(pending);
+      if (wasIdle) updateRef();
+    });
+  }
+
+  function ready(): Promise<void> {
+    if (closed || child?.ready) return Promise.resolve();
+    if (!child) spawn();
+    return new Promise((resolve) => readyWaiters.push(resolve));
+  }
+
+  async function close(): Promise<void> {
+    if (closed) return;
+    closed = true;
+    if (watchdog) clearTimeout(watchdog);
+    watchdog = null;
+    const failed = [...inflight.values(), ...waiting];
+    inflight.clear();
+    waiting = [];
+    for (const p of failed) p.resolve({ ok: false, kind: 'crashed', message: 'sandbox is closed' });
+    for (const wake of readyWaiters.splice(0)) wake();
+    const state = child;
+    child = null;
+    if (!state) return;
+    const proc = state.process;
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      const force = setTimeout(() => proc.kill('SIGKILL'), 1000);
+      proc.once('exit', () => {
+        clearTimeout(force);
+        resolve();
+      });
+      proc.kill('SIGTERM');
+    });
+  }
+
+  spawn();
+  updateRef();
+  return { run, stats: () => ({ restarts, isolates }), ready, close };
+}
+
+function definedOnly<T extends object>(value: Partial<T> | undefined): Partial<T> {
+  const out: Partial<T> = {};
+  if (!value) return out;
+  for (const [key, v] of Object.entries(value)) {
+    if (typeof v === 'number' && Number.isFinite(v)) (out as Record<string, unknown>)[key] = v;
+  }
+  return out;
+}
+
+function clamp(value: number, min: number, max: number): number {
+  return Math.min(max, Math.max(min, value));
+}
+
+function describeExit(exit: { code: number | null; signal: string | null }): string {
+  if (exit.signal) return `signal ${exit.signal}`;
+  if (exit.code !== null) return `exit code ${exit.code}`;
+  return 'connection lost';
+}
+
+function lastLine(text: string): string {
+  const lines = text.trim().split('\n');
+  return (lines[lines.length - 1] ?? '').slice(0, 200);
+}

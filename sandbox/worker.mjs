@@ -1,0 +1,392 @@
+// The sandbox child process: the only code in the project that loads isolated-vm.
+//
+// Started by sandbox/index.ts with child_process.fork and `--no-node-snapshot`. It is a
+// plain .mjs (not .ts through tsx) because a restart after a crash is on the critical
+// path: plain Node boots this in ~140 ms, tsx roughly doubles it.
+//
+// Protocol (JSON over the IPC channel, answered strictly in arrival order, because every
+// message is handled synchronously; the parent's watchdog relies on that order):
+//   parent -> child  {i, t: tenant, o: owner, h: hook, s: source, in: input JSON text,
+//                     to: timeout ms, mb: memory MB}
+//   child -> parent  {i, k: 'ok', v: result JSON text, n?: live isolate count}
+//                    {i, k: 'timeout'|'memory'|'threw'|'compile'|'malformed'|'crashed', m: message, n?}
+//   child -> parent  {ready: true} once, after isolated-vm loaded.
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const ivm = require('isolated-vm');
+
+const config = JSON.parse(process.argv[2] || '{}');
+const MAX_ISOLATES = config.maxIsolates ?? 64;
+const MAX_CONTEXTS = config.maxContextsPerIsolate ?? 32;
+const MAX_HOOKS_PER_CONTEXT = config.maxHooksPerContext ?? 64;
+const MAX_RESULT_BYTES = config.maxResultBytes ?? 256 * 1024;
+const TEST_MODE = config.testMode === true;
+const MESSAGE_CHARS = 500;
+
+/**
+ * Installed in every fresh context before any hook source is evaluated there. It captures
+ * the pristine intrinsics it needs, so a hook that later rewrites JSON, Array.prototype or
+ * Error in its own context cannot make the wrapper misbehave (beyond spoiling its own
+ * results, which only ever come out as a checked JSON string).
+ *
+ * `invoke(fn, inputJson)` runs the hook on a fresh parse of the input and answers one
+ * string: 'v' + JSON text, 'm' + why the result is not plain JSON data, or 't' + what the
+ * hook threw. Everything here runs inside the caller's timeout and memory limit.
+ */
+const CONTEXT_PRELUDE = `(function () {
+  'use strict';
+  // Each of these is reachable only through its global, and hooks have no use for any:
+  // WebAssembly memory lives outside the heap and Memory.grow() ignores the timeout;
+  // FinalizationRegistry callbacks and Atomics.waitAsync continuations run later, outside
+  // any call and so outside any timeout (a FinalizationRegistry busy loop hung the process).
+  for (const name of ['WebAssembly', 'FinalizationRegistry', 'WeakRef', 'SharedArrayBuffer', 'Atomics']) {
+    delete globalThis[name];
+  }
+  // V8 calls Error.prepareStackTrace whenever a stack is formatted, including while
+  // isolated-vm copies an error out with no timeout running. Pin it to the default.
+  Object.defineProperty(Error, 'prepareStackTrace', { value: undefined, writable: false, enumerable: false, configurable: false });
+  const parse = JSON.parse, stringify = JSON.stringify;
+  const getProto = Object.getPrototypeOf, ownKeys = Object.keys, isArray = Array.isArray;
+  const apply = Reflect.apply, fnToString = Function.prototype.toString, slice = String.prototype.slice;
+  const OBJECT_PROTO = Object.prototype, ARRAY_PROTO = Array.prototype;
+  const MAX_DEPTH = 64, MAX_BYTES = ${MAX_RESULT_BYTES}, MAX_MESSAGE = ${MESSAGE_CHARS};
+  let out = '', budget = 0, malformed = null;
+
+  function bad(why) { malformed = why; throw null; }
+  function emit(text) {
+    budget -= text.length;
+    if (budget < 0) bad('result is larger than ' + MAX_BYTES + ' bytes of JSON');
+    out += text;
+  }
+  function clip(text) { return text.length > MAX_MESSAGE ? apply(slice, text, [0, MAX_MESSAGE]) : text; }
+  function describe(e) {
+    try {
+      if (typeof e === 'string') return clip(e);
+      if (e !== null && typeof e === 'object') {
+        const message = e.message, name = e.name;
+        if (typeof message === 'string') return clip((typeof name === 'string' && name ? name + ': ' : '') + message);
+      }
+      return 'a non-Error value (' + typeof e + ') was thrown';
+    } catch (_) {
+      return 'an exception was thrown and could not be described';
+    }
+  }
+  // A strict JSON writer: plain objects, arrays, strings, finite numbers, booleans, null.
+  // Functions, symbols, bigints, non-finite numbers, class instances (Date, Map, Promise...)
+  // and cycles are refused; undefined is dropped from objects and is null in arrays, as in JSON.
+  function write(v, depth, ancestors) {
+    switch (typeof v) {
+      case 'string': emit(stringify(v)); return;
+      case 'boolean': emit(v ? 'true' : 'false'); return;
+      case 'number':
+        if (v !== v || v === Infinity || v === -Infinity) bad('result holds a non-finite number');
+        emit(stringify(v)); return;
+      case 'object': break;
+      case 'undefined': bad('result holds undefined at the top level'); return;
+      default: bad('result holds a ' + typeof v + ', which is not JSON data'); return;
+    }
+    if (v === null) { emit('null'); return; }
+    if (depth >= MAX_DEPTH) bad('result is nested deeper than ' + MAX_DEPTH + ' levels');
+    for (let i = 0; i < depth; i++) if (ancestors[i] === v) bad('result is a cyclic structure');
+    ancestors[depth] = v;
+    const proto = getProto(v);
+    if (isArray(v)) {
+      if (proto !== ARRAY_PROTO) bad('result holds an array subclass');
+      const n = v.length;
+      emit('[');
+      for (let i = 0; i < n; i++) {
+        if (i > 0) emit(',');
+        const item = v[i];
+        if (item === undefined) emit('null'); else write(item, depth + 1, ancestors);
+      }
+      emit(']');
+      return;
+    }
+    if (proto !== OBJECT_PROTO && proto !== null) bad('result holds an object that is not a plain object or array');
+    const keys = ownKeys(v);
+    const n = keys.length;
+    let first = true;
+    emit('{');
+    for (let i = 0; i < n; i++) {
+      const key = keys[i];
+      const item = v[key];
+      if (item === undefined) continue;
+      if (!first) emit(',');
+      first = false;
+      emit(stringify(key));
+      emit(':');
+      write(item, depth + 1, ancestors);
+    }
+    emit('}');
+  }
+
+  function invoke(fn, inputJson) {
+    const input = parse(inputJson);
+    let value;
+    try {
+      value = apply(fn, undefined, [input]);
+    } catch (e) {
+      return 't' + describe(e);
+    }
+    out = ''; budget = MAX_BYTES; malformed = null;
+    try {
+      if ((typeof value === 'object' && value !== null) || typeof value === 'function') {
+        if (typeof value.then === 'function') bad('hook returned a Promise or thenable; hooks must be synchronous');
+      }
+      write(value, 0, []);
+    } catch (e) {
+      if (malformed !== null) return 'm' + malformed;
+      return 't' + describe(e);
+    }
+    const text = out;
+    out = '';
+    return 'v' + text;
+  }
+
+  function sourceOf(fn) {
+    return typeof fn === 'function' ? apply(fnToString, fn, []) : null;
+  }
+
+  return [invoke, sourceOf];
+})()`;
+
+/** (tenant \0 memoryMb) -> isolate entry; Map order is the LRU order. */
+const isolates = new Map();
+let reportedIsolates = -1;
+
+class HookFailure extends Error {
+  constructor(kind, message) {
+    super(message);
+    this.kind = kind;
+  }
+}
+
+function touch(map, key, value) {
+  map.delete(key);
+  map.set(key, value);
+}
+
+function releaseQuietly(ref) {
+  try {
+    ref.release();
+  } catch {
+    // already released or its isolate is gone
+  }
+}
+
+function disposeIsolate(key) {
+  const entry = isolates.get(key);
+  if (!entry) return;
+  isolates.delete(key);
+  try {
+    if (!entry.isolate.isDisposed) entry.isolate.dispose();
+  } catch {
+    // disposing twice is harmless
+  }
+}
+
+function getIsolate(tenant, memoryMb) {
+  const key = `${tenant}\0${memoryMb}`;
+  let entry = isolates.get(key);
+  if (entry && entry.isolate.isDisposed) {
+    isolates.delete(key);
+    entry = undefined;
+  }
+  if (entry) {
+    touch(isolates, key, entry);
+    return entry;
+  }
+  while (isolates.size >= MAX_ISOLATES) disposeIsolate(isolates.keys().next().value);
+  // No onCatastrophicError callback: isolated-vm would call it on this thread while the
+  // thread is blocked in applySync, and the process hangs instead of aborting (measured).
+  const isolate = new ivm.Isolate({ memoryLimit: memoryMb });
+  entry = { key, isolate, contexts: new Map() };
+  isolates.set(key, entry);
+  return entry;
+}
+
+function dropContext(isolateEntry, owner) {
+  const ctx = isolateEntry.contexts.get(owner);
+  if (!ctx) return;
+  isolateEntry.contexts.delete(owner);
+  for (const ref of ctx.hooks.values()) releaseQuietly(ref);
+  releaseQuietly(ctx.invoke);
+  releaseQuietly(ctx.sourceOf);
+  releaseQuietly(ctx.context);
+}
+
+/** One context per hook owner: what one owner's hook does to its globals, no other owner sees. */
+function getContext(isolateEntry, owner, timeoutMs) {
+  let ctx = isolateEntry.contexts.get(owner);
+  if (ctx) {
+    touch(isolateEntry.contexts, owner, ctx);
+    return ctx;
+  }
+  while (isolateEntry.contexts.size >= MAX_CONTEXTS) dropContext(isolateEntry, isolateEntry.contexts.keys().next().value);
+  const context = isolateEntry.isolate.createContextSync();
+  const pair = context.evalSync(CONTEXT_PRELUDE, { reference: true, timeout: Math.max(timeoutMs, 1000), filename: 'sandbox:prelude' });
+  const invoke = pair.getSync(0, { reference: true });
+  const sourceOf = pair.getSync(1, { reference: true });
+  pair.release();
+  ctx = { context, invoke, sourceOf, hooks: new Map() };
+  isolateEntry.contexts.set(owner, ctx);
+  return ctx;
+}
+
+/**
+ * Is `text` (the function's own source text, as V8 reports it) the whole of `source`,
+ * give or take whitespace, comments and wrapping parentheses? This refuses sources such as
+ * `evil(), (x) => x` that evaluate to a function but run other code first.
+ */
+function isWholeSource(source, text) {
+  const at = source.indexOf(text);
+  if (at < 0 || text.length === 0) return false;
+  const opens = countFiller(source.slice(0, at), '(');
+  const closes = countFiller(source.slice(at + text.length), ')');
+  return opens >= 0 && opens === closes;
+}
+
+/** Count `paren` in a stretch made only of whitespace, comments and that paren; -1 otherwise. */
+function countFiller(stretch, paren) {
+  let count = 0;
+  for (let i = 0; i < stretch.length; ) {
+    const c = stretch[i];
+    if (c === paren) { count++; i++; continue; }
+    if (/\s/.test(c)) { i++; continue; }
+    if (c === '/' && stretch[i + 1] === '/') {
+      const end = stretch.indexOf('\n', i);
+      i = end < 0 ? stretch.length : end + 1;
+      continue;
+    }
+    if (c === '/' && stretch[i + 1] === '*') {
+      const end = stretch.indexOf('*/', i + 2);
+      if (end < 0) return -1;
+      i = end + 2;
+      continue;
+    }
+    return -1;
+  }
+  return count;
+}
+
+/** Map an isolated-vm exception to a failure kind. */
+function classify(error, isolateEntry, fallbackKind) {
+  const message = error instanceof Error ? error.message : String(error);
+  if (isolateEntry.isolate.isDisposed || /disposed/i.test(message)) {
+    disposeIsolate(isolateEntry.key);
+    return new HookFailure('memory', 'hook exceeded its memory limit; its isolate was discarded');
+  }
+  if (/timed out/i.test(message)) return new HookFailure('timeout', 'hook exceeded its time limit');
+  return new HookFailure(fallbackKind, clip(message));
+}
+
+function clip(text) {
+  return text.length > MESSAGE_CHARS ? text.slice(0, MESSAGE_CHARS) : text;
+}
+
+/** Evaluate a hook source once in the owner's context; the compiled function is cached by source. */
+function compile(isolateEntry, owner, ctx, msg, deadline) {
+  const cached = ctx.hooks.get(msg.s);
+  if (cached) return cached;
+  let script;
+  try {
+    // Compiled apart from any owner context, so a syntax error is reported by pristine
+    // intrinsics rather than by whatever an earlier hook left in this owner's context.
+    script = isolateEntry.isolate.compileScriptSync(`(\n${msg.s}\n)`, { filename: `hook:${owner}/${msg.h}`, lineOffset: -1 });
+  } catch (error) {
+    const failure = classify(error, isolateEntry, 'compile');
+    if (failure.kind === 'compile') failure.message = `hook source does not compile: ${failure.message}`;
+    throw failure;
+  }
+  let fn;
+  try {
+    fn = script.runSync(ctx.context, { reference: true, timeout: remaining(deadline) });
+  } catch (error) {
+    dropContext(isolateEntry, owner);
+    const failure = classify(error, isolateEntry, 'compile');
+    if (failure.kind === 'compile') failure.message = `hook source threw while being evaluated: ${failure.message}`;
+    throw failure;
+  } finally {
+    releaseQuietly(script);
+  }
+  let text = null;
+  try {
+    text = ctx.sourceOf.applySync(undefined, [fn.derefInto()], { timeout: remaining(deadline) });
+  } catch (error) {
+    releaseQuietly(fn);
+    dropContext(isolateEntry, owner);
+    throw classify(error, isolateEntry, 'compile');
+  }
+  // A class also passes for a function, but its static blocks run when it is evaluated.
+  if (typeof text !== 'string' || /^class\b/.test(text) || !isWholeSource(msg.s, text)) {
+    // Evaluating the source may have run code in this context; throw the context away.
+    releaseQuietly(fn);
+    dropContext(isolateEntry, owner);
+    throw new HookFailure('compile', 'hook source must be a single function expression, e.g. (input) => ({ allow: true })');
+  }
+  if (ctx.hooks.size >= MAX_HOOKS_PER_CONTEXT) {
+    const [oldest, ref] = ctx.hooks.entries().next().value;
+    ctx.hooks.delete(oldest);
+    releaseQuietly(ref);
+  }
+  ctx.hooks.set(msg.s, fn);
+  return fn;
+}
+
+function remaining(deadline) {
+  return Math.max(1, Math.ceil(deadline - performance.now()));
+}
+
+function runHook(msg) {
+  const start = performance.now();
+  const deadline = start + msg.to;
+  if (TEST_MODE && msg.o === '__test:block') {
+    // Test-only: hold the process in host code, where no isolate timeout can reach.
+    const until = start + JSON.parse(msg.in).ms;
+    while (performance.now() < until);
+    return { k: 'ok', v: 'null' };
+  }
+  const isolateEntry = getIsolate(msg.t, msg.mb);
+  let ctx;
+  try {
+    ctx = getContext(isolateEntry, msg.o, msg.to);
+  } catch (error) {
+    throw classify(error, isolateEntry, 'crashed');
+  }
+  const fn = compile(isolateEntry, msg.o, ctx, msg, deadline);
+  let answer;
+  try {
+    answer = ctx.invoke.applySync(undefined, [fn.derefInto(), msg.in], { timeout: remaining(deadline) });
+  } catch (error) {
+    throw classify(error, isolateEntry, 'threw');
+  }
+  if (typeof answer !== 'string' || answer.length === 0) return { k: 'malformed', m: 'hook result could not be read' };
+  const tag = answer[0];
+  const body = answer.slice(1);
+  if (tag === 'v') return { k: 'ok', v: body };
+  if (tag === 'm') return { k: 'malformed', m: clip(body) };
+  return { k: 'threw', m: clip(body) };
+}
+
+process.on('message', (msg) => {
+  let reply;
+  try {
+    reply = runHook(msg);
+  } catch (error) {
+    reply = error instanceof HookFailure
+      ? { k: error.kind, m: error.message }
+      : { k: 'crashed', m: `sandbox internal error: ${clip(error instanceof Error ? error.message : String(error))}` };
+  }
+  reply.i = msg.i;
+  if (isolates.size !== reportedIsolates) {
+    reportedIsolates = isolates.size;
+    reply.n = reportedIsolates;
+  }
+  process.send(reply);
+});
+
+// The parent went away (closed us, or died): nothing left to serve.
+process.on('disconnect', () => process.exit(0));
+
+process.send({ ready: true });

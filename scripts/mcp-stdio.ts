@@ -1,0 +1,80 @@
+/**
+ * `workgraph mcp`: MCP over stdio, either on the local data directory or as a proxy that
+ * forwards every request to a remote server's Streamable HTTP endpoint.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import {
+  CallToolRequestSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { buildMcpServer } from '../kernel/mcp.js';
+import type { OpContext } from '../kernel/plugin.js';
+import type { Kernel } from '../kernel/server.js';
+
+function closeOnStdinEnd(close: () => Promise<void>): void {
+  let done = false;
+  const finish = () => {
+    if (done) return;
+    done = true;
+    close().finally(() => process.exit(0));
+  };
+  process.stdin.on('end', finish);
+  process.on('SIGTERM', finish);
+  process.on('SIGINT', finish);
+}
+
+export async function serveStdioLocal(kernel: Kernel, token: string, org: string | undefined): Promise<void> {
+  const { services } = kernel;
+  let identity;
+  try {
+    identity = services.tenants.authenticate(token);
+  } catch {
+    process.stderr.write('workgraph mcp: the token is not valid for any tenant in this data directory\n');
+    await kernel.close();
+    process.exit(2);
+  }
+  if (org && identity.tenant.org !== org) {
+    process.stderr.write(`workgraph mcp: the token belongs to tenant '${identity.tenant.org}', not '${org}'\n`);
+    await kernel.close();
+    process.exit(2);
+  }
+  const ctx: OpContext = { tenant: identity.tenant, actor: identity.actor, via: 'mcp', services, headers: {} };
+  const server = buildMcpServer({
+    ctx,
+    tools: services.host.toolsFor(identity.tenant),
+    resources: services.host.resourcesFor(identity.tenant),
+    log: (err) => services.log.error('tool failed', { error: String(err) }),
+  });
+  await server.connect(new StdioServerTransport());
+  closeOnStdinEnd(async () => {
+    await server.close();
+    await kernel.close();
+  });
+}
+
+export async function serveStdioProxy(base: string, token: string, org: string | undefined): Promise<void> {
+  const root = base.replace(/\/+$/, '');
+  if (org) {
+    const me = await fetch(`${root}/v1/me`, { headers: { authorization: `Bearer ${token}` } });
+    if (!me.ok) throw new Error(`GET ${root}/v1/me answered ${me.status}`);
+    const body = (await me.json()) as { org?: string };
+    if (body.org !== org) throw new Error(`SVC_TOKEN belongs to org '${body.org}', not SVC_ORG '${org}'`);
+  }
+  const client = new Client({ name: 'workgraph-proxy', version: '0.1.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${root}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  const server = new Server({ name: 'workgraph', version: '0.1.0' }, { capabilities: { tools: {}, resources: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, (req) => client.listTools(req.params));
+  server.setRequestHandler(CallToolRequestSchema, (req) => client.callTool(req.params) as never);
+  server.setRequestHandler(ListResourcesRequestSchema, (req) => client.listResources(req.params));
+  server.setRequestHandler(ReadResourceRequestSchema, (req) => client.readResource(req.params));
+  await server.connect(new StdioServerTransport());
+  closeOnStdinEnd(async () => {
+    await server.close();
+    await client.close();
+  });
+}

@@ -1,0 +1,8 @@
+/**
+ * The composition root's plugin list: the one place that names every plugin. Tests
+ * build kernels with exactly the plugins they need the same way.
+ */
+import type { PluginDef } from '../kernel/plugin.js';
+import { corePlugin } from '../plugins/core/index.js';
+
+export const allPlugins: PluginDef[] = [corePlugin];

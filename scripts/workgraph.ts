@@ -1,0 +1,228 @@
+/**
+ * The operator CLI and composition root: `workgraph <serve|mcp|tenant|token> ...`.
+ * Every command reads SVC_DATA_DIR.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { generateToken, hashPrefix, newTokenRecord } from '../kernel/auth.js';
+import { configFromEnv, createLogger, systemClock } from '../kernel/config.js';
+import { Tenant } from '../kernel/tenant.js';
+import { ORG_PATTERN, TenantManager } from '../kernel/tenants.js';
+import { startKernel, startServer } from '../kernel/server.js';
+import { createSandbox } from '../sandbox/index.js';
+import { seedPack } from '../seed-pack/index.js';
+import { serveStdioLocal, serveStdioProxy } from './mcp-stdio.js';
+import { allPlugins } from './plugins.js';
+import { parseExpiry } from '../kernel/expiry.js';
+
+const HELP: Record<string, string> = {
+  main: `usage: workgraph <command> [options]
+
+commands:
+  serve                 start the HTTP/MCP server (HOST, PORT, SVC_DATA_DIR, SVC_TLS_CERT/KEY, ...)
+  mcp                   speak MCP over stdio: locally on SVC_DATA_DIR, or as a proxy to
+                        SVC_SERVER with SVC_TOKEN (SVC_ORG selects the tenant)
+  tenant add|list|plugins   manage tenants
+  token mint|generate   mint a PAT for a person, or print a fresh token for SVC_BOOTSTRAP_TOKEN
+
+run 'workgraph <command> --help' for a command's options.`,
+  serve: `usage: workgraph serve
+Starts the server on HOST (default 127.0.0.1) and PORT (default 8080; 0 picks a free port),
+serving data under SVC_DATA_DIR (default ./data). Prints 'listening on http://HOST:PORT'.`,
+  mcp: `usage: workgraph mcp
+MCP over stdio. Local mode acts on SVC_DATA_DIR with the identity of SVC_TOKEN (default: the
+first-start admin token in SVC_DATA_DIR/admin-token), in tenant SVC_ORG (default: the token's).
+Proxy mode (SVC_SERVER and SVC_TOKEN set) forwards every call to SVC_SERVER/mcp.`,
+  tenant: `usage:
+  workgraph tenant add <org> --admin-email E [--admin-name N] [--plugins a,b]
+      creates the tenant and prints {org, person, token} once (the admin's PAT)
+  workgraph tenant list
+      prints [{org, plugins}]
+  workgraph tenant plugins <org> [--enable NAME] [--disable NAME]
+      prints {org, plugins}; a running server applies the change within 2 s`,
+  token: `usage:
+  workgraph token mint --org O --person P [--expires 30d|YYYY-MM-DD] [--label L]
+      mints a personal access token for an existing person node; prints {org, person, token, hash_prefix, expires}
+  workgraph token generate
+      prints a fresh, well-formed svc_pat_ token (for SVC_BOOTSTRAP_TOKEN)`,
+};
+
+function out(value: unknown): void {
+  process.stdout.write(JSON.stringify(value) + '\n');
+}
+
+function fail(message: string): never {
+  process.stderr.write(`workgraph: ${message}\n`);
+  process.exit(2);
+}
+
+async function withManager<T>(fn: (m: TenantManager) => Promise<T>): Promise<T> {
+  const config = configFromEnv();
+  const sandbox = createSandbox();
+  const manager = new TenantManager({ dataDir: config.dataDir, sandbox, pack: seedPack, plugins: allPlugins, clock: systemClock, log: createLogger(undefined, true), fsync: config.fsync });
+  try {
+    return await fn(manager);
+  } finally {
+    await sandbox.close();
+  }
+}
+
+async function tenantCommand(args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      'admin-email': { type: 'string' },
+      'admin-name': { type: 'string' },
+      plugins: { type: 'string' },
+      enable: { type: 'string', multiple: true },
+      disable: { type: 'string', multiple: true },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help || !sub) return void process.stdout.write(HELP.tenant + '\n');
+  const config = configFromEnv();
+  const known = allPlugins.map((p) => p.name);
+  if (sub === 'add') {
+    const org = positionals[0];
+    if (!org || !ORG_PATTERN.test(org)) fail('tenant add needs an org slug (kebab-case)');
+    const email = values['admin-email'];
+    if (!email) fail('tenant add needs --admin-email');
+    const plugins = values.plugins ? values.plugins.split(',').map((s) => s.trim()).filter(Boolean) : known;
+    const created = await withManager((m) => m.create({ org, adminEmail: email, adminName: values['admin-name'] ?? email.split('@')[0]!, plugins }));
+    return out({ org, person: created.person, token: created.token });
+  }
+  if (sub === 'list') {
+    return withManager(async (m) => {
+      const { readdirSync } = await import('node:fs');
+      let names: string[] = [];
+      try {
+        names = readdirSync(m.tenantsDir).filter((n) => ORG_PATTERN.test(n) && Tenant.exists(join(m.tenantsDir, n)));
+      } catch {
+        /* no tenants yet */
+      }
+      out(names.sort().map((org) => ({ org, plugins: Tenant.readConfig(join(m.tenantsDir, org)).plugins })));
+    });
+  }
+  if (sub === 'plugins') {
+    const org = positionals[0];
+    if (!org) fail('tenant plugins needs an org');
+    const dir = join(config.dataDir, 'tenants', org);
+    if (!Tenant.exists(dir)) fail(`no tenant '${org}' under ${config.dataDir}`);
+    const tenantConfig = Tenant.readConfig(dir);
+    const plugins = new Set(tenantConfig.plugins);
+    for (const name of values.enable ?? []) {
+      if (!known.includes(name)) fail(`unknown plugin '${name}'; known: ${known.join(', ')}`);
+      plugins.add(name);
+    }
+    for (const name of values.disable ?? []) {
+      if (name === 'core') fail("'core' is always on");
+      if (!known.includes(name)) fail(`unknown plugin '${name}'; known: ${known.join(', ')}`);
+      plugins.delete(name);
+    }
+    plugins.add('core');
+    tenantConfig.plugins = known.filter((n) => plugins.has(n));
+    if (values.enable?.length || values.disable?.length) await Tenant.writeConfig(dir, tenantConfig);
+    return out({ org, plugins: tenantConfig.plugins });
+  }
+  fail(`unknown tenant command '${sub}'\n${HELP.tenant}`);
+}
+
+async function tokenCommand(args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  const { values } = parseArgs({
+    args: rest,
+    options: { org: { type: 'string' }, person: { type: 'string' }, expires: { type: 'string' }, label: { type: 'string' }, help: { type: 'boolean' } },
+  });
+  if (values.help || !sub) return void process.stdout.write(HELP.token + '\n');
+  if (sub === 'generate') return out({ token: generateToken('pat') });
+  if (sub !== 'mint') fail(`unknown token command '${sub}'\n${HELP.token}`);
+  const config = configFromEnv();
+  const org = values.org ?? config.orgSlug;
+  const person = values.person;
+  if (!person) fail('token mint needs --person');
+  if (values.label && values.label.length > 200) fail('--label is at most 200 characters');
+  const dir = join(config.dataDir, 'tenants', org);
+  if (!Tenant.exists(dir)) fail(`no tenant '${org}'`);
+  let expires: string;
+  try {
+    expires = parseExpiry(values.expires, { nowMs: Date.now(), defaultDays: 365, maxDays: 365 });
+  } catch (err) {
+    fail((err as Error).message);
+  }
+  await withManager(async (m) => {
+    await m.scan();
+    const tenant = m.get(org);
+    if (!tenant) fail(`no tenant '${org}'`);
+    const node = tenant.index.get(person);
+    if (!node || node.type !== 'person') fail(`no person node '${person}' in ${org}`);
+    const token = generateToken('pat');
+    const rec = newTokenRecord(token, { kind: 'pat', person, created: new Date().toISOString(), expires, label: values.label ?? null, minted_by: 'cli' });
+    tenant.tokens.mutate((records) => void records.set(rec.hash, rec));
+    await m.closeAll();
+    out({ org, person, token, hash_prefix: hashPrefix(rec.hash), expires });
+  });
+}
+
+async function serve(): Promise<void> {
+  const config = configFromEnv();
+  const server = await startServer({ config, plugins: allPlugins });
+  process.stdout.write(`listening on ${server.url}\n`);
+  let closing = false;
+  const shutdown = () => {
+    if (closing) return;
+    closing = true;
+    server.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}
+
+async function mcp(): Promise<void> {
+  const config = configFromEnv();
+  const server = process.env.SVC_SERVER ?? process.env.WORKGRAPH_SERVER;
+  const token = process.env.SVC_TOKEN ?? process.env.WORKGRAPH_TOKEN;
+  const org = process.env.SVC_ORG ?? process.env.WORKGRAPH_ORG;
+  if (server) {
+    if (!token) fail('proxy mode needs SVC_TOKEN');
+    return serveStdioProxy(server, token, org);
+  }
+  const kernel = await startKernel({ config, plugins: allPlugins, log: createLogger(undefined, true) });
+  let localToken = token;
+  if (!localToken) {
+    try {
+      localToken = readFileSync(join(config.dataDir, 'admin-token'), 'utf8').trim();
+    } catch {
+      fail('local mode needs SVC_TOKEN (or the first-start admin-token file in SVC_DATA_DIR)');
+    }
+  }
+  return serveStdioLocal(kernel, localToken, org);
+}
+
+async function main(): Promise<void> {
+  const [command, ...args] = process.argv.slice(2);
+  if (!command || command === '--help' || command === 'help') return void process.stdout.write(HELP.main + '\n');
+  if (args.includes('--help') && HELP[command]) return void process.stdout.write(HELP[command] + '\n');
+  switch (command) {
+    case 'serve':
+      return serve();
+    case 'mcp':
+      return mcp();
+    case 'tenant':
+      return tenantCommand(args);
+    case 'token':
+      return tokenCommand(args);
+    default:
+      fail(`unknown command '${command}'\n${HELP.main}`);
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`workgraph: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});
