@@ -1,0 +1,136 @@
+/**
+ * Test harness: a real server (koa over node:http) on a free loopback port with a fresh
+ * data directory, a manual clock, and helpers for REST calls and a real MCP client over
+ * Streamable HTTP. Tests pass exactly the plugins they need.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { configFromEnv, createLogger, ManualClock, type ServerConfig } from '../../kernel/config.js';
+import type { PluginDef } from '../../kernel/plugin.js';
+import { startServer, type RunningServer } from '../../kernel/server.js';
+import { allPlugins } from '../../scripts/plugins.js';
+
+export interface ApiResponse<T = any> {
+  status: number;
+  body: T;
+  text: string;
+  headers: Headers;
+}
+
+export interface TestServer {
+  url: string;
+  dataDir: string;
+  adminToken: string;
+  adminPerson: string;
+  org: string;
+  clock: ManualClock;
+  server: RunningServer;
+  logs: string[];
+  api<T = any>(method: string, path: string, opts?: { token?: string | null; body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
+  mcp(token?: string): Promise<Client>;
+  /** calls a tool and returns the text of its first content block plus isError */
+  tool(client: Client, name: string, args?: Record<string, unknown>): Promise<{ text: string; isError: boolean; json: any }>;
+  close(): Promise<void>;
+}
+
+export async function startTestServer(opts: { plugins?: PluginDef[]; config?: Partial<ServerConfig>; dataDir?: string; keepData?: boolean } = {}): Promise<TestServer> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'wg-test-'));
+  const clock = new ManualClock();
+  const logs: string[] = [];
+  const config: ServerConfig = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false, tenantPollMs: 200, ...opts.config };
+  const server = await startServer({ config, plugins: opts.plugins ?? allPlugins, clock, log: createLogger((l) => logs.push(l)) });
+  if (!server.bootstrap) throw new Error('expected a first start');
+  const { token: adminToken, person: adminPerson, org } = server.bootstrap;
+  const clients: Client[] = [];
+  const t: TestServer = {
+    url: server.url,
+    dataDir,
+    adminToken,
+    adminPerson,
+    org,
+    clock,
+    server,
+    logs,
+    async api(method, path, o = {}) {
+      const headers: Record<string, string> = { ...(o.headers ?? {}) };
+      const token = o.token === undefined ? adminToken : o.token;
+      if (token) headers.authorization = `Bearer ${token}`;
+      let body: string | Buffer | undefined;
+      if (o.rawBody !== undefined) body = o.rawBody;
+      else if (o.body !== undefined) {
+        body = JSON.stringify(o.body);
+        headers['content-type'] = 'application/json';
+      }
+      const res = await fetch(server.url + path, { method, headers, body: body as BodyInit | undefined, redirect: "manual" });
+      const text = await res.text();
+      let parsed: any = undefined;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      return { status: res.status, body: parsed, text, headers: res.headers };
+    },
+    async mcp(token = adminToken) {
+      const client = new Client({ name: 'test', version: '0.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(server.url + '/mcp'), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      clients.push(client);
+      return client;
+    },
+    async tool(client, name, args = {}) {
+      const result = (await client.callTool({ name, arguments: args })) as { content: Array<{ type: string; text?: string }>; isError?: boolean };
+      const text = result.content[0]?.text ?? '';
+      let json: any;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      return { text, isError: Boolean(result.isError), json };
+    },
+    async close() {
+      for (const c of clients) await c.close().catch(() => undefined);
+      await server.close();
+      if (!opts.keepData) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return t;
+}
+
+/** Markdown for a node from frontmatter fields and a body. */
+export function md(frontmatter: Record<string, unknown>, body = ''): string {
+  const lines = Object.entries(frontmatter).map(([k, v]) => `${k}: ${JSON.stringify(v)}`);
+  return `---\n${lines.join('\n')}\n---\n${body}`;
+}
+
+/** Creates nodes through POST /v1/nodes and fails loudly if any entry fails. */
+export async function putNodes(t: TestServer, nodes: Array<Record<string, unknown> | string>, token?: string): Promise<any[]> {
+  const res = await t.api('POST', '/v1/nodes', { token, body: { nodes: nodes.map((n) => (typeof n === 'string' ? n : md(n, String(n.body ?? '')))) } });
+  if (res.status !== 200) throw new Error(`putNodes failed: ${res.status} ${res.text}`);
+  return res.body.results;
+}
+
+/** Creates a person node directly through the tenant write path and mints a PAT for it (tests only). */
+export async function addPerson(t: TestServer, name: string, opts: { admin?: boolean } = {}): Promise<{ id: string; token: string }> {
+  const { generateToken, newTokenRecord } = await import('../../kernel/auth.js');
+  const { personIdForEmail } = await import('../../kernel/tenants.js');
+  const tenant = t.server.services.tenants.get(t.org)!;
+  const email = `${name.toLowerCase().replace(/[^a-z0-9]+/g, '.')}@example.test`;
+  const id = personIdForEmail(email);
+  const actor = { personId: t.adminPerson, name: 'Admin', email: 'admin@localhost', agent: null, session: null };
+  await tenant.write(actor, { op: 'test_add_person', via: 'rest' }, async (draft) => {
+    draft.put({
+      frontmatter: { id, type: 'person', status: 'active', title: name, summary: name, name, email, ...(opts.admin ? { edges: [{ type: 'stewards', to: 'proj-root' }] } : {}) },
+      body: '',
+    });
+  });
+  const token = generateToken('pat');
+  tenant.tokens.mutate((records) => {
+    const rec = newTokenRecord(token, { kind: 'pat', person: id, created: new Date().toISOString(), label: 'test' });
+    records.set(rec.hash, rec);
+  });
+  return { id, token };
+}
