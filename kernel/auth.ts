@@ -120,6 +120,8 @@ export class TokenStore {
   private mtimeMs = -1;
   private readonly file: string;
   private pendingLastUsed = new Map<string, string>();
+  /** bumped whenever the set of records may have changed (reload or mutation) */
+  version = 0;
 
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -137,6 +139,7 @@ export class TokenStore {
     }
     if (mtime === this.mtimeMs) return false;
     this.mtimeMs = mtime;
+    this.version++;
     this.records = new Map();
     if (mtime === 0) return true;
     const list = JSON.parse(readFileSync(this.file, 'utf8')) as TokenRecord[];
@@ -174,6 +177,7 @@ export class TokenStore {
       const result = fn(this.records);
       writeDurableSync(this.file, JSON.stringify([...this.records.values()], null, 1));
       this.mtimeMs = statSync(this.file).mtimeMs;
+      this.version++;
       return result;
     });
   }

@@ -452,7 +452,10 @@ class GitStoreImpl implements GitStore {
     return o.body.toString('utf8');
   }
 
-  /** The HEAD tree of `dir`, loading it (and its ancestors) into the cache; null if absent. */
+  /**
+   * The HEAD tree of `dir`, loading it (and its ancestors) into the cache; null if absent.
+   * Called only from `doCommit` (under the commit lock).
+   */
   private async loadDir(dir: string): Promise<CachedTree | null> {
     const hit = this.trees.get(dir);
     if (hit) return hit;
@@ -465,15 +468,10 @@ class GitStoreImpl implements GitStore {
       if (!e || !isTreeMode(e.mode)) return null;
       oid = e.oid;
     }
-    // another caller may have loaded it meanwhile; keep the first
-    const again = this.trees.get(dir);
-    if (again) return again;
+    // only called under the commit lock, so the cache cannot change while we read
     const t: CachedTree = { oid, entries: await this.readTreeEntries(oid) };
-    // a commit may have swapped the cache while we were reading; only insert if still consistent
-    if (dir === '' ? oid === this.rootTree : this.trees.get(parentDir(dir))?.entries.get(baseName(dir))?.oid === oid) {
-      if (!this.trees.has(dir)) this.trees.set(dir, t);
-    }
-    return this.trees.get(dir) ?? t;
+    this.trees.set(dir, t);
+    return t;
   }
 
   // ---- writing --------------------------------------------------------------------

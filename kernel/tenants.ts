@@ -45,6 +45,7 @@ export interface NewTenant {
 export class TenantManager {
   private readonly tenants = new Map<string, Tenant>();
   private readonly tokenOwners = new Map<string, string>();
+  private readonly indexedTokenVersions = new Map<string, number>();
   private readonly configMtimes = new Map<string, number>();
   private readonly opening = new Map<string, Promise<Tenant>>();
   private readonly deps: TenantDeps;
@@ -103,7 +104,7 @@ export class TenantManager {
         await this.onTenantChange(existing, added);
         this.options.log.info('tenant plugins changed', { org, plugins: existing.config.plugins });
       }
-      if (existing.tokens.reload()) this.indexTokens(existing);
+      this.refreshTokens(existing);
     }
   }
 
@@ -129,6 +130,13 @@ export class TenantManager {
   indexTokens(tenant: Tenant): void {
     for (const [hash, org] of this.tokenOwners) if (org === tenant.org) this.tokenOwners.delete(hash);
     for (const hash of tenant.tokens.hashes()) this.tokenOwners.set(hash, tenant.org);
+    this.indexedTokenVersions.set(tenant.org, tenant.tokens.version);
+  }
+
+  /** Re-reads a tenant's token file if another process changed it, and re-indexes after any change. */
+  private refreshTokens(tenant: Tenant): void {
+    tenant.tokens.reload();
+    if (this.indexedTokenVersions.get(tenant.org) !== tenant.tokens.version) this.indexTokens(tenant);
   }
 
   /**
@@ -140,7 +148,7 @@ export class TenantManager {
     const hash = hashToken(token);
     let org = this.tokenOwners.get(hash);
     if (!org) {
-      for (const t of this.tenants.values()) if (t.tokens.reload()) this.indexTokens(t);
+      for (const t of this.tenants.values()) this.refreshTokens(t);
       org = this.tokenOwners.get(hash);
     }
     const tenant = org ? this.tenants.get(org) : undefined;
