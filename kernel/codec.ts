@@ -162,9 +162,11 @@ interface PositionedNode {
  * JSON-compatibility policy (the result contains only objects, arrays, strings, finite
  * numbers, booleans and null):
  *  - timestamps stay strings (the core schema has no timestamp type);
- *  - `.inf`, `-.inf`, `.nan` are REJECTED (non-finite numbers), as are explicit tags the core
- *    schema does not know (`!!binary`, `!!timestamp`, `!custom`, ...): yaml reports them as
- *    unresolved-tag warnings, and every yaml warning is treated as an error here;
+ *  - `.inf`, `-.inf`, `.nan` are REJECTED (non-finite numbers), not stringified;
+ *  - explicit tags other than the JSON ones (`!!str`, `!!int`, `!!float`, `!!bool`, `!!null`,
+ *    `!!map`, `!!seq`) are REJECTED: `!!binary`, `!!timestamp`, `!!set`, `!!omap` (which yaml
+ *    would turn into Uint8Array, Date, ...) and local tags like `!custom` (which yaml reports
+ *    as an unresolved-tag warning; every yaml warning is treated as an error here);
  *  - `-0` becomes `0` (JSON has no negative zero);
  *  - mapping keys must be scalars; number/boolean keys become their string form (`1: a` ->
  *    `{"1": "a"}`), null and collection keys are rejected; two keys that end up as the same
