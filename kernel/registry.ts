@@ -7,8 +7,12 @@ import { Ajv, type ValidateFunction } from 'ajv';
 
 export interface FieldRule {
   field: string;
-  kind: 'string' | 'slug-list' | 'string-list' | 'map' | 'steps';
+  kind: 'string' | 'slug-list' | 'string-list' | 'map' | 'steps' | 'type-list' | 'hook-map';
   required?: boolean;
+  /** hook-map: the known hook points */
+  names?: string[];
+  /** hook-map: the largest source in characters */
+  max?: number;
 }
 
 export type TypeSource = 'seed' | 'graph' | 'native';

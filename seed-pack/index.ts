@@ -7,6 +7,8 @@ import { readFileSync } from 'node:fs';
 import type { EdgeTypeDef, FieldRule, NodeTypeDef, SchemaPack } from '../kernel/registry.js';
 
 export const SEED_VERSION = '1';
+/** Hook sources are capped so a schema node cannot smuggle megabytes into every isolate. */
+export const HOOK_SOURCE_MAX = 16 * 1024;
 
 const hookTemplate = (name: string) => readFileSync(new URL(`./hooks/${name}.js`, import.meta.url), 'utf8').trim();
 const transitionTemplate = hookTemplate('status-transition');
@@ -177,6 +179,11 @@ const seeds: TypeSeed[] = [
     moves: { proposed: ['active', 'retired'], active: ['retired'], retired: ['proposed'] },
     selfApproval: true,
     forcedInitial: 'proposed',
+    fields: [
+      { field: 'applies_to', kind: 'type-list', required: true },
+      { field: 'statuses', kind: 'slug-list' },
+      { field: 'hooks', kind: 'hook-map', names: ['transition', 'validate'], max: HOOK_SOURCE_MAX },
+    ],
   },
 ];
 

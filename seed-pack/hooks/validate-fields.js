@@ -17,6 +17,21 @@
       if (!Array.isArray(value) || value.some((v) => typeof v !== 'string' || v.length === 0 || v.length > 500)) {
         errors.push(`${rule.field} must be a list of non-empty strings`);
       }
+    } else if (rule.kind === 'type-list') {
+      const list = typeof value === 'string' ? [value] : value;
+      if (!Array.isArray(list) || list.length === 0 || list.some((v) => typeof v !== 'string' || !slug.test(v))) {
+        errors.push(`${rule.field} must be a type name or a non-empty list of type names`);
+      }
+    } else if (rule.kind === 'hook-map') {
+      if (typeof value !== 'object' || Array.isArray(value)) {
+        errors.push(`${rule.field} must map hook names to function source`);
+        continue;
+      }
+      for (const [name, src] of Object.entries(value)) {
+        if (!rule.names.includes(name)) errors.push(`${rule.field}.${name}: unknown hook point; known: ${rule.names.join(', ')}`);
+        else if (typeof src !== 'string' || src.trim() === '') errors.push(`${rule.field}.${name} must be JS function source`);
+        else if (src.length > rule.max) errors.push(`${rule.field}.${name} is ${src.length} characters; at most ${rule.max}`);
+      }
     } else if (rule.kind === 'map') {
       if (typeof value !== 'object' || Array.isArray(value)) errors.push(`${rule.field} must be a mapping`);
     } else if (rule.kind === 'steps') {

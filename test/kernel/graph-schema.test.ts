@@ -119,3 +119,30 @@ describe('graph-resident schema nodes: proposal, self-approval ban, activation, 
     expect(JSON.stringify(bad.body.results[0].error.details.errors)).to.contain("unknown step 'nope'");
   });
 });
+
+describe('graph-resident schema nodes: shape checks at write time', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer({ plugins: [corePlugin] });
+  });
+  after(async () => t.close());
+
+  it('rejects a schema node without applies_to, with an unknown hook point, or with an oversized hook source', async () => {
+    const res = await t.api('POST', '/v1/nodes', {
+      body: {
+        nodes: [
+          md({ id: 'schema-no-target', type: 'schema', summary: 'x', hooks: { transition: '(i) => ({allow: true})' } }),
+          md({ id: 'schema-bad-point', type: 'schema', summary: 'x', applies_to: 'task', hooks: { on_read: '(i) => 1' } }),
+          md({ id: 'schema-huge', type: 'schema', summary: 'x', applies_to: 'task', hooks: { validate: `(i) => ({ ok: true, errors: [] }) /* ${'x'.repeat(17000)} */` } }),
+          md({ id: 'schema-fine', type: 'schema', summary: 'x', applies_to: ['task', 'issue'], hooks: { validate: '(i) => ({ ok: true, errors: [] })' } }),
+        ],
+      },
+    });
+    expect(res.status).to.equal(207);
+    const messages = res.body.results.map((r: { error?: { details: { errors: Array<{ message: string }> } } }) => r.error?.details.errors.map((e) => e.message).join('; '));
+    expect(messages[0]).to.contain('applies_to is required');
+    expect(messages[1]).to.contain('unknown hook point');
+    expect(messages[2]).to.contain('at most 16384');
+    expect(res.body.results[3].status).to.equal('created');
+  });
+});
