@@ -129,7 +129,7 @@ describe('core: REST and MCP tool parity', () => {
     expect(resources.map((r) => r.uri)).to.include(uri);
     const read = await client.readResource({ uri });
     expect(read.contents[0]!.mimeType).to.equal('text/html;profile=mcp-app');
-    expect(String(read.contents[0]!.text)).to.contain('<html');
+    expect(String((read.contents[0] as { text?: string }).text)).to.contain('<html');
     const result = await t.tool(client, 'hello_mcp_app', {});
     expect(result.json).to.include({ ok: true, org: t.org });
   });
