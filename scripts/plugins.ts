@@ -4,5 +4,6 @@
  */
 import type { PluginDef } from '../kernel/plugin.js';
 import { corePlugin } from '../plugins/core/index.js';
+import { identityPlugin } from '../plugins/identity/index.js';
 
-export const allPlugins: PluginDef[] = [corePlugin];
+export const allPlugins: PluginDef[] = [corePlugin, identityPlugin];
