@@ -20,7 +20,7 @@ const config = JSON.parse(process.argv[2] || '{}');
 const MAX_ISOLATES = config.maxIsolates ?? 64;
 const MAX_CONTEXTS = config.maxContextsPerIsolate ?? 32;
 const MAX_HOOKS_PER_CONTEXT = config.maxHooksPerContext ?? 64;
-const MAX_RESULT_BYTES = config.maxResultBytes ?? 256 * 1024;
+const MAX_RESULT_BYTES = config.maxResultBytes ?? 64 * 1024;
 const TEST_MODE = config.testMode === true;
 const MESSAGE_CHARS = 500;
 
@@ -81,7 +81,7 @@ const CONTEXT_PRELUDE = `(function () {
       case 'boolean': emit(v ? 'true' : 'false'); return;
       case 'number':
         if (v !== v || v === Infinity || v === -Infinity) bad('result holds a non-finite number');
-        emit(stringify(v)); return;
+        emit('' + v); return; // JSON writes a finite number as its ToString
       case 'object': break;
       case 'undefined': bad('result holds undefined at the top level'); return;
       default: bad('result holds a ' + typeof v + ', which is not JSON data'); return;
@@ -273,11 +273,11 @@ function countFiller(stretch, paren) {
 /** Map an isolated-vm exception to a failure kind. */
 function classify(error, isolateEntry, fallbackKind) {
   const message = error instanceof Error ? error.message : String(error);
-  if (isolateEntry.isolate.isDisposed || /disposed/i.test(message)) {
+  if (isolateEntry.isolate.isDisposed || message.startsWith('Isolate was disposed')) {
     disposeIsolate(isolateEntry.key);
     return new HookFailure('memory', 'hook exceeded its memory limit; its isolate was discarded');
   }
-  if (/timed out/i.test(message)) return new HookFailure('timeout', 'hook exceeded its time limit');
+  if (message === 'Script execution timed out.') return new HookFailure('timeout', 'hook exceeded its time limit');
   return new HookFailure(fallbackKind, clip(message));
 }
 

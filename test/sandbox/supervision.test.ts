@@ -1,0 +1,106 @@
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { ANSWER_SLACK_MS, BENIGN, TRANSITION_INPUT, isAlive, sandboxScope } from './helpers.js';
+
+const ECHO = '(input) => ({ echo: input.n })';
+const MAP_BOMB = '() => { const m = new Map(); for (let i = 0; ; i++) m.set(i, [i]); }';
+
+describe('sandbox: supervision of the child process', function () {
+  this.timeout(30_000);
+  const scope = sandboxScope();
+  after(() => scope.closeAll());
+
+  it('multiplexes many calls in flight and answers each with its own result', async () => {
+    const t = scope.make();
+    const calls = Array.from({ length: 500 }, (_, n) => t.run(ECHO, { n }, { tenant: `tenant-${n % 7}`, owner: `owner-${n % 3}` }));
+    const outcomes = await Promise.all(calls);
+    outcomes.forEach((outcome, n) => expect(outcome).to.deep.equal({ ok: true, value: { echo: n } }));
+  });
+
+  it('a crash fails only the call that caused it; calls queued behind it are retried on the new child', async () => {
+    const t = scope.make({ quarantine: false });
+    await t.sandbox.ready();
+    const before = Array.from({ length: 20 }, (_, n) => t.run(ECHO, { n }));
+    const bomb = t.run(MAP_BOMB, {}, { limits: { timeoutMs: 2000 } });
+    const after = Array.from({ length: 20 }, (_, n) => t.run(ECHO, { n: 100 + n }));
+    const [beforeOutcomes, bombOutcome, afterOutcomes] = await Promise.all([Promise.all(before), bomb, Promise.all(after)]);
+    beforeOutcomes.forEach((outcome, n) => expect(outcome).to.deep.equal({ ok: true, value: { echo: n } }));
+    expect(bombOutcome).to.deep.include({ ok: false, kind: 'crashed' });
+    afterOutcomes.forEach((outcome, n) => expect(outcome).to.deep.equal({ ok: true, value: { echo: 100 + n } }));
+    expect(t.sandbox.stats().restarts).to.equal(1);
+  });
+
+  it('the watchdog kills a child stuck outside any isolate timeout and answers timeout within timeout + 100 ms', async () => {
+    const t = scope.make({ testMode: true });
+    await t.sandbox.ready();
+    const pid = t.pid();
+    const started = performance.now();
+    const stuck = t.run('() => 1', { ms: 5000 }, { owner: '__test:block', limits: { timeoutMs: 50 } });
+    const queued = t.run(ECHO, { n: 7 });
+    const outcome = await stuck;
+    const ms = performance.now() - started;
+    expect(outcome).to.deep.include({ ok: false, kind: 'timeout' });
+    // Not counting time the child waited for a CPU, which the watchdog forgives.
+    const restart = t.events.find((e) => e.type === 'restart');
+    const starvedMs = restart?.type === 'restart' ? restart.starvedMs : 0;
+    expect(ms - starvedMs, `${ms.toFixed(0)} ms, ${starvedMs} ms starved`).to.be.below(50 + ANSWER_SLACK_MS);
+    expect(await queued).to.deep.equal({ ok: true, value: { echo: 7 } });
+    expect(t.sandbox.stats().restarts).to.equal(1);
+    expect(isAlive(pid)).to.equal(false);
+    expect(t.events.some((e) => e.type === 'restart' && e.reason === 'watchdog')).to.equal(true);
+  });
+
+  it('does not count time spent queued behind slower calls against a call', async () => {
+    const t = scope.make({ testMode: true });
+    await t.sandbox.ready();
+    // Five calls that each legitimately take 40 of their 50 ms, sent together: the last one
+    // finishes ~200 ms after it was sent, yet none is killed.
+    const calls = Array.from({ length: 5 }, () => t.run('() => 1', { ms: 40 }, { owner: '__test:block', limits: { timeoutMs: 50 } }));
+    for (const outcome of await Promise.all(calls)) expect(outcome).to.deep.equal({ ok: true, value: null });
+    expect(t.sandbox.stats().restarts).to.equal(0);
+  });
+
+  it('close() stops the child, fails pending calls, and refuses later ones', async () => {
+    const t = scope.make();
+    await t.sandbox.ready();
+    const pid = t.pid();
+    expect(isAlive(pid)).to.equal(true);
+    const pending = t.run('() => { const end = Date.now() + 30; while (Date.now() < end); return 1 }');
+    await t.sandbox.close();
+    expect(await pending).to.deep.include({ ok: false, kind: 'crashed' });
+    expect(isAlive(pid)).to.equal(false);
+    expect(await t.run(BENIGN, TRANSITION_INPUT)).to.deep.equal({ ok: false, kind: 'crashed', message: 'sandbox is closed' });
+    await t.sandbox.close();
+  });
+
+  it('an idle sandbox does not keep its host process alive, and the child goes when the host goes', async () => {
+    const script = `
+      import { createSandbox } from ${JSON.stringify(fileURLToPath(new URL('../../sandbox/index.ts', import.meta.url)))};
+      let pid;
+      const sandbox = createSandbox({ onEvent: (e) => { if (e.type === 'ready') pid = e.pid; } });
+      const outcome = await sandbox.run({ tenant: 't', owner: 'o', hook: 'h', source: '() => 42', input: null });
+      console.log(JSON.stringify({ pid, outcome }));
+    `;
+    const host = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    host.stdout.on('data', (chunk) => (stdout += chunk));
+    const code = await new Promise<number | null>((resolve) => {
+      const killer = setTimeout(() => host.kill('SIGKILL'), 15_000);
+      host.on('exit', (c) => {
+        clearTimeout(killer);
+        resolve(c);
+      });
+    });
+    expect(code, 'host exited by itself').to.equal(0);
+    const report = JSON.parse(stdout.trim()) as { pid: number; outcome: unknown };
+    expect(report.outcome).to.deep.equal({ ok: true, value: 42 });
+    // The orphaned child notices the closed IPC channel and exits.
+    const deadline = Date.now() + 3000;
+    while (isAlive(report.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(isAlive(report.pid)).to.equal(false);
+  });
+});
