@@ -146,9 +146,10 @@ export function checkManifests(plugins: PluginDef[]): void {
   const tools = new Map<string, string>();
   for (const p of plugins) {
     for (const r of p.routes ?? []) {
-      const key = `${r.method} ${r.path}`;
+      // Parameter names do not make a route different: GET /v1/nodes/:id and /v1/nodes/:nodeId collide.
+      const key = `${r.method.toUpperCase()} ${r.path.replace(/([:*])[A-Za-z_$][\w$]*/g, '$1')}`;
       const owner = routes.get(key);
-      if (owner) throw new Error(`plugin '${p.name}': duplicate route ${key} (already registered by '${owner}')`);
+      if (owner) throw new Error(`plugin '${p.name}': duplicate route ${r.method} ${r.path} (already registered by '${owner}')`);
       routes.set(key, p.name);
     }
     for (const t of p.tools ?? []) {

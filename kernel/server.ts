@@ -2,7 +2,7 @@
  * Boot: validate plugins, open (or on first start create) tenants, serve HTTP or HTTPS,
  * and keep watching the data directory for tenants and plugin changes the CLI makes.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -47,12 +47,112 @@ function hasTenants(dataDir: string): boolean {
   }
 }
 
+/** Data directories this process holds the serving lock of, with how many kernels use each. */
+const heldLocks = new Map<string, number>();
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  // a recycled pid that now belongs to something other than node is not a workgraph process
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('node');
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * One serving process per data directory. Two processes committing to the same tenant
+ * repositories would each advance `main` from their own in-memory HEAD and silently drop the
+ * other's acknowledged commits, so `serve` and local-mode `mcp` take `SVC_DATA_DIR/server.lock`
+ * (the operator CLI's tenant and token commands do not commit to live tenants and need no lock).
+ * A lock whose process is gone (kill -9) is taken over. Returns the release function.
+ */
+export function acquireDataDirLock(dataDir: string): () => void {
+  const file = join(dataDir, 'server.lock');
+  const held = heldLocks.get(file);
+  if (held !== undefined) {
+    // the same process (tests start several kernels on one directory): share the lock
+    heldLocks.set(file, held + 1);
+    return releaserFor(file);
+  }
+  mkdirSync(dataDir, { recursive: true });
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const fd = openSync(file, 'wx', 0o600);
+      try {
+        writeSync(fd, JSON.stringify({ pid: process.pid, started: new Date().toISOString() }) + '\n');
+      } finally {
+        closeSync(fd);
+      }
+      heldLocks.set(file, 1);
+      process.once('exit', unlinkIfOurs);
+      return releaserFor(file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw err;
+    }
+    let pid = 0;
+    try {
+      pid = Number((JSON.parse(readFileSync(file, 'utf8')) as { pid?: unknown }).pid) || 0;
+    } catch {
+      /* unreadable or half-written: treat as stale */
+    }
+    if (pid > 0 && pid !== process.pid && processAlive(pid)) {
+      throw new Error(
+        `another workgraph process (pid ${pid}) is serving ${dataDir}; stop it first, or run \`workgraph mcp\` in proxy mode (SVC_SERVER, SVC_TOKEN). If no such process exists, delete ${file}`,
+      );
+    }
+    rmSync(file, { force: true });
+  }
+}
+
+function unlinkIfOurs(): void {
+  for (const file of heldLocks.keys()) {
+    try {
+      if ((JSON.parse(readFileSync(file, 'utf8')) as { pid?: unknown }).pid === process.pid) unlinkSync(file);
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+function releaserFor(file: string): () => void {
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const count = (heldLocks.get(file) ?? 1) - 1;
+    if (count > 0) return void heldLocks.set(file, count);
+    heldLocks.delete(file);
+    try {
+      if ((JSON.parse(readFileSync(file, 'utf8')) as { pid?: unknown }).pid === process.pid) unlinkSync(file);
+    } catch {
+      /* already gone */
+    }
+    if (heldLocks.size === 0) process.removeListener('exit', unlinkIfOurs);
+  };
+}
+
 /** The kernel without a listener: tenants, plugins, sandbox. Used by the server, stdio MCP and the CLI. */
 export async function startKernel(opts: ServerOptions): Promise<Kernel> {
   const { config } = opts;
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger();
   const host = new PluginHost(opts.plugins);
+  const releaseLock = acquireDataDirLock(config.dataDir);
+  try {
+    return await openKernel(opts, clock, log, host, releaseLock);
+  } catch (err) {
+    releaseLock();
+    throw err;
+  }
+}
+
+async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: PluginHost, releaseLock: () => void): Promise<Kernel> {
+  const { config } = opts;
   const sandbox = opts.sandbox ?? createSandbox();
   const tenants = new TenantManager({ dataDir: config.dataDir, sandbox, pack: seedPack, plugins: host.plugins, clock, log, fsync: config.fsync });
   const services: KernelServices = { clock, log, config, tenants, host, ticketAuthenticators: [] };
@@ -80,33 +180,54 @@ export async function startKernel(opts: ServerOptions): Promise<Kernel> {
     sandbox,
     bootstrap,
     async close() {
-      for (const p of [...host.plugins].reverse()) await p.close?.();
-      await tenants.closeAll();
-      if (!opts.sandbox) await sandbox.close();
+      try {
+        for (const p of [...host.plugins].reverse()) await p.close?.();
+        await tenants.closeAll();
+        if (!opts.sandbox) await sandbox.close();
+      } finally {
+        releaseLock();
+      }
     },
   };
 }
 
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const { config } = opts;
+  if (Boolean(config.tlsCert) !== Boolean(config.tlsKey)) {
+    throw new Error('SVC_TLS_CERT and SVC_TLS_KEY must be set together (one of them is missing)');
+  }
   const tls = config.tlsCert && config.tlsKey;
   if (!tls && !isLoopback(config.host) && !config.allowHttp) {
     throw new Error(
       `refusing to serve plain HTTP on ${config.host}: set SVC_TLS_CERT and SVC_TLS_KEY, bind a loopback HOST, or set SVC_ALLOW_HTTP=1 when a TLS proxy is in front`,
     );
   }
+  // Read the key pair before anything is created, so a wrong path fails the start cleanly.
+  let credentials: { cert: Buffer; key: Buffer } | null = null;
+  if (tls) {
+    try {
+      credentials = { cert: readFileSync(config.tlsCert!), key: readFileSync(config.tlsKey!) };
+    } catch (err) {
+      throw new Error(`cannot read the TLS key pair (SVC_TLS_CERT, SVC_TLS_KEY): ${(err as Error).message}`);
+    }
+  }
   const kernel = await startKernel(opts);
   const { services } = kernel;
   const app = createApp(services);
   const handler = app.callback();
-  const server: HttpServer = tls
-    ? createHttpsServer({ cert: readFileSync(config.tlsCert!), key: readFileSync(config.tlsKey!) }, handler)
-    : createHttpServer(handler);
-  server.keepAliveTimeout = 5000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
+  let server: HttpServer;
+  try {
+    server = credentials ? createHttpsServer(credentials, handler) : createHttpServer(handler);
+    server.keepAliveTimeout = 5000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+  } catch (err) {
+    // a key pair that does not parse, or a port in use: release the kernel before failing
+    await kernel.close().catch(() => undefined);
+    throw err;
+  }
   const port = (server.address() as AddressInfo).port;
   const scheme = tls ? 'https' : 'http';
   const shownHost = config.host.includes(':') ? `[${config.host}]` : config.host;

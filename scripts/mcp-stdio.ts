@@ -59,12 +59,19 @@ export async function serveStdioLocal(kernel: Kernel, token: string, org: string
 
 export async function serveStdioProxy(base: string, token: string, org: string | undefined): Promise<void> {
   const root = base.replace(/\/+$/, '');
-  if (org) {
-    const me = await fetch(`${root}/v1/me`, { headers: { authorization: `Bearer ${token}` } });
-    if (!me.ok) throw new Error(`GET ${root}/v1/me answered ${me.status}`);
-    const body = (await me.json()) as { org?: string };
-    if (body.org !== org) throw new Error(`SVC_TOKEN belongs to org '${body.org}', not SVC_ORG '${org}'`);
+  // Check the token (and the tenant it selects) before speaking MCP, so a wrong setting fails
+  // at start with a plain message instead of on the first tool call.
+  let me: Response;
+  try {
+    me = await fetch(`${root}/v1/me`, { headers: { authorization: `Bearer ${token}` } });
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(`cannot reach SVC_SERVER ${root}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
   }
+  if (me.status === 401) throw new Error(`SVC_SERVER ${root} refused SVC_TOKEN (401 unauthorized: missing, invalid, expired or revoked)`);
+  if (!me.ok) throw new Error(`GET ${root}/v1/me answered ${me.status}`);
+  const body = (await me.json()) as { org?: string };
+  if (org && body.org !== org) throw new Error(`SVC_TOKEN belongs to org '${body.org}', not SVC_ORG '${org}'`);
   const client = new Client({ name: 'workgraph-proxy', version: '0.1.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${root}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
   const server = new Server({ name: 'workgraph', version: '0.1.0' }, { capabilities: { tools: {}, resources: {} } });

@@ -2,7 +2,7 @@
  * The operator CLI and composition root: `workgraph <serve|mcp|tenant|token> ...`.
  * Every command reads SVC_DATA_DIR.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateToken, hashPrefix, newTokenRecord } from '../kernel/auth.js';
@@ -68,6 +68,27 @@ async function withManager<T>(fn: (m: TenantManager) => Promise<T>): Promise<T> 
   }
 }
 
+/** Every plugin name listed in some tenant's tenant.json under `tenantsDir`. */
+function pluginNamesOnDisk(tenantsDir: string): string[] {
+  const names = new Set<string>();
+  let orgs: string[] = [];
+  try {
+    orgs = readdirSync(tenantsDir);
+  } catch {
+    return [];
+  }
+  for (const org of orgs) {
+    const dir = join(tenantsDir, org);
+    if (!ORG_PATTERN.test(org) || !Tenant.exists(dir)) continue;
+    try {
+      for (const name of Tenant.readConfig(dir).plugins) names.add(name);
+    } catch {
+      /* an unreadable tenant.json contributes nothing */
+    }
+  }
+  return [...names];
+}
+
 async function tenantCommand(args: string[]): Promise<void> {
   const [sub, ...rest] = args;
   const { values, positionals } = parseArgs({
@@ -95,35 +116,38 @@ async function tenantCommand(args: string[]): Promise<void> {
     return out({ org, person: created.person, token: created.token });
   }
   if (sub === 'list') {
-    return withManager(async (m) => {
-      const { readdirSync } = await import('node:fs');
-      let names: string[] = [];
-      try {
-        names = readdirSync(m.tenantsDir).filter((n) => ORG_PATTERN.test(n) && Tenant.exists(join(m.tenantsDir, n)));
-      } catch {
-        /* no tenants yet */
-      }
-      out(names.sort().map((org) => ({ org, plugins: Tenant.readConfig(join(m.tenantsDir, org)).plugins })));
-    });
+    // Read-only: no kernel, no sandbox, nothing created under SVC_DATA_DIR.
+    const tenantsDir = join(config.dataDir, 'tenants');
+    let names: string[] = [];
+    try {
+      names = readdirSync(tenantsDir).filter((n) => ORG_PATTERN.test(n) && Tenant.exists(join(tenantsDir, n)));
+    } catch {
+      /* no tenants yet */
+    }
+    return out(names.sort().map((org) => ({ org, plugins: Tenant.readConfig(join(tenantsDir, org)).plugins })));
   }
   if (sub === 'plugins') {
     const org = positionals[0];
     if (!org) fail('tenant plugins needs an org');
+    if (!ORG_PATTERN.test(org)) fail(`'${org}' is not an org slug (kebab-case)`);
     const dir = join(config.dataDir, 'tenants', org);
     if (!Tenant.exists(dir)) fail(`no tenant '${org}' under ${config.dataDir}`);
     const tenantConfig = Tenant.readConfig(dir);
+    // A server composed with more plugins than this CLI's list (a test kernel, a newer build)
+    // records their names in the tenant.json files it writes; those names are known too.
+    const accepted = [...new Set([...known, ...pluginNamesOnDisk(join(config.dataDir, 'tenants'))])];
     const plugins = new Set(tenantConfig.plugins);
     for (const name of values.enable ?? []) {
-      if (!known.includes(name)) fail(`unknown plugin '${name}'; known: ${known.join(', ')}`);
+      if (!accepted.includes(name)) fail(`unknown plugin '${name}'; known: ${accepted.join(', ')}`);
       plugins.add(name);
     }
     for (const name of values.disable ?? []) {
       if (name === 'core') fail("'core' is always on");
-      if (!known.includes(name)) fail(`unknown plugin '${name}'; known: ${known.join(', ')}`);
+      if (!accepted.includes(name)) fail(`unknown plugin '${name}'; known: ${accepted.join(', ')}`);
       plugins.delete(name);
     }
     plugins.add('core');
-    tenantConfig.plugins = known.filter((n) => plugins.has(n));
+    tenantConfig.plugins = accepted.filter((n) => plugins.has(n));
     if (values.enable?.length || values.disable?.length) await Tenant.writeConfig(dir, tenantConfig);
     return out({ org, plugins: tenantConfig.plugins });
   }
@@ -144,6 +168,7 @@ async function tokenCommand(args: string[]): Promise<void> {
   const person = values.person;
   if (!person) fail('token mint needs --person');
   if (values.label && values.label.length > 200) fail('--label is at most 200 characters');
+  if (!ORG_PATTERN.test(org)) fail(`'${org}' is not an org slug (kebab-case)`);
   const dir = join(config.dataDir, 'tenants', org);
   if (!Tenant.exists(dir)) fail(`no tenant '${org}'`);
   let expires: string;

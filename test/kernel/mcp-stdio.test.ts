@@ -1,0 +1,196 @@
+/**
+ * `workgraph mcp` over stdio with the SDK's StdioClientTransport: local mode on a data
+ * directory (no server running; SVC_TOKEN or the first-start admin-token file) and proxy mode
+ * (SVC_SERVER + SVC_TOKEN, SVC_ORG selecting the tenant) against a running server.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { expect } from 'chai';
+import { rmSync, unlinkSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { generateToken } from '../../kernel/auth.js';
+import { configFromEnv, createLogger } from '../../kernel/config.js';
+import { startServer } from '../../kernel/server.js';
+import { corePlugin } from '../../plugins/core/index.js';
+import { addPerson, md, startTestServer, type TestServer } from '../helpers/harness.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SHIM = join(ROOT, 'scripts', 'workgraph.mjs');
+
+interface StdioSession {
+  client: Client;
+  stderr(): string;
+  close(): Promise<void>;
+}
+
+const open: StdioSession[] = [];
+
+/** Spawns `node scripts/workgraph.mjs mcp` with exactly `env` (plus the SDK's safe defaults such as PATH and HOME). */
+async function stdio(env: Record<string, string>): Promise<StdioSession> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [SHIM, 'mcp'], env, stderr: 'pipe', cwd: ROOT });
+  let err = '';
+  transport.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const client = new Client({ name: 'stdio-test', version: '0.0.0' });
+  const session: StdioSession = { client, stderr: () => err, close: () => client.close() };
+  open.push(session);
+  try {
+    await client.connect(transport);
+  } catch (e) {
+    await client.close().catch(() => undefined);
+    // let the last stderr bytes arrive
+    await new Promise((r) => setTimeout(r, 100));
+    throw Object.assign(new Error(`connect failed: ${(e as Error).message}\nstderr: ${err}`), { stderr: err });
+  }
+  return session;
+}
+
+async function expectConnectFailure(env: Record<string, string>, pattern: RegExp): Promise<void> {
+  let failure: (Error & { stderr?: string }) | null = null;
+  try {
+    const s = await stdio(env);
+    await s.close();
+  } catch (e) {
+    failure = e as Error & { stderr?: string };
+  }
+  expect(failure, 'the stdio server should have refused to start').to.not.equal(null);
+  expect(failure!.stderr).to.match(pattern);
+}
+
+async function toolText(client: Client, name: string, args: Record<string, unknown>): Promise<{ text: string; isError: boolean }> {
+  const res = (await client.callTool({ name, arguments: args })) as { content: Array<{ type: string; text?: string }>; isError?: boolean; structuredContent?: unknown };
+  if (res.isError) expect(res.structuredContent).to.equal(undefined);
+  return { text: res.content[0]?.text ?? '', isError: Boolean(res.isError) };
+}
+
+const dirs: string[] = [];
+after(async () => {
+  for (const s of open) await s.close().catch(() => undefined);
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe('workgraph mcp over stdio', function () {
+  this.timeout(60_000);
+
+  describe('local mode on SVC_DATA_DIR (no server running)', () => {
+    let dataDir: string;
+    let adminToken: string;
+    let other: { id: string; token: string };
+    let serverTools: string[];
+
+    before(async () => {
+      // a data directory made by a real first start, then the server is stopped
+      const t = await startTestServer({ plugins: [corePlugin], keepData: true });
+      dataDir = t.dataDir;
+      dirs.push(dataDir);
+      adminToken = t.adminToken;
+      other = await addPerson(t, 'Grace Hopper');
+      serverTools = (await (await t.mcp()).listTools()).tools.map((x) => x.name).sort();
+      await t.close();
+    });
+
+    it('with the admin-token file: lists the tools and get_node proj-root works', async () => {
+      const s = await stdio({ SVC_DATA_DIR: dataDir });
+      const tools = (await s.client.listTools()).tools.map((x) => x.name).sort();
+      expect(tools).to.deep.equal(serverTools);
+      expect(tools).to.include.members(['get_node', 'put_node', 'add_edge', 'remove_edge', 'set_status', 'set_priority', 'schema', 'hello_mcp_app']);
+      const res = await toolText(s.client, 'get_node', { id: 'proj-root' });
+      expect(res.isError).to.equal(false);
+      const node = JSON.parse(res.text);
+      expect(node).to.include({ id: 'proj-root', type: 'proj' });
+      expect(node.revision).to.match(/^[0-9a-f]{40}$/);
+      const missing = await toolText(s.client, 'get_node', { id: 'task-nope' });
+      expect(missing.isError).to.equal(true);
+      expect(JSON.parse(missing.text).error.code).to.equal('not_found');
+      // the MCP App resource is served too
+      const resources = await s.client.listResources();
+      expect(resources.resources.length).to.be.greaterThan(0);
+      await s.close();
+      expect(s.stderr()).to.not.include(adminToken);
+    });
+
+    it('with SVC_TOKEN: writes are attributed to that person and durable for a server started afterwards', async () => {
+      const s = await stdio({ SVC_DATA_DIR: dataDir, SVC_TOKEN: other.token, SVC_ORG: 'local' });
+      const put = await toolText(s.client, 'put_node', { nodes: [md({ id: 'task-from-stdio', type: 'task', status: 'open', summary: 'written over stdio' }, 'local body')] });
+      expect(put.isError, put.text).to.equal(false);
+      const written = JSON.parse(put.text).results[0];
+      expect(written).to.include({ id: 'task-from-stdio', status: 'created' });
+      await s.close();
+      expect(s.stderr()).to.not.include(other.token);
+      // a server started on the same data dir afterwards reads it (startTestServer insists on a first start)
+      const server = await startServer({ config: { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false }, plugins: [corePlugin], log: createLogger(() => undefined) });
+      try {
+        const res = await fetch(`${server.url}/v1/nodes/task-from-stdio`, { headers: { authorization: `Bearer ${adminToken}` } });
+        expect(res.status).to.equal(200);
+        const node = (await res.json()) as { revision: string; body: string; frontmatter: Record<string, unknown> };
+        expect(node.revision).to.equal(written.revision);
+        expect(node.body).to.include('local body');
+        expect(node.frontmatter.author).to.equal(other.id);
+        expect(node.frontmatter.authored_via).to.equal('mcp');
+      } finally {
+        await server.close();
+      }
+    });
+
+    it('fails clearly on an SVC_ORG mismatch, an unknown token, and when there is no token at all', async () => {
+      await expectConnectFailure({ SVC_DATA_DIR: dataDir, SVC_ORG: 'elsewhere' }, /belongs to tenant 'local', not 'elsewhere'/);
+      await expectConnectFailure({ SVC_DATA_DIR: dataDir, SVC_TOKEN: generateToken('pat') }, /not valid for any tenant/);
+      unlinkSync(join(dataDir, 'admin-token'));
+      await expectConnectFailure({ SVC_DATA_DIR: dataDir }, /needs SVC_TOKEN/);
+    });
+  });
+
+  describe('proxy mode (SVC_SERVER + SVC_TOKEN)', () => {
+    let t: TestServer;
+
+    before(async () => {
+      t = await startTestServer({ plugins: [corePlugin] });
+    });
+    after(async () => {
+      if (t) await t.close();
+    });
+
+    it('lists the same tools as the server, and a put_node through the proxy shows up in the REST read', async () => {
+      const direct = await (await t.mcp()).listTools();
+      const s = await stdio({ SVC_SERVER: t.url, SVC_TOKEN: t.adminToken, SVC_ORG: 'local' });
+      const proxied = await s.client.listTools();
+      expect(proxied.tools).to.deep.equal(direct.tools);
+      const put = await toolText(s.client, 'put_node', { nodes: [md({ id: 'task-via-proxy', type: 'task', status: 'open', summary: 'through the proxy' }, 'proxied body')] });
+      expect(put.isError, put.text).to.equal(false);
+      const written = JSON.parse(put.text).results[0];
+      expect(written).to.include({ id: 'task-via-proxy', status: 'created' });
+      const rest = await t.api('GET', '/v1/nodes/task-via-proxy');
+      expect(rest.status).to.equal(200);
+      expect(rest.body.revision).to.equal(written.revision);
+      expect(rest.body.body).to.include('proxied body');
+      expect(rest.body.frontmatter.author).to.equal(t.adminPerson);
+      // reads and errors pass through byte for byte
+      const read = await toolText(s.client, 'get_node', { id: 'task-via-proxy' });
+      expect(read.text).to.equal(rest.text);
+      const missing = await toolText(s.client, 'get_node', { id: 'task-nope' });
+      expect(missing.isError).to.equal(true);
+      expect(missing.text).to.equal((await t.api('GET', '/v1/nodes/task-nope')).text);
+      await s.close();
+      expect(s.stderr()).to.not.include(t.adminToken);
+    });
+
+    it('local mode refuses a data dir that a running server serves (its commits would be lost)', async () => {
+      await expectConnectFailure({ SVC_DATA_DIR: t.dataDir, SVC_TOKEN: t.adminToken }, /another workgraph process \(pid \d+\) is serving .*proxy mode/);
+      expect((await t.api('GET', '/v1/me')).status).to.equal(200);
+    });
+
+    it('fails clearly on an SVC_ORG mismatch, a refused token and an unreachable server', async () => {
+      await expectConnectFailure({ SVC_SERVER: t.url, SVC_TOKEN: t.adminToken, SVC_ORG: 'elsewhere' }, /belongs to org 'local', not SVC_ORG 'elsewhere'/);
+      await expectConnectFailure({ SVC_SERVER: t.url, SVC_TOKEN: generateToken('pat') }, /refused SVC_TOKEN \(401 unauthorized/);
+      await expectConnectFailure({ SVC_SERVER: t.url }, /needs SVC_TOKEN/);
+      const closedPort = await new Promise<number>((resolve) => {
+        const probe = createServer().listen(0, '127.0.0.1', () => {
+          const { port } = probe.address() as AddressInfo;
+          probe.close(() => resolve(port));
+        });
+      });
+      await expectConnectFailure({ SVC_SERVER: `http://127.0.0.1:${closedPort}`, SVC_TOKEN: t.adminToken }, new RegExp(`cannot reach SVC_SERVER http://127.0.0.1:${closedPort}: ECONNREFUSED`));
+    });
+  });
+});
