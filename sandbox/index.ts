@@ -135,6 +135,8 @@ interface Pending {
   request: WorkerRequest;
   attempts: number;
   resolve: (outcome: HookOutcome) => void;
+  /** the watchdog found it past its budget once and is giving the IPC channel one poll to answer */
+  confirming?: boolean;
 }
 
 interface Incident {
@@ -339,6 +341,16 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
     const starved = waitedNow !== null && baseline !== null ? Math.min(Math.max(0, waitedNow - baseline), elapsed) : 0;
     if (elapsed - starved < budget && elapsed < budget + MAX_STARVATION_EXTENSION_MS) {
       setWatchdog(now + (budget - (elapsed - starved)));
+      return;
+    }
+    // Past its budget. The host's own event loop may have stalled (a long synchronous task),
+    // so the child's answer may already be waiting on the IPC channel: let one poll phase
+    // read it (setImmediate runs after poll) before deciding the child is stuck.
+    if (!head.confirming) {
+      head.confirming = true;
+      setImmediate(() => {
+        if (inflight.get(head.request.i) === head && child === state) checkWatchdog();
+      });
       return;
     }
     // The child is stuck past the call's limit where isolated-vm's timeout cannot reach it.

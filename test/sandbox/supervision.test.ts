@@ -18,6 +18,22 @@ describe('sandbox: supervision of the child process', function () {
     outcomes.forEach((outcome, n) => expect(outcome).to.deep.equal({ ok: true, value: { echo: n } }));
   });
 
+  it('a host event-loop stall does not get a healthy hook killed: its answer waiting on IPC is read first', async () => {
+    const t = scope.make();
+    await t.sandbox.ready();
+    expect(await t.run(ECHO, { n: 0 })).to.deep.equal({ ok: true, value: { echo: 0 } });
+    for (let i = 1; i <= 3; i++) {
+      const call = t.run(ECHO, { n: i }, { limits: { timeoutMs: 50 } });
+      // block the host synchronously well past the call's deadline (50 ms + grace)
+      const until = performance.now() + 200;
+      while (performance.now() < until) {
+        /* a long synchronous task in the host */
+      }
+      expect(await call).to.deep.equal({ ok: true, value: { echo: i } });
+    }
+    expect(t.sandbox.stats().restarts).to.equal(0);
+  });
+
   it('a crash fails only the call that caused it; calls queued behind it are retried on the new child', async () => {
     const t = scope.make({ quarantine: false });
     await t.sandbox.ready();
