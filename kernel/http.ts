@@ -38,6 +38,12 @@ function sendError(ctx: Koa.Context, err: SvcError): void {
 export function createApp(services: KernelServices): Koa {
   const app = new Koa();
   app.proxy = false;
+  // A client that goes away mid-stream is not a server fault; anything else is logged.
+  const CLIENT_GONE = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'EPIPE', 'ECONNRESET', 'ECONNABORTED']);
+  app.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code && CLIENT_GONE.has(err.code)) return;
+    services.log.error('response error', { error: err.stack ?? err.message });
+  });
   const router = new Router();
 
   app.use(async (ctx, next) => {

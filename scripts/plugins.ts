@@ -4,6 +4,8 @@
  */
 import type { PluginDef } from '../kernel/plugin.js';
 import { corePlugin } from '../plugins/core/index.js';
+import { exportPlugin } from '../plugins/export/index.js';
+import { historyPlugin } from '../plugins/history/index.js';
 import { identityPlugin } from '../plugins/identity/index.js';
 
-export const allPlugins: PluginDef[] = [corePlugin, identityPlugin];
+export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, historyPlugin, exportPlugin];

@@ -1,0 +1,218 @@
+/**
+ * The history plugin's git reads: one streamed `git log` at tenant open (the whole
+ * first-parent history of main with raw per-file changes), the synchronous read of one
+ * just-written loose commit object (to keep the index in step without a process per
+ * commit), and the unified diff of one commit and one path.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { inflateSync } from 'node:zlib';
+
+export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+const ZERO_OID = '0000000000000000000000000000000000000000';
+
+/** git's environment without the caller's GIT_* overrides, in the C locale. */
+export function gitEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
+  env.GIT_CONFIG_NOSYSTEM = '1';
+  env.LC_ALL = 'C';
+  return env;
+}
+
+export function runGit(gitdir: string, args: string[]): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', ['--git-dir', gitdir, '--literal-pathspecs', ...args], { env: gitEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => err.push(c));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code === 0) resolve(Buffer.concat(out));
+      else reject(new Error(`git ${args[0]} failed (${code}): ${Buffer.concat(err).toString('utf8').trim()}`));
+    });
+  });
+}
+
+export interface ParsedCommit {
+  sha: string;
+  parent: string | null;
+  authorName: string;
+  authorEmail: string;
+  /** unix seconds of the author date */
+  timestamp: number;
+  message: string;
+}
+
+export interface RawChange {
+  status: 'A' | 'M' | 'D';
+  path: string;
+  oldBlob: string | null;
+  newBlob: string | null;
+}
+
+const AUTHOR_RE = /^(.*) <(.*)> (\d+) [+-]\d{4}$/;
+
+/**
+ * A commit's header and message. `indented` is the `--pretty=raw` form of `git log`, whose
+ * message lines carry four leading spaces; a commit object read from disk has none.
+ */
+export function parseCommitText(sha: string, text: string, indented: boolean): ParsedCommit {
+  const split = text.indexOf('\n\n');
+  const head = split < 0 ? text : text.slice(0, split);
+  let body = split < 0 ? '' : text.slice(split + 2);
+  let parent: string | null = null;
+  let authorName = '';
+  let authorEmail = '';
+  let timestamp = 0;
+  for (const line of head.split('\n')) {
+    if (line.startsWith('parent ') && parent === null) parent = line.slice(7, 47);
+    else if (line.startsWith('author ')) {
+      const m = AUTHOR_RE.exec(line.slice(7));
+      if (m) {
+        authorName = m[1]!;
+        authorEmail = m[2]!;
+        timestamp = Number(m[3]);
+      }
+    }
+  }
+  if (indented) body = body.split('\n').map((l) => (l.startsWith('    ') ? l.slice(4) : l)).join('\n');
+  return { sha, parent, authorName, authorEmail, timestamp, message: body.replace(/\n+$/, '') };
+}
+
+function parseRawMeta(meta: string): { status: 'A' | 'M' | 'D'; oldBlob: string | null; newBlob: string | null } | null {
+  // ":100644 100644 <old> <new> M"
+  const parts = meta.slice(1).split(' ');
+  if (parts.length < 5) return null;
+  const [, , oldOid, newOid, status] = parts as [string, string, string, string, string];
+  const s = status[0];
+  const norm = s === 'A' ? 'A' : s === 'D' ? 'D' : s === 'M' || s === 'T' ? 'M' : null;
+  if (!norm) return null;
+  return { status: norm, oldBlob: oldOid === ZERO_OID ? null : oldOid, newBlob: newOid === ZERO_OID ? null : newOid };
+}
+
+/**
+ * Streams `git log --pretty=raw --raw -z` of the first-parent history ending at `tip`,
+ * calling `onCommit` newest first. Tokens are NUL-separated: a commit token (header +
+ * indented message, possibly followed by the first raw entry's metadata after a "\n:"),
+ * then alternating raw metadata and path tokens. The message is indented, so "\n:" can
+ * only start the raw section.
+ */
+export function streamLog(gitdir: string, tip: string, onCommit: (commit: ParsedCommit, changes: RawChange[]) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      'git',
+      ['--git-dir', gitdir, 'log', '--first-parent', '--diff-merges=first-parent', '--no-renames', '--raw', '--no-abbrev', '-z', '--pretty=raw', tip, '--'],
+      { env: gitEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let current: { commit: ParsedCommit; changes: RawChange[] } | null = null;
+    let pendingMeta: ReturnType<typeof parseRawMeta> | undefined;
+    let carry: Buffer = Buffer.alloc(0);
+    let failure: Error | null = null;
+    const err: Buffer[] = [];
+
+    const flush = () => {
+      if (current) onCommit(current.commit, current.changes);
+      current = null;
+    };
+    const token = (t: string) => {
+      if (pendingMeta !== undefined) {
+        if (pendingMeta && current) current.changes.push({ ...pendingMeta, path: t });
+        pendingMeta = undefined;
+        return;
+      }
+      if (t === '') return;
+      if (t.startsWith('commit ')) {
+        flush();
+        const nl = t.indexOf('\n');
+        const sha = t.slice(7, nl < 0 ? undefined : nl).split(' ')[0]!;
+        const rawAt = t.indexOf('\n:');
+        const text = rawAt < 0 ? t.slice(nl + 1) : t.slice(nl + 1, rawAt);
+        current = { commit: parseCommitText(sha, text, true), changes: [] };
+        if (rawAt >= 0) pendingMeta = parseRawMeta(t.slice(rawAt + 1));
+        return;
+      }
+      if (t.startsWith(':')) {
+        pendingMeta = parseRawMeta(t);
+        return;
+      }
+      throw new Error(`unexpected git log token: ${t.slice(0, 80)}`);
+    };
+
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (failure) return;
+      const buf = carry.length ? Buffer.concat([carry, chunk]) : chunk;
+      let pos = 0;
+      try {
+        for (;;) {
+          const nul = buf.indexOf(0, pos);
+          if (nul < 0) break;
+          token(buf.toString('utf8', pos, nul));
+          pos = nul + 1;
+        }
+      } catch (e) {
+        failure = e as Error;
+        child.kill();
+        return;
+      }
+      carry = buf.subarray(pos);
+    });
+    child.stderr.on('data', (c: Buffer) => err.push(c));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (failure) return reject(failure);
+      if (code !== 0) return reject(new Error(`git log failed (${code}): ${Buffer.concat(err).toString('utf8').trim()}`));
+      try {
+        if (carry.length) token(carry.toString('utf8'));
+        flush();
+      } catch (e) {
+        return reject(e as Error);
+      }
+      resolve();
+    });
+  });
+}
+
+/**
+ * A commit object stored loose, read synchronously (the write path has just made it
+ * durable); null when it is not loose (packed), so the caller falls back to event data.
+ */
+export function readLooseCommit(gitdir: string, sha: string): ParsedCommit | null {
+  let raw: Buffer;
+  try {
+    raw = readFileSync(`${gitdir}/objects/${sha.slice(0, 2)}/${sha.slice(2)}`);
+  } catch {
+    return null;
+  }
+  const full = inflateSync(raw);
+  const nul = full.indexOf(0);
+  if (nul < 0 || !full.toString('latin1', 0, nul).startsWith('commit ')) return null;
+  return parseCommitText(sha, full.toString('utf8', nul + 1), false);
+}
+
+/** `Svc-*` trailers of a commit message written by the server (WriteDraft.commit). */
+export function trailersOf(message: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of message.split('\n')) {
+    const m = /^(Svc-[A-Za-z]+): ?(.*)$/.exec(line);
+    if (m) out[m[1]!] = m[2]!.trim();
+  }
+  return out;
+}
+
+/** The unified diff one commit made to one node file (both paths for a move). */
+export async function diffOf(gitdir: string, parent: string | null, sha: string, paths: string[]): Promise<string> {
+  const out = await runGit(gitdir, [
+    'diff',
+    '--no-color',
+    '--no-ext-diff',
+    '--no-textconv',
+    '-M',
+    parent ?? EMPTY_TREE,
+    sha,
+    '--',
+    ...paths,
+  ]);
+  return out.toString('utf8');
+}

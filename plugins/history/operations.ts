@@ -1,0 +1,448 @@
+/**
+ * History operations: node history and one history entry, code-commit lookup, the change
+ * feed and project briefings. One function per operation; the REST routes and the MCP
+ * tools (`node_history`, `recent_changes`) are thin adapters over these.
+ */
+import { createHash } from 'node:crypto';
+import { errors } from '../../kernel/errors.js';
+import type { NodeRecord } from '../../kernel/graph-index.js';
+import type { OpContext } from '../../kernel/plugin.js';
+import type { Tenant } from '../../kernel/tenant.js';
+import { writeActorOf } from '../../kernel/tenants.js';
+import { clampedInt, queryList, queryString, requireId, requireSha } from '../../kernel/validate.js';
+import { codeCommitIndexOf } from './code-commits.js';
+import { commitIndexOf, type CommitInfo, type NodeChange } from './commit-index.js';
+import { diffOf } from './git.js';
+import { groupingOf, listOf, ownersOfFingerprint, resolveProject, sameFingerprint, scopeValues } from './projects.js';
+import { parseSince } from './since.js';
+
+type QueryValue = string | string[] | undefined;
+
+/** `authored_via` values written by machines (SPEC Reads rule 7); every other value is human. */
+export const MACHINE_VIA = new Set(['capture', 'distill', 'gardener']);
+
+/** Person ids by email, built on first need (only for commits without a Svc-Person trailer). */
+function personLookup(tenant: Tenant): (email: string) => string | null {
+  let byEmail: Map<string, string> | null = null;
+  return (email) => {
+    if (!byEmail) {
+      byEmail = new Map();
+      for (const id of tenant.index.idsOfType('person')) {
+        const p = tenant.index.get(id);
+        const e = p?.frontmatter.email;
+        if (typeof e === 'string' && e) byEmail.set(e.trim().toLowerCase(), id);
+      }
+    }
+    return byEmail.get(email.trim().toLowerCase()) ?? null;
+  };
+}
+
+function historyEntry(commit: CommitInfo, personByEmail: (email: string) => string | null) {
+  const person = commit.person ?? personByEmail(commit.authorEmail);
+  return {
+    sha: commit.sha,
+    short: commit.sha.slice(0, 7),
+    actor: commit.agent ?? person ?? commit.authorEmail,
+    actor_name: commit.authorName,
+    actor_email: commit.authorEmail,
+    date: commit.date,
+    message: commit.subject,
+    internal: commit.internal,
+    person,
+  };
+}
+
+function lowerSha(value: unknown): unknown {
+  return typeof value === 'string' ? value.toLowerCase() : value;
+}
+
+// ---------------------------------------------------------------- node history
+
+export interface NodeHistoryInput {
+  id: unknown;
+  limit?: QueryValue;
+}
+
+export async function nodeHistory(ctx: OpContext, input: NodeHistoryInput) {
+  const id = requireId(input.id);
+  const limit = clampedInt(input.limit, 'limit', 50, 1, 200);
+  const commits = commitIndexOf(ctx.tenant);
+  await commits.ready();
+  const changes = commits.changesOf(id);
+  if (!changes) throw errors.notFound(`node ${id}`);
+  const people = personLookup(ctx.tenant);
+  const history = [];
+  for (let i = changes.length - 1; i >= 0 && history.length < limit; i--) history.push(historyEntry(changes[i]!.commit, people));
+  return { id, head: ctx.tenant.head, count: history.length, total: changes.length, history };
+}
+
+export interface HistoryDetailInput {
+  id: unknown;
+  sha: unknown;
+}
+
+export async function historyDetail(ctx: OpContext, input: HistoryDetailInput) {
+  const id = requireId(input.id);
+  const sha = requireSha(lowerSha(input.sha), 'sha');
+  const commits = commitIndexOf(ctx.tenant);
+  await commits.ready();
+  const changes = commits.changesOf(id);
+  if (!changes) throw errors.notFound(`node ${id}`);
+  const hits = changes.filter((c) => c.commit.sha.startsWith(sha));
+  if (hits.length === 0) throw errors.notFound(`commit ${sha} in the history of ${id}`, { id, sha });
+  if (hits.length > 1) {
+    throw errors.conflict(`sha ${sha} is ambiguous in the history of ${id}; give more hex digits`, { id, sha, candidates: hits.map((c) => c.commit.sha) });
+  }
+  const change = hits[0]!;
+  const { tenant } = ctx;
+  const paths = change.oldPath ? [change.oldPath, change.path] : [change.path];
+  const [patch, content] = await Promise.all([
+    diffOf(tenant.store.gitdir, change.commit.parent, change.commit.sha, paths),
+    change.blob ? tenant.store.readBlob(change.blob) : Promise.resolve(null),
+  ]);
+  return {
+    ...historyEntry(change.commit, personLookup(tenant)),
+    change: change.change,
+    patch,
+    content,
+    id,
+    path: change.path,
+    ...(change.oldPath ? { previous_path: change.oldPath } : {}),
+  };
+}
+
+// ---------------------------------------------------------------- commit lookup
+
+export interface CommitLookupInput {
+  sha: unknown;
+  repo?: QueryValue;
+}
+
+/** Repo names a `repo` filter accepts: as given, without `repo-`, and the repo node's aliases. */
+function repoNames(tenant: Tenant, repo: string): Set<string> {
+  const names = new Set([repo]);
+  if (repo.startsWith('repo-')) names.add(repo.slice(5));
+  const resolved = resolveProject(tenant, repo);
+  if (resolved?.node.type === 'repo') {
+    names.add(resolved.node.id.slice(5));
+    for (const a of listOf(resolved.node, 'aliases')) names.add(a);
+  }
+  return names;
+}
+
+export async function commitLookup(ctx: OpContext, input: CommitLookupInput) {
+  const sha = requireSha(lowerSha(input.sha), 'sha');
+  const rawRepo = queryString(input.repo);
+  const repo = rawRepo === undefined || rawRepo === '' ? null : requireId(rawRepo, 'repo');
+  const { tenant } = ctx;
+  const accepted = repo ? repoNames(tenant, repo) : null;
+  const seen = new Set<string>();
+  const matches = [];
+  for (const link of codeCommitIndexOf(tenant).lookup(sha)) {
+    if (accepted && !accepted.has(link.repo)) continue;
+    const key = `${link.id} ${link.repo}@${link.sha}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const node = tenant.index.get(link.id);
+    if (!node) continue;
+    matches.push({
+      repo: link.repo,
+      sha: link.sha,
+      id: node.id,
+      type: node.type,
+      title: node.title,
+      summary: String(node.frontmatter.summary ?? ''),
+      status: node.status,
+      project: node.project,
+    });
+  }
+  matches.sort((a, b) => (a.repo !== b.repo ? (a.repo < b.repo ? -1 : 1) : a.id < b.id ? -1 : a.id > b.id ? 1 : a.sha < b.sha ? -1 : 1));
+  return matches;
+}
+
+// ---------------------------------------------------------------- change feed
+
+export interface ChangesInput {
+  since?: QueryValue;
+  project?: QueryValue;
+  limit?: QueryValue;
+}
+
+export async function recentChanges(ctx: OpContext, input: ChangesInput) {
+  const { tenant } = ctx;
+  const limit = clampedInt(input.limit, 'limit', 100, 1, 500);
+  const rawProject = queryString(input.project);
+  const project = rawProject === undefined || rawProject === '' ? null : requireId(rawProject, 'project');
+  const commits = commitIndexOf(tenant);
+  await commits.ready();
+  const since = parseSince(queryString(input.since), commits, ctx.services.clock.now());
+  const scope = project ? scopeValues(tenant, project) : null;
+
+  // Newest first; the first change met for a node is its newest one. The walk stops at the
+  // `since` boundary (commit dates only grow along the server-written history) or at `limit`.
+  const picked: NodeChange[] = [];
+  const seen = new Set<string>();
+  walk: for (let i = commits.commits.length - 1; i >= 0; i--) {
+    const commit = commits.commits[i]!;
+    if (since?.kind === 'commit' && commit.seq <= since.seq) break;
+    if (since?.kind === 'date' && commit.dateMs < since.ms) break;
+    for (const change of commit.changes) {
+      if (seen.has(change.id)) continue;
+      seen.add(change.id);
+      if (scope) {
+        if (change.change === 'D') continue;
+        const record = tenant.index.get(change.id);
+        if (!record?.project || !scope.has(record.project)) continue;
+      }
+      picked.push(change);
+      if (picked.length >= limit) break walk;
+    }
+  }
+
+  const people = personLookup(tenant);
+  const changes = [];
+  for (const change of picked) {
+    const record = change.change === 'D' ? undefined : tenant.index.get(change.id);
+    const facts = record
+      ? {
+          type: record.type,
+          title: record.title,
+          author: typeof record.frontmatter.author === 'string' ? record.frontmatter.author : null,
+          authored_via: typeof record.frontmatter.authored_via === 'string' ? record.frontmatter.authored_via : null,
+        }
+      : await commits.deletedFacts(change);
+    const authoredVia = facts.authored_via ?? change.commit.via;
+    changes.push({
+      id: change.id,
+      change: change.change,
+      commit: change.commit.sha,
+      date: change.commit.date,
+      committed_by: change.commit.person ?? people(change.commit.authorEmail) ?? change.commit.authorEmail,
+      type: facts.type,
+      title: facts.title,
+      authored_via: authoredVia,
+      author: facts.author,
+      origin: authoredVia !== null && MACHINE_VIA.has(authoredVia) ? 'machine' : 'human',
+    });
+  }
+  return {
+    changes,
+    count: changes.length,
+    head: tenant.head,
+    since: since === null ? null : since.kind === 'commit' ? since.sha : since.iso,
+    generated_at: new Date(ctx.services.clock.now()).toISOString(),
+    ...(project ? { project } : {}),
+  };
+}
+
+// ---------------------------------------------------------------- briefing
+
+export interface BriefingInput {
+  project: unknown;
+  fp?: QueryValue;
+}
+
+const MAX_FINGERPRINTS_PER_CALL = 20;
+const MAX_FINGERPRINTS_PER_NODE = 50;
+
+/**
+ * `root:<7-40 hex>` (a repository's root commit) or `remote:<host/path>` (a remote URL,
+ * normalized: scheme, user, port and a trailing `.git` dropped, host lowercased, scp form
+ * `host:path` read as `host/path`).
+ */
+export function parseFingerprints(raw: QueryValue): string[] {
+  const items = queryList(raw);
+  if (items.length > MAX_FINGERPRINTS_PER_CALL) {
+    throw errors.validation(`at most ${MAX_FINGERPRINTS_PER_CALL} fingerprints per call`, [{ field: 'fp', message: 'too many fingerprints' }]);
+  }
+  const out: string[] = [];
+  for (const item of items) {
+    const bad = () => errors.validation(`malformed fingerprint '${item.slice(0, 200)}': use root:<sha> or remote:<host/path>`, [{ field: 'fp', value: item.slice(0, 200) }]);
+    const m = /^(root|remote):(.+)$/.exec(item);
+    if (!m) throw bad();
+    let fp: string;
+    if (m[1] === 'root') {
+      const sha = m[2]!.toLowerCase();
+      if (!/^[0-9a-f]{7,40}$/.test(sha)) throw bad();
+      fp = `root:${sha}`;
+    } else {
+      let v = m[2]!.trim();
+      const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(v);
+      if (scheme) v = v.slice(scheme[0].length);
+      v = v.replace(/^[^@/]*@/, '');
+      if (!scheme) v = v.replace(/^([^/:]+):(?!\d+\/)/, '$1/');
+      v = v.replace(/^([^/:]+):\d+\//, '$1/');
+      v = v.replace(/\/+$/, '').replace(/\.git$/i, '');
+      const slash = v.indexOf('/');
+      if (slash > 0) v = v.slice(0, slash).toLowerCase() + v.slice(slash);
+      if (!/^[a-z0-9.-]+(\/[A-Za-z0-9._~-]+)+$/.test(v) || v.length > 400) throw bad();
+      fp = `remote:${v}`;
+    }
+    if (!out.includes(fp)) out.push(fp);
+  }
+  return out;
+}
+
+function brief(record: NodeRecord) {
+  return { found: true, id: record.id, title: record.title, version: record.revision, body: record.body };
+}
+
+function graphStatus(tenant: Tenant, slug: string | null) {
+  let scoped = 0;
+  let open = 0;
+  let done = 0;
+  if (slug) {
+    const counted = new Set<string>();
+    for (const value of scopeValues(tenant, slug)) {
+      for (const id of tenant.index.idsInProject(value)) {
+        if (counted.has(id)) continue;
+        counted.add(id);
+        const r = tenant.index.get(id)!;
+        scoped++;
+        if (tenant.registry.isTerminal(r.type, r.status)) done++;
+        else open++;
+      }
+    }
+  }
+  return { head: tenant.head, node_count: tenant.index.size, scoped_nodes: scoped, open, done };
+}
+
+/** Adds fingerprints to a project node (an internal write attributed to the caller). */
+async function learnFingerprints(ctx: OpContext, node: NodeRecord, fps: string[], warnings: string[]): Promise<string[]> {
+  const known = listOf(node, 'fingerprints');
+  const fresh: string[] = [];
+  for (const fp of fps) {
+    if (known.some((k) => sameFingerprint(k, fp))) continue;
+    const others = ownersOfFingerprint(ctx.tenant, fp).filter((r) => r.id !== node.id);
+    if (others.length > 0) {
+      warnings.push(`fingerprint ${fp} already belongs to ${others.map((r) => r.id).join(', ')}; not learned onto ${node.id}`);
+      continue;
+    }
+    fresh.push(fp);
+  }
+  if (fresh.length === 0) return [];
+  if (!ctx.actor.bound) {
+    warnings.push('fingerprints not learned: the token is not bound to a person node');
+    return [];
+  }
+  const room = MAX_FINGERPRINTS_PER_NODE - known.length;
+  if (room <= 0) {
+    warnings.push(`${node.id} already holds ${MAX_FINGERPRINTS_PER_NODE} fingerprints; none learned`);
+    return [];
+  }
+  const learned = fresh.slice(0, room);
+  if (learned.length < fresh.length) warnings.push(`${node.id} holds at most ${MAX_FINGERPRINTS_PER_NODE} fingerprints; ${fresh.length - learned.length} not learned`);
+  await ctx.tenant.write(writeActorOf(ctx.actor), { op: 'learn_fingerprints', via: ctx.via, internal: true }, async (draft) => {
+    const current = draft.get(node.id);
+    if (!current) return;
+    const list = Array.isArray(current.frontmatter.fingerprints) ? (current.frontmatter.fingerprints as unknown[]).map(String) : [];
+    for (const fp of learned) if (!list.includes(fp)) list.push(fp);
+    current.frontmatter.fingerprints = list;
+    // Bookkeeping, not an edit: the node keeps its last editor's attribution.
+    draft.put(current, { stamp: false });
+  });
+  return learned;
+}
+
+export function aliasProposalId(slug: string, project: string): string {
+  const plain = `dec-alias-${slug}-to-${project}`;
+  return plain.length <= 120 ? plain : `dec-alias-${createHash('sha1').update(`${slug}\n${project}`).digest('hex').slice(0, 16)}`;
+}
+
+/** An unknown slug whose fingerprint a project carries: file (once) a proposed alias decision. */
+async function proposeAlias(ctx: OpContext, slug: string, fps: string[], warnings: string[]) {
+  let found: NodeRecord | null = null;
+  let matched = '';
+  for (const fp of fps) {
+    const owners = ownersOfFingerprint(ctx.tenant, fp);
+    if (owners.length > 0) {
+      found = owners[0]!;
+      matched = fp;
+      break;
+    }
+  }
+  if (!found) return null;
+  const owner = found;
+  const id = aliasProposalId(slug, owner.id);
+  const existing = ctx.tenant.index.get(id);
+  if (existing) return { id, status: existing.status, alias: slug, project: owner.id, fingerprint: matched, filed: false };
+  if (!ctx.actor.bound) {
+    warnings.push(`alias proposal ${slug} -> ${owner.id} not filed: the token is not bound to a person node`);
+    return null;
+  }
+  const title = `alias ${slug} -> ${owner.id}`;
+  await ctx.tenant.write(writeActorOf(ctx.actor), { op: 'propose_alias', via: ctx.via, internal: true }, async (draft) => {
+    if (draft.get(id)) return;
+    draft.put({
+      frontmatter: {
+        id,
+        type: 'dec',
+        status: 'proposed',
+        title,
+        summary: `Proposed: treat '${slug}' as an alias of ${owner.id}; a client reported the known fingerprint ${matched} for this unknown slug.`,
+        project: owner.id,
+        alias: slug,
+        alias_for: owner.id,
+        fingerprint: matched,
+        edges: [{ type: 'relates-to', to: owner.id }],
+      },
+      body: `Accepting this decision adds \`${slug}\` to the \`aliases\` of ${owner.id}; rejecting it leaves the slug unknown.\n`,
+    });
+  });
+  return { id, status: 'proposed', alias: slug, project: owner.id, fingerprint: matched, filed: true };
+}
+
+export async function briefing(ctx: OpContext, input: BriefingInput) {
+  const slug = requireId(input.project, 'project');
+  const fps = parseFingerprints(input.fp);
+  const { tenant } = ctx;
+  const warnings: string[] = [];
+  let resolved = resolveProject(tenant, slug);
+  let learned: string[] = [];
+  let proposal: Awaited<ReturnType<typeof proposeAlias>> = null;
+  if (resolved && fps.length > 0) {
+    learned = await learnFingerprints(ctx, resolved.node, fps, warnings);
+    if (learned.length > 0) resolved = resolveProject(tenant, slug);
+  } else if (!resolved && fps.length > 0) {
+    proposal = await proposeAlias(ctx, slug, fps, warnings);
+  }
+  const payload: Record<string, unknown> = resolved
+    ? { found: true, version: resolved.node.revision, body: resolved.node.body }
+    : { found: false, version: null, body: null };
+  if (resolved && resolved.node.type === 'repo' && slug !== resolved.node.id) {
+    const grouping = groupingOf(tenant, resolved.node);
+    if (grouping) payload.project_brief = brief(grouping);
+  }
+  payload.graph_status = graphStatus(tenant, resolved ? slug : null);
+  payload.project = resolved ? resolved.node.id : null;
+  if (resolved) {
+    payload.title = resolved.node.title;
+    payload.resolved_via = resolved.via;
+  }
+  if (fps.length > 0) payload.fingerprints_learned = learned;
+  if (proposal) payload.alias_proposal = proposal;
+  if (warnings.length > 0) payload.warnings = warnings;
+  return payload;
+}
+
+// ---------------------------------------------------------------- alias acceptance
+
+/** Accepting an alias proposal adds the alias to its project node (when no other project claims it). */
+export async function applyAcceptedAlias(ctx: OpContext, node: NodeRecord): Promise<Record<string, unknown> | void> {
+  const alias = node.frontmatter.alias;
+  const target = node.frontmatter.alias_for;
+  if (typeof alias !== 'string' || typeof target !== 'string') return;
+  const claimed = resolveProject(ctx.tenant, alias);
+  if (claimed) return { alias_applied: false, alias_warning: `${alias} already resolves to ${claimed.node.id}` };
+  const project = ctx.tenant.index.get(target);
+  if (!project || (project.type !== 'proj' && project.type !== 'repo')) return { alias_applied: false, alias_warning: `${target} is not a project node` };
+  await ctx.tenant.write(writeActorOf(ctx.actor), { op: 'apply_alias', via: ctx.via }, async (draft) => {
+    const current = draft.get(target);
+    if (!current) return;
+    const aliases = Array.isArray(current.frontmatter.aliases) ? (current.frontmatter.aliases as unknown[]).map(String) : [];
+    if (!aliases.includes(alias)) aliases.push(alias);
+    current.frontmatter.aliases = aliases;
+    draft.put(current);
+  });
+  return { alias_applied: true, alias: { alias, project: target } };
+}
