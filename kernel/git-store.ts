@@ -246,7 +246,8 @@ async function runPool<T>(items: T[], limit: number, fn: (item: T) => Promise<vo
 // ---------------------------------------------------------------------------------------
 // git CLI helpers
 
-function gitEnv(): NodeJS.ProcessEnv {
+/** git's environment without the caller's GIT_* overrides, in the C locale. */
+export function gitEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
   env.GIT_CONFIG_NOSYSTEM = '1';
@@ -254,7 +255,8 @@ function gitEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-function runGit(gitdir: string, args: string[]): Promise<Buffer> {
+/** Runs one git command against a bare repository and collects its stdout. */
+export function runGit(gitdir: string, args: string[]): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const child = spawn('git', ['--git-dir', gitdir, '--literal-pathspecs', ...args], {
       env: gitEnv(),

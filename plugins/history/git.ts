@@ -5,35 +5,14 @@
  * commit), and the unified diff of one commit and one path.
  */
 import { spawn } from 'node:child_process';
+import { gitEnv, runGit } from '../../kernel/git-store.js';
 import { readFileSync } from 'node:fs';
 import { inflateSync } from 'node:zlib';
 
 export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 const ZERO_OID = '0000000000000000000000000000000000000000';
 
-/** git's environment without the caller's GIT_* overrides, in the C locale. */
-export function gitEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
-  env.GIT_CONFIG_NOSYSTEM = '1';
-  env.LC_ALL = 'C';
-  return env;
-}
-
-export function runGit(gitdir: string, args: string[]): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('git', ['--git-dir', gitdir, '--literal-pathspecs', ...args], { env: gitEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (c: Buffer) => out.push(c));
-    child.stderr.on('data', (c: Buffer) => err.push(c));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code === 0) resolve(Buffer.concat(out));
-      else reject(new Error(`git ${args[0]} failed (${code}): ${Buffer.concat(err).toString('utf8').trim()}`));
-    });
-  });
-}
+export { gitEnv, runGit };
 
 export interface ParsedCommit {
   sha: string;
