@@ -7,5 +7,7 @@ import { corePlugin } from '../plugins/core/index.js';
 import { exportPlugin } from '../plugins/export/index.js';
 import { historyPlugin } from '../plugins/history/index.js';
 import { identityPlugin } from '../plugins/identity/index.js';
+import { leasesPlugin } from '../plugins/leases/index.js';
+import { queuePlugin } from '../plugins/queue/index.js';
 
-export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, historyPlugin, exportPlugin];
+export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, leasesPlugin, queuePlugin, historyPlugin, exportPlugin];

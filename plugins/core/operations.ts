@@ -318,7 +318,9 @@ export async function setStatus(ctx: OpContext, input: { id: string; status: unk
     for (const effect of ran) await effect.abort?.(ctx, record, from, status).catch(() => undefined);
     throw err;
   }
-  if (result.status === 'updated') {
+  // `before` effects took something (a lease) for this move; finish them even when a
+  // concurrent write already landed the same status and this one was skipped.
+  if (result.status === 'updated' || ran.length > 0) {
     const after = ctx.tenant.index.get(id)!;
     for (const effect of effects) Object.assign(result, (await effect.after?.(ctx, after, from, status)) ?? {});
   }

@@ -1,0 +1,607 @@
+/**
+ * Lease operations (SPEC "Leases" and "States and transitions / Lease"): one function per
+ * operation, shared by the REST routes and the MCP tools.
+ *
+ * Atomicity: every decision about who holds a node is taken synchronously against the
+ * in-memory lease table before the first `await` (see store.ts), then made durable, then
+ * the `assigned` edge is committed through the tenant's write queue. If persisting or the
+ * edge commit fails, the request's own lease change is undone, so a failed claim leaves
+ * nothing behind. Renew, extend and reserve never commit to the graph.
+ */
+import { errors, isSvcError, type SvcError } from '../../kernel/errors.js';
+import type { Edge, NodeRecord } from '../../kernel/graph-index.js';
+import type { OpContext, StatusEffect } from '../../kernel/plugin.js';
+import type { WriteDraft } from '../../kernel/tenant.js';
+import { writeActorOf } from '../../kernel/tenants.js';
+import { requireId, requireObject } from '../../kernel/validate.js';
+import { isDone } from '../core/node-view.js';
+import {
+  heldByOther,
+  leaseLost,
+  leasesOf,
+  leaseView,
+  relationOf,
+  type Claimant,
+  type LeaseTable,
+  type LeaseView,
+  type StoredLease,
+} from './store.js';
+
+const SESSION_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+export const MAX_BATCH_IDS = 500;
+
+export interface EdgeResult {
+  type: 'assigned';
+  from: string;
+  to: string;
+  status: 'created' | 'skipped' | 'deleted';
+  /** the node's revision after the change (echo it on the next update) */
+  revision: string | null;
+}
+
+export interface BatchFailure {
+  node_id: string;
+  code: string;
+  message: string;
+  holder?: string;
+}
+
+type Body = Record<string, unknown>;
+
+// ---------------------------------------------------------------- input checks
+
+function optionalSession(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string' || !SESSION_PATTERN.test(value)) {
+    throw errors.validation('session must be 1-128 characters of [A-Za-z0-9._:-], starting with a letter or digit', [
+      { field: 'session', message: 'malformed session' },
+    ]);
+  }
+  return value;
+}
+
+/** The claimer is always the authenticated identity; `session` binds the lease to a run. */
+export function claimantOf(ctx: OpContext, session: unknown): Claimant {
+  const requested = optionalSession(session);
+  if (!ctx.actor.bound) throw errors.noPersonForbidden('leases need a token bound to a person node');
+  const bound = ctx.actor.session;
+  if (bound && requested && requested !== bound) {
+    throw errors.conflict(`session mismatch: this agent token is bound to session ${bound}`, { session: requested, bound_session: bound });
+  }
+  return { person: ctx.actor.personId, agent: ctx.actor.agent, session: requested ?? bound ?? null };
+}
+
+/** Only work nodes (queueable types) carry leases: 404 unknown, 422 for any other type. */
+function workNode(ctx: OpContext, id: string): NodeRecord {
+  const record = ctx.tenant.index.get(id);
+  if (!record) throw errors.notFound(`node ${id}`);
+  const def = ctx.tenant.registry.nodeTypes.get(record.type);
+  if (!def?.queueable) {
+    const work = [...ctx.tenant.registry.nodeTypes.values()].filter((t) => t.queueable).map((t) => t.type);
+    throw errors.validation(`${id} is a ${record.type}; only work nodes (${work.join(', ')}) can be leased`, [
+      { field: 'id', message: 'not a work node', type: record.type },
+    ]);
+  }
+  return record;
+}
+
+function idList(value: unknown, field = 'ids'): string[] {
+  if (!Array.isArray(value) || value.length === 0) throw errors.validation(`${field} must be a non-empty array of node ids`, [{ field }]);
+  if (value.length > MAX_BATCH_IDS) throw errors.validation(`at most ${MAX_BATCH_IDS} ids per request`, [{ field, message: `at most ${MAX_BATCH_IDS}` }]);
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const v of value) {
+    const key = typeof v === 'string' ? v : JSON.stringify(v);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(key);
+  }
+  return out;
+}
+
+function optionalBody(input: unknown): Body {
+  return input === undefined || input === null ? {} : requireObject(input);
+}
+
+function failureOf(nodeId: string, err: SvcError, heldCode: string): BatchFailure {
+  const holder = typeof err.details.holder === 'string' ? err.details.holder : undefined;
+  const code = err.code === 'conflict' && holder ? heldCode : err.code;
+  return { node_id: nodeId, code, message: err.message, ...(holder ? { holder } : {}) };
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+// ---------------------------------------------------------------- lease state changes (synchronous)
+
+interface Acquisition {
+  nodeId: string;
+  kind: 'claimed' | 'renewed';
+  lease: StoredLease;
+  previous: StoredLease | undefined;
+  persisted: Promise<void>;
+}
+
+/** A heartbeat: live for another TTL (never shortened); a reservation turns back into a fresh live lease. */
+function refreshed(lease: StoredLease, claimant: Claimant, nowMs: number, ttlMs: number): StoredLease {
+  const fresh = nowMs + ttlMs;
+  return {
+    ...lease,
+    state: 'live',
+    expires_ms: lease.state === 'reserved' ? fresh : Math.max(lease.expires_ms, fresh),
+    session: claimant.session ?? lease.session,
+    agent: claimant.agent ?? lease.agent,
+  };
+}
+
+/**
+ * The claim decision, taken without yielding: renew our own live lease, or take a node no
+ * one holds (or, with `force`, one someone else holds); otherwise 409 naming the holder.
+ */
+function acquire(ctx: OpContext, table: LeaseTable, nodeId: string, claimant: Claimant, nowMs: number, force: boolean): Acquisition {
+  const ttl = ctx.tenant.config.limits.claim_ttl_ms;
+  const previous = table.get(nodeId);
+  const live = previous && previous.expires_ms > nowMs ? previous : undefined;
+  let lease: StoredLease;
+  let kind: Acquisition['kind'];
+  if (live && relationOf(live, claimant) === 'own') {
+    kind = 'renewed';
+    lease = refreshed(live, claimant, nowMs, ttl);
+  } else {
+    if (live && !force) throw heldByOther(nodeId, live);
+    kind = 'claimed';
+    lease = {
+      node_id: nodeId,
+      by: claimant.person,
+      agent: claimant.agent,
+      session: claimant.session,
+      claimed_at: iso(nowMs),
+      expires_ms: nowMs + ttl,
+      state: 'live',
+    };
+  }
+  return { nodeId, kind, lease, previous, persisted: table.put(lease) };
+}
+
+/** The caller's own live (or reserved) lease, else 409 `lease_lost` naming whoever holds it now. */
+function ownLive(table: LeaseTable, nodeId: string, claimant: Claimant, nowMs: number): StoredLease {
+  const current = table.get(nodeId);
+  const live = current && current.expires_ms > nowMs ? current : undefined;
+  if (live && relationOf(live, claimant) === 'own') return live;
+  throw leaseLost(nodeId, live, current && current.by === claimant.person ? current : undefined);
+}
+
+// ---------------------------------------------------------------- the assigned edge
+
+function isAssignedTo(edge: unknown, person: string): boolean {
+  return !!edge && typeof edge === 'object' && (edge as Edge).type === 'assigned' && (edge as Edge).to === person;
+}
+
+function rawEdges(frontmatter: Record<string, unknown>): unknown[] {
+  return Array.isArray(frontmatter.edges) ? [...(frontmatter.edges as unknown[])] : [];
+}
+
+/**
+ * Writes `assigned` (node -> person) unless present; retires the edge of a holder whose
+ * lease this claim replaces. Internal bookkeeping: the node's author stamps are kept.
+ */
+async function assignInDraft(ctx: OpContext, draft: WriteDraft, nodeId: string, person: string, retire: string | null): Promise<EdgeResult> {
+  const node = draft.get(nodeId);
+  if (!node) throw errors.notFound(`node ${nodeId}`);
+  const before = rawEdges(node.frontmatter);
+  const kept = retire && retire !== person ? before.filter((e) => !isAssignedTo(e, retire)) : before;
+  const existed = kept.some((e) => isAssignedTo(e, person));
+  const edges = existed ? kept : [...kept, { type: 'assigned', to: person }];
+  if (!existed || kept.length !== before.length) {
+    node.frontmatter.edges = edges;
+    draft.put({ frontmatter: node.frontmatter, body: node.body }, { stamp: false });
+    await draft.commit();
+  }
+  return { type: 'assigned', from: nodeId, to: person, status: existed ? 'skipped' : 'created', revision: ctx.tenant.index.get(nodeId)?.revision ?? null };
+}
+
+async function retireInDraft(ctx: OpContext, draft: WriteDraft, nodeId: string, person: string): Promise<EdgeResult | null> {
+  const node = draft.get(nodeId);
+  if (!node) return null;
+  const before = rawEdges(node.frontmatter);
+  const edges = before.filter((e) => !isAssignedTo(e, person));
+  if (edges.length === before.length) return null;
+  if (edges.length === 0) delete node.frontmatter.edges;
+  else node.frontmatter.edges = edges;
+  draft.put({ frontmatter: node.frontmatter, body: node.body }, { stamp: false });
+  await draft.commit();
+  return { type: 'assigned', from: nodeId, to: person, status: 'deleted', revision: ctx.tenant.index.get(nodeId)?.revision ?? null };
+}
+
+function describeEdge(ctx: OpContext, nodeId: string, person: string): EdgeResult | null {
+  const record = ctx.tenant.index.get(nodeId);
+  if (!record || !record.edges.some((e) => isAssignedTo(e, person))) return null;
+  return { type: 'assigned', from: nodeId, to: person, status: 'skipped', revision: record.revision };
+}
+
+function leaseWrite<T>(ctx: OpContext, op: 'claim' | 'release', fn: (draft: WriteDraft) => Promise<T>): Promise<T> {
+  return ctx.tenant.write(writeActorOf(ctx.actor), { op, via: ctx.via, internal: true }, fn);
+}
+
+/** Makes an acquisition durable and writes the edge of a first claim; undoes the acquisition on failure. */
+async function settle(ctx: OpContext, table: LeaseTable, acq: Acquisition, claimant: Claimant): Promise<EdgeResult | null> {
+  try {
+    await acq.persisted;
+    if (acq.kind === 'renewed') return describeEdge(ctx, acq.nodeId, claimant.person);
+    const retire = acq.previous && acq.previous.by !== claimant.person ? acq.previous.by : null;
+    return await leaseWrite(ctx, 'claim', (draft) => assignInDraft(ctx, draft, acq.nodeId, claimant.person, retire));
+  } catch (err) {
+    await table.restore(acq.nodeId, acq.lease, acq.previous).catch(() => undefined);
+    throw err;
+  }
+}
+
+function checkClaimable(ctx: OpContext, record: NodeRecord): void {
+  if (isDone(ctx.tenant, record)) {
+    throw errors.conflict(`${record.id} is done (status ${record.status}, or resolved or superseded); there is nothing to claim`, {
+      node_id: record.id,
+      status: record.status,
+      done: true,
+    });
+  }
+}
+
+// ---------------------------------------------------------------- single routes
+
+export async function claim(ctx: OpContext, input: Body) {
+  const body = optionalBody(input);
+  const id = requireId(body.id);
+  if (body.nonce !== undefined && (typeof body.nonce !== 'string' || body.nonce.length === 0 || body.nonce.length > 200 || /[\r\n]/.test(body.nonce))) {
+    throw errors.validation('nonce must be a single-line string of at most 200 characters', [{ field: 'nonce' }]);
+  }
+  if (body.force !== undefined && typeof body.force !== 'boolean') throw errors.validation('force must be a boolean', [{ field: 'force' }]);
+  const claimant = claimantOf(ctx, body.session);
+  const force = body.force === true;
+  if (force && !ctx.actor.isAdmin) throw errors.forbidden("force takes over another holder's lease and needs an admin");
+  const record = workNode(ctx, id);
+  checkClaimable(ctx, record);
+  const table = leasesOf(ctx.tenant);
+  const nowMs = ctx.services.clock.now();
+  const acq = acquire(ctx, table, id, claimant, nowMs, force);
+  const edge = await settle(ctx, table, acq, claimant);
+  const takenFrom = force && acq.previous && acq.previous.expires_ms > nowMs && relationOf(acq.previous, claimant) !== 'own' ? acq.previous : undefined;
+  return {
+    ok: true,
+    status: acq.kind,
+    lease: leaseView(acq.lease),
+    edge,
+    ...(typeof body.nonce === 'string' ? { nonce: body.nonce } : {}),
+    ...(takenFrom ? { previous_holder: takenFrom.by } : {}),
+  };
+}
+
+export async function renew(ctx: OpContext, input: Body): Promise<LeaseView> {
+  const body = optionalBody(input);
+  const id = requireId(body.id);
+  const claimant = claimantOf(ctx, body.session);
+  workNode(ctx, id);
+  const table = leasesOf(ctx.tenant);
+  const nowMs = ctx.services.clock.now();
+  const live = ownLive(table, id, claimant, nowMs);
+  const next = refreshed(live, claimant, nowMs, ctx.tenant.config.limits.claim_ttl_ms);
+  const persisted = table.put(next);
+  await persisted;
+  return leaseView(next);
+}
+
+export async function extend(ctx: OpContext, input: Body) {
+  const body = optionalBody(input);
+  const id = requireId(body.id);
+  const ms = body.ms;
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
+    throw errors.validation('ms must be a positive number of milliseconds', [{ field: 'ms', message: 'positive number required' }]);
+  }
+  const claimant = claimantOf(ctx, body.session);
+  workNode(ctx, id);
+  const table = leasesOf(ctx.tenant);
+  const nowMs = ctx.services.clock.now();
+  const live = ownLive(table, id, claimant, nowMs);
+  const { claim_ttl_ms: ttl, claim_ttl_max_ms: maxTtl } = ctx.tenant.config.limits;
+  // A reservation comes back as a fresh heartbeat lease first; a live lease stretches from its expiry.
+  const base = live.state === 'reserved' ? nowMs + ttl : live.expires_ms;
+  const target = base + Math.ceil(ms);
+  const cap = nowMs + maxTtl;
+  const capped = target > cap;
+  const next: StoredLease = {
+    ...refreshed(live, claimant, nowMs, ttl),
+    expires_ms: Math.max(base, capped ? cap : target),
+  };
+  await table.put(next);
+  return {
+    ok: true,
+    status: 'extended',
+    lease: leaseView(next),
+    ...(capped ? { capped_to_max: true, claim_ttl_max_ms: maxTtl } : {}),
+  };
+}
+
+export async function reserve(ctx: OpContext, input: Body) {
+  const body = optionalBody(input);
+  const id = requireId(body.id);
+  const claimant = claimantOf(ctx, body.session);
+  workNode(ctx, id);
+  const table = leasesOf(ctx.tenant);
+  const nowMs = ctx.services.clock.now();
+  const live = ownLive(table, id, claimant, nowMs);
+  const grace = ctx.tenant.config.limits.grace_window_ms;
+  const next: StoredLease = {
+    ...live,
+    state: 'reserved',
+    expires_ms: nowMs + grace,
+    session: claimant.session ?? live.session,
+    agent: claimant.agent ?? live.agent,
+  };
+  await table.put(next);
+  return { ok: true, status: 'reserved', lease: leaseView(next), grace_window_ms: grace };
+}
+
+export async function release(ctx: OpContext, input: Body) {
+  const body = optionalBody(input);
+  const id = requireId(body.id);
+  const claimant = claimantOf(ctx, body.session);
+  workNode(ctx, id);
+  const table = leasesOf(ctx.tenant);
+  const nowMs = ctx.services.clock.now();
+  const current = table.get(id);
+  const live = current && current.expires_ms > nowMs ? current : undefined;
+  if (live && relationOf(live, claimant) !== 'own') throw heldByOther(id, live);
+  // Our live lease or reservation, or our own lapsed record: drop it and retire our edge.
+  const dropped = current && current.by === claimant.person ? current : undefined;
+  if (dropped) await table.drop(id);
+  try {
+    const edge = await leaseWrite(ctx, 'release', (draft) => retireInDraft(ctx, draft, id, claimant.person));
+    return { ok: true, status: 'released', node_id: id, lease: dropped && live ? leaseView(dropped) : null, edge };
+  } catch (err) {
+    if (dropped && table.get(id) === undefined) await table.put(dropped).catch(() => undefined);
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------- batch routes
+
+function batchStatus(landed: number, asked: number, all: string, some: string, none: string): string {
+  if (landed === asked) return all;
+  return landed > 0 ? some : none;
+}
+
+export async function batchClaim(ctx: OpContext, input: unknown) {
+  const body = requireObject(input ?? null);
+  for (const option of ['nonce', 'force']) {
+    if (option in body) throw errors.validation(`${option} is not accepted by the batch claim; use POST /v1/nodes/{id}/claim`, [{ field: option }]);
+  }
+  const ids = idList(body.ids);
+  const claimant = claimantOf(ctx, body.session);
+  const table = leasesOf(ctx.tenant);
+  const nowMs = ctx.services.clock.now();
+  const outcome = new Map<string, Acquisition | BatchFailure>();
+  // Every decision first, without yielding: the batch holds exactly what it won at this instant.
+  for (const id of ids) {
+    try {
+      requireId(id, 'ids[]');
+      checkClaimable(ctx, workNode(ctx, id));
+      outcome.set(id, acquire(ctx, table, id, claimant, nowMs, false));
+    } catch (err) {
+      if (!isSvcError(err)) throw err;
+      outcome.set(id, failureOf(id, err, 'already_claimed'));
+    }
+  }
+  const acquired = [...outcome.values()].filter((o): o is Acquisition => 'persisted' in o);
+  try {
+    await Promise.all(acquired.map((a) => a.persisted));
+  } catch (err) {
+    for (const a of acquired) await table.restore(a.nodeId, a.lease, a.previous).catch(() => undefined);
+    throw err;
+  }
+  const fresh = acquired.filter((a) => a.kind === 'claimed');
+  if (fresh.length > 0) {
+    await leaseWrite(ctx, 'claim', async (draft) => {
+      for (const a of fresh) {
+        try {
+          const retire = a.previous && a.previous.by !== claimant.person ? a.previous.by : null;
+          await assignInDraft(ctx, draft, a.nodeId, claimant.person, retire);
+        } catch (err) {
+          await table.restore(a.nodeId, a.lease, a.previous).catch(() => undefined);
+          if (!isSvcError(err)) ctx.services.log.error('batch claim: edge write failed', { node: a.nodeId, error: String(err) });
+          outcome.set(a.nodeId, failureOf(a.nodeId, isSvcError(err) ? err : errors.internal(), 'already_claimed'));
+        }
+      }
+    });
+  }
+  const claimed: string[] = [];
+  const leases: LeaseView[] = [];
+  const failed: BatchFailure[] = [];
+  for (const id of ids) {
+    const o = outcome.get(id)!;
+    if ('persisted' in o) {
+      claimed.push(id);
+      leases.push(leaseView(o.lease));
+    } else failed.push(o);
+  }
+  return { ok: true, status: batchStatus(claimed.length, ids.length, 'claimed', 'partial', 'refused'), count: claimed.length, claimed, leases, failed };
+}
+
+export async function batchRenew(ctx: OpContext, input: unknown) {
+  const body = optionalBody(input);
+  const claimant = claimantOf(ctx, body.session);
+  const table = leasesOf(ctx.tenant);
+  const nowMs = ctx.services.clock.now();
+  const ttl = ctx.tenant.config.limits.claim_ttl_ms;
+  const renewed: string[] = [];
+  const leases: LeaseView[] = [];
+  const failed: BatchFailure[] = [];
+  const writes: Array<Promise<void>> = [];
+
+  if (body.ids !== undefined) {
+    const ids = idList(body.ids);
+    for (const id of ids) {
+      try {
+        requireId(id, 'ids[]');
+        workNode(ctx, id);
+        const next = refreshed(ownLive(table, id, claimant, nowMs), claimant, nowMs, ttl);
+        writes.push(table.put(next));
+        renewed.push(id);
+        leases.push(leaseView(next));
+      } catch (err) {
+        if (!isSvcError(err)) throw err;
+        failed.push(failureOf(id, err, 'lease_lost'));
+      }
+    }
+    await Promise.all(writes);
+    return {
+      ok: true,
+      status: batchStatus(renewed.length, ids.length, 'renewed', 'partial', 'refused'),
+      count: renewed.length,
+      renewed,
+      leases,
+      failed,
+    };
+  }
+
+  // Every live lease the caller holds; with a session, only those bound to that run.
+  let skippedOtherSession = 0;
+  let skippedReserved = 0;
+  const mine = table
+    .ofPerson(claimant.person)
+    .filter((l) => l.expires_ms > nowMs)
+    .sort((a, b) => (a.node_id < b.node_id ? -1 : 1));
+  for (const lease of mine) {
+    if (lease.state === 'reserved') {
+      skippedReserved++;
+      continue;
+    }
+    if (claimant.session !== null && lease.session !== claimant.session) {
+      if (lease.session !== null) skippedOtherSession++;
+      continue;
+    }
+    // A heartbeat of everything: renews without re-binding sessions or agents.
+    const next = refreshed(lease, { person: claimant.person, agent: null, session: null }, nowMs, ttl);
+    writes.push(table.put(next));
+    renewed.push(lease.node_id);
+    leases.push(leaseView(next));
+  }
+  await Promise.all(writes);
+  return {
+    ok: true,
+    status: 'renewed',
+    count: renewed.length,
+    renewed,
+    leases,
+    failed,
+    skipped_other_session: skippedOtherSession,
+    skipped_reserved: skippedReserved,
+  };
+}
+
+export async function batchRelease(ctx: OpContext, input: unknown) {
+  const body = optionalBody(input);
+  const claimant = claimantOf(ctx, body.session);
+  const ids = body.ids === undefined ? null : idList(body.ids).map((id) => requireId(id, 'ids[]'));
+  const table = leasesOf(ctx.tenant);
+  const nowMs = ctx.services.clock.now();
+  const pool = ids ? ids.map((id) => table.get(id)).filter((l): l is StoredLease => l !== undefined) : table.ofPerson(claimant.person);
+  const dropped: StoredLease[] = [];
+  for (const lease of pool) {
+    // Never fails on a holder mismatch: only the caller's own leases are touched.
+    if (lease.by !== claimant.person) continue;
+    if (lease.expires_ms > nowMs && relationOf(lease, claimant) !== 'own') continue;
+    if (!ids && claimant.session !== null && lease.session !== claimant.session) continue;
+    dropped.push(lease);
+  }
+  dropped.sort((a, b) => (a.node_id < b.node_id ? -1 : 1));
+  await table.records.batch(dropped.map((l) => ({ key: l.node_id, value: null })));
+  if (dropped.length > 0) {
+    await leaseWrite(ctx, 'release', async (draft) => {
+      for (const lease of dropped) {
+        try {
+          await retireInDraft(ctx, draft, lease.node_id, claimant.person);
+        } catch (err) {
+          ctx.services.log.warn('batch release: could not retire assigned edge', { node: lease.node_id, error: String(err) });
+        }
+      }
+    });
+  }
+  const released = dropped.map((l) => l.node_id);
+  return { ok: true, status: 'released', released, count: released.length };
+}
+
+// ---------------------------------------------------------------- status set to in-progress
+
+const statusClaims = new WeakMap<OpContext, { acq: Acquisition; claimant: Claimant }>();
+
+function takesLease(ctx: OpContext, node: NodeRecord, to: string): boolean {
+  const def = ctx.tenant.registry.nodeTypes.get(node.type);
+  return !!def?.queueable && def.in_progress_status !== null && def.in_progress_status === to;
+}
+
+/**
+ * Moving a work node to its in-progress status grants the same lease as the claim route:
+ * `before` takes it atomically (409 `conflict` naming the holder), `after` writes the
+ * `assigned` edge and adds `{lease, edge}` to the status answer, `abort` gives it back
+ * when the status write failed.
+ */
+export const inProgressLease: StatusEffect = {
+  async before(ctx, node, _from, to) {
+    if (!takesLease(ctx, node, to) || !ctx.actor.bound) return;
+    const claimant = claimantOf(ctx, undefined);
+    const table = leasesOf(ctx.tenant);
+    const acq = acquire(ctx, table, node.id, claimant, ctx.services.clock.now(), false);
+    try {
+      await acq.persisted;
+    } catch (err) {
+      await table.restore(acq.nodeId, acq.lease, acq.previous).catch(() => undefined);
+      throw err;
+    }
+    statusClaims.set(ctx, { acq, claimant });
+  },
+  async after(ctx, node) {
+    const taken = statusClaims.get(ctx);
+    if (!taken || taken.acq.nodeId !== node.id) return;
+    statusClaims.delete(ctx);
+    const { acq, claimant } = taken;
+    let edge: EdgeResult | null;
+    try {
+      if (acq.kind === 'renewed') edge = describeEdge(ctx, node.id, claimant.person);
+      else {
+        const retire = acq.previous && acq.previous.by !== claimant.person ? acq.previous.by : null;
+        edge = await leaseWrite(ctx, 'claim', (draft) => assignInDraft(ctx, draft, node.id, claimant.person, retire));
+      }
+    } catch (err) {
+      // The status is committed and the lease is held; only the bookkeeping edge is missing.
+      ctx.services.log.warn('in-progress claim: could not write the assigned edge', { node: node.id, error: String(err) });
+      edge = null;
+    }
+    return { lease: leaseView(acq.lease), edge, ...(edge?.revision ? { revision: edge.revision } : {}) };
+  },
+  async abort(ctx, node) {
+    const taken = statusClaims.get(ctx);
+    if (!taken || taken.acq.nodeId !== node.id) return;
+    statusClaims.delete(ctx);
+    await leasesOf(ctx.tenant).restore(taken.acq.nodeId, taken.acq.lease, taken.acq.previous);
+  },
+};
+
+// ---------------------------------------------------------------- tool dispatch (one tool per verb)
+
+/** `claim` tool: `{id}` is the singular claim, `{ids}` the batch claim. */
+export async function claimTool(ctx: OpContext, input: Body) {
+  if (input.id !== undefined && input.ids !== undefined) throw errors.validation('give id or ids, not both', [{ field: 'ids' }]);
+  if (input.ids !== undefined) return batchClaim(ctx, input);
+  if (input.id === undefined) throw errors.validation('id (one node) or ids (a batch) is required', [{ field: 'id' }]);
+  return claim(ctx, input);
+}
+
+/** `renew` tool: `{id}` renews one lease; otherwise the batch renew (`ids`, or every live lease held). */
+export async function renewTool(ctx: OpContext, input: Body) {
+  if (input.id !== undefined && input.ids !== undefined) throw errors.validation('give id or ids, not both', [{ field: 'ids' }]);
+  return input.id !== undefined ? renew(ctx, input) : batchRenew(ctx, input);
+}
+
+/** `release` tool: `{id}` releases one node; otherwise the batch release of the caller's own leases. */
+export async function releaseTool(ctx: OpContext, input: Body) {
+  if (input.id !== undefined && input.ids !== undefined) throw errors.validation('give id or ids, not both', [{ field: 'ids' }]);
+  return input.id !== undefined ? release(ctx, input) : batchRelease(ctx, input);
+}
