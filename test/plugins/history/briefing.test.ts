@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { historyPlugin } from '../../../plugins/history/index.js';
+import { leasesPlugin } from '../../../plugins/leases/index.js';
+import { queuePlugin } from '../../../plugins/queue/index.js';
 import { aliasProposalId } from '../../../plugins/history/operations.js';
 import { addPerson, putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { ok, relaxHookTimeout } from './helpers.js';
@@ -12,7 +14,7 @@ describe('history: GET /v1/briefing/{project} (SPEC Reads rule 3)', () => {
   let member: { id: string; token: string };
 
   before(async () => {
-    t = await startTestServer({ plugins: [corePlugin, historyPlugin] });
+    t = await startTestServer({ plugins: [corePlugin, historyPlugin, leasesPlugin, queuePlugin] });
     relaxHookTimeout(t);
     member = await addPerson(t, 'Mia Member');
     await putNodes(t, [
@@ -108,6 +110,10 @@ describe('history: GET /v1/briefing/{project} (SPEC Reads rule 3)', () => {
     const dec = await ok(t, `/v1/nodes/${id}`);
     expect(dec.frontmatter).to.include({ type: 'dec', status: 'proposed' });
     expect((await ok(t, '/v1/schema')).node_types.find((x: any) => x.type === 'dec').queueable).to.equal(true);
+    // and it appears in the decision queue as something to approve, scoped to its project
+    const queue = await ok(t, '/v1/queue?limit=100');
+    const item = queue.items.find((i: { id: string }) => i.id === id);
+    expect(item, 'alias proposal in the queue').to.include({ suggest: 'approve', type: 'dec' });
   });
 
   it('files once per slug and project, and accepting the decision applies the alias', async () => {
