@@ -5,9 +5,11 @@
 import type { PluginDef } from '../kernel/plugin.js';
 import { corePlugin } from '../plugins/core/index.js';
 import { exportPlugin } from '../plugins/export/index.js';
+import { gardenerPlugin } from '../plugins/gardener/index.js';
 import { historyPlugin } from '../plugins/history/index.js';
 import { identityPlugin } from '../plugins/identity/index.js';
 import { leasesPlugin } from '../plugins/leases/index.js';
 import { queuePlugin } from '../plugins/queue/index.js';
+import { questionsPlugin } from '../plugins/questions/index.js';
 
-export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, leasesPlugin, queuePlugin, historyPlugin, exportPlugin];
+export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, leasesPlugin, queuePlugin, historyPlugin, exportPlugin, questionsPlugin, gardenerPlugin];
