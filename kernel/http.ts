@@ -81,7 +81,7 @@ export function createApp(services: KernelServices): Koa {
       const handler = async (ctx: Koa.Context & { params: Record<string, string> }) => {
         const body = await readBody(ctx);
         const req = routeRequest(ctx, ctx.params ?? {}, body);
-        const identity = resolveIdentity(ctx, route, req);
+        const identity = await resolveIdentity(ctx, route, req);
         if (!identity) throw errors.unauthorized();
         const { tenant, actor } = identity;
         if (!services.host.usable(tenant, plugin)) throw errors.notFound(`route ${ctx.method} ${ctx.path}`);
@@ -95,11 +95,11 @@ export function createApp(services: KernelServices): Koa {
     }
   }
 
-  function resolveIdentity(ctx: Koa.Context, route: RouteDef, req: RouteRequest): { tenant: Tenant; actor: Actor } | null {
+  async function resolveIdentity(ctx: Koa.Context, route: RouteDef, req: RouteRequest): Promise<{ tenant: Tenant; actor: Actor } | null> {
     const auth = route.auth ?? 'token';
     if (auth === 'ticket' && !ctx.get('authorization')) {
       for (const authenticator of services.ticketAuthenticators) {
-        const found = authenticator({ ...req, path: ctx.path });
+        const found = await authenticator({ ...req, path: ctx.path });
         if (found) return found;
       }
     }

@@ -15,8 +15,13 @@ import type { PluginHost } from './plugin-host.js';
 
 export type Via = 'rest' | 'mcp';
 
-/** Resolves a non-bearer credential (a render ticket) on routes declared with auth 'ticket'. */
-export type TicketAuthenticator = (req: RouteRequest & { path: string }) => { tenant: Tenant; actor: Actor } | null;
+/**
+ * Resolves a non-bearer credential (a render ticket) on routes declared with auth 'ticket'.
+ * May answer asynchronously (signature checks through WebCrypto are async).
+ */
+export type TicketAuthenticator = (
+  req: RouteRequest & { path: string },
+) => { tenant: Tenant; actor: Actor } | null | Promise<{ tenant: Tenant; actor: Actor } | null>;
 
 export interface KernelServices {
   clock: Clock;

@@ -246,6 +246,16 @@ export class Tenant {
   }
 }
 
+/** Whether a write changes a node beyond its status, attribution stamps and timestamps. */
+function contentChanged(before: NodeRecord, fm: Frontmatter, body: string): boolean {
+  const strip = (f: Frontmatter) => {
+    const copy: Frontmatter = { ...f };
+    for (const k of [...STAMP_KEYS, 'status', 'created', 'updated', 'revision']) delete copy[k];
+    return copy;
+  };
+  return serializeNode(strip(before.frontmatter), before.body) !== serializeNode(strip(fm), body);
+}
+
 /**
  * The view a write operation works on: reads see the committed index plus this
  * draft's pending changes; `commit()` validates, stamps and commits them as one git commit.
@@ -312,9 +322,17 @@ export class WriteDraft {
       }
       if (!before && typeDef.forced_initial_status) fm.status = typeDef.forced_initial_status;
       if (fm.status === undefined || fm.status === null || fm.status === '') fm.status = before ? before.status : typeDef.initial;
+      // An approved (active) node of a self-approval type that changes content needs a new
+      // approval: otherwise anyone could rewrite an active schema hook or workflow unreviewed.
+      let demoted = false;
+      if (typeDef.self_approval_ban && before && before.status === 'active' && fm.status === 'active' && contentChanged(before, fm, body)) {
+        fm.status = 'proposed';
+        demoted = true;
+        this.warnings.push(`${change.id} changed while active: it is proposed again until another identity activates it`);
+      }
       const status = String(fm.status);
 
-      if (!change.options.skipTransition && (!before || before.status !== status)) {
+      if (!change.options.skipTransition && !demoted && (!before || before.status !== status)) {
         const view: Record<string, unknown> = { ...fm, body };
         for (const k of STAMP_KEYS) {
           if (before && before.frontmatter[k] !== undefined) view[k] = before.frontmatter[k];

@@ -3,13 +3,16 @@
  * build kernels with exactly the plugins they need the same way.
  */
 import type { PluginDef } from '../kernel/plugin.js';
+import { capturePlugin } from '../plugins/capture/index.js';
 import { corePlugin } from '../plugins/core/index.js';
 import { exportPlugin } from '../plugins/export/index.js';
 import { gardenerPlugin } from '../plugins/gardener/index.js';
 import { historyPlugin } from '../plugins/history/index.js';
 import { identityPlugin } from '../plugins/identity/index.js';
 import { leasesPlugin } from '../plugins/leases/index.js';
+import { lensesPlugin } from '../plugins/lenses/index.js';
 import { queuePlugin } from '../plugins/queue/index.js';
 import { questionsPlugin } from '../plugins/questions/index.js';
+import { workflowsPlugin } from '../plugins/workflows/index.js';
 
-export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, leasesPlugin, queuePlugin, historyPlugin, exportPlugin, questionsPlugin, gardenerPlugin];
+export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, leasesPlugin, queuePlugin, historyPlugin, exportPlugin, questionsPlugin, gardenerPlugin, workflowsPlugin, lensesPlugin, capturePlugin];

@@ -20,6 +20,7 @@
 import type { CommitEvent, NodeRecord } from '../../kernel/graph-index.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { isDone } from '../core/node-view.js';
+import { externalApprovals } from './approvals.js';
 import { policyOf } from './policy.js';
 
 export type Readiness = { value: 'agent' | 'human' | null; reasons: string[] };
@@ -42,8 +43,10 @@ export interface StaticSignals {
   priorityRank: number;
   readiness: Readiness;
   readinessKey: 'agent' | 'human' | 'untriaged';
-  /** a proposal waiting for someone other than its author */
+  /** a proposal waiting for someone other than its author, or a node a registered approval source names */
   approve: boolean;
+  /** the `why` line of the first pending approval from a registered source (approvals.ts), or null */
+  approvalWhy: string | null;
   /** the suggestion before the clock is consulted; `triage` may turn into `close` with time */
   suggestBase: Exclude<Suggest, 'close'>;
   /** `triage` and nothing waits on it: becomes `close` once untouched for close_after_days */
@@ -87,6 +90,7 @@ export function readinessOf(tenant: Tenant, record: NodeRecord): Readiness {
   }
   const reasons: string[] = [];
   if (needsApproval(tenant, record)) reasons.push('a proposal needs a person other than its author to approve it');
+  for (const approval of externalApprovals(tenant, record)) reasons.push(approval.reason);
   for (const e of record.edges) if (e.type === 'review-requested') reasons.push(`review requested from ${e.to}`);
   if (record.status === 'review') reasons.push('in review: a person decides');
   return reasons.length > 0 ? { value: 'human', reasons } : { value: null, reasons };
@@ -214,7 +218,7 @@ export class QueueBook {
     const def = this.tenant.registry.nodeTypes.get(record.type);
     if (!def) return false;
     if (def.queueable) return true;
-    return def.self_approval_ban && record.status === 'proposed';
+    return (def.self_approval_ban && record.status === 'proposed') || externalApprovals(this.tenant, record).length > 0;
   }
 
   get candidateCount(): number {
@@ -418,7 +422,8 @@ export class QueueBook {
       if (from) touchedMs = Math.max(touchedMs, timeOf(from.frontmatter.updated));
     }
     const readiness = readinessOf(this.tenant, record);
-    const approve = needsApproval(this.tenant, record);
+    const external = externalApprovals(this.tenant, record);
+    const approve = needsApproval(this.tenant, record) || external.length > 0;
     const rawPriority = record.frontmatter.priority;
     const priority = rawPriority === 'p1' || rawPriority === 'p2' || rawPriority === 'p3' ? rawPriority : null;
     const handReady = record.frontmatter.readiness === 'agent';
@@ -441,6 +446,7 @@ export class QueueBook {
       readiness,
       readinessKey: readiness.value ?? 'untriaged',
       approve,
+      approvalWhy: external.length === 0 ? null : external.length === 1 ? external[0]!.why : `${external[0]!.why} (+${external.length - 1} more)`,
       suggestBase,
       closable: suggestBase === 'triage' && order.length === 0 && updatedMs > 0,
       baseScore: (priority ? weights.priority[priority] : weights.priority.none) + weights.blocking * Math.log2(1 + blocking),

@@ -170,6 +170,10 @@ function whyFor(s: StaticSignals, suggest: Suggest, heat: number, lease: StoredL
   let line: string;
   switch (suggest) {
     case 'approve': {
+      if (s.approvalWhy) {
+        line = s.approvalWhy;
+        break;
+      }
       const author = typeof record.frontmatter.author === 'string' ? record.frontmatter.author : 'someone';
       line = `Proposed by ${author} ${daysAgo(nowMs, s.createdMs)}; approve or reject it (not its author)`;
       break;

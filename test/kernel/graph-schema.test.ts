@@ -146,3 +146,42 @@ describe('graph-resident schema nodes: shape checks at write time', () => {
     expect(res.body.results[3].status).to.equal('created');
   });
 });
+
+describe('self-approval types: an approved node that changes needs approval again', () => {
+  let t: TestServer;
+  let reviewer: { id: string; token: string };
+  before(async () => {
+    t = await startTestServer({ plugins: [corePlugin] });
+    reviewer = await addPerson(t, 'Reviewer');
+  });
+  after(async () => t.close());
+
+  it('editing an active schema node demotes it to proposed and its hook stops applying until re-activated', async () => {
+    await putNodes(t, [{ id: 'task-z', type: 'task', summary: 'z' }]);
+    await t.api('POST', '/v1/nodes', { body: { nodes: [md({ id: 'schema-gate', type: 'schema', summary: 'gate', applies_to: 'task', hooks: { transition: "(i) => ({ allow: i.to !== 'cancelled', reason: 'no cancelling' })" } })] } });
+    expect((await t.api('POST', '/v1/nodes/schema-gate/status', { token: reviewer.token, body: { status: 'active' } })).status).to.equal(200);
+    expect((await t.api('POST', '/v1/nodes/task-z/status', { body: { status: 'cancelled' } })).status).to.equal(409);
+
+    // the reviewer (who activated it) rewrites the hook: it must not take effect unreviewed
+    const read = await t.api('GET', '/v1/nodes/schema-gate');
+    const rewritten = read.body.markdown.replace("i.to !== 'cancelled'", "i.to !== 'blocked'");
+    const put = await t.api('POST', '/v1/nodes', { token: reviewer.token, body: { nodes: [{ node: rewritten, if_exists: 'update', revision: read.body.revision }] } });
+    expect(put.status).to.equal(200);
+    expect(put.body.results[0].warnings.join(' ')).to.contain('proposed again');
+    expect((await t.api('GET', '/v1/nodes/schema-gate')).body.frontmatter.status).to.equal('proposed');
+    // neither the old nor the new hook applies now
+    expect((await t.api('POST', '/v1/nodes/task-z/status', { body: { status: 'blocked' } })).status).to.equal(200);
+    // the last author (reviewer) cannot re-activate it; the admin can
+    expect((await t.api('POST', '/v1/nodes/schema-gate/status', { token: reviewer.token, body: { status: 'active' } })).status).to.equal(409);
+    expect((await t.api('POST', '/v1/nodes/schema-gate/status', { body: { status: 'active' } })).status).to.equal(200);
+    expect((await t.api('POST', '/v1/nodes/task-z/status', { body: { status: 'open' } })).status).to.equal(200);
+    expect((await t.api('POST', '/v1/nodes/task-z/status', { body: { status: 'blocked' } })).status).to.equal(409);
+  });
+
+  it('a change that only moves status or touches nothing keeps it active', async () => {
+    const read = await t.api('GET', '/v1/nodes/schema-gate');
+    const same = await t.api('POST', '/v1/nodes', { body: { nodes: [{ node: read.body.markdown, if_exists: 'update', revision: read.body.revision }] } });
+    expect(same.body.results[0].status).to.equal('skipped');
+    expect((await t.api('GET', '/v1/nodes/schema-gate')).body.frontmatter.status).to.equal('active');
+  });
+});

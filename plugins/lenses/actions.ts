@@ -1,0 +1,87 @@
+/**
+ * `apply_lens_action` (MCP only): a declarative action on an item of a rendered lens. The
+ * vocabulary is small and maps one-to-one onto existing operations, so every action keeps
+ * their gates (transition hooks, lease holder rules, attribution):
+ *
+ * | action         | value                         | runs                                   |
+ * |----------------|-------------------------------|----------------------------------------|
+ * | `set_status`   | a status of the item's type   | core `setStatus` (in-progress claims)  |
+ * | `set_priority` | `p1`/`p2`/`p3`, or none/clear | core `setPriority`                     |
+ * | `claim`        | none                          | leases `claim` (needs `leases`)        |
+ * | `release`      | none                          | leases `release` (needs `leases`)      |
+ *
+ * The item must be in the lens as it renders now (same params), and a lens may narrow the
+ * vocabulary with an `actions` list in its frontmatter. Readiness has no tool twin (SPEC),
+ * so it is not an action either.
+ */
+import { errors } from '../../kernel/errors.js';
+import type { OpContext } from '../../kernel/plugin.js';
+import { requireId } from '../../kernel/validate.js';
+import { setPriority, setStatus } from '../core/operations.js';
+import { claim, release } from '../leases/operations.js';
+import { ACTION_NAMES, type ActionName } from './definition.js';
+import { lensView } from './operations.js';
+
+export interface LensActionInput {
+  lens_id: unknown;
+  item_id: unknown;
+  action: unknown;
+  value?: unknown;
+  params?: Record<string, unknown>;
+}
+
+function needsLeases(ctx: OpContext, action: ActionName): void {
+  const leases = ctx.services.host.plugins.find((p) => p.name === 'leases');
+  if (!leases || !ctx.services.host.usable(ctx.tenant, leases)) {
+    throw errors.validation(`action '${action}' needs the leases plugin, which is not enabled for this tenant`, [{ field: 'action', value: action }]);
+  }
+}
+
+export async function applyLensAction(ctx: OpContext, input: LensActionInput) {
+  const lensId = requireId(input.lens_id, 'lens_id');
+  const itemId = requireId(input.item_id, 'item_id');
+  const action = input.action;
+  if (typeof action !== 'string' || !(ACTION_NAMES as readonly string[]).includes(action)) {
+    throw errors.validation(`action must be one of ${ACTION_NAMES.join(', ')}`, [{ field: 'action', allowed: [...ACTION_NAMES] }]);
+  }
+  const name = action as ActionName;
+  const value = input.value ?? null;
+  if (name === 'set_status' && (typeof value !== 'string' || value === '')) {
+    throw errors.validation('set_status needs a status as value', [{ field: 'value', message: 'required non-empty string' }]);
+  }
+  if (name === 'set_priority' && value !== null && typeof value !== 'string') {
+    throw errors.validation('set_priority needs p1, p2, p3 or a clearing form (none, clear, "") as value', [{ field: 'value' }]);
+  }
+  if ((name === 'claim' || name === 'release') && value !== null) {
+    throw errors.validation(`${name} takes no value`, [{ field: 'value', message: 'omit it' }]);
+  }
+
+  const view = lensView(ctx, lensId, input.params ?? {});
+  const allowed = view.lens.actions;
+  if (!allowed.includes(name)) {
+    throw errors.validation(`lens ${lensId} does not allow '${name}'`, [{ field: 'action', allowed }]);
+  }
+  if (!view.matched.has(itemId)) {
+    throw errors.conflict(`${itemId} is not an item of lens ${lensId} as it renders now`, { lens_id: lensId, item_id: itemId, params: view.tree.params });
+  }
+
+  let result: unknown;
+  switch (name) {
+    case 'set_status':
+      result = await setStatus(ctx, { id: itemId, status: value });
+      break;
+    case 'set_priority':
+      result = await setPriority(ctx, { id: itemId, priority: value });
+      break;
+    case 'claim':
+      needsLeases(ctx, name);
+      result = await claim(ctx, { id: itemId });
+      break;
+    case 'release':
+      needsLeases(ctx, name);
+      result = await release(ctx, { id: itemId });
+      break;
+  }
+  return { lens_id: lensId, item_id: itemId, action: name, value, result };
+}
+
