@@ -3,6 +3,7 @@
  * build kernels with exactly the plugins they need the same way.
  */
 import type { PluginDef } from '../kernel/plugin.js';
+import { analyticsPlugin } from '../plugins/analytics/index.js';
 import { capturePlugin } from '../plugins/capture/index.js';
 import { corePlugin } from '../plugins/core/index.js';
 import { exportPlugin } from '../plugins/export/index.js';
@@ -15,4 +16,4 @@ import { queuePlugin } from '../plugins/queue/index.js';
 import { questionsPlugin } from '../plugins/questions/index.js';
 import { workflowsPlugin } from '../plugins/workflows/index.js';
 
-export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, leasesPlugin, queuePlugin, historyPlugin, exportPlugin, questionsPlugin, gardenerPlugin, workflowsPlugin, lensesPlugin, capturePlugin];
+export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, leasesPlugin, queuePlugin, historyPlugin, exportPlugin, questionsPlugin, gardenerPlugin, workflowsPlugin, lensesPlugin, capturePlugin, analyticsPlugin];
