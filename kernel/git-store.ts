@@ -292,51 +292,52 @@ function parseLsTree(out: Buffer): Array<{ path: string; oid: string }> {
   return files;
 }
 
-/** Stream every oid through one `git cat-file --batch`; results in input order, utf8-decoded. */
-function catFileBatch(gitdir: string, oids: string[]): Promise<string[]> {
-  if (oids.length === 0) return Promise.resolve([]);
+/**
+ * Streams every oid through one `git cat-file --batch --buffer`, handing each blob to
+ * `onBlob` in input order as it arrives (the whole set is never held at once). An oid git
+ * reports missing is skipped, or fails the call with `missing: 'fail'`.
+ */
+export function streamBlobs(gitdir: string, oids: string[], onBlob: (oid: string, text: string) => void, opts: { missing?: 'skip' | 'fail' } = {}): Promise<void> {
+  if (oids.length === 0) return Promise.resolve();
   return new Promise((resolve, reject) => {
-    const child = spawn('git', ['--git-dir', gitdir, 'cat-file', '--batch', '--buffer'], {
-      env: gitEnv(),
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    const results: string[] = new Array(oids.length);
-    let idx = 0;
+    const child = spawn('git', ['--git-dir', gitdir, 'cat-file', '--batch', '--buffer'], { env: gitEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
     let chunks: Buffer[] = [];
     let avail = 0;
-    let need = -1; // bytes of the current record (content + LF) still unknown while < 0
+    /** bytes of the current record (content + LF); -1 while its header is unread */
+    let need = -1;
+    let current = '';
     let failure: Error | null = null;
     const errOut: Buffer[] = [];
 
     const fail = (e: Error): void => {
-      if (!failure) {
-        failure = e;
-        child.kill();
-      }
-    };
-    const take = (): Buffer => {
-      const b = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, avail);
-      chunks = [b];
-      return b;
+      if (failure) return;
+      failure = e;
+      child.kill();
     };
     const pump = (): void => {
-      let buf = take();
+      let buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, avail);
       let pos = 0;
       for (;;) {
         if (need < 0) {
           const nl = buf.indexOf(10, pos);
           if (nl < 0) break;
-          const header = buf.toString('latin1', pos, nl);
-          const parts = header.split(' ');
-          if (parts.length !== 3 || parts[1] !== 'blob') {
-            fail(new Error(`cat-file: unexpected "${header}" for ${oids[idx] ?? '?'}`));
+          const header = buf.toString('latin1', pos, nl).split(' ');
+          pos = nl + 1;
+          if (header.length === 2 && header[1] === 'missing' && opts.missing !== 'fail') continue;
+          if (header.length !== 3 || header[1] !== 'blob') {
+            fail(new Error(`cat-file: unexpected header "${header.join(' ')}"`));
             return;
           }
-          need = Number(parts[2]) + 1;
-          pos = nl + 1;
+          current = header[0]!;
+          need = Number(header[2]) + 1;
         }
         if (buf.length - pos < need) break;
-        results[idx++] = buf.toString('utf8', pos, pos + need - 1);
+        try {
+          onBlob(current, buf.toString('utf8', pos, pos + need - 1));
+        } catch (e) {
+          fail(e as Error);
+          return;
+        }
         pos += need;
         need = -1;
       }
@@ -349,7 +350,7 @@ function catFileBatch(gitdir: string, oids: string[]): Promise<string[]> {
       if (failure) return;
       chunks.push(c);
       avail += c.length;
-      // Only re-scan when a whole pending record can be complete (avoids O(n^2) on large blobs).
+      // re-scan only when the pending record can be complete (no O(n^2) on a large blob)
       if (need < 0 || avail >= need) pump();
     });
     child.stderr.on('data', (c: Buffer) => errOut.push(c));
@@ -357,12 +358,19 @@ function catFileBatch(gitdir: string, oids: string[]): Promise<string[]> {
     child.on('error', (e) => fail(e));
     child.on('close', (code) => {
       if (failure) return reject(failure);
-      if (code !== 0) return reject(new Error(`git cat-file failed (${code}): ${Buffer.concat(errOut).toString('utf8')}`));
-      if (idx !== oids.length) return reject(new Error(`git cat-file returned ${idx} of ${oids.length} objects`));
-      resolve(results);
+      if (code !== 0) return reject(new Error(`git cat-file failed (${code}): ${Buffer.concat(errOut).toString('utf8').trim()}`));
+      resolve();
     });
     child.stdin.end(oids.join('\n') + '\n');
   });
+}
+
+/** Every oid's blob through one `git cat-file --batch`, in input order, utf8-decoded. */
+async function catFileBatch(gitdir: string, oids: string[]): Promise<string[]> {
+  const results: string[] = [];
+  await streamBlobs(gitdir, oids, (_oid, text) => void results.push(text), { missing: 'fail' });
+  if (results.length !== oids.length) throw new Error(`git cat-file returned ${results.length} of ${oids.length} objects`);
+  return results;
 }
 
 // ---------------------------------------------------------------------------------------
