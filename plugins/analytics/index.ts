@@ -7,13 +7,8 @@
 import { definePlugin, type RouteRequest } from '../../kernel/plugin.js';
 import * as ops from './operations.js';
 import { timelinesOf } from './timeline.js';
+import { objectSchema as obj } from '../../kernel/tool-schema.js';
 
-const obj = (properties: Record<string, unknown>, required: string[] = []) => ({
-  type: 'object',
-  properties,
-  required,
-  additionalProperties: false,
-});
 
 /** Tool arguments arrive typed; the cores read query-string values. */
 const asQuery = (v: unknown): string | undefined => (v === undefined || v === null ? undefined : String(v));

@@ -6,14 +6,8 @@
 import { definePlugin } from '../../kernel/plugin.js';
 import * as ops from './operations.js';
 import { searchOf } from './search.js';
+import { objectSchema as obj, stringArg as str } from '../../kernel/tool-schema.js';
 
-const obj = (properties: Record<string, unknown>, required: string[] = []) => ({
-  type: 'object',
-  properties,
-  required,
-  additionalProperties: false,
-});
-const str = (description: string) => ({ type: 'string', description });
 const idList = (description: string) => ({ type: 'array', items: { type: 'string' }, description });
 
 /** The capture tool's flat arguments as the REST body: `{text, context, idempotency_key, source}`. */

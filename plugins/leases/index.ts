@@ -6,13 +6,8 @@
 import { definePlugin, type RouteRequest } from '../../kernel/plugin.js';
 import { requireObject } from '../../kernel/validate.js';
 import * as ops from './operations.js';
+import { objectSchema as obj } from '../../kernel/tool-schema.js';
 
-const obj = (properties: Record<string, unknown>, required: string[] = []) => ({
-  type: 'object',
-  properties,
-  required,
-  additionalProperties: false,
-});
 const idArg = { type: 'string', description: 'work node id, e.g. task-fix-login' };
 // Bounds are checked by the operation itself, so REST and the tool answer bad input with the same bytes.
 const idsArg = { type: 'array', description: `work node ids (batch form, at most ${ops.MAX_BATCH_IDS})` };
