@@ -20,6 +20,7 @@ import { isDone } from '../core/node-view.js';
 import { commitIndexOf, type CommitIndex } from '../history/commit-index.js';
 import { streamBlobs } from './blobs.js';
 import { isActiveStatus } from './phase.js';
+import { perTenant } from '../../kernel/per-tenant.js';
 
 export interface StatusStep {
   status: string;
@@ -271,14 +272,5 @@ export class Timelines {
   }
 }
 
-const timelines = new WeakMap<Tenant, Timelines>();
-
 /** The tenant's timelines, started on first use (normally when the tenant opens). */
-export function timelinesOf(tenant: Tenant): Timelines {
-  let t = timelines.get(tenant);
-  if (!t) {
-    t = new Timelines(tenant);
-    timelines.set(tenant, t);
-  }
-  return t;
-}
+export const timelinesOf: (tenant: Tenant) => Timelines = perTenant((tenant) => new Timelines(tenant));

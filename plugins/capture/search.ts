@@ -12,6 +12,7 @@
 import MiniSearch, { type SearchResult } from 'minisearch';
 import type { CommitEvent, NodeRecord } from '../../kernel/graph-index.js';
 import type { Tenant } from '../../kernel/tenant.js';
+import { perTenant } from '../../kernel/per-tenant.js';
 
 interface SearchDoc {
   id: string;
@@ -125,10 +126,4 @@ export class GraphSearch {
   }
 }
 
-const searches = new WeakMap<Tenant, GraphSearch>();
-
-export function searchOf(tenant: Tenant): GraphSearch {
-  let s = searches.get(tenant);
-  if (!s) searches.set(tenant, (s = new GraphSearch(tenant)));
-  return s;
-}
+export const searchOf: (tenant: Tenant) => GraphSearch = perTenant((tenant) => new GraphSearch(tenant));

@@ -5,6 +5,7 @@
  */
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { Tenant } from '../../kernel/tenant.js';
+import { perTenant } from '../../kernel/per-tenant.js';
 
 export interface CodeLink {
   id: string;
@@ -69,13 +70,4 @@ export class CodeCommitIndex {
   }
 }
 
-const indexes = new WeakMap<Tenant, CodeCommitIndex>();
-
-export function codeCommitIndexOf(tenant: Tenant): CodeCommitIndex {
-  let idx = indexes.get(tenant);
-  if (!idx) {
-    idx = new CodeCommitIndex(tenant);
-    indexes.set(tenant, idx);
-  }
-  return idx;
-}
+export const codeCommitIndexOf: (tenant: Tenant) => CodeCommitIndex = perTenant((tenant) => new CodeCommitIndex(tenant));

@@ -9,6 +9,7 @@ import type { CommitEvent } from '../../kernel/graph-index.js';
 import { errors } from '../../kernel/errors.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { readLooseCommit, streamLog, trailersOf, type ParsedCommit, type RawChange } from './git.js';
+import { perTenant } from '../../kernel/per-tenant.js';
 
 export type ChangeKind = 'A' | 'M' | 'D' | 'R';
 
@@ -285,14 +286,5 @@ export class CommitIndex {
   }
 }
 
-const indexes = new WeakMap<Tenant, CommitIndex>();
-
 /** The tenant's commit index, started on first use (normally at tenant open). */
-export function commitIndexOf(tenant: Tenant): CommitIndex {
-  let idx = indexes.get(tenant);
-  if (!idx) {
-    idx = new CommitIndex(tenant);
-    indexes.set(tenant, idx);
-  }
-  return idx;
-}
+export const commitIndexOf: (tenant: Tenant) => CommitIndex = perTenant((tenant) => new CommitIndex(tenant));

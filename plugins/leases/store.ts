@@ -12,6 +12,7 @@
 import { errors, type SvcError } from '../../kernel/errors.js';
 import type { Collection } from '../../kernel/state-store.js';
 import type { Tenant } from '../../kernel/tenant.js';
+import { perTenant } from '../../kernel/per-tenant.js';
 
 export type LeaseState = 'live' | 'reserved';
 
@@ -141,14 +142,5 @@ export class LeaseTable {
   }
 }
 
-const tables = new WeakMap<Tenant, LeaseTable>();
-
 /** The lease table of a tenant (also read by the queue plugin to show holders). */
-export function leasesOf(tenant: Tenant): LeaseTable {
-  let table = tables.get(tenant);
-  if (!table) {
-    table = new LeaseTable(tenant.state.collection<StoredLease>('leases'));
-    tables.set(tenant, table);
-  }
-  return table;
-}
+export const leasesOf: (tenant: Tenant) => LeaseTable = perTenant((tenant) => new LeaseTable(tenant.state.collection<StoredLease>('leases')));

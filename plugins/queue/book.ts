@@ -22,6 +22,7 @@ import type { Tenant } from '../../kernel/tenant.js';
 import { isDone } from '../core/node-view.js';
 import { externalApprovals } from './approvals.js';
 import { policyOf } from './policy.js';
+import { perTenant } from '../../kernel/per-tenant.js';
 
 export type Readiness = { value: 'agent' | 'human' | null; reasons: string[] };
 export type Suggest = 'do' | 'blocked' | 'triage' | 'close' | 'approve';
@@ -462,13 +463,4 @@ export class QueueBook {
   }
 }
 
-const books = new WeakMap<Tenant, QueueBook>();
-
-export function bookOf(tenant: Tenant): QueueBook {
-  let book = books.get(tenant);
-  if (!book) {
-    book = new QueueBook(tenant);
-    books.set(tenant, book);
-  }
-  return book;
-}
+export const bookOf: (tenant: Tenant) => QueueBook = perTenant((tenant) => new QueueBook(tenant));

@@ -14,6 +14,7 @@ import type { CommitEvent, NodeRecord } from '../../kernel/graph-index.js';
 import type { Collection } from '../../kernel/state-store.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { readLineage, readState } from './model.js';
+import { perTenant } from '../../kernel/per-tenant.js';
 
 /** The operational half of a step lease. */
 export interface StepLease {
@@ -110,13 +111,4 @@ export class RunBook {
   }
 }
 
-const books = new WeakMap<Tenant, RunBook>();
-
-export function runBookOf(tenant: Tenant): RunBook {
-  let book = books.get(tenant);
-  if (!book) {
-    book = new RunBook(tenant);
-    books.set(tenant, book);
-  }
-  return book;
-}
+export const runBookOf: (tenant: Tenant) => RunBook = perTenant((tenant) => new RunBook(tenant));
