@@ -2,9 +2,10 @@
  * The `core` plugin (always on): status, identity echo, schema, node reads and the node
  * write endpoints, with their MCP tool twins.
  */
-import { RESOURCE_MIME_TYPE, RESOURCE_URI_META_KEY } from '@modelcontextprotocol/ext-apps/server';
+import type { RESOURCE_MIME_TYPE as EXT_APPS_MIME_TYPE, RESOURCE_URI_META_KEY as EXT_APPS_URI_META_KEY } from '@modelcontextprotocol/ext-apps/server';
 import { definePlugin, type OpContext, type RouteRequest } from '../../kernel/plugin.js';
 import { queryString } from '../../kernel/validate.js';
+import { getNodeCached } from './node-read-cache.js';
 import * as ops from './operations.js';
 import { orgChoices } from './org-choices.js';
 
@@ -21,6 +22,11 @@ const bodyWithId = (req: RouteRequest) => ({ ...((req.body as Record<string, unk
 const flag = (v: string | string[] | undefined) => queryString(v) === '1' || queryString(v) === 'true';
 
 const HELLO_URI = 'ui://workgraph/hello.html';
+// The ext-apps constants as literals, type-checked against the package's declarations: importing
+// the package at run time loads ext-apps and the SDK's McpServer at every start (~0.4 s alone,
+// ~30 ms on top of the SDK modules kernel/mcp.ts loads; docs/performance.md).
+const RESOURCE_MIME_TYPE: typeof EXT_APPS_MIME_TYPE = 'text/html;profile=mcp-app';
+const RESOURCE_URI_META_KEY: typeof EXT_APPS_URI_META_KEY = 'ui/resourceUri';
 
 async function hello(ctx: OpContext) {
   return {
@@ -60,7 +66,7 @@ export const corePlugin = definePlugin({
     { method: 'GET', path: '/v1/me', operation: ops.getMe },
     { method: 'GET', path: '/v1/me/org-choices', operation: orgChoices },
     { method: 'GET', path: '/v1/schema', operation: ops.getSchema, input: (r) => ({ code: flag(r.query.code) }) },
-    { method: 'GET', path: '/v1/nodes/:id', operation: ops.getNode, input: (r) => ({ id: r.params.id }) },
+    { method: 'GET', path: '/v1/nodes/:id', operation: getNodeCached, input: (r) => ({ id: r.params.id }) },
     { method: 'POST', path: '/v1/nodes', operation: ops.putNodes },
     { method: 'POST', path: '/v1/nodes/:id/edges', operation: ops.addEdge, input: bodyWithId },
     { method: 'DELETE', path: '/v1/nodes/:id/edges', operation: ops.removeEdge, input: bodyWithId },

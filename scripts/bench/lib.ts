@@ -200,9 +200,25 @@ export function benchConfig(dataDir: string, over: Partial<ServerConfig> = {}): 
   return { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: true, tenantPollMs: 500, ...over };
 }
 
+/**
+ * Enables every plugin of the composition root (`allPlugins`) in the fixture's tenant.json, as
+ * `tenant add` would for a new tenant today, so a fixture built before a plugin existed still
+ * measures the server as it is now.
+ */
+function enableAllPlugins(tenantDir: string): void {
+  const file = join(tenantDir, 'tenant.json');
+  const config = JSON.parse(readFileSync(file, 'utf8')) as { plugins?: string[] };
+  const names = allPlugins.map((p) => p.name);
+  const current = config.plugins ?? [];
+  if (names.every((n) => current.includes(n))) return;
+  config.plugins = [...new Set([...names, ...current])];
+  writeFileSync(file, JSON.stringify(config, null, 2) + '\n');
+}
+
 function fixtureFromDir(dataDir: string): Fixture {
   const meta = JSON.parse(readFileSync(join(dataDir, 'bench.json'), 'utf8')) as { nodes: number; org: string; person: string };
   const tenantDir = join(dataDir, 'tenants', meta.org);
+  enableAllPlugins(tenantDir);
   return {
     dataDir,
     nodes: meta.nodes,

@@ -22,7 +22,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -164,25 +164,27 @@ export async function main(): Promise<void> {
 
   // Collect the real server's exact response bodies for the bare route.
   const ours = await startServerProcess(f.dataDir);
-  const bodies: Record<string, string> = {};
-  for (const p of paths) {
-    const res = await fetch(ours.url + p, { headers: auth });
-    const text = await res.text();
-    if (res.status !== 200) throw new Error(`GET ${p}: ${res.status} ${text}`);
-    bodies[p.slice('/v1/nodes/'.length)] = text;
-  }
-  const avgBytes = Object.values(bodies).reduce((a, b) => a + Buffer.byteLength(b), 0) / IDS;
-  const mapFile = join(scratchDir('reads'), 'bodies.json');
-  writeFileSync(mapFile, JSON.stringify(bodies));
-  console.log(`  GET /v1/nodes/{id} over ${IDS} ids of a ${f.nodes}-node graph, ~${Math.round(avgBytes)}-byte JSON, ${CONNECTIONS} connections, ${SECONDS} s x ${ROUNDS} rounds each`);
-
-  const bare = await startBare(mapFile);
-  const check = await fetch(bare.url + paths[0]!);
-  if ((await check.text()) !== bodies[paths[0]!.slice('/v1/nodes/'.length)]) throw new Error('bare server answers different bytes');
-
+  const scratch = scratchDir('reads');
+  let bare: ServerChild | undefined;
   const oursRuns: Load[] = [];
   const bareRuns: Load[] = [];
   try {
+    const bodies: Record<string, string> = {};
+    for (const p of paths) {
+      const res = await fetch(ours.url + p, { headers: auth });
+      const text = await res.text();
+      if (res.status !== 200) throw new Error(`GET ${p}: ${res.status} ${text}`);
+      bodies[p.slice('/v1/nodes/'.length)] = text;
+    }
+    const avgBytes = Object.values(bodies).reduce((a, x) => a + Buffer.byteLength(x), 0) / IDS;
+    const mapFile = join(scratch, 'bodies.json');
+    writeFileSync(mapFile, JSON.stringify(bodies));
+    console.log(`  GET /v1/nodes/{id} over ${IDS} ids of a ${f.nodes}-node graph, ~${Math.round(avgBytes)}-byte JSON, ${CONNECTIONS} connections, ${SECONDS} s x ${ROUNDS} rounds each`);
+
+    bare = await startBare(mapFile);
+    const check = await fetch(bare.url + paths[0]!);
+    if ((await check.text()) !== bodies[paths[0]!.slice('/v1/nodes/'.length)]) throw new Error('bare server answers different bytes');
+
     for (let r = 0; r < ROUNDS; r++) {
       await load(ours, paths, WARMUP_SECONDS, auth);
       const o = await load(ours, paths, SECONDS, auth);
@@ -195,7 +197,8 @@ export async function main(): Promise<void> {
     }
   } finally {
     await ours.stop();
-    await bare.stop();
+    await bare?.stop();
+    rmSync(scratch, { recursive: true, force: true });
   }
   if (oursRuns.some((o) => o.non2xx > 0 || o.errors > 0)) throw new Error('the real server answered errors under load');
   const o = median(oursRuns.map((x) => x.rps));

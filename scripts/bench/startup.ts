@@ -7,22 +7,21 @@
  *   cold   the snapshot is deleted first: every node is read from git and parsed (the start
  *          also writes a fresh snapshot, durably, before it listens)
  *
- * Also measured in this process, to split the total: the same data directory opened by a
- * TenantManager (`Tenant.open`: git store, snapshot or full load, index, registry), and a
- * baseline server start on a data directory with only the first-start nodes (module loading,
- * sandbox, HTTP listen). Fixtures are built once under `.bench/fixtures/` (one bulk commit
+ * Also measured, to split the total: the kernel started inside this process (`startKernel`:
+ * sandbox, `Tenant.open` = git store, snapshot or full load, index, registry, then every
+ * plugin's tenantOpen; modules already loaded, no HTTP), and a baseline server start on a data
+ * directory with only the first-start nodes (node + tsx, module loading, sandbox, HTTP listen).
+ * Fixture tenants have every plugin of scripts/plugins.ts enabled, as a new tenant would. Fixtures are built once under `.bench/fixtures/` (one bulk commit
  * through the git store, loose objects as the server writes them).
  *
  * Env: BENCH_STARTUP_RUNS (samples per cell, default 3; the median is reported),
  * BENCH_STARTUP_SIZES (default "10000,100000").
  */
 import { rmSync } from 'node:fs';
-import { createLogger, systemClock } from '../../kernel/config.js';
-import { TenantManager } from '../../kernel/tenants.js';
-import { createSandbox } from '../../sandbox/index.js';
-import { seedPack } from '../../seed-pack/index.js';
+import { createLogger } from '../../kernel/config.js';
+import { startKernel } from '../../kernel/server.js';
 import { allPlugins } from '../plugins.js';
-import { fixture, fmtMs, machineNote, median, nowMs, recordResult, runIfMain, startServerProcess, verdict, type Fixture } from './lib.js';
+import { benchConfig, fixture, fmtMs, machineNote, median, nowMs, recordResult, runIfMain, startServerProcess, verdict, type Fixture } from './lib.js';
 
 const RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 3);
 const SIZES = (process.env.BENCH_STARTUP_SIZES ?? '10000,100000').split(',').map(Number);
@@ -44,17 +43,15 @@ async function serverStart(f: Fixture, cold: boolean): Promise<number> {
   return s.readyMs;
 }
 
-async function tenantOpen(f: Fixture, cold: boolean): Promise<number> {
+/** In this process: `startKernel` (sandbox, every tenant opened, every plugin's tenantOpen), no HTTP. */
+async function kernelStart(f: Fixture, cold: boolean): Promise<number> {
   if (cold) rmSync(f.snapshot, { force: true });
-  const sandbox = createSandbox();
-  const m = new TenantManager({ dataDir: f.dataDir, sandbox, pack: seedPack, plugins: allPlugins, clock: systemClock, log: createLogger(undefined, true), fsync: true });
   const t0 = nowMs();
-  await m.scan();
+  const kernel = await startKernel({ config: benchConfig(f.dataDir, { fsync: true }), plugins: allPlugins, log: createLogger(undefined, true) });
   const ms = nowMs() - t0;
-  const n = m.get(f.org)?.index.size ?? 0;
+  const n = kernel.services.tenants.get(f.org)?.index.size ?? 0;
   if (n !== f.nodes + 2) throw new Error(`opened ${n} nodes, expected ${f.nodes + 2}`);
-  await m.closeAll();
-  await sandbox.close();
+  await kernel.close();
   return ms;
 }
 
@@ -86,11 +83,11 @@ export async function main(): Promise<void> {
     const warm = await sample(() => serverStart(f, false));
     console.log(`  ${n} nodes, server, warm (snapshot)     ${fmtMs(warm.median)}  [${show(warm.all)}]`);
     console.log(`  ${n} nodes, server, cold (no snapshot)  ${fmtMs(cold.median)}  [${show(cold.all)}]`);
-    const openCold = await sample(() => tenantOpen(f, true));
-    const openWarm = await sample(() => tenantOpen(f, false));
-    console.log(`  ${n} nodes, Tenant.open in-process, warm ${fmtMs(openWarm.median)}, cold ${fmtMs(openCold.median)}`);
+    const openCold = await sample(() => kernelStart(f, true));
+    const openWarm = await sample(() => kernelStart(f, false));
+    console.log(`  ${n} nodes, kernel start in-process, warm ${fmtMs(openWarm.median)}, cold ${fmtMs(openCold.median)}`);
     const t = target !== undefined ? `, target <= ${fmtMs(target)}: warm ${verdict(warm.median <= target)}, cold ${verdict(cold.median <= target)}` : '';
-    lines.push(`startup ${n}: warm ${fmtMs(warm.median)}, cold ${fmtMs(cold.median)} (process start to listening; Tenant.open warm ${fmtMs(openWarm.median)}, cold ${fmtMs(openCold.median)}${t})`);
+    lines.push(`startup ${n}: warm ${fmtMs(warm.median)}, cold ${fmtMs(cold.median)} (process start to listening; in-process kernel start warm ${fmtMs(openWarm.median)}, cold ${fmtMs(openCold.median)}${t})`);
     results[`n${n}`] = { warm_ms: warm.median, cold_ms: cold.median, warm_all: warm.all, cold_all: cold.all, open_warm_ms: openWarm.median, open_cold_ms: openCold.median, target_ms: target };
   }
   for (const l of lines) console.log(l);

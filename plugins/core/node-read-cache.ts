@@ -1,0 +1,58 @@
+/**
+ * The REST adapter of GET /v1/nodes/{id} with a response cache.
+ *
+ * The node read (`getNode` -> `nodeView`) is a pure function of the tenant's graph index
+ * and registry, so its serialized bytes stay valid until the next commit (which moves
+ * `index.head`) or registry rebuild. This adapter keeps, per tenant, the `serialize()`d
+ * payload of each node read since the last commit and answers repeated reads with those
+ * bytes: the REST body is still exactly `serialize(getNode(...))` (the MCP twin `get_node`
+ * calls `getNode` directly and serializes the same payload), but a hot node costs a Map
+ * lookup instead of building and stringifying its view (measured: about a third of the
+ * per-request CPU; docs/performance.md).
+ *
+ * If node reads ever gain keys that come from outside the graph (operational state such as
+ * leases), this cache must key on that state too, or be dropped.
+ */
+import { RawResponse, serialize, type OpContext } from '../../kernel/plugin.js';
+import type { Registry } from '../../kernel/registry.js';
+import type { Tenant } from '../../kernel/tenant.js';
+import { getNode } from './operations.js';
+
+/** Body text kept per tenant between commits (UTF-16 code units; a full clear when reached). */
+const MAX_CHARS = 8 * 1024 * 1024;
+const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
+
+interface TenantReadCache {
+  head: string | null;
+  registry: Registry;
+  /** raw id -> the answer (RawResponse is immutable, so one instance serves every hit) */
+  answers: Map<string, RawResponse>;
+  chars: number;
+}
+
+const caches = new WeakMap<Tenant, TenantReadCache>();
+
+export async function getNodeCached(ctx: OpContext, input: { id: string }): Promise<RawResponse> {
+  const { tenant } = ctx;
+  let cache = caches.get(tenant);
+  if (!cache || cache.head !== tenant.index.head || cache.registry !== tenant.registry) {
+    cache = { head: tenant.index.head, registry: tenant.registry, answers: new Map(), chars: 0 };
+    caches.set(tenant, cache);
+  }
+  const key = String(input.id);
+  let answer = cache.answers.get(key);
+  if (answer === undefined) {
+    const body = serialize(await getNode(ctx, input)); // 404 / 422 throw as before, uncached
+    answer = new RawResponse(200, JSON_TYPE, body);
+    // the view was built from the state the cache is keyed on only if nothing committed meanwhile
+    if (cache.head === tenant.index.head && cache.registry === tenant.registry) {
+      if (cache.chars + body.length > MAX_CHARS) {
+        cache.answers.clear();
+        cache.chars = 0;
+      }
+      cache.answers.set(key, answer);
+      cache.chars += body.length;
+    }
+  }
+  return answer;
+}
