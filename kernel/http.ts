@@ -4,7 +4,6 @@
  * `/healthz`, and the Streamable HTTP MCP endpoint at `/mcp`.
  */
 import Router from '@koa/router';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import Koa from 'koa';
 import { Readable } from 'node:stream';
 import type { Actor } from './actor.js';
@@ -110,13 +109,14 @@ export function createApp(services: KernelServices): Koa {
     const { tenant, actor } = authenticate(ctx);
     const body = ctx.method === 'POST' ? parseJsonBody(await readRawBody(ctx.req)) : undefined;
     const opctx: OpContext = { tenant, actor, via: 'mcp', services, headers: headersOf(ctx) };
-    const server = buildMcpServer({
+    const server = await buildMcpServer({
       ctx: opctx,
       tools: services.host.toolsFor(tenant),
       resources: services.host.resourcesFor(tenant),
       log: (err) => services.log.error('tool failed', { error: err instanceof Error ? err.stack ?? err.message : String(err) }),
     });
     // Stateless: a fresh server and transport per request, JSON responses.
+    const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     ctx.respond = false;
     ctx.res.on('close', () => {

@@ -4,14 +4,8 @@
  * A tool result's text block is the same `serialize()` bytes as the REST body; errors
  * come back as `isError: true` with the REST envelope and no structuredContent.
  */
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  CallToolRequestSchema,
-  ListResourcesRequestSchema,
-  ListToolsRequestSchema,
-  ReadResourceRequestSchema,
-  type CallToolResult,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { errors, isSvcError, SvcError } from './errors.js';
 import { RawResponse, serialize, StatusPayload, type OpContext, type ResourceDef, type ToolDef } from './plugin.js';
@@ -59,8 +53,21 @@ export interface McpServerSpec {
   log: (err: unknown) => void;
 }
 
-export function buildMcpServer(spec: McpServerSpec): Server {
-  const server = new Server(
+/**
+ * The SDK is loaded on the first MCP request, not at start: it is about a third of the
+ * server's start-up CPU, and a REST-only deployment never needs it.
+ */
+async function sdk() {
+  const [{ Server: ServerClass }, types] = await Promise.all([
+    import('@modelcontextprotocol/sdk/server/index.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
+  return { ServerClass, ...types };
+}
+
+export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
+  const { ServerClass, CallToolRequestSchema, ListResourcesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema } = await sdk();
+  const server = new ServerClass(
     { name: 'workgraph', version: '0.1.0' },
     { capabilities: { tools: {}, resources: {} }, instructions: 'Work-graph service: typed work nodes in git, leases, queue and workflows.' },
   );

@@ -44,7 +44,7 @@ export async function serveStdioLocal(kernel: Kernel, token: string, org: string
     process.exit(2);
   }
   const ctx: OpContext = { tenant: identity.tenant, actor: identity.actor, via: 'mcp', services, headers: {} };
-  const server = buildMcpServer({
+  const server = await buildMcpServer({
     ctx,
     tools: services.host.toolsFor(identity.tenant),
     resources: services.host.resourcesFor(identity.tenant),

@@ -12,7 +12,6 @@ import { ORG_PATTERN, TenantManager } from '../kernel/tenants.js';
 import { startKernel, startServer } from '../kernel/server.js';
 import { createSandbox } from '../sandbox/index.js';
 import { seedPack } from '../seed-pack/index.js';
-import { serveStdioLocal, serveStdioProxy } from './mcp-stdio.js';
 import { allPlugins } from './plugins.js';
 import { parseExpiry } from '../kernel/expiry.js';
 
@@ -215,6 +214,7 @@ async function mcp(): Promise<void> {
   const org = process.env.SVC_ORG ?? process.env.WORKGRAPH_ORG;
   if (server) {
     if (!token) fail('proxy mode needs SVC_TOKEN');
+    const { serveStdioProxy } = await import('./mcp-stdio.js');
     return serveStdioProxy(server, token, org);
   }
   const kernel = await startKernel({ config, plugins: allPlugins, log: createLogger(undefined, true) });
@@ -226,6 +226,7 @@ async function mcp(): Promise<void> {
       fail('local mode needs SVC_TOKEN (or the first-start admin-token file in SVC_DATA_DIR)');
     }
   }
+  const { serveStdioLocal } = await import('./mcp-stdio.js');
   return serveStdioLocal(kernel, localToken, org);
 }
 
