@@ -80,7 +80,7 @@ export const corePlugin = definePlugin({
       name: 'get_node',
       description: 'Read one node: raw markdown, parsed frontmatter, body, revision, and resolution/findings/supersession when they apply.',
       inputSchema: obj({ id: idArg }, ['id']),
-      operation: ops.getNode,
+      operation: getNodeCached,
       annotations: { readOnlyHint: true },
     },
     {

@@ -1,12 +1,12 @@
 /**
- * The REST adapter of GET /v1/nodes/{id} with a response cache.
+ * The node read (GET /v1/nodes/{id} and its twin `get_node`) with a response cache.
  *
  * The node read (`getNode` -> `nodeView`) is a pure function of the tenant's graph index
  * and registry, so its serialized bytes stay valid until the next commit (which moves
  * `index.head`) or registry rebuild. This adapter keeps, per tenant, the `serialize()`d
  * payload of each node read since the last commit and answers repeated reads with those
- * bytes: the REST body is still exactly `serialize(getNode(...))` (the MCP twin `get_node`
- * calls `getNode` directly and serializes the same payload), but a hot node costs a Map
+ * bytes: both adapters answer exactly `serialize(getNode(...))` (the MCP adapter takes a
+ * RawResponse's body as the tool text), but a hot node costs a Map
  * lookup instead of building and stringifying its view (measured: about a third of the
  * per-request CPU; docs/performance.md).
  *
