@@ -1,10 +1,11 @@
 import { expect } from 'chai';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDurableFs, writeFileDurable, type DurableFs } from '../../kernel/durable-fs.js';
+import { decodeJournal, JOURNAL_NAME } from '../../kernel/commit-journal.js';
 import { HeadMismatchError, nodePath, openGitStore, type CommitAuthor, type GitStore } from '../../kernel/git-store.js';
 
 const ann: CommitAuthor = { name: 'Ann Example', email: 'ann@example.com', timestamp: 1_700_000_000, timezoneOffset: -120 };
@@ -452,5 +453,128 @@ describe('kernel/git-store', function () {
     );
     expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'rejected']);
     expect(gitCli(gitdir, ['show', 'HEAD:nodes/a/00/x.md'])).to.equal('1');
+  });
+
+  describe('commit journal', () => {
+    const journalPath = (): string => join(gitdir, JOURNAL_NAME);
+    const objPath = (oid: string): string => join(gitdir, 'objects', oid.slice(0, 2), oid.slice(2));
+    const refPath = (): string => join(gitdir, 'refs', 'heads', 'main');
+    const paths = ['nodes/t/00/a.md', 'nodes/t/11/b.md', 'nodes/u/22/c.md'];
+
+    /** Three commits journaled but never checkpointed (close skips it, as a crash would). */
+    async function uncheckpointed(): Promise<string[]> {
+      await store.close();
+      store = await openGitStore(gitdir, { checkpointOnClose: false, checkpointIdleMs: 60_000 });
+      const commits: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const r = await store.commit({ changes: [{ path: paths[i]!, content: `content ${i}` }], author: ann, message: `c${i}`, expectedParent: store.head() });
+        commits.push(r.commit);
+      }
+      await store.close();
+      expect(statSync(journalPath()).size).to.be.greaterThan(0);
+      return commits;
+    }
+    function records(): ReturnType<typeof decodeJournal>['records'] {
+      return decodeJournal(readFileSync(journalPath())).records;
+    }
+    async function expectRecovered(head: string, files: number): Promise<void> {
+      store = await openGitStore(gitdir);
+      expect(store.head()).to.equal(head);
+      expect(gitCli(gitdir, ['rev-parse', 'HEAD']).trim()).to.equal(head);
+      const loaded = await store.loadFiles('');
+      expect(loaded.map((f) => f.content)).to.have.length(files);
+      expect(statSync(journalPath()).size).to.equal(0);
+      const r = fsck(gitdir);
+      expect(r.status, r.output).to.equal(0);
+      expect(r.output).to.not.match(/error|missing|corrupt/i);
+    }
+
+    it('journals each commit and empties the journal at the checkpoint on close', async () => {
+      await store.commit({ changes: [{ path: paths[0]!, content: 'x' }], author: ann, message: 'm', expectedParent: null });
+      const recs = records();
+      expect(recs).to.have.length(1);
+      expect(recs[0]!.commit).to.equal(store.head());
+      expect(recs[0]!.parent).to.equal(null);
+      expect(recs[0]!.objects.map((o) => o.type).sort()).to.deep.equal(['blob', 'commit', 'tree', 'tree', 'tree', 'tree']);
+      await store.close();
+      expect(statSync(journalPath()).size).to.equal(0);
+      expect(fsck(gitdir).status).to.equal(0);
+      store = await openGitStore(gitdir);
+    });
+
+    it('checkpoints after N commits and when idle', async () => {
+      await store.close();
+      store = await openGitStore(gitdir, { checkpointEvery: 2, checkpointIdleMs: 60_000, checkpointOnClose: false });
+      await store.commit({ changes: [{ path: paths[0]!, content: '1' }], author: ann, message: 'm', expectedParent: store.head() });
+      expect(records()).to.have.length(1);
+      await store.commit({ changes: [{ path: paths[0]!, content: '2' }], author: ann, message: 'm', expectedParent: store.head() });
+      await store.close(); // waits for the queued checkpoint
+      expect(statSync(journalPath()).size).to.equal(0);
+      store = await openGitStore(gitdir, { checkpointIdleMs: 30, checkpointOnClose: false });
+      await store.commit({ changes: [{ path: paths[0]!, content: '3' }], author: ann, message: 'm', expectedParent: store.head() });
+      expect(records()).to.have.length(1);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(statSync(journalPath()).size).to.equal(0);
+    });
+
+    it('recovers missing objects and a ref that is behind', async () => {
+      const commits = await uncheckpointed();
+      for (const rec of records().slice(1)) for (const o of rec.objects) rmSync(objPath(o.oid), { force: true });
+      writeFileSync(refPath(), `${commits[0]}\n`);
+      await expectRecovered(commits[2]!, 3);
+    });
+
+    it('recovers truncated and zeroed objects and an empty ref file', async () => {
+      const commits = await uncheckpointed();
+      const objs = records().flatMap((r) => r.objects);
+      for (const [i, o] of objs.entries()) {
+        const p = objPath(o.oid);
+        if (i % 3 === 0) truncateSync(p, Math.floor(statSync(p).size / 2));
+        else if (i % 3 === 1) writeFileSync(p, Buffer.alloc(statSync(p).size));
+        else truncateSync(p, 0);
+      }
+      writeFileSync(refPath(), '');
+      await expectRecovered(commits[2]!, 3);
+    });
+
+    it('drops a torn last record (never acknowledged) and one with a bad crc', async () => {
+      const commits = await uncheckpointed();
+      const full = readFileSync(journalPath());
+      const { records: recs } = decodeJournal(full);
+      // the ref and objects as they were before the third commit was written
+      writeFileSync(refPath(), `${commits[1]}\n`);
+      for (const o of recs[2]!.objects) rmSync(objPath(o.oid), { force: true });
+      const cut = full.length - 10;
+      writeFileSync(journalPath(), full.subarray(0, cut));
+      await expectRecovered(commits[1]!, 2);
+      await store.close();
+
+      const commits2 = await uncheckpointed();
+      const img = readFileSync(journalPath());
+      img[img.length - 5]! ^= 0xff; // last record's payload
+      writeFileSync(journalPath(), img);
+      writeFileSync(refPath(), `${commits2[1]}\n`);
+      unlinkSync(objPath(commits2[2]!));
+      await expectRecovered(commits2[1]!, 2);
+    });
+
+    it('opens with an empty or missing journal, and leaves a ref it does not know alone', async () => {
+      const c1 = await store.commit({ changes: [{ path: paths[0]!, content: 'x' }], author: ann, message: 'm', expectedParent: null });
+      await store.close();
+      writeFileSync(journalPath(), '');
+      await expectRecovered(c1.commit, 1);
+      await store.close();
+      rmSync(journalPath());
+      await expectRecovered(c1.commit, 1);
+      await store.close();
+      // a ref moved outside the chain (by someone else) is not overwritten by replay
+      const commits = await uncheckpointed();
+      const other = gitCli(gitdir, ['commit-tree', '-m', 'elsewhere', `${commits[0]}^{tree}`]).trim();
+      writeFileSync(refPath(), `${other}\n`);
+      store = await openGitStore(gitdir);
+      expect(store.head()).to.equal(other);
+      expect(statSync(journalPath()).size).to.equal(0);
+      expect(fsck(gitdir).status).to.equal(0);
+    });
   });
 });
