@@ -4,18 +4,12 @@
  */
 import type { RESOURCE_MIME_TYPE as EXT_APPS_MIME_TYPE, RESOURCE_URI_META_KEY as EXT_APPS_URI_META_KEY } from '@modelcontextprotocol/ext-apps/server';
 import { definePlugin, type OpContext, type RouteRequest } from '../../kernel/plugin.js';
+import { objectSchema as obj, stringArg as str } from '../../kernel/tool-schema.js';
 import { queryString } from '../../kernel/validate.js';
 import { getNodeCached } from './node-read-cache.js';
 import * as ops from './operations.js';
 import { orgChoices } from './org-choices.js';
 
-const obj = (properties: Record<string, unknown>, required: string[] = []) => ({
-  type: 'object',
-  properties,
-  required,
-  additionalProperties: false,
-});
-const str = (description: string) => ({ type: 'string', description });
 const idArg = str('node id, e.g. task-fix-login');
 
 const bodyWithId = (req: RouteRequest) => ({ ...((req.body as Record<string, unknown> | undefined) ?? {}), id: req.params.id });
