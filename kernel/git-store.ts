@@ -26,7 +26,7 @@
  * isomorphic-git's readBlob for thousands of blobs (FACTS.md).
  */
 import { createHash } from 'node:crypto';
-import { promises as fsp, readFileSync } from 'node:fs';
+import { mkdirSync, promises as fsp, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import { spawn } from 'node:child_process';
@@ -88,6 +88,14 @@ export interface GitStore {
   readBlob(oid: string): Promise<string>;
   /** git blob sha1 of `content` (utf8), nothing written */
   blobOid(content: string): string;
+  /**
+   * Resolves when every acknowledged commit's loose objects and ref are written, so a git
+   * process started afterwards sees them. `runGit` and `streamBlobs` wait for it themselves;
+   * anything else that spawns git on `gitdir` must await it first.
+   */
+  settled(): Promise<void>;
+  /** An object read without git: loose, or acknowledged and not yet written; null when packed or missing. */
+  readObjectSync(oid: string): { type: string; body: Buffer } | null;
   close(): Promise<void>;
 }
 
@@ -98,8 +106,13 @@ export interface GitStoreOptions {
    * `false` writes no journal and fsyncs nothing (objects and ref still temp + rename).
    */
   fsync?: boolean;
-  /** testing hook: the fs used for reads (isomorphic-git) and object/ref writes */
+  /** testing hook: the fs isomorphic-git reads packed objects through */
   fs?: DurableFs;
+  /**
+   * testing hook: writes one loose object or the ref file atomically (temp + rename, no
+   * fsync), synchronously; throws ENOENT when the directory is missing
+   */
+  writeFile?: (path: string, data: Buffer | string) => void;
   /** checkpoint after this many journaled commits (default 512) */
   checkpointEvery?: number;
   /** checkpoint after this many journal bytes (default 64 MiB) */
@@ -108,6 +121,10 @@ export interface GitStoreOptions {
   checkpointIdleMs?: number;
   /** testing hook: `close()` leaves the journal un-checkpointed (as a crash would) */
   checkpointOnClose?: boolean;
+  /** write acknowledged commits out to loose objects + ref at most this long after them (ms, default 1000) */
+  writeOutLagMs?: number;
+  /** checkpoints make files durable with one syncfs(2) when available (default true); false: fsync per file */
+  syncfs?: boolean;
 }
 
 /** Thrown by `commit` when `expectedParent` is not the current head. */
@@ -126,7 +143,48 @@ export const EMPTY_TREE_OID = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 const OID_RE = /^[0-9a-f]{40}$/;
 const TREE_MODE = '40000';
 const FILE_MODE = '100644';
-const WRITE_CONCURRENCY = 64;
+/** loose files written per event-loop turn during a write-out */
+const WRITE_OUT_SLICE = 256;
+
+let tmpSeq = 0;
+/** Atomic replace without fsync: a unique temp name beside `path`, then rename. */
+export function writeFileAtomicSync(path: string, data: Buffer | string): void {
+  const slash = path.lastIndexOf('/');
+  const dir = path.slice(0, slash);
+  const uniq = `${process.pid}_${(tmpSeq++).toString(36)}`;
+  // git's own temp-object name inside objects/xx/; elsewhere a dot-name ending in .lock, which git skips
+  const tmp = /\/objects\/[0-9a-f]{2}$/.test(dir) ? `${dir}/tmp_obj_${uniq}` : `${dir}/.${path.slice(slash + 1)}.${uniq}.tmp.lock`;
+  writeFileSync(tmp, data, { flag: 'wx' });
+  try {
+    renameSync(tmp, path);
+  } catch (err) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // already gone
+    }
+    throw err;
+  }
+}
+const CHECKPOINT_CONCURRENCY = 16;
+
+/**
+ * syncfs(2) of the file system holding `path`, through coreutils `sync --file-system`
+ * (node has no binding). Since Linux 5.8 it reports writeback errors. False when it is not
+ * available or failed: the caller falls back to fsync per file.
+ */
+let syncfsUnavailable = process.platform !== 'linux';
+function syncFileSystem(path: string): Promise<boolean> {
+  if (syncfsUnavailable) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const child = spawn('sync', ['--file-system', path], { stdio: 'ignore' });
+    child.on('error', () => {
+      syncfsUnavailable = true;
+      resolve(false);
+    });
+    child.on('close', (code) => resolve(code === 0));
+  });
+}
 
 /** `nodes/<type>/<h2>/<id>.md`, `<h2>` = first two hex digits of sha1(id). */
 export function nodePath(type: string, id: string): string {
@@ -167,24 +225,38 @@ function wrap(type: string, body: Buffer): Buffer {
 function sha1Hex(buf: Buffer): string {
   return createHash('sha1').update(buf).digest('hex');
 }
+/** zlib level of loose objects: git's own default for them (`core.looseCompression` = 1). */
+const LOOSE_LEVEL = 1;
 function encodeObject(type: EncodedObject['type'], body: Buffer): EncodedObject {
   const full = wrap(type, body);
-  return { type, oid: sha1Hex(full), deflated: deflateSync(full) };
+  return { type, oid: sha1Hex(full), deflated: deflateSync(full, { level: LOOSE_LEVEL }) };
 }
 
 /** git's tree order: byte order of names, with trees compared as if they ended in '/'. */
 function serializeTree(entries: Entries): Buffer {
-  const items = [...entries].map(([name, e]) => {
+  const items: Array<{ name: string; mode: string; oid: string; key: string }> = [];
+  let ascii = true;
+  let size = 0;
+  for (const [name, e] of entries) {
     const tree = isTreeMode(e.mode);
-    return { name, e, key: Buffer.from(tree ? `${name}/` : name, 'utf8') };
-  });
-  items.sort((a, b) => Buffer.compare(a.key, b.key));
-  const parts: Buffer[] = [];
-  for (const { name, e } of items) {
-    const mode = isTreeMode(e.mode) ? TREE_MODE : e.mode; // git writes "40000", fsck --strict flags "040000"
-    parts.push(Buffer.from(`${mode} ${name}\0`, 'utf8'), Buffer.from(e.oid, 'hex'));
+    const mode = tree ? TREE_MODE : e.mode; // git writes "40000", fsck --strict flags "040000"
+    if (ascii && !/^[\x00-\x7f]*$/.test(name)) ascii = false;
+    items.push({ name, mode, oid: e.oid, key: tree ? `${name}/` : name });
+    size += mode.length + 1 + Buffer.byteLength(name, 'utf8') + 1 + 20;
   }
-  return Buffer.concat(parts);
+  // UTF-16 order is byte order for ASCII names; anything else compares as UTF-8 bytes
+  if (ascii) items.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  else items.sort((a, b) => Buffer.compare(Buffer.from(a.key, 'utf8'), Buffer.from(b.key, 'utf8')));
+  const out = Buffer.allocUnsafe(size);
+  let pos = 0;
+  for (const it of items) {
+    pos += out.write(it.mode, pos, 'latin1');
+    out[pos++] = 0x20;
+    pos += out.write(it.name, pos, 'utf8');
+    out[pos++] = 0;
+    pos += out.write(it.oid, pos, 'hex');
+  }
+  return out;
 }
 
 function parseTree(body: Buffer): Entries {
@@ -278,8 +350,16 @@ export function gitEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+/** Open stores by resolved gitdir: git processes wait for a store's writes to settle. */
+const openStores = new Map<string, GitStore>();
+/** Resolves when the store open on `gitdir` (if any) has written every acknowledged commit out. */
+export function gitdirSettled(gitdir: string): Promise<void> {
+  return openStores.get(resolvePath(gitdir))?.settled() ?? Promise.resolve();
+}
+
 /** Runs one git command against a bare repository and collects its stdout. */
-export function runGit(gitdir: string, args: string[]): Promise<Buffer> {
+export async function runGit(gitdir: string, args: string[]): Promise<Buffer> {
+  await gitdirSettled(gitdir);
   return new Promise((resolve, reject) => {
     const child = spawn('git', ['--git-dir', gitdir, '--literal-pathspecs', ...args], {
       env: gitEnv(),
@@ -320,8 +400,9 @@ function parseLsTree(out: Buffer): Array<{ path: string; oid: string }> {
  * `onBlob` in input order as it arrives (the whole set is never held at once). An oid git
  * reports missing is skipped, or fails the call with `missing: 'fail'`.
  */
-export function streamBlobs(gitdir: string, oids: string[], onBlob: (oid: string, text: string) => void, opts: { missing?: 'skip' | 'fail' } = {}): Promise<void> {
-  if (oids.length === 0) return Promise.resolve();
+export async function streamBlobs(gitdir: string, oids: string[], onBlob: (oid: string, text: string) => void, opts: { missing?: 'skip' | 'fail' } = {}): Promise<void> {
+  if (oids.length === 0) return;
+  await gitdirSettled(gitdir);
   return new Promise((resolve, reject) => {
     const child = spawn('git', ['--git-dir', gitdir, 'cat-file', '--batch', '--buffer'], { env: gitEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
     let chunks: Buffer[] = [];
@@ -420,6 +501,15 @@ class GitStoreImpl implements GitStore {
   private refDirty = false;
   private recordsSinceCheckpoint = 0;
   private idleTimer: NodeJS.Timeout | null = null;
+  private readonly writeFile: (path: string, data: Buffer | string) => void;
+  /** journaled (acknowledged) objects whose loose files are not written yet */
+  private unwritten = new Map<string, EncodedObject>();
+  /** acknowledged commits whose objects and ref are not written out yet, oldest first */
+  private unwrittenCommits: Array<{ commit: string; objects: EncodedObject[] }> = [];
+  /** the chain of write-outs (loose objects, then the ref), in commit order */
+  private writes: Promise<void> = Promise.resolve();
+  /** bounds how long an acknowledged commit stays invisible to git processes */
+  private lagTimer: NodeJS.Timeout | null = null;
 
   constructor(
     readonly gitdir: string,
@@ -431,6 +521,7 @@ class GitStoreImpl implements GitStore {
   ) {
     this.headOid = head;
     this.rootTree = rootTree;
+    this.writeFile = opts.writeFile ?? writeFileAtomicSync;
   }
 
   /** Read the root tree of the current head. */
@@ -449,13 +540,21 @@ class GitStoreImpl implements GitStore {
   // ---- object reading -------------------------------------------------------------
 
   /** A loose object, or null when it is not stored loose (packed or missing). */
+  readObjectSync(oid: string): { type: string; body: Buffer } | null {
+    return OID_RE.test(oid) ? this.readLooseSync(oid) : null;
+  }
+
   private readLooseSync(oid: string): { type: string; body: Buffer } | null {
     let raw: Buffer;
-    try {
-      raw = readFileSync(`${this.gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw err;
+    const mem = this.unwritten.get(oid);
+    if (mem) raw = mem.deflated;
+    else {
+      try {
+        raw = readFileSync(`${this.gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw err;
+      }
     }
     const full = inflateSync(raw);
     const nul = full.indexOf(0);
@@ -528,34 +627,45 @@ class GitStoreImpl implements GitStore {
     return run;
   }
 
-  /** One loose object, temp + rename, no fsync (the journal holds it until the checkpoint). */
-  private async writeLoose(o: EncodedObject): Promise<void> {
+  /**
+   * One loose object, temp + rename, no fsync (the journal holds it until the checkpoint).
+   * Synchronous: ~30 us a file, against ~70 us and four thread-pool round trips async.
+   */
+  private writeLoose(o: EncodedObject): void {
     const dir = `${this.gitdir}/objects/${o.oid.slice(0, 2)}`;
     const path = `${dir}/${o.oid.slice(2)}`;
     try {
-      await this.fs.promises.writeFile(path, o.deflated);
+      this.writeFile(path, o.deflated);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      await this.fs.promises.mkdir(dir).catch((e: NodeJS.ErrnoException) => {
-        if (e.code !== 'EEXIST') throw e;
-      });
+      try {
+        mkdirSync(dir);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
       this.newObjectDirs = true;
-      await this.fs.promises.writeFile(path, o.deflated);
+      this.writeFile(path, o.deflated);
     }
     this.pendingFiles.add(path);
     this.pendingDirs.add(dir);
   }
 
-  private async writeRef(oid: string): Promise<void> {
+  private writeRef(oid: string): void {
     const path = `${this.gitdir}/${MAIN_REF}`;
     try {
-      await this.fs.promises.writeFile(path, `${oid}\n`);
+      this.writeFile(path, `${oid}\n`);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      await this.fs.promises.mkdir(`${this.gitdir}/refs/heads`, { recursive: true });
-      await this.fs.promises.writeFile(path, `${oid}\n`);
+      mkdirSync(`${this.gitdir}/refs/heads`, { recursive: true });
+      this.writeFile(path, `${oid}\n`);
     }
     this.refDirty = true;
+  }
+
+  /** Objects then the ref, in that order: git never sees a ref to a missing object. */
+  private writeObjectsAndRef(objects: EncodedObject[], commit: string): void {
+    for (const o of objects) this.writeLoose(o);
+    this.writeRef(commit);
   }
 
   /** Runs on the queue after every successful commit: checkpoint now, or arm the idle timer. */
@@ -575,6 +685,13 @@ class GitStoreImpl implements GitStore {
       this.queue = this.queue.then(() => this.checkpoint()).catch(() => undefined);
     }, this.opts.checkpointIdleMs ?? 1000);
     this.idleTimer.unref();
+    if (!this.lagTimer && this.unwrittenCommits.length > 0) {
+      this.lagTimer = setTimeout(() => {
+        this.lagTimer = null;
+        if (!this.closed) void this.settled();
+      }, this.opts.writeOutLagMs ?? 1000);
+      this.lagTimer.unref();
+    }
   }
 
   /**
@@ -583,16 +700,25 @@ class GitStoreImpl implements GitStore {
    */
   private async checkpoint(): Promise<void> {
     if (!this.journal) return;
+    await this.writeOutNow();
+    if (this.broken) return; // the journal keeps everything; reopening replays it
     const files = [...this.pendingFiles];
     const dirs = [...this.pendingDirs];
     if (this.newObjectDirs) dirs.push(`${this.gitdir}/objects`);
-    await runPool(files, WRITE_CONCURRENCY, (p) => fsyncFile(p, true));
-    await runPool(dirs, WRITE_CONCURRENCY, (d) => fsyncDir(d));
-    if (this.refDirty) {
-      await fsyncFile(`${this.gitdir}/${MAIN_REF}`, false);
-      await fsyncDir(`${this.gitdir}/refs/heads`);
+    if (files.length > 0 || dirs.length > 0 || this.refDirty) {
+      // One syncfs(2) of the repository's file system instead of an fsync per object file
+      // (measured ~20x cheaper for a checkpoint's ~3k files); per-file fsync where it is
+      // unavailable.
+      if (!(this.opts.syncfs !== false && (await syncFileSystem(this.gitdir)))) {
+        await runPool(files, CHECKPOINT_CONCURRENCY, (p) => fsyncFile(p, true));
+        await runPool(dirs, CHECKPOINT_CONCURRENCY, (d) => fsyncDir(d));
+        if (this.refDirty) {
+          await fsyncFile(`${this.gitdir}/${MAIN_REF}`, false);
+          await fsyncDir(`${this.gitdir}/refs/heads`);
+        }
+      }
     }
-    if (this.journal.bytes > 0) await this.journal.truncate(0);
+    await this.journal.reset();
     for (const f of files) this.pendingFiles.delete(f);
     for (const d of dirs) this.pendingDirs.delete(d);
     this.newObjectDirs = false;
@@ -677,35 +803,81 @@ class GitStoreImpl implements GitStore {
     const commitObj = encodeObject('commit', Buffer.from(body, 'utf8'));
     objects.set(commitObj.oid, commitObj);
 
-    // Journal record + fdatasync (the durability point), then the loose objects and the
-    // ref through temp + rename without fsync; the next checkpoint makes those durable.
     const all = [...objects.values()];
-    const mark = this.journal ? this.journal.bytes : 0;
-    if (this.journal) await this.journal.append({ commit: commitObj.oid, parent: this.headOid, objects: all });
-    try {
-      await runPool(all, WRITE_CONCURRENCY, (o) => this.writeLoose(o));
-      await this.writeRef(commitObj.oid);
-    } catch (err) {
-      // not acknowledged: take the record back out of the journal so recovery never applies it
-      if (this.journal) {
-        try {
-          await this.journal.truncate(mark);
-        } catch (e) {
-          this.broken = e as Error;
-        }
-      }
-      throw err;
+    if (this.journal) {
+      // The journal record + fdatasync is the durability point and the acknowledgement.
+      // The loose objects and the ref are written out later, in commit order and in bulk
+      // (`settled()`, a lag timer, checkpoints): loose files created between two journal
+      // fdatasyncs would be flushed by the next one (ext4 orders data before the metadata it
+      // commits), tripling its cost. Until then reads find the objects in `unwritten`.
+      await this.journal.append({ commit: commitObj.oid, parent: this.headOid, objects: all });
+      this.recordsSinceCheckpoint++;
+      for (const o of all) this.unwritten.set(o.oid, o);
+      this.unwrittenCommits.push({ commit: commitObj.oid, objects: all });
+      this.swapHead(newTrees, rootOid, commitObj.oid);
+      return { commit: commitObj.oid, blobs };
     }
-    this.recordsSinceCheckpoint++;
+    // No journal: the loose files are the only copy, so they are written before the ack.
+    this.writeObjectsAndRef(all, commitObj.oid);
+    this.swapHead(newTrees, rootOid, commitObj.oid);
+    return { commit: commitObj.oid, blobs };
+  }
 
-    // Durable: swap the cache and head.
+  /** Durable: swap the tree cache and head. */
+  private swapHead(newTrees: Map<string, CachedTree | null>, rootOid: string, commit: string): void {
     for (const [dir, t] of newTrees) {
       if (t) this.trees.set(dir, t);
       else this.trees.delete(dir);
     }
     this.rootTree = rootOid;
-    this.headOid = commitObj.oid;
-    return { commit: commitObj.oid, blobs };
+    this.headOid = commit;
+  }
+
+  /**
+   * Write one journaled commit's loose objects, then the ref (temp + rename, no fsync). A
+   * failure stops all further commits (the journal still holds everything; reopening the
+   * store replays it); reads keep being served from `unwritten`.
+   */
+  private async writeOut(): Promise<void> {
+    if (this.lagTimer) clearTimeout(this.lagTimer);
+    this.lagTimer = null;
+    const batch = this.unwrittenCommits.splice(0);
+    if (batch.length === 0 || this.broken) return;
+    try {
+      let since = 0;
+      for (const { objects } of batch) {
+        for (const o of objects) this.writeLoose(o);
+        // yield now and then: a write-out after a long burst is thousands of files
+        if ((since += objects.length) >= WRITE_OUT_SLICE) {
+          since = 0;
+          await new Promise<void>((r) => setImmediate(r));
+          if (this.broken) return;
+        }
+      }
+      this.writeRef(batch[batch.length - 1]!.commit);
+    } catch (err) {
+      this.broken = err as Error;
+      return;
+    }
+    for (const { objects } of batch) for (const o of objects) if (this.unwritten.get(o.oid) === o) this.unwritten.delete(o.oid);
+  }
+
+  /** Write out now (chained after any write-out in progress). */
+  private writeOutNow(): Promise<void> {
+    if (this.unwrittenCommits.length > 0) this.writes = this.writes.then(() => this.writeOut());
+    return this.writes;
+  }
+
+  /**
+   * Write-outs take their turn on the commit queue: creating files while a journal
+   * fdatasync is in flight stalls on the file system's journal commit (measured ~0.3 ms
+   * per file instead of ~30 us).
+   */
+  settled(): Promise<void> {
+    if (this.unwrittenCommits.length === 0) return this.writes;
+    const run = this.queue.then(() => this.writeOutNow());
+    this.queue = run.catch(() => undefined);
+    return run;
   }
 
   // ---- bulk reads ---------------------------------------------------------------------
@@ -839,10 +1011,17 @@ class GitStoreImpl implements GitStore {
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.idleTimer = null;
     await this.queue;
+    if (this.lagTimer) clearTimeout(this.lagTimer);
+    this.lagTimer = null;
+    await this.writeOutNow();
     this.closed = true;
+    if (openStores.get(this.gitdir) === this) openStores.delete(this.gitdir);
     if (this.journal) {
       try {
-        if (this.opts.checkpointOnClose !== false && !this.broken) await this.checkpoint();
+        if (this.opts.checkpointOnClose !== false && !this.broken) {
+          await this.checkpoint();
+          await this.journal.truncate(0); // a clean stop leaves an empty file
+        }
       } finally {
         await this.journal.close();
       }
@@ -902,10 +1081,12 @@ async function readLooseRef(dir: string): Promise<string | null | 'invalid'> {
 async function recoverJournal(dir: string, readRef: () => Promise<string | null>): Promise<JournalWriter> {
   const path = `${dir}/${JOURNAL_NAME}`;
   let image: Buffer | null = null;
+  let existed = true;
   try {
     image = await fsp.readFile(path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    existed = false;
   }
   const records = image && image.length ? decodeJournal(image).records : [];
   // keep the chained prefix (records are appended in commit order; anything else is damage)
@@ -927,8 +1108,10 @@ async function recoverJournal(dir: string, readRef: () => Promise<string | null>
         dirs.add(odir);
       }
     }
-    await runPool([...new Set(files)], WRITE_CONCURRENCY, (f) => fsyncFile(f, false));
-    await runPool([...dirs], WRITE_CONCURRENCY, (d) => fsyncDir(d));
+    if (!(await syncFileSystem(dir))) {
+      await runPool([...new Set(files)], CHECKPOINT_CONCURRENCY, (f) => fsyncFile(f, false));
+      await runPool([...dirs], CHECKPOINT_CONCURRENCY, (d) => fsyncDir(d));
+    }
 
     const last = chain[chain.length - 1]!.commit;
     const loose = await readLooseRef(dir);
@@ -942,8 +1125,7 @@ async function recoverJournal(dir: string, readRef: () => Promise<string | null>
       await fsyncDir(`${dir}/refs/heads`);
     }
   }
-  const existed = image !== null;
-  const fh = await fsp.open(path, 'a');
+  const fh = await fsp.open(path, existed ? 'r+' : 'w+');
   try {
     const journal = new JournalWriter(fh, image ? image.length : 0, true);
     if (journal.bytes > 0) await journal.truncate(0);
@@ -987,6 +1169,7 @@ export async function openGitStore(gitdir: string, opts: GitStoreOptions = {}): 
     const head = await resolveHead();
     const store = new GitStoreImpl(dir, fs, journal, opts, head, EMPTY_TREE_OID);
     await store.init();
+    openStores.set(dir, store);
     return store;
   } catch (err) {
     await journal?.close();

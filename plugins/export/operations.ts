@@ -188,8 +188,9 @@ const BUNDLE_HEADER_MAX = 1024 * 1024;
  * ref list, written before the pack) so `x-svc-head` is exactly the commit the bundle
  * carries, even when a write lands while the export starts.
  */
-function bundleExport(ctx: OpContext): Promise<RawResponse> {
+async function bundleExport(ctx: OpContext): Promise<RawResponse> {
   const { tenant } = ctx;
+  await tenant.store.settled(); // every acknowledged commit's objects and ref are on disk for git
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
   env.GIT_CONFIG_NOSYSTEM = '1';

@@ -8,7 +8,7 @@ import { parseStoredNode } from '../../kernel/codec.js';
 import type { CommitEvent } from '../../kernel/graph-index.js';
 import { errors } from '../../kernel/errors.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { readLooseCommit, streamLog, trailersOf, type ParsedCommit, type RawChange } from './git.js';
+import { readCommitSync, streamLog, trailersOf, type ParsedCommit, type RawChange } from './git.js';
 import { perTenant } from '../../kernel/per-tenant.js';
 
 export type ChangeKind = 'A' | 'M' | 'D' | 'R';
@@ -192,7 +192,7 @@ export class CommitIndex {
   /** One commit made through the tenant's write path. */
   private apply(event: CommitEvent): void {
     if (this.bySha.has(event.commit)) return;
-    const parsed = readLooseCommit(this.tenant.store.gitdir, event.commit);
+    const parsed = readCommitSync(this.tenant.store, event.commit);
     const info: CommitInfo = parsed
       ? commitInfo(parsed, this.commits.length)
       : {

@@ -5,9 +5,7 @@
  * commit), and the unified diff of one commit and one path.
  */
 import { spawn } from 'node:child_process';
-import { gitEnv, runGit } from '../../kernel/git-store.js';
-import { readFileSync } from 'node:fs';
-import { inflateSync } from 'node:zlib';
+import { gitdirSettled, gitEnv, runGit, type GitStore } from '../../kernel/git-store.js';
 
 export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 const ZERO_OID = '0000000000000000000000000000000000000000';
@@ -78,7 +76,8 @@ function parseRawMeta(meta: string): { status: 'A' | 'M' | 'D'; oldBlob: string 
  * then alternating raw metadata and path tokens. The message is indented, so "\n:" can
  * only start the raw section.
  */
-export function streamLog(gitdir: string, tip: string, onCommit: (commit: ParsedCommit, changes: RawChange[]) => void): Promise<void> {
+export async function streamLog(gitdir: string, tip: string, onCommit: (commit: ParsedCommit, changes: RawChange[]) => void): Promise<void> {
+  await gitdirSettled(gitdir);
   return new Promise((resolve, reject) => {
     const child = spawn(
       'git',
@@ -154,20 +153,13 @@ export function streamLog(gitdir: string, tip: string, onCommit: (commit: Parsed
 }
 
 /**
- * A commit object stored loose, read synchronously (the write path has just made it
- * durable); null when it is not loose (packed), so the caller falls back to event data.
+ * A commit object read synchronously from the store (loose, or just acknowledged and not
+ * yet written out); null when it is packed, so the caller falls back to event data.
  */
-export function readLooseCommit(gitdir: string, sha: string): ParsedCommit | null {
-  let raw: Buffer;
-  try {
-    raw = readFileSync(`${gitdir}/objects/${sha.slice(0, 2)}/${sha.slice(2)}`);
-  } catch {
-    return null;
-  }
-  const full = inflateSync(raw);
-  const nul = full.indexOf(0);
-  if (nul < 0 || !full.toString('latin1', 0, nul).startsWith('commit ')) return null;
-  return parseCommitText(sha, full.toString('utf8', nul + 1), false);
+export function readCommitSync(store: Pick<GitStore, 'readObjectSync'>, sha: string): ParsedCommit | null {
+  const o = store.readObjectSync(sha);
+  if (!o || o.type !== 'commit') return null;
+  return parseCommitText(sha, o.body.toString('utf8'), false);
 }
 
 /** `Svc-*` trailers of a commit message written by the server (WriteDraft.commit). */

@@ -381,3 +381,37 @@ export function stopChild(child: ChildProcess, graceMs = 60_000): Promise<void> 
 export function sha1(text: string): string {
   return createHash('sha1').update(text).digest('hex');
 }
+
+/** Machine-wide busy fraction of all CPUs over `ms` (from /proc/stat; 0 where unavailable). */
+async function busyFraction(ms: number): Promise<number> {
+  const read = (): { idle: number; total: number } | null => {
+    try {
+      const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+      const v = line.trim().split(/\s+/).slice(1).map(Number);
+      return { idle: (v[3] ?? 0) + (v[4] ?? 0), total: v.reduce((a, b) => a + b, 0) };
+    } catch {
+      return null;
+    }
+  };
+  const a = read();
+  await new Promise((r) => setTimeout(r, ms));
+  const b = read();
+  if (!a || !b || b.total === a.total) return 0;
+  return 1 - (b.idle - a.idle) / (b.total - a.total);
+}
+
+/**
+ * Wait until the machine is quiet: a server that just opened a tenant finishes its
+ * background start-up work (history and analytics indexes read the whole git log) before a
+ * steady-state rate is timed. Gives up after `maxMs` and says so.
+ */
+export async function waitQuiet(label: string, maxMs = 20_000, busyBelow = 0.25): Promise<void> {
+  const t0 = nowMs();
+  let quiet = 0;
+  while (nowMs() - t0 < maxMs) {
+    if ((await busyFraction(250)) < busyBelow) {
+      if (++quiet >= 3) return;
+    } else quiet = 0;
+  }
+  console.log(`  (${label}: the machine did not go quiet within ${fmtMs(maxMs)}; timing anyway)`);
+}

@@ -56,6 +56,7 @@ import {
   scratchDir,
   startServerProcess,
   verdict,
+  waitQuiet,
   type Fixture,
   type ServerChild,
 } from './lib.js';
@@ -329,6 +330,8 @@ export async function main(): Promise<void> {
     await gitDurable(c);
     await gitDefault(c);
   }
+  // both servers have just opened the tenant: let their start-up indexing finish first
+  await waitQuiet('writes');
 
   const ours = new Tally();
   const http1 = new Tally();

@@ -4,9 +4,9 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createDurableFs, writeFileDurable, type DurableFs } from '../../kernel/durable-fs.js';
+import { createDurableFs, writeFileDurable } from '../../kernel/durable-fs.js';
 import { decodeJournal, JOURNAL_NAME } from '../../kernel/commit-journal.js';
-import { HeadMismatchError, nodePath, openGitStore, type CommitAuthor, type GitStore } from '../../kernel/git-store.js';
+import { HeadMismatchError, nodePath, openGitStore, writeFileAtomicSync, type CommitAuthor, type GitStore } from '../../kernel/git-store.js';
 
 const ann: CommitAuthor = { name: 'Ann Example', email: 'ann@example.com', timestamp: 1_700_000_000, timezoneOffset: -120 };
 
@@ -19,25 +19,21 @@ function fsck(gitdir: string): { status: number | null; output: string } {
   return { status: r.status, output: `${r.stdout}${r.stderr}` };
 }
 
-/** A durable fs whose writeFile throws for matching paths while `armed`. */
-function failingFs(shouldFail: (path: string) => boolean): { fs: DurableFs; arm(on: boolean): void; failures(): number } {
-  const base = createDurableFs({ fsync: false });
+/** A loose-object/ref writer that throws for matching paths while `armed`. */
+function failingWriter(shouldFail: (path: string) => boolean): { writeFile(path: string, data: Buffer | string): void; arm(on: boolean): void; failures(): number } {
   let armed = false;
   let failures = 0;
-  const fs: DurableFs = {
-    fsync: false,
-    promises: {
-      ...base.promises,
-      async writeFile(path, data, options) {
-        if (armed && shouldFail(path)) {
-          failures++;
-          throw Object.assign(new Error(`injected failure writing ${path}`), { code: 'EIO' });
-        }
-        return base.promises.writeFile(path, data, options);
-      },
+  return {
+    writeFile(path, data) {
+      if (armed && shouldFail(path)) {
+        failures++;
+        throw Object.assign(new Error(`injected failure writing ${path}`), { code: 'EIO' });
+      }
+      writeFileAtomicSync(path, data);
     },
+    arm: (on) => (armed = on),
+    failures: () => failures,
   };
-  return { fs, arm: (on) => (armed = on), failures: () => failures };
 }
 
 describe('kernel/durable-fs', () => {
@@ -118,6 +114,7 @@ describe('kernel/git-store', function () {
     });
     expect(store.head()).to.equal(c1.commit);
     expect(c1.blobs).to.deep.equal({ [p1]: store.blobOid('one\n'), [p2]: store.blobOid('two\n') });
+    await store.settled(); // git processes see acknowledged commits once written out
     expect(gitCli(gitdir, ['rev-parse', 'refs/heads/main']).trim()).to.equal(c1.commit);
 
     const c2 = await store.commit({
@@ -131,6 +128,7 @@ describe('kernel/git-store', function () {
     });
     expect(c2.blobs).to.deep.equal({ [p1]: store.blobOid('one v2\n'), [p2]: null });
     expect(store.head()).to.equal(c2.commit);
+    await store.settled(); // git processes see acknowledged commits once written out
     expect(gitCli(gitdir, ['rev-parse', 'HEAD^']).trim()).to.equal(c1.commit);
     const files = await store.loadFiles('nodes/');
     expect(files).to.deep.equal([{ path: p1, oid: store.blobOid('one v2\n'), content: 'one v2\n' }]);
@@ -171,6 +169,7 @@ describe('kernel/git-store', function () {
         expectedParent: store.head(),
       });
     }
+    await store.settled(); // git processes see acknowledged commits once written out
     const r = fsck(gitdir);
     expect(r.output).to.equal('');
     expect(r.status).to.equal(0);
@@ -196,6 +195,7 @@ describe('kernel/git-store', function () {
       message: 'create a\n\ninternal: true',
       expectedParent: null,
     });
+    await store.settled(); // git processes see acknowledged commits once written out
     const out = gitCli(gitdir, ['log', '-1', '--format=%an|%ae|%at|%ai|%cn|%ce|%ci|%B']);
     expect(out).to.equal(
       'Ann Example|ann@example.com|1700000000|2023-11-15 00:13:20 +0200|Bob b|bob@example.com|2023-11-14 16:45:00 -0530|create a\n\ninternal: true\n\n',
@@ -216,6 +216,7 @@ describe('kernel/git-store', function () {
       .catch((e: unknown) => (err = e));
     expect(err).to.be.instanceOf(HeadMismatchError);
     expect(store.head()).to.equal(c1.commit);
+    await store.settled(); // git processes see acknowledged commits once written out
     expect(gitCli(gitdir, ['rev-parse', 'HEAD']).trim()).to.equal(c1.commit);
     expect((await store.listFiles('')).map((f) => f.path)).to.deep.equal(['nodes/x/00/a.md']);
   });
@@ -253,14 +254,17 @@ describe('kernel/git-store', function () {
       expectedParent: null,
     });
     await store.commit({ changes: [{ path: a, content: null }], author: ann, message: 'del', expectedParent: c1.commit });
+    await store.settled(); // git processes see acknowledged commits once written out
     const trees = gitCli(gitdir, ['ls-tree', '-r', '-t', '--name-only', 'HEAD']).trim().split('\n');
     expect(trees).to.deep.equal(['nodes', 'nodes/person', b.split('/').slice(0, 3).join('/'), b]);
     // and everything: the root becomes the empty tree
     await store.commit({ changes: [{ path: b, content: null }], author: ann, message: 'del all', expectedParent: store.head() });
+    await store.settled();
     expect(gitCli(gitdir, ['ls-tree', '-r', '-t', 'HEAD']).trim()).to.equal('');
     expect(fsck(gitdir).status).to.equal(0);
     // and recreate afterwards
     await store.commit({ changes: [{ path: a, content: 'again' }], author: ann, message: 'again', expectedParent: store.head() });
+    await store.settled();
     expect(gitCli(gitdir, ['show', `HEAD:${a}`])).to.equal('again');
     expect(fsck(gitdir).status).to.equal(0);
   });
@@ -276,47 +280,43 @@ describe('kernel/git-store', function () {
   });
 
   for (const where of ['object', 'ref'] as const) {
-    it(`leaves head and tree cache unchanged when a ${where} write fails, and recovers`, async () => {
-      await store.close();
-      // fail the third object written (and isomorphic-git's mkdir+retry of it), or the ref
+    /** fails the third object file written, or the ref */
+    const victimOf = (): ((p: string) => boolean) => {
       let objectWrites = 0;
       let victim = '';
-      const ff = failingFs((p) => {
+      return (p) => {
         if (where === 'ref') return p.endsWith('/refs/heads/main');
         if (!p.includes('/objects/')) return false;
         if (++objectWrites === 3) victim = p;
         return p === victim;
-      });
-      store = await openGitStore(gitdir, { fs: ff.fs });
-      const a = 'nodes/t/00/a.md';
-      const b = 'nodes/t/00/b.md';
-      const c = 'nodes/t/00/c.md';
-      const other = 'nodes/u/11/o.md';
-      const c1 = await store.commit({
-        changes: [
-          { path: a, content: 'a1' },
-          { path: other, content: 'o1' },
-        ],
-        author: ann,
-        message: 'c1',
-        expectedParent: null,
-      });
-      ff.arm(true);
+      };
+    };
+    const a = 'nodes/t/00/a.md';
+    const b = 'nodes/t/00/b.md';
+    const c = 'nodes/t/00/c.md';
+    const other = 'nodes/u/11/o.md';
+    const second = (parent: string) => ({
+      changes: [
+        { path: a, content: 'a2' },
+        { path: b, content: 'b2' },
+        { path: other, content: null },
+      ],
+      author: ann,
+      message: 'second',
+      expectedParent: parent,
+    });
+    const first = { changes: [{ path: a, content: 'a1' }, { path: other, content: 'o1' }], author: ann, message: 'c1', expectedParent: null };
+
+    it(`without a journal: a failed ${where} write fails the commit and leaves head and tree cache unchanged`, async () => {
+      await store.close();
+      const fw = failingWriter(victimOf());
+      store = await openGitStore(gitdir, { fsync: false, writeFile: fw.writeFile });
+      const c1 = await store.commit(first);
+      fw.arm(true);
       let err: unknown;
-      await store
-        .commit({
-          changes: [
-            { path: a, content: 'a2' },
-            { path: b, content: 'b2' },
-            { path: other, content: null },
-          ],
-          author: ann,
-          message: 'fails',
-          expectedParent: c1.commit,
-        })
-        .catch((e: unknown) => (err = e));
-      ff.arm(false);
-      expect(ff.failures()).to.be.greaterThan(0);
+      await store.commit(second(c1.commit)).catch((e: unknown) => (err = e));
+      fw.arm(false);
+      expect(fw.failures()).to.be.greaterThan(0);
       expect(String(err)).to.contain('injected failure');
       expect(store.head()).to.equal(c1.commit);
       expect(gitCli(gitdir, ['rev-parse', 'HEAD']).trim()).to.equal(c1.commit);
@@ -331,7 +331,69 @@ describe('kernel/git-store', function () {
       ]);
       expect(fsck(gitdir).status).to.equal(0);
     });
+
+    it(`with the journal: a failed ${where} write-out after the acknowledgement stops commits; reopening recovers every acknowledged one`, async () => {
+      await store.close();
+      const fw = failingWriter(victimOf());
+      store = await openGitStore(gitdir, { writeFile: fw.writeFile, checkpointIdleMs: 60_000, writeOutLagMs: 60_000 });
+      const c1 = await store.commit(first);
+      await store.settled();
+      fw.arm(true);
+      const c2 = await store.commit(second(c1.commit)); // acknowledged: the journal has it
+      expect(store.head()).to.equal(c2.commit);
+      await store.settled();
+      fw.arm(false);
+      expect(fw.failures()).to.be.greaterThan(0);
+      // reads still answer from memory; further commits are refused until the store is reopened
+      expect((await store.readBlob(c2.blobs[b]!)).toString()).to.equal('b2');
+      let err: unknown;
+      await store.commit({ changes: [{ path: c, content: 'c3' }], author: ann, message: 'c3', expectedParent: c2.commit }).catch((e: unknown) => (err = e));
+      expect(String(err)).to.contain('needs reopening');
+      await store.close();
+
+      store = await openGitStore(gitdir);
+      expect(store.head()).to.equal(c2.commit);
+      expect(gitCli(gitdir, ['rev-parse', 'HEAD']).trim()).to.equal(c2.commit);
+      const files = await store.loadFiles('');
+      expect(files.map((f) => [f.path, f.content])).to.deep.equal([
+        [a, 'a2'],
+        [b, 'b2'],
+      ]);
+      expect(fsck(gitdir).status).to.equal(0);
+    });
   }
+
+  it('git processes see acknowledged commits after settled(), and on their own after the write-out lag', async () => {
+    await store.close();
+    store = await openGitStore(gitdir, { writeOutLagMs: 50, checkpointIdleMs: 60_000 });
+    const c1 = await store.commit({ changes: [{ path: 'nodes/t/00/a.md', content: 'one' }], author: ann, message: 'm', expectedParent: null });
+    const c2 = await store.commit({ changes: [{ path: 'nodes/t/00/a.md', content: 'two' }], author: ann, message: 'm', expectedParent: c1.commit });
+    // in-process reads never wait
+    expect(await store.readBlob(c2.blobs['nodes/t/00/a.md']!)).to.equal('two');
+    await new Promise((r) => setTimeout(r, 400));
+    expect(gitCli(gitdir, ['rev-parse', 'HEAD']).trim()).to.equal(c2.commit);
+    const c3 = await store.commit({ changes: [{ path: 'nodes/t/00/a.md', content: 'three' }], author: ann, message: 'm', expectedParent: c2.commit });
+    await store.settled();
+    expect(gitCli(gitdir, ['show', 'HEAD:nodes/t/00/a.md'])).to.equal('three');
+    expect(gitCli(gitdir, ['rev-parse', 'HEAD']).trim()).to.equal(c3.commit);
+    // runGit-backed reads settle by themselves
+    const c4 = await store.commit({ changes: [{ path: 'nodes/t/00/b.md', content: 'b' }], author: ann, message: 'm', expectedParent: c3.commit });
+    expect((await store.listFiles('nodes/')).map((f) => f.path)).to.deep.equal(['nodes/t/00/a.md', 'nodes/t/00/b.md']);
+    expect(gitCli(gitdir, ['rev-parse', 'HEAD']).trim()).to.equal(c4.commit);
+    expect(fsck(gitdir).status).to.equal(0);
+  });
+
+  it('checkpoints with per-file fsync where syncfs is not used', async () => {
+    await store.close();
+    store = await openGitStore(gitdir, { syncfs: false, checkpointEvery: 3, checkpointIdleMs: 60_000 });
+    for (let i = 0; i < 7; i++) {
+      await store.commit({ changes: [{ path: `nodes/t/0${i}/f.md`, content: `f${i}` }], author: ann, message: `m${i}`, expectedParent: store.head() });
+    }
+    await store.close();
+    store = await openGitStore(gitdir);
+    expect((await store.loadFiles('nodes/')).length).to.equal(7);
+    expect(fsck(gitdir).status).to.equal(0);
+  });
 
   it('reopens an existing repo with the same head and files', async () => {
     const c1 = await store.commit({
@@ -349,6 +411,7 @@ describe('kernel/git-store', function () {
     expect(store.head()).to.equal(c1.commit);
     expect(await store.loadFiles('nodes/')).to.deep.equal(before);
     const c2 = await store.commit({ changes: [{ path: nodePath('task', 'r1'), content: null }], author: ann, message: 'm', expectedParent: c1.commit });
+    await store.settled(); // git processes see acknowledged commits once written out
     expect(gitCli(gitdir, ['ls-tree', '-r', '--name-only', c2.commit]).trim()).to.equal(nodePath('task', 'r2'));
   });
 
@@ -452,6 +515,7 @@ describe('kernel/git-store', function () {
       ),
     );
     expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'rejected']);
+    await store.settled(); // git processes see acknowledged commits once written out
     expect(gitCli(gitdir, ['show', 'HEAD:nodes/a/00/x.md'])).to.equal('1');
   });
 
@@ -509,12 +573,34 @@ describe('kernel/git-store', function () {
       expect(records()).to.have.length(1);
       await store.commit({ changes: [{ path: paths[0]!, content: '2' }], author: ann, message: 'm', expectedParent: store.head() });
       await store.close(); // waits for the queued checkpoint
-      expect(statSync(journalPath()).size).to.equal(0);
+      expect(records()).to.have.length(0);
       store = await openGitStore(gitdir, { checkpointIdleMs: 30, checkpointOnClose: false });
       await store.commit({ changes: [{ path: paths[0]!, content: '3' }], author: ann, message: 'm', expectedParent: store.head() });
       expect(records()).to.have.length(1);
       await new Promise((r) => setTimeout(r, 200));
-      expect(statSync(journalPath()).size).to.equal(0);
+      expect(records()).to.have.length(0);
+    });
+
+    it('reuses the file in place after a checkpoint; stale records of the old epoch are never replayed', async () => {
+      await store.close();
+      store = await openGitStore(gitdir, { checkpointEvery: 3, checkpointIdleMs: 60_000, checkpointOnClose: false });
+      const same = (content: string) => ({ changes: [{ path: paths[0]!, content }], author: ann, message: 'same size', expectedParent: store.head() });
+      for (const c of ['a', 'b', 'c']) await store.commit(same(c)); // the third one queues a checkpoint
+      for (let i = 0; i < 100 && records().length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+      const sizeAfterCheckpoint = statSync(journalPath()).size;
+      expect(sizeAfterCheckpoint).to.be.greaterThan(0); // blocks kept for reuse
+      expect(records()).to.have.length(0);
+      const d = await store.commit(same('d')); // same length as the old first record: old records line up after it
+      const e = await store.commit(same('e'));
+      expect(statSync(journalPath()).size).to.equal(sizeAfterCheckpoint); // overwritten in place, not grown
+      const recs = records();
+      expect(recs.map((r) => r.commit)).to.deep.equal([d.commit, e.commit]);
+      await store.close(); // as a crash would: no checkpoint
+      // recovery replays exactly d and e (the old third record after them is never applied)
+      store = await openGitStore(gitdir);
+      expect(store.head()).to.equal(e.commit);
+      expect((await store.loadFiles('')).map((f) => f.content)).to.deep.equal(['e']);
+      expect(fsck(gitdir).status).to.equal(0);
     });
 
     it('recovers missing objects and a ref that is behind', async () => {
