@@ -6,7 +6,10 @@
  *   u32be payload length | u32be crc32(payload) | payload
  *   payload = u32be epoch | commit oid (20 bytes) | parent oid (20 bytes, zeros for none) |
  *             u32be count |
- *             count x ( u8 type (1 blob, 2 tree, 3 commit) | oid (20) | u32be len | deflated bytes )
+ *             count x ( u8 type (1 blob, 2 tree, 3 commit) | oid (20) | u32be len | body )
+ *
+ * Bodies are stored raw: nothing is deflated on the acknowledgement path; the write-out
+ * deflates them once, into a pack.
  *
  * The ref value a record sets is its commit oid. Records form a chain (each record's parent
  * is the previous record's commit, the first one's parent is the ref as of the last
@@ -37,7 +40,8 @@ export type ObjectType = 'blob' | 'tree' | 'commit';
 export interface JournalObject {
   type: ObjectType;
   oid: string;
-  deflated: Buffer;
+  /** the object's content, without git's `<type> <size>\0` header */
+  body: Buffer;
 }
 export interface JournalRecord {
   /** set by the writer; records of one epoch are the live journal */
@@ -77,8 +81,8 @@ export function encodeRecord(rec: JournalRecord): Buffer {
     const h = Buffer.alloc(25);
     h[0] = TYPE_CODES[o.type];
     Buffer.from(o.oid, 'hex').copy(h, 1);
-    h.writeUInt32BE(o.deflated.length, 21);
-    parts.push(h, o.deflated);
+    h.writeUInt32BE(o.body.length, 21);
+    parts.push(h, o.body);
   }
   const buf = Buffer.concat(parts);
   const payload = buf.subarray(8);
@@ -104,7 +108,7 @@ function decodePayload(p: Buffer): JournalRecord | null {
     const len = p.readUInt32BE(pos + 21);
     pos += 25;
     if (pos + len > p.length) return null;
-    objects.push({ type, oid, deflated: Buffer.from(p.subarray(pos, pos + len)) });
+    objects.push({ type, oid, body: Buffer.from(p.subarray(pos, pos + len)) });
     pos += len;
   }
   if (pos !== p.length) return null;
