@@ -113,7 +113,8 @@ const BOOT_FAILURES_BEFORE_GIVING_UP = 3;
 const MAX_STARVATION_EXTENSION_MS = 1000;
 const STDERR_TAIL_CHARS = 2048;
 const FAILURE_KINDS: ReadonlySet<string> = new Set<HookFailureKind>(['timeout', 'memory', 'threw', 'compile', 'crashed', 'malformed']);
-const WORKER_PATH = fileURLToPath(new URL('./worker.mjs', import.meta.url));
+// '../sandbox/': the same file from sandbox/index.ts and from the dist/ bundle
+const WORKER_PATH = fileURLToPath(new URL('../sandbox/worker.mjs', import.meta.url));
 
 interface WorkerRequest {
   i: number;

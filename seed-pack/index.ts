@@ -10,7 +10,8 @@ export const SEED_VERSION = '1';
 /** Hook sources are capped so a schema node cannot smuggle megabytes into every isolate. */
 export const HOOK_SOURCE_MAX = 16 * 1024;
 
-const hookTemplate = (name: string) => readFileSync(new URL(`./hooks/${name}.js`, import.meta.url), 'utf8').trim();
+// '../seed-pack/': the same directory from seed-pack/index.ts and from the dist/ bundle
+const hookTemplate = (name: string) => readFileSync(new URL(`../seed-pack/hooks/${name}.js`, import.meta.url), 'utf8').trim();
 const transitionTemplate = hookTemplate('status-transition');
 const validateTemplate = hookTemplate('validate-fields');
 

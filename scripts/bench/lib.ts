@@ -313,13 +313,24 @@ export interface ServerChild {
   stop(hard?: boolean): Promise<void>;
 }
 
+let bundled = false;
+/** `npm run build` once per benchmark process: the dist/ bundle `npm start` runs. */
+function ensureBundle(): void {
+  if (bundled) return;
+  const r = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  if (r.status !== 0) throw new Error(`npm run build failed (${r.status})`);
+  bundled = true;
+}
+
 /**
- * Starts `workgraph serve` (exactly as `npm start` does) on `dataDir` with PORT=0 and resolves
- * when it prints its `listening on` line.
+ * Starts `workgraph serve` exactly as `npm start` does (`node --no-node-snapshot
+ * dist/workgraph.mjs serve`, the bundle built first, not timed) on `dataDir` with PORT=0, and
+ * resolves when it prints its `listening on` line.
  */
 export function startServerProcess(dataDir: string, env: Record<string, string> = {}, timeoutMs = 120_000): Promise<ServerChild> {
+  ensureBundle();
   const t0 = nowMs();
-  const child = spawn(process.execPath, [...NODE_ARGS, join(ROOT, 'scripts', 'workgraph.ts'), 'serve'], {
+  const child = spawn(process.execPath, ['--no-node-snapshot', join(ROOT, 'dist', 'workgraph.mjs'), 'serve'], {
     cwd: ROOT,
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', SVC_DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

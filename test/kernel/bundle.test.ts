@@ -1,0 +1,130 @@
+/**
+ * `npm start` runs the esbuild bundle (`npm run build` -> dist/workgraph.mjs), not the
+ * TypeScript sources the rest of the suite imports. This drives the bundled server over
+ * HTTP and MCP through every plugin's routes, so a module the bundle breaks (a lazy
+ * import, a package that resolves files at run time) fails here.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { expect } from 'chai';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+
+describe('the bundled server (dist/workgraph.mjs, what `npm start` runs)', function () {
+  this.timeout(120_000);
+  let dataDir: string;
+  let child: ChildProcess;
+  let url = '';
+  let token = '';
+  let output = '';
+
+  const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; json: any; text: string }> => {
+    const res = await fetch(url + path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let json: any;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, json, text };
+  };
+
+  before(async () => {
+    const build = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, encoding: 'utf8' });
+    expect(build.status, build.stderr).to.equal(0);
+    dataDir = mkdtempSync(join(tmpdir(), 'wg-bundle-'));
+    child = spawn(process.execPath, ['--no-node-snapshot', join(ROOT, 'dist', 'workgraph.mjs'), 'serve'], {
+      cwd: ROOT,
+      env: { ...process.env, SVC_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+    const deadline = Date.now() + 60_000;
+    while (!/listening on (http:\/\/\S+)/.test(output)) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`bundled server did not start:\n${output}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    url = /listening on (http:\/\/\S+)/.exec(output)![1]!;
+    token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+  });
+
+  after(async () => {
+    if (child && child.exitCode === null) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('serves writes and every plugin read over HTTP', async () => {
+    expect((await fetch(`${url}/healthz`)).status).to.equal(200);
+    const put = await api('POST', '/v1/nodes', {
+      nodes: [
+        { node: { id: 'proj-b', type: 'proj', summary: 'Bundle project' } },
+        { node: { id: 'task-b1', type: 'task', summary: 'Bundle task one', project: 'proj-b' } },
+        { node: { id: 'task-b2', type: 'task', summary: 'Bundle task two', project: 'proj-b' } },
+      ],
+    });
+    expect(put.status, put.text).to.equal(200);
+    expect((await api('POST', '/v1/nodes/task-b1/edges', { type: 'blocks', to: 'task-b2' })).status).to.equal(200);
+    expect((await api('POST', '/v1/nodes/task-b1/priority', { priority: 'p1' })).status).to.equal(200);
+    expect((await api('POST', '/v1/nodes/task-b2/status', { status: 'blocked' })).status).to.equal(200);
+    for (const path of [
+      '/v1/status?titles=1',
+      '/v1/me',
+      '/v1/schema?code=1',
+      '/v1/nodes/task-b1',
+      '/v1/nodes/task-b1/history',
+      '/v1/changes',
+      '/v1/queue',
+      '/v1/work',
+      '/v1/lens',
+      '/v1/analytics',
+      '/v1/admin/people',
+      '/v1/agents',
+    ]) {
+      const r = await api('GET', path);
+      expect(r.status, `${path}: ${r.text.slice(0, 300)}`).to.equal(200);
+    }
+    const history = (await api('GET', '/v1/nodes/task-b1/history')).json;
+    const detail = await api('GET', `/v1/nodes/task-b1/history/${history.history[0].sha}`);
+    expect(detail.status, detail.text).to.equal(200);
+    expect(detail.json.patch).to.include('+priority: p1');
+    const tar = await fetch(`${url}/v1/export`, { headers: { authorization: `Bearer ${token}` } });
+    expect(tar.status).to.equal(200);
+    expect((await tar.arrayBuffer()).byteLength).to.be.greaterThan(1024);
+    const capture = await api('POST', '/v1/capture', { text: 'Bundle capture: the importer drops rows on DST boundaries.' });
+    expect(capture.status, capture.text).to.be.oneOf([200, 201]);
+    const gardener = await api('POST', '/v1/gardener', {});
+    expect(gardener.status, gardener.text).to.be.below(500);
+  });
+
+  it('answers MCP tools and the MCP App resource with the same bytes as REST', async () => {
+    const client = new Client({ name: 'bundle-test', version: '0.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    try {
+      const { tools } = await client.listTools();
+      const names = tools.map((t) => t.name);
+      for (const n of ['get_node', 'put_node', 'schema', 'hello_mcp_app', 'show_queue', 'node_history']) expect(names).to.include(n);
+      const viaTool = (await client.callTool({ name: 'get_node', arguments: { id: 'task-b1' } })) as { content: Array<{ text: string }> };
+      expect(viaTool.content[0]!.text).to.equal((await api('GET', '/v1/nodes/task-b1')).text);
+      const { resources } = await client.listResources();
+      const app = resources.find((r) => r.uri.startsWith('ui://'));
+      expect(app, 'an MCP App ui:// resource').to.not.equal(undefined);
+      const read = await client.readResource({ uri: app!.uri });
+      expect(read.contents[0]!.mimeType).to.equal('text/html;profile=mcp-app');
+    } finally {
+      await client.close();
+    }
+  });
+});
