@@ -67,6 +67,12 @@ export function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 
+/** SHA-256 of a token as bytes and hex. */
+export function hashTokenBytes(token: string): { digest: Buffer; hash: string } {
+  const digest = createHash('sha256').update(token).digest();
+  return { digest, hash: digest.toString('hex') };
+}
+
 export function hashPrefix(hash: string): string {
   return hash.slice(0, 12);
 }
@@ -120,6 +126,10 @@ export class TokenStore {
   private mtimeMs = -1;
   private readonly file: string;
   private pendingLastUsed = new Map<string, string>();
+  /** the stored hash of each record as bytes, for the constant-time compare */
+  private hashBytes = new WeakMap<TokenRecord, Buffer>();
+  /** when each token's last_used was last moved (ms): it is kept to the second */
+  private touchedAt = new Map<string, number>();
   /** bumped whenever the set of records may have changed (reload or mutation) */
   version = 0;
 
@@ -155,12 +165,16 @@ export class TokenStore {
     return [...this.records.keys()];
   }
 
-  /** Constant-time comparison of the stored hash against the presented one. */
-  find(hash: string): TokenRecord | undefined {
+  /** Constant-time comparison of the stored hash against the presented one (`digest`: its bytes, when the caller has them). */
+  find(hash: string, digest?: Buffer): TokenRecord | undefined {
     const record = this.records.get(hash);
     if (!record) return undefined;
-    const a = Buffer.from(record.hash, 'hex');
-    const b = Buffer.from(hash, 'hex');
+    let a = this.hashBytes.get(record);
+    if (!a) {
+      a = Buffer.from(record.hash, 'hex');
+      this.hashBytes.set(record, a);
+    }
+    const b = digest ?? Buffer.from(hash, 'hex');
     return a.length === b.length && timingSafeEqual(a, b) ? record : undefined;
   }
 
@@ -183,7 +197,11 @@ export class TokenStore {
   }
 
   /** last_used is advisory: kept in memory and written with the next mutation or flush. */
-  touch(hash: string, at: string): void {
+  touch(hash: string, nowMs: number): void {
+    const last = this.touchedAt.get(hash);
+    if (last !== undefined && nowMs - last < 1000 && nowMs >= last) return; // last_used is kept to the second
+    this.touchedAt.set(hash, nowMs);
+    const at = new Date(nowMs).toISOString();
     const r = this.records.get(hash);
     if (r) r.last_used = at;
     this.pendingLastUsed.set(hash, at);

@@ -43,7 +43,22 @@ export function createApp(services: KernelServices): Koa {
     if (err.code && CLIENT_GONE.has(err.code)) return;
     services.log.error('response error', { error: err.stack ?? err.message });
   });
-  const router = new Router();
+  // One router per first segment after /v1/ (`nodes`, `queue`, ...) plus one for the rest:
+  // @koa/router tests every route's pattern on every request, so a request only meets the
+  // routes that share its first segment (all routes of one path are in the same group, so
+  // 405 answers stay whole).
+  const groups = new Map<string, Router>();
+  const groupOf = (path: string): string => (path.startsWith('/v1/') ? (path.slice(4).split('/', 1)[0] ?? '') : '');
+  const routerFor = (path: string): Router => {
+    const key = groupOf(path);
+    let r = groups.get(key);
+    if (!r) {
+      r = new Router();
+      groups.set(key, r);
+    }
+    return r;
+  };
+  const router = routerFor('/');
 
   app.use(async (ctx, next) => {
     try {
@@ -90,7 +105,8 @@ export function createApp(services: KernelServices): Koa {
         send(ctx, route, result);
       };
       const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
-      router[method](route.path, handler as unknown as Parameters<typeof router.get>[1]);
+      if (/^\/v1\/:/.test(route.path)) throw new Error(`${plugin.name}: route ${route.path} needs a literal first segment after /v1/`);
+      routerFor(route.path)[method](route.path, handler as unknown as Parameters<typeof router.get>[1]);
     }
   }
 
@@ -127,8 +143,14 @@ export function createApp(services: KernelServices): Koa {
     await transport.handleRequest(ctx.req, ctx.res, body);
   });
 
-  app.use(router.routes());
-  app.use(router.allowedMethods({ throw: false }));
+  const chains = new Map<string, Koa.Middleware>();
+  for (const [key, r] of groups) {
+    const routes = r.routes();
+    const allowed = r.allowedMethods({ throw: false });
+    chains.set(key, (ctx, next) => routes(ctx as never, () => allowed(ctx as never, next)));
+  }
+  const rest = chains.get('')!;
+  app.use((ctx, next) => (chains.get(groupOf(ctx.path)) ?? rest)(ctx, next));
   return app;
 }
 

@@ -8,7 +8,7 @@ import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Sandbox } from '../sandbox/index.js';
 import type { Actor } from './actor.js';
-import { generateToken, hashToken, isLive, isWellFormedToken, newTokenRecord, type TokenRecord } from './auth.js';
+import { generateToken, hashTokenBytes, isLive, isWellFormedToken, newTokenRecord, type TokenRecord } from './auth.js';
 import type { Clock, Logger } from './config.js';
 import { errors } from './errors.js';
 import type { PluginDef } from './plugin.js';
@@ -145,17 +145,17 @@ export class TenantManager {
    */
   authenticate(token: string | undefined): { tenant: Tenant; actor: Actor } {
     if (!token || !isWellFormedToken(token)) throw errors.unauthorized();
-    const hash = hashToken(token);
+    const { hash, digest } = hashTokenBytes(token);
     let org = this.tokenOwners.get(hash);
     if (!org) {
       for (const t of this.tenants.values()) this.refreshTokens(t);
       org = this.tokenOwners.get(hash);
     }
     const tenant = org ? this.tenants.get(org) : undefined;
-    const record = tenant?.tokens.find(hash);
+    const record = tenant?.tokens.find(hash, digest);
     const now = this.options.clock.now();
     if (!tenant || !record || !isLive(record, now)) throw errors.unauthorized();
-    tenant.tokens.touch(hash, new Date(now).toISOString());
+    tenant.tokens.touch(hash, now);
     return { tenant, actor: actorFor(tenant, record) };
   }
 
