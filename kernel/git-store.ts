@@ -1065,10 +1065,11 @@ async function recoverJournal(dir: string, readRef: () => Promise<string | null>
   let n = records.length ? 1 : 0;
   while (n < records.length && records[n]!.parent === records[n - 1]!.commit) n++;
   const chain = records.slice(0, n);
-  // temp files of a pack write-out that a crash interrupted (only this process writes here)
+  // temp files of one of our pack write-outs that a crash interrupted (git's own temp files,
+  // tmp_pack_*, may belong to a repack still running and are left to git)
   try {
     for (const name of await fsp.readdir(`${dir}/objects/pack`)) {
-      if (/^tmp_(pack|idx)_/.test(name)) await fsp.unlink(`${dir}/objects/pack/${name}`).catch(() => undefined);
+      if (/^tmp_wg(pack|idx)_/.test(name)) await fsp.unlink(`${dir}/objects/pack/${name}`).catch(() => undefined);
     }
   } catch {
     // no pack directory yet

@@ -165,10 +165,10 @@ export async function writePack(gitdir: string, objects: PackObject[], durable: 
   const dir = `${gitdir}/objects/pack`;
   mkdirSync(dir, { recursive: true });
   const { pack, idx, name } = buildPack(objects);
-  const tmpPack = writeTemp(dir, 'tmp_pack', pack, durable);
+  const tmpPack = writeTemp(dir, 'tmp_wgpack', pack, durable);
   let tmpIdx: string | null = null;
   try {
-    tmpIdx = writeTemp(dir, 'tmp_idx', idx, durable);
+    tmpIdx = writeTemp(dir, 'tmp_wgidx', idx, durable);
     renameSync(tmpPack, `${dir}/${name}.pack`);
     renameSync(tmpIdx, `${dir}/${name}.idx`);
   } catch (err) {

@@ -125,7 +125,9 @@ describe('crash safety: SIGKILL mid-burst with fsync on', function () {
       const burst = Array.from({ length: WORKERS }, (_, w) => worker(w));
       // kill at a random moment once the burst is under way (some writes acknowledged, more in flight)
       while (acksThisRound < 3) await new Promise((r) => setTimeout(r, 5));
-      const delay = Math.floor(Math.random() * 400);
+      // odd rounds run past the 1 s write-out lag, so the kill can land inside a checkpoint
+      // (pack, index and ref being written) as well as between acknowledgements
+      const delay = round % 2 === 0 ? Math.floor(Math.random() * 400) : 1000 + Math.floor(Math.random() * 900);
       await new Promise((r) => setTimeout(r, delay));
       await killHard(server.child);
       stop = true;

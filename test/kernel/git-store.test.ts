@@ -636,11 +636,11 @@ describe('kernel/git-store', function () {
       const commits = await uncheckpointed();
       const packDir = join(gitdir, 'objects', 'pack');
       mkdirSync(packDir, { recursive: true });
-      writeFileSync(join(packDir, 'tmp_pack_123_a'), Buffer.alloc(5000, 1));
-      writeFileSync(join(packDir, 'tmp_idx_123_b'), Buffer.alloc(100));
+      writeFileSync(join(packDir, 'tmp_wgpack_123_a'), Buffer.alloc(5000, 1));
+      writeFileSync(join(packDir, 'tmp_wgidx_123_b'), Buffer.alloc(100));
       writeFileSync(refPath(), '');
       await expectRecovered(commits[2]!, 3);
-      expect(readdirSync(packDir).filter((n) => n.startsWith('tmp_'))).to.deep.equal([]);
+      expect(readdirSync(packDir).filter((n) => n.startsWith('tmp_wg'))).to.deep.equal([]);
     });
 
     it('drops a torn last record (never acknowledged) and one with a bad crc', async () => {
