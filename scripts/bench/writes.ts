@@ -4,8 +4,9 @@
  *
  *   ours (tenant.write)   in-process, sequential: one `tenant.write` per node update, one commit
  *                         each, through the whole write path (ajv, seed-pack hooks in the
- *                         sandbox, serialization, git objects + ref fsynced, index update).
- *                         This is the headline number.
+ *                         sandbox, serialization, journal record fdatasynced, index update);
+ *                         each timed block ends with the checkpoint that writes its commits
+ *                         out (one fsynced pack, the ref fsynced). This is the headline number.
  *   ours (HTTP)           the real server process (`workgraph serve`, fsync on), POST /v1/nodes
  *                         with one node per request (markdown string, if_exists=update +
  *                         revision), 1 and 4 concurrent keep-alive clients.
@@ -351,6 +352,9 @@ export async function main(): Promise<void> {
       const to = Math.min(N_OURS, from + oursPer);
       await ours.time(to - from, async () => {
         for (let k = from; k < to; k++) block.push(await write(k));
+        // timed too: the checkpoint that writes the block's commits out as a pack and moves
+        // the ref (a lag timer would otherwise do it while the other contenders run)
+        await tenant.store.settled();
       });
       changes.push(...block);
       const h1 = takeHttp(httpPer);
