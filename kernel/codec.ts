@@ -538,6 +538,25 @@ export function parseStoredNode(text: string): ParsedNode {
   return parseStoredNodeFast(text) ?? parseNodeMarkdown(text);
 }
 
+/**
+ * Client markdown: when the text is byte for byte what `serializeNode` writes for what the
+ * fast path read from it (a client that read a node and changed a value), the fast path's
+ * result is the canonical one (the equivalence property covers every serializer output);
+ * anything else goes through `parseNodeMarkdown`. Saves the unified parse (~0.7 ms) on
+ * round-tripped nodes.
+ */
+export function parseClientMarkdown(text: string): ParsedNode {
+  const fast = parseStoredNodeFast(text);
+  if (fast) {
+    try {
+      if (serializeNode(fast.frontmatter, fast.body) === text) return fast;
+    } catch {
+      // not serializable as it is: the canonical parser gives the precise error
+    }
+  }
+  return parseNodeMarkdown(text);
+}
+
 /** The fast path alone: `undefined` when the text is not in the serializer's shape. */
 export function parseStoredNodeFast(text: string): ParsedNode | undefined {
   if (!text.startsWith('---\n')) return undefined;

@@ -101,8 +101,15 @@ function writeTemp(dir: string, prefix: string, buf: Buffer, durable: boolean): 
   return path;
 }
 
-/** The pack bytes and the index bytes of `objects` (duplicates by oid dropped). */
-export function buildPack(objects: PackObject[]): { pack: Buffer; idx: Buffer; name: string; count: number } {
+/** objects compressed per event-loop turn while a pack is built */
+const BUILD_SLICE = 128;
+
+/**
+ * The pack bytes and the index bytes of `objects` (duplicates by oid dropped). Yields to the
+ * event loop every `BUILD_SLICE` objects: a checkpoint after a burst compresses thousands of
+ * objects, and reads keep being answered meanwhile.
+ */
+export async function buildPack(objects: PackObject[]): Promise<{ pack: Buffer; idx: Buffer; name: string; count: number }> {
   const unique = new Map<string, PackObject>();
   for (const o of objects) if (!unique.has(o.oid)) unique.set(o.oid, o);
   const list = [...unique.values()];
@@ -115,7 +122,9 @@ export function buildPack(objects: PackObject[]): { pack: Buffer; idx: Buffer; n
   parts.push(head);
   let offset = 12;
   const entries: Array<{ oid: Buffer; offset: number; crc: number }> = [];
-  for (const o of list) {
+  for (let i = 0; i < list.length; i++) {
+    if (i > 0 && i % BUILD_SLICE === 0) await new Promise<void>((r) => setImmediate(r));
+    const o = list[i]!;
     const h = entryHeader(o.type, o.body.length);
     const z = o.type === 'tree' ? zlibStored(o.body) : deflateSync(o.body, { level: 1 });
     entries.push({ oid: Buffer.from(o.oid, 'hex'), offset, crc: crc32(z, crc32(h)) });
@@ -164,7 +173,7 @@ export function buildPack(objects: PackObject[]): { pack: Buffer; idx: Buffer; n
 export async function writePack(gitdir: string, objects: PackObject[], durable: boolean): Promise<string> {
   const dir = `${gitdir}/objects/pack`;
   mkdirSync(dir, { recursive: true });
-  const { pack, idx, name } = buildPack(objects);
+  const { pack, idx, name } = await buildPack(objects);
   const tmpPack = writeTemp(dir, 'tmp_wgpack', pack, durable);
   let tmpIdx: string | null = null;
   try {

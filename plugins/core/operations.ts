@@ -1,7 +1,7 @@
 /**
  * Core operations: one function per operation, shared by the REST route and the MCP tool.
  */
-import { CodecError, parseNodeMarkdown, type Frontmatter } from '../../kernel/codec.js';
+import { CodecError, parseClientMarkdown, type Frontmatter } from '../../kernel/codec.js';
 import { errors, isSvcError, SvcError } from '../../kernel/errors.js';
 import type { Edge } from '../../kernel/graph-index.js';
 import { StatusPayload, type OpContext } from '../../kernel/plugin.js';
@@ -116,7 +116,7 @@ interface PutEntry {
 function parseEntryNode(raw: unknown): { frontmatter: Frontmatter; body: string } {
   if (typeof raw === 'string') {
     try {
-      return parseNodeMarkdown(raw);
+      return parseClientMarkdown(raw);
     } catch (err) {
       if (err instanceof CodecError) throw errors.validation(err.message, err.errors);
       throw err;

@@ -4,6 +4,7 @@ import {
   CANONICAL_KEY_ORDER,
   CodecError,
   normalizeBody,
+  parseClientMarkdown,
   parseNodeMarkdown,
   parseStoredNode,
   parseStoredNodeFast,
@@ -509,6 +510,33 @@ describe('kernel/codec', () => {
           expect(serializeNode(canonical.frontmatter, canonical.body)).to.equal(text);
         }),
         { numRuns },
+      );
+    });
+  });
+
+  describe('parseClientMarkdown', () => {
+    it('equals parseNodeMarkdown on serializer output and on hand-written variants of it (property)', function () {
+      this.timeout(60_000);
+      fc.assert(
+        fc.property(frontmatterArb, bodyArb, fc.constantFrom('as-is', 'reordered', 'comment', 'crlf', 'single-quoted'), (fm, body, variant) => {
+          let text = serializeNode(fm, body);
+          if (variant === 'reordered') {
+            const [head, ...rest] = text.split('\n---\n');
+            const lines = head!.split('\n');
+            text = [[lines[0], ...lines.slice(1).reverse()].join('\n'), ...rest].join('\n---\n');
+          } else if (variant === 'comment') text = text.replace('---\n', '---\n# a comment\n');
+          else if (variant === 'crlf') text = text.replace(/\n/g, '\r\n');
+          else if (variant === 'single-quoted') text = text.replace(/^id: (.*)$/m, "id: '$1'");
+          let canonical: unknown;
+          try {
+            canonical = parseNodeMarkdown(text);
+          } catch (err) {
+            expect(() => parseClientMarkdown(text)).to.throw(CodecError);
+            return;
+          }
+          expect(parseClientMarkdown(text)).to.deep.equal(canonical);
+        }),
+        { numRuns: 500 },
       );
     });
   });
