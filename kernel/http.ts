@@ -93,9 +93,10 @@ export function createApp(services: KernelServices): Koa {
   for (const plugin of services.host.plugins) {
     for (const route of plugin.routes ?? []) {
       const handler = async (ctx: Koa.Context & { params: Record<string, string> }) => {
-        const body = await readBody(ctx);
+        const body = BODY_METHODS.has(ctx.method) ? await readBody(ctx) : undefined;
         const req = routeRequest(ctx, ctx.params ?? {}, body);
-        const identity = await resolveIdentity(ctx, route, req);
+        // token routes authenticate synchronously; only ticket routes may need to await
+        const identity = route.auth === 'ticket' ? await resolveIdentity(ctx, route, req) : authenticate(ctx);
         if (!identity) throw errors.unauthorized();
         const { tenant, actor } = identity;
         if (!services.host.usable(tenant, plugin)) throw errors.notFound(`route ${ctx.method} ${ctx.path}`);
