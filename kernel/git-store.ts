@@ -487,7 +487,10 @@ class GitStoreImpl implements GitStore {
   /** dir path ('' = root) -> tree at HEAD; only directories loaded so far */
   private trees = new Map<string, CachedTree>();
   private queue: Promise<unknown> = Promise.resolve();
+  /** set when close() starts: no timers are armed or fire after it */
+  private closing = false;
   private closed = false;
+  private journalClosed = false;
   private igCache: object = {};
   /** set when a failed commit could not be taken back out of the journal: no more commits */
   private broken: Error | null = null;
@@ -660,7 +663,7 @@ class GitStoreImpl implements GitStore {
 
   /** Runs on the queue after every successful commit: checkpoint now, or arm the idle timer. */
   private async afterCommit(): Promise<void> {
-    if (!this.journal) return;
+    if (!this.journal || this.closing) return;
     if (
       this.recordsSinceCheckpoint >= (this.opts.checkpointEvery ?? 512) ||
       this.journal.bytes >= (this.opts.checkpointBytes ?? 64 * 1024 * 1024)
@@ -671,14 +674,14 @@ class GitStoreImpl implements GitStore {
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
       this.idleTimer = null;
-      if (this.closed) return;
+      if (this.closing) return;
       this.queue = this.queue.then(() => this.checkpoint()).catch(() => undefined);
     }, this.opts.checkpointIdleMs ?? 1000);
     this.idleTimer.unref();
     if (!this.lagTimer && this.unwrittenCommits.length > 0) {
       this.lagTimer = setTimeout(() => {
         this.lagTimer = null;
-        if (!this.closed) void this.settled();
+        if (!this.closing) void this.settled();
       }, this.opts.writeOutLagMs ?? 1000);
       this.lagTimer.unref();
     }
@@ -692,7 +695,7 @@ class GitStoreImpl implements GitStore {
    * store replays it); reads keep being served from `unwritten`.
    */
   private async checkpoint(): Promise<void> {
-    if (!this.journal) return;
+    if (!this.journal || this.journalClosed) return;
     if (this.lagTimer) clearTimeout(this.lagTimer);
     this.lagTimer = null;
     if (this.broken) return;
@@ -730,7 +733,7 @@ class GitStoreImpl implements GitStore {
    */
   private maybeRepack(): void {
     const limit = this.opts.packLimit ?? PACK_LIMIT;
-    if (limit <= 0 || this.packs < limit || this.repacking || this.closed) return;
+    if (limit <= 0 || this.packs < limit || this.repacking || this.closing) return;
     this.repacking = runGitNoSettle(this.gitdir, ['repack', '-d', '-q', '-l', '--geometric=2', '--no-write-bitmap-index'])
       .then(
         () => undefined,
@@ -854,7 +857,7 @@ class GitStoreImpl implements GitStore {
 
   /** Write acknowledged commits out now, on the commit queue (a checkpoint). */
   settled(): Promise<void> {
-    if (this.unwrittenCommits.length === 0) return Promise.resolve();
+    if (this.unwrittenCommits.length === 0 || this.journalClosed) return Promise.resolve();
     const run = this.queue.then(() => this.checkpoint());
     this.queue = run.catch(() => undefined);
     return run;
@@ -987,22 +990,27 @@ class GitStoreImpl implements GitStore {
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
+    if (this.closing) return;
+    this.closing = true;
     if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = null;
-    await this.queue;
     if (this.lagTimer) clearTimeout(this.lagTimer);
+    this.idleTimer = null;
     this.lagTimer = null;
+    await this.queue;
     await this.repacking;
     this.closed = true;
     if (openStores.get(this.gitdir) === this) openStores.delete(this.gitdir);
     if (this.journal) {
       try {
         if (this.opts.checkpointOnClose !== false && !this.broken) {
-          await this.checkpoint();
-          await this.journal.truncate(0); // a clean stop leaves an empty file
-        }
+          // on the queue, behind any checkpoint a reader's settled() queued meanwhile
+          const last = this.queue.then(() => this.checkpoint());
+          this.queue = last.catch(() => undefined);
+          await last;
+          if (!this.broken) await this.journal.truncate(0); // a clean stop leaves an empty file
+        } else await this.queue;
       } finally {
+        this.journalClosed = true;
         await this.journal.close();
       }
     }

@@ -417,6 +417,23 @@ describe('kernel/git-store', function () {
     expect(fsck(gitdir).status).to.equal(0);
   });
 
+  it('close() while write-outs are queued by readers and the lag timer: one clean stop, everything written', async () => {
+    await store.close();
+    store = await openGitStore(gitdir, { writeOutLagMs: 1, checkpointIdleMs: 2 });
+    const commits: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await store.commit({ changes: [{ path: nodePath('task', `c${i}`), content: `${i}` }], author: ann, message: `m${i}`, expectedParent: store.head() });
+      commits.push(r.commit);
+    }
+    const racing = [store.settled(), store.close(), store.settled(), new Promise((r) => setTimeout(r, 5)).then(() => store.settled())];
+    await Promise.all(racing);
+    expect(statSync(join(gitdir, JOURNAL_NAME)).size).to.equal(0);
+    expect(gitCli(gitdir, ['rev-parse', 'HEAD']).trim()).to.equal(commits[4]);
+    expect(fsck(gitdir).status).to.equal(0);
+    store = await openGitStore(gitdir);
+    expect(store.head()).to.equal(commits[4]);
+  });
+
   it('reopens an existing repo with the same head and files', async () => {
     const c1 = await store.commit({
       changes: [
