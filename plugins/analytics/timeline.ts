@@ -21,6 +21,7 @@ import { commitIndexOf, type CommitIndex } from '../history/commit-index.js';
 import { streamBlobs } from './blobs.js';
 import { isActiveStatus } from './phase.js';
 import { perTenant } from '../../kernel/per-tenant.js';
+import { EventIndex } from '../../kernel/event-index.js';
 
 export interface StatusStep {
   status: string;
@@ -66,61 +67,30 @@ function factsOf(frontmatter: Frontmatter): VersionFacts {
   return { status: String(frontmatter.status ?? ''), doneEdges: doneEdgeKeys(frontmatter.edges) };
 }
 
-export class Timelines {
+export class Timelines extends EventIndex {
   private readonly steps = new Map<string, StatusStep[]>();
   /** target id -> `type\0from` -> when that edge appeared */
   private readonly doneEdgesIn = new Map<string, Map<string, number>>();
   /** source id -> its current done-making edges as `type\0to` */
   private readonly doneEdgesOut = new Map<string, Set<string>>();
-  private buffered: CommitEvent[] | null = [];
-  private building: Promise<void>;
   private readonly commits: CommitIndex;
-  private readonly unsubscribe: () => void;
 
-  constructor(private readonly tenant: Tenant) {
-    // The commit index subscribes first, so by the time an event reaches us it has it too.
+  constructor(tenant: Tenant) {
+    super(tenant, 'analytics timelines');
+    // applyEvent uses only the event; load() waits for the commit index to cover HEAD and
+    // reports the commits it replayed, so buffered events for those are not applied twice.
     this.commits = commitIndexOf(tenant);
-    this.unsubscribe = tenant.index.subscribe((event) => {
-      if (this.buffered) {
-        this.buffered.push(event);
-        return;
-      }
-      // Runs inside the kernel's commit path: never throw there; rebuild instead.
-      try {
-        this.applyEvent(event);
-      } catch (err) {
-        tenant.log.error('analytics timelines fell out of step; rebuilding', { org: tenant.org, commit: event.commit, error: String(err) });
-        this.rebuild();
-      }
-    });
-    this.building = this.build();
-    this.building.catch(() => undefined);
+    this.start();
   }
 
-  /** Resolves once the timelines cover HEAD; a failed build is retried by the next call. */
-  async ready(): Promise<void> {
-    const attempt = this.building;
-    try {
-      await attempt;
-    } catch (err) {
-      if (this.building === attempt) {
-        this.tenant.log.error('analytics timeline build failed', { org: this.tenant.org, error: String(err) });
-        this.rebuild();
-      }
-      throw err;
-    }
-  }
-
-  private rebuild(): void {
+  protected reset(): void {
     this.steps.clear();
     this.doneEdgesIn.clear();
     this.doneEdgesOut.clear();
-    this.buffered = [];
-    this.building = this.build();
-    this.building.catch(() => undefined);
   }
 
-  private async build(): Promise<void> {
+  /** Replays the commit index up to now; returns the commits it covered. */
+  protected async load(): Promise<Set<string>> {
     await this.commits.ready();
     // Everything up to now is in the commit index; later commits arrive as buffered events.
     const history = this.commits.commits.slice();
@@ -155,12 +125,10 @@ export class Timelines {
         if (f) this.record(change.id, f.status, f.doneEdges, commit.dateMs);
       }
     }
-    const pending = this.buffered ?? [];
-    this.buffered = null;
-    for (const event of pending) if (!covered.has(event.commit)) this.applyEvent(event);
+    return covered;
   }
 
-  private applyEvent(event: CommitEvent): void {
+  protected applyEvent(event: CommitEvent): void {
     const at = Date.parse(event.date);
     for (const change of event.changes) {
       if (!change.after) this.forget(change.id, at);
@@ -265,10 +233,6 @@ export class Timelines {
     }
     const openedAt = steps[Math.min(begin, steps.length - 1)]!.at;
     return { createdAt: steps[0]!.at, completedAt, openedAt, startedAt, activeSince, statusSince: last.at, closedBy };
-  }
-
-  close(): void {
-    this.unsubscribe();
   }
 }
 

@@ -10,6 +10,7 @@ import { errors } from '../../kernel/errors.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { readCommitSync, streamLog, trailersOf, type ParsedCommit, type RawChange } from './git.js';
 import { perTenant } from '../../kernel/per-tenant.js';
+import { EventIndex } from '../../kernel/event-index.js';
 
 export type ChangeKind = 'A' | 'M' | 'D' | 'R';
 
@@ -106,76 +107,39 @@ function nodeChanges(commit: CommitInfo, raw: RawChange[]): NodeChange[] {
   return out;
 }
 
-export class CommitIndex {
+export class CommitIndex extends EventIndex {
   /** first-parent history, oldest first */
   readonly commits: CommitInfo[] = [];
   private readonly bySha = new Map<string, CommitInfo>();
   private readonly byNode = new Map<string, NodeChange[]>();
-  private buffered: CommitEvent[] | null = [];
-  private readonly unsubscribe: () => void;
-  private building: Promise<void>;
 
-  constructor(private readonly tenant: Tenant) {
-    // Subscribe first and take the tip in the same tick: every commit after the tip
-    // arrives as an event and is applied once the log up to the tip has been read.
-    this.unsubscribe = tenant.index.subscribe((event) => {
-      if (this.buffered) {
-        this.buffered.push(event);
-        return;
-      }
-      // A listener runs inside the kernel's commit path: it must never throw there. If a
-      // commit cannot be indexed, the whole index is rebuilt from git on the next read.
-      try {
-        this.apply(event);
-      } catch (err) {
-        tenant.log.error('history index fell out of step; rebuilding', { org: tenant.org, commit: event.commit, error: String(err) });
-        this.rebuild();
-      }
-    });
-    this.building = this.build(tenant.index.head);
-    // a failure surfaces (and is retried) in ready(); never as an unhandled rejection
-    this.building.catch(() => undefined);
+  constructor(tenant: Tenant) {
+    super(tenant, 'history index');
+    this.start();
   }
 
-  /** Resolves when the index covers HEAD; a failed build is retried on the next call. */
-  async ready(): Promise<void> {
-    const attempt = this.building;
-    try {
-      await attempt;
-    } catch (err) {
-      if (this.building === attempt) {
-        this.tenant.log.error('history index build failed', { org: this.tenant.org, error: String(err) });
-        this.building = this.build(this.tenant.index.head);
-        this.building.catch(() => undefined);
-      }
-      throw errors.unavailable('history_unavailable', 'the commit history index could not be built; try again');
-    }
+  protected unavailable(): unknown {
+    return errors.unavailable('history_unavailable', 'the commit history index could not be built; try again');
   }
 
-  /** Drops everything and reads the log again (events arriving meanwhile are buffered). */
-  private rebuild(): void {
+  protected reset(): void {
     this.commits.length = 0;
     this.bySha.clear();
     this.byNode.clear();
-    this.buffered = [];
-    this.building = this.build(this.tenant.index.head);
-    this.building.catch(() => undefined);
   }
 
-  private async build(tip: string | null): Promise<void> {
-    if (tip) {
-      const newestFirst: Array<{ commit: ParsedCommit; changes: RawChange[] }> = [];
-      await streamLog(this.tenant.store.gitdir, tip, (commit, changes) => newestFirst.push({ commit, changes }));
-      for (let i = newestFirst.length - 1; i >= 0; i--) {
-        const { commit, changes } = newestFirst[i]!;
-        if (this.bySha.has(commit.sha)) continue;
-        const info = commitInfo(commit, this.commits.length);
-        this.add(info, nodeChanges(info, changes));
-      }
+  /** The first-parent log up to the head as of now (taken in the tick the build starts). */
+  protected async load(): Promise<void> {
+    const tip = this.tenant.index.head;
+    if (!tip) return;
+    const newestFirst: Array<{ commit: ParsedCommit; changes: RawChange[] }> = [];
+    await streamLog(this.tenant.store.gitdir, tip, (commit, changes) => newestFirst.push({ commit, changes }));
+    for (let i = newestFirst.length - 1; i >= 0; i--) {
+      const { commit, changes } = newestFirst[i]!;
+      if (this.bySha.has(commit.sha)) continue;
+      const info = commitInfo(commit, this.commits.length);
+      this.add(info, nodeChanges(info, changes));
     }
-    const pending = this.buffered ?? [];
-    this.buffered = null;
-    for (const event of pending) this.apply(event);
   }
 
   private add(info: CommitInfo, changes: NodeChange[]): void {
@@ -190,7 +154,7 @@ export class CommitIndex {
   }
 
   /** One commit made through the tenant's write path. */
-  private apply(event: CommitEvent): void {
+  protected applyEvent(event: CommitEvent): void {
     if (this.bySha.has(event.commit)) return;
     const parsed = readCommitSync(this.tenant.store, event.commit);
     const info: CommitInfo = parsed
@@ -279,10 +243,6 @@ export class CommitIndex {
       change.deleted = fallback;
     }
     return change.deleted;
-  }
-
-  close(): void {
-    this.unsubscribe();
   }
 }
 
