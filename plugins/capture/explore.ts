@@ -6,8 +6,8 @@
  * - no arguments: the programs overview. A program is a `proj-` grouping (other than the
  *   tenant root) with the work nodes inside it: nodes of queueable types whose `project` is
  *   the grouping's id, bare slug or alias, or that of one of its member repos (`member-of`).
- *   Progress counts them as done (`isDone`), blocked (status `blocked` or an open `blocks`
- *   edge into it), active (the type's in-progress status or `review`) and open (the rest).
+ *   Progress counts them in the same four phases as analytics' program progress
+ *   (`phaseOf`: done, active, blocked, open), so both views agree on a program.
  */
 import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
@@ -15,21 +15,15 @@ import type { OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { ROOT_ID } from '../../kernel/tenants.js';
 import { requireId, requireObject } from '../../kernel/validate.js';
+import { phaseOf } from '../analytics/phase.js';
 import { isDone } from '../core/node-view.js';
+import type { ProgramProgress } from '../analytics/program.js';
 import { searchOf } from './search.js';
 
 const NEIGHBORHOOD_MAX = 100;
 const SEARCH_LIMIT = 20;
 
-export interface Progress {
-  total: number;
-  done: number;
-  active: number;
-  blocked: number;
-  open: number;
-  pct: number;
-  statuses: Record<string, number>;
-}
+export type Progress = ProgramProgress;
 
 interface Brief {
   id: string;
@@ -113,17 +107,7 @@ function emptyProgress(): Progress {
 function count(tenant: Tenant, progress: Progress, r: NodeRecord): void {
   progress.total++;
   progress.statuses[r.status] = (progress.statuses[r.status] ?? 0) + 1;
-  if (isDone(tenant, r)) {
-    progress.done++;
-    return;
-  }
-  const openBlocker = tenant.index.inboundOf(r.id, ['blocks']).some((e) => {
-    const from = tenant.index.get(e.from);
-    return from !== undefined && !isDone(tenant, from);
-  });
-  if (r.status === 'blocked' || openBlocker) progress.blocked++;
-  else if (r.status === tenant.registry.nodeTypes.get(r.type)?.in_progress_status || r.status === 'review') progress.active++;
-  else progress.open++;
+  progress[phaseOf(tenant, r)]++;
 }
 
 function finish(p: Progress): Progress {

@@ -274,14 +274,23 @@ export async function claim(ctx: OpContext, input: Body) {
   };
 }
 
-export async function renew(ctx: OpContext, input: Body): Promise<LeaseView> {
-  const body = optionalBody(input);
-  const id = requireId(body.id);
-  const claimant = claimantOf(ctx, body.session);
+/**
+ * The caller's own lease on a work node, for renew, extend and reserve: who claims (the
+ * token's person, with the session), the node checked, and the live lease that must be
+ * theirs (404/409 otherwise).
+ */
+function ownLease(ctx: OpContext, id: string, session: unknown): { claimant: ReturnType<typeof claimantOf>; table: ReturnType<typeof leasesOf>; nowMs: number; live: StoredLease } {
+  const claimant = claimantOf(ctx, session);
   workNode(ctx, id);
   const table = leasesOf(ctx.tenant);
   const nowMs = ctx.services.clock.now();
-  const live = ownLive(table, id, claimant, nowMs);
+  return { claimant, table, nowMs, live: ownLive(table, id, claimant, nowMs) };
+}
+
+export async function renew(ctx: OpContext, input: Body): Promise<LeaseView> {
+  const body = optionalBody(input);
+  const id = requireId(body.id);
+  const { claimant, table, nowMs, live } = ownLease(ctx, id, body.session);
   const next = refreshed(live, claimant, nowMs, ctx.tenant.config.limits.claim_ttl_ms);
   const persisted = table.put(next);
   await persisted;
@@ -295,11 +304,7 @@ export async function extend(ctx: OpContext, input: Body) {
   if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
     throw errors.validation('ms must be a positive number of milliseconds', [{ field: 'ms', message: 'positive number required' }]);
   }
-  const claimant = claimantOf(ctx, body.session);
-  workNode(ctx, id);
-  const table = leasesOf(ctx.tenant);
-  const nowMs = ctx.services.clock.now();
-  const live = ownLive(table, id, claimant, nowMs);
+  const { claimant, table, nowMs, live } = ownLease(ctx, id, body.session);
   const { claim_ttl_ms: ttl, claim_ttl_max_ms: maxTtl } = ctx.tenant.config.limits;
   // A reservation comes back as a fresh heartbeat lease first; a live lease stretches from its expiry.
   const base = live.state === 'reserved' ? nowMs + ttl : live.expires_ms;
@@ -322,11 +327,7 @@ export async function extend(ctx: OpContext, input: Body) {
 export async function reserve(ctx: OpContext, input: Body) {
   const body = optionalBody(input);
   const id = requireId(body.id);
-  const claimant = claimantOf(ctx, body.session);
-  workNode(ctx, id);
-  const table = leasesOf(ctx.tenant);
-  const nowMs = ctx.services.clock.now();
-  const live = ownLive(table, id, claimant, nowMs);
+  const { claimant, table, nowMs, live } = ownLease(ctx, id, body.session);
   const grace = ctx.tenant.config.limits.grace_window_ms;
   const next: StoredLease = {
     ...live,

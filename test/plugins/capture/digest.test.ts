@@ -170,6 +170,19 @@ describe('capture: digest, query_graph and explore_graph', function () {
       expect(res.json.text).to.include('proj-payments [active] Payments: 1/6 done (17%), 1 active, 2 blocked, 2 open');
     });
 
+    it('program progress uses the same phases as analytics: an in-progress node with an open blocker counts as active', async () => {
+      const add = await t.api('POST', '/v1/nodes/task-ledger-export/edges', { body: { type: 'blocks', to: 'task-ledger-active' } });
+      expect(add.status, add.text).to.equal(200);
+      try {
+        const res = await t.tool(client, 'explore_graph', {});
+        const [payments] = res.json.programs;
+        expect(payments.progress).to.include({ total: 6, done: 1, active: 1, blocked: 2, open: 2 });
+      } finally {
+        const del = await t.api('DELETE', '/v1/nodes/task-ledger-export/edges', { body: { type: 'blocks', to: 'task-ledger-active' } });
+        expect(del.status, del.text).to.equal(200);
+      }
+    });
+
     it('root_id walks edges both ways to depth 1 or 2', async () => {
       const one = await t.tool(client, 'explore_graph', { root_id: 'spec-ledger' });
       expect(one.json.mode).to.equal('neighborhood');
