@@ -10,9 +10,10 @@ import { expect } from 'chai';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { ROOT } from '../helpers/processes.js';
 
-const ROOT = resolve(import.meta.dirname, '..', '..');
+
 
 describe('the bundled server (dist/workgraph.mjs, what `npm start` runs)', function () {
   this.timeout(120_000);

@@ -9,20 +9,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { cleanEnv, SHIM } from '../helpers/processes.js';
 import { definePlugin, type PluginDef } from '../../kernel/plugin.js';
 import { corePlugin } from '../../plugins/core/index.js';
 import { allPlugins } from '../../scripts/plugins.js';
 import { startTestServer, type TestServer } from '../helpers/harness.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const SHIM = join(ROOT, 'scripts', 'workgraph.mjs');
-
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!/^(SVC_|WORKGRAPH_)/.test(k) && k !== 'HOST' && k !== 'PORT') env[k] = v;
-  return { ...env, ...extra };
-}
 
 interface CliResult {
   code: number | null;

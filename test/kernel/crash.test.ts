@@ -9,36 +9,12 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { cleanEnv, groupAlive, killGroup, SHIM } from '../helpers/processes.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const SHIM = join(ROOT, 'scripts', 'workgraph.mjs');
 
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!/^(SVC_|WORKGRAPH_)/.test(k) && k !== 'HOST' && k !== 'PORT') env[k] = v;
-  return { ...env, ...extra };
-}
-
-function groupAlive(pid: number): boolean {
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** SIGKILL to the CLI shim and the server it re-executed (one process group), then wait until both are gone. */
+/** SIGKILL to the CLI shim and the server it re-executed, then check that both are gone. */
 async function killHard(child: ChildProcess): Promise<void> {
-  const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
-  try {
-    process.kill(-child.pid!, 'SIGKILL');
-  } catch {
-    /* already gone */
-  }
-  await exited;
-  for (let i = 0; i < 400 && groupAlive(child.pid!); i++) await new Promise((r) => setTimeout(r, 25));
+  await killGroup(child, 'SIGKILL');
   expect(groupAlive(child.pid!), 'server process group still alive after SIGKILL').to.equal(false);
 }
 

@@ -9,15 +9,13 @@ import { expect } from 'chai';
 import { rmSync, unlinkSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ROOT, SHIM } from '../helpers/processes.js';
 import { generateToken } from '../../kernel/auth.js';
 import { configFromEnv, createLogger } from '../../kernel/config.js';
 import { startServer } from '../../kernel/server.js';
 import { corePlugin } from '../../plugins/core/index.js';
 import { addPerson, md, startTestServer, type TestServer } from '../helpers/harness.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const SHIM = join(ROOT, 'scripts', 'workgraph.mjs');
 
 interface StdioSession {
   client: Client;

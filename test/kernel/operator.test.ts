@@ -11,20 +11,11 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { cleanEnv, killGroup, ROOT, SHIM } from '../helpers/processes.js';
 import { generateToken, hashToken, TokenStore } from '../../kernel/auth.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const SHIM = join(ROOT, 'scripts', 'workgraph.mjs');
 
 // ------------------------------------------------------------------ process helpers
-
-/** The parent's environment without any server setting, so only what a test says applies. */
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!/^(SVC_|WORKGRAPH_)/.test(k) && k !== 'HOST' && k !== 'PORT') env[k] = v;
-  return { ...env, ...extra };
-}
 
 interface ServerProc {
   child: ChildProcess;
@@ -35,29 +26,11 @@ interface ServerProc {
 
 const live = new Set<ChildProcess>();
 
-function groupAlive(pid: number): boolean {
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Kills the CLI shim and the server it re-executed (one process group) and waits until both are gone. */
-async function killGroup(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
-  const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
-  try {
-    process.kill(-child.pid!, signal);
-  } catch {
-    /* already gone */
-  }
-  const timer = setTimeout(() => groupAlive(child.pid!) && process.kill(-child.pid!, 'SIGKILL'), 10_000);
-  await exited;
-  for (let i = 0; i < 200 && groupAlive(child.pid!); i++) await new Promise((r) => setTimeout(r, 25));
-  clearTimeout(timer);
+/** Kills the CLI shim and the server it re-executed and waits until both are gone. */
+async function killTracked(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
+  const code = await killGroup(child, signal);
   live.delete(child);
-  return child.exitCode;
+  return code;
 }
 
 /** `node scripts/workgraph.mjs serve` (or another command line) in its own process group. */
@@ -80,7 +53,7 @@ function startServe(env: Record<string, string>, how: { command?: string; args?:
       if (!m) return;
       clearTimeout(timer);
       child.stdout!.off('data', onData);
-      resolve({ child, url: m[1]!, output: () => out + err, stop: () => killGroup(child, 'SIGTERM') });
+      resolve({ child, url: m[1]!, output: () => out + err, stop: () => killTracked(child, 'SIGTERM') });
     };
     child.stdout!.on('data', onData);
     child.once('exit', (code) => {
@@ -160,7 +133,7 @@ const headOf = (dataDir: string, org = 'local') =>
   execFileSync('git', ['--git-dir', join(dataDir, 'tenants', org, 'graph.git'), 'rev-parse', 'refs/heads/main'], { encoding: 'utf8' }).trim();
 
 after(async () => {
-  for (const child of [...live]) await killGroup(child, 'SIGKILL');
+  for (const child of [...live]) await killTracked(child, 'SIGKILL');
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 

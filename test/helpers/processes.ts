@@ -1,0 +1,46 @@
+/**
+ * Helpers for tests that run the real CLI (`scripts/workgraph.mjs`) as child processes.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** The CLI shim: re-executes the TypeScript CLI with the flags isolated-vm needs. */
+export const SHIM = join(ROOT, 'scripts', 'workgraph.mjs');
+
+/** The parent's environment without any server setting, so only what a test says applies. */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!/^(SVC_|WORKGRAPH_)/.test(k) && k !== 'HOST' && k !== 'PORT') env[k] = v;
+  return { ...env, ...extra };
+}
+
+/** Is any process of the group `pid` leads still alive? */
+export function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Sends `signal` to the CLI shim and the server it re-executed (one process group, spawned
+ * with `detached: true`), escalates to SIGKILL after 10 s, and waits until the whole group is
+ * gone. Resolves with the shim's exit code.
+ */
+export async function killGroup(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
+  const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    /* already gone */
+  }
+  const timer = setTimeout(() => groupAlive(child.pid!) && process.kill(-child.pid!, 'SIGKILL'), 10_000);
+  await exited;
+  for (let i = 0; i < 400 && groupAlive(child.pid!); i++) await new Promise((r) => setTimeout(r, 25));
+  clearTimeout(timer);
+  return child.exitCode;
+}
