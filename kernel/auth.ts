@@ -57,10 +57,20 @@ export function generateToken(kind: 'pat' | 'ast' = 'pat'): string {
   return `svc_${kind}_${body}${checksum(body)}`;
 }
 
-/** Shape and checksum check, so garbage is refused without a lookup. */
+/** Shape and checksum check of the tokens this project mints, so garbage is refused without a lookup. */
 export function isWellFormedToken(token: string): boolean {
   const m = TOKEN_SHAPE.exec(token);
   return m !== null && checksum(m[2]!) === m[3];
+}
+
+/**
+ * The documented form `svc_pat_<opaque>` (DESIGN §2): what an operator may bring from a
+ * secret manager as SVC_BOOTSTRAP_TOKEN (for example 32 random hex characters). At least
+ * 16 characters of `[A-Za-z0-9_-]`, at most 256, so a guessable or oversized value is refused.
+ */
+const OPAQUE_SHAPE = /^svc_(pat|ast|oat)_[A-Za-z0-9_-]{16,256}$/;
+export function isOpaqueToken(token: string): boolean {
+  return OPAQUE_SHAPE.test(token);
 }
 
 export function hashToken(token: string): string {

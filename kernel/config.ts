@@ -27,7 +27,7 @@ export interface Logger {
 }
 
 /** Tokens must never reach a log line: anything token-shaped is masked before writing. */
-const TOKEN_LIKE = /svc_(pat|ast|oat)_[0-9A-Za-z]+/g;
+const TOKEN_LIKE = /svc_(pat|ast|oat)_[0-9A-Za-z_-]+/g;
 export function redact(text: string): string {
   return text.replace(TOKEN_LIKE, 'svc_$1_[redacted]');
 }

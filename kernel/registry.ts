@@ -315,7 +315,8 @@ export class Registry {
         weight: e.weight,
         weight_default: e.weight_default,
         inverse_label: e.inverse_label,
-        aliases: e.aliases,
+        // every alias a client may send; inverse_aliases says which of them mean the inverse form
+        aliases: [...e.aliases, ...e.inverse_aliases],
         inverse_aliases: e.inverse_aliases,
         capturable: e.capturable,
         review_family: e.review_family,

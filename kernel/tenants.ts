@@ -8,7 +8,7 @@ import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Sandbox } from '../sandbox/index.js';
 import type { Actor } from './actor.js';
-import { generateToken, hashTokenBytes, isLive, isWellFormedToken, newTokenRecord, type TokenRecord } from './auth.js';
+import { generateToken, hashTokenBytes, isLive, isOpaqueToken, isWellFormedToken, newTokenRecord, type TokenRecord } from './auth.js';
 import type { Clock, Logger } from './config.js';
 import { errors } from './errors.js';
 import type { PluginDef } from './plugin.js';
@@ -141,13 +141,16 @@ export class TenantManager {
 
   /**
    * Token -> (tenant, actor). Every failure is the same 401. A miss re-reads the token
-   * files (one stat each) so a token minted by the CLI a moment ago works at once.
+   * files (one stat each) so a token minted by the CLI a moment ago works at once; only a
+   * checksummed token (the form this project mints) is worth that re-read. An opaque
+   * `svc_pat_` token without our checksum (an operator's SVC_BOOTSTRAP_TOKEN) is looked up
+   * among the stored hashes, never refused by shape alone.
    */
   authenticate(token: string | undefined): { tenant: Tenant; actor: Actor } {
-    if (!token || !isWellFormedToken(token)) throw errors.unauthorized();
+    if (!token || !isOpaqueToken(token)) throw errors.unauthorized();
     const { hash, digest } = hashTokenBytes(token);
     let org = this.tokenOwners.get(hash);
-    if (!org) {
+    if (!org && isWellFormedToken(token)) {
       for (const t of this.tenants.values()) this.refreshTokens(t);
       org = this.tokenOwners.get(hash);
     }
@@ -170,8 +173,8 @@ export class TenantManager {
     if (Tenant.exists(dir)) throw new Error(`tenant '${spec.org}' already exists`);
     const unknown = spec.plugins.filter((p) => !this.allPluginNames.includes(p));
     if (unknown.length > 0) throw new Error(`unknown plugin(s): ${unknown.join(', ')}; known: ${this.allPluginNames.join(', ')}`);
-    if (spec.adminToken && !isWellFormedToken(spec.adminToken)) {
-      throw new Error('SVC_BOOTSTRAP_TOKEN must be a svc_pat_<opaque> token with a valid checksum (mint one with `workgraph token generate`)');
+    if (spec.adminToken && !(spec.adminToken.startsWith('svc_pat_') && isOpaqueToken(spec.adminToken))) {
+      throw new Error('SVC_BOOTSTRAP_TOKEN must be a svc_pat_<opaque> token: svc_pat_ and 16-256 characters of [A-Za-z0-9_-] (`workgraph token generate` makes one)');
     }
     // Built in a staging directory the scanner ignores, then renamed into place whole,
     // so a running server never opens a half-made tenant.

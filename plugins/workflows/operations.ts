@@ -78,15 +78,18 @@ function optionalIdempotencyKey(value: unknown): string | null {
   return value;
 }
 
-/** `lease` of a verdict: the `lease_id` string of the claim answer, or that lease object itself. */
-function parseLeaseRef(value: unknown, runId: string, step: string): number {
+/**
+ * `lease` of a verdict: the `lease_id` string of the claim answer, or that lease object itself.
+ * Missing or not a string is 422; a string that names no lease of this step (another step's or
+ * run's lease, or an id this server never issued) is `null`: the caller then answers 409
+ * `lease_expired`, like a superseded lease (SPEC Workflow rule 4).
+ */
+function parseLeaseRef(value: unknown, runId: string, step: string): number | null {
   const raw = value && typeof value === 'object' && !Array.isArray(value) ? (value as Body).lease_id : value;
-  if (raw === undefined || raw === null) throw errors.validation('lease is required (the lease_id of the claim answer)', [{ field: 'lease', message: 'required' }]);
-  const m = typeof raw === 'string' ? /^([a-z0-9][a-z0-9-]*):([a-z0-9][a-z0-9-]*):([1-9]\d{0,8})$/.exec(raw) : null;
-  if (!m) throw errors.validation('lease must be a lease_id of the form <run_id>:<step>:<generation>', [{ field: 'lease', message: 'malformed lease id' }]);
-  if (m[1] !== runId || m[2] !== step) {
-    throw errors.validation(`lease ${String(raw)} belongs to step ${m[2]} of ${m[1]}, not to step ${step} of ${runId}`, [{ field: 'lease', message: 'lease of another step' }]);
-  }
+  if (raw === undefined || raw === null || raw === '') throw errors.validation('lease is required (the lease_id of the claim answer)', [{ field: 'lease', message: 'required' }]);
+  if (typeof raw !== 'string') throw errors.validation('lease must be the lease_id string of the claim answer', [{ field: 'lease', message: 'expected a string' }]);
+  const m = /^([a-z0-9][a-z0-9-]*):([a-z0-9][a-z0-9-]*):([1-9]\d{0,8})$/.exec(raw);
+  if (!m || m[1] !== runId || m[2] !== step) return null;
   return Number(m[3]);
 }
 
@@ -537,6 +540,14 @@ export async function completeStep(ctx: OpContext, input: StepInput) {
     personOnly(ctx, step, runId, sid);
     const nowMs = ctx.services.clock.now();
 
+    if (generation === null) {
+      throw errors.leaseExpired(`that lease is not a lease of step ${sid} of ${runId}; claim the step and report under its lease`, {
+        run_id: runId,
+        step: sid,
+        reason: 'not_current',
+        current_generation: step.generation,
+      });
+    }
     const recorded = step.verdicts.find((v) => v.generation === generation);
     if (recorded) {
       const diffs = outcomeDifferences(recorded, status, sha, iteration);

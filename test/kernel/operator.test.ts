@@ -12,7 +12,10 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanEnv, killGroup, ROOT, SHIM } from '../helpers/processes.js';
-import { generateToken, hashToken, TokenStore } from '../../kernel/auth.js';
+import { generateToken, hashToken, isWellFormedToken, TokenStore } from '../../kernel/auth.js';
+import { randomBytes } from 'node:crypto';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 
 // ------------------------------------------------------------------ process helpers
@@ -349,15 +352,42 @@ describe('operator contract (real CLI, real HTTP)', function () {
       expect(stored).to.include(hashToken(bootstrapToken));
     });
 
+    it('any svc_pat_<opaque> token from a secret manager (32 hex characters, no checksum) becomes the admin PAT for REST and MCP', async () => {
+      const dataDir = tmp('wg-op-hexboot-');
+      const bootstrapToken = 'svc_pat_' + randomBytes(16).toString('hex');
+      expect(isWellFormedToken(bootstrapToken)).to.equal(false);
+      const server = await startServe({ SVC_DATA_DIR: dataDir, SVC_BOOTSTRAP_TOKEN: bootstrapToken });
+      try {
+        const me = await call(server.url, 'GET', '/v1/me', { token: bootstrapToken });
+        expect(me.status, me.text).to.equal(200);
+        expect(JSON.parse(me.text)).to.include({ is_admin: true, bound: true });
+        // the fast refusal still refuses a near miss of the stored token
+        const nearMiss = bootstrapToken.slice(0, -1) + (bootstrapToken.endsWith('a') ? 'b' : 'a');
+        expect((await call(server.url, 'GET', '/v1/me', { token: nearMiss })).status).to.equal(401);
+        const client = new Client({ name: 'boot-test', version: '0.0.0' });
+        await client.connect(new StreamableHTTPClientTransport(new URL(server.url + '/mcp'), { requestInit: { headers: { authorization: `Bearer ${bootstrapToken}` } } }));
+        const tools = await client.listTools();
+        expect(tools.tools.map((t) => t.name)).to.include('get_node');
+        const read = await client.callTool({ name: 'get_node', arguments: { id: 'proj-root' } });
+        expect(read.isError ?? false).to.equal(false);
+        await client.close();
+      } finally {
+        await server.stop();
+      }
+      expect(server.output()).to.not.include(bootstrapToken);
+      expect(readFileSync(join(dataDir, 'tenants', 'local', 'auth', 'tokens.json'), 'utf8')).to.not.include(bootstrapToken);
+    });
+
     it('a malformed SVC_BOOTSTRAP_TOKEN refuses the first start with a clear message that does not echo it', async () => {
       const dataDir = tmp('wg-op-badboot-');
-      const good = generateToken('pat');
-      const bad = good.slice(0, -1) + (good.endsWith('A') ? 'B' : 'A');
-      const res = await runCli(['serve'], { SVC_DATA_DIR: dataDir, PORT: '0', SVC_BOOTSTRAP_TOKEN: bad });
-      expect(res.code).to.not.equal(0);
-      expect(res.stderr).to.match(/SVC_BOOTSTRAP_TOKEN/);
-      expect(res.stdout + res.stderr).to.not.include(bad);
-      expect(res.stdout).to.not.match(/listening on/);
+      // the wrong prefix, and too short to be a secret
+      for (const bad of ['svc_xyz_' + randomBytes(16).toString('hex'), 'svc_pat_0123456789', 'svc_pat_' + 'a'.repeat(20) + '!bad']) {
+        const res = await runCli(['serve'], { SVC_DATA_DIR: dataDir, PORT: '0', SVC_BOOTSTRAP_TOKEN: bad });
+        expect(res.code, bad).to.not.equal(0);
+        expect(res.stderr).to.match(/SVC_BOOTSTRAP_TOKEN/);
+        expect(res.stdout + res.stderr).to.not.include(bad);
+        expect(res.stdout).to.not.match(/listening on/);
+      }
     });
   });
 

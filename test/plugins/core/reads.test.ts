@@ -63,6 +63,25 @@ describe('core: status, me, org choices, schema registry', () => {
     expect(res.body.alias_collisions).to.deep.equal([]);
   });
 
+  it('GET /v1/schema: every alias a client may send is in its edge type\'s `aliases` list, and each one is accepted by an edge write', async () => {
+    const res = await t.api('GET', '/v1/schema');
+    const blocks = res.body.edge_types.find((e: { type: string }) => e.type === 'blocks');
+    expect(blocks.aliases).to.include('depends-on');
+    for (const e of res.body.edge_types as Array<{ type: string; aliases: string[]; inverse_aliases: string[] }>) {
+      expect(e.aliases, e.type).to.include.members(e.inverse_aliases);
+    }
+    await t.api('POST', '/v1/nodes', { body: { nodes: [
+      { node: { id: 'task-alias-a', type: 'task', summary: 'alias source' } },
+      { node: { id: 'task-alias-b', type: 'task', summary: 'alias target' } },
+    ] } });
+    for (const e of res.body.edge_types as Array<{ type: string; aliases: string[] }>) {
+      for (const alias of e.aliases) {
+        const added = await t.api('POST', '/v1/nodes/task-alias-a/edges', { body: { type: alias, to: 'task-alias-b' } });
+        expect(added.status, `${alias}: ${added.text}`).to.be.oneOf([200, 201]);
+      }
+    }
+  });
+
   it('GET /v1/schema?code=1 embeds hook sources that are plain function expressions', async () => {
     const res = await t.api('GET', '/v1/schema?code=1');
     const task = res.body.node_types.find((x: { type: string }) => x.type === 'task');

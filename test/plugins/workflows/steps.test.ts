@@ -130,7 +130,7 @@ describe('workflows: claiming steps and reporting verdicts', function () {
     expect(done.timestamps.finished).to.be.a('string');
   });
 
-  it('complete: status must be succeeded or failed (422); lease missing, malformed or of another step 422', async () => {
+  it('complete: status must be succeeded or failed (422); lease missing or not a string 422; a lease that is not the step\'s current lease 409 lease_expired', async () => {
     const run = await started(t, 'wf-pipe');
     const lease = await claimed(t, run, 'a', alice.token);
     const before = (await runNode(t, run)).revision;
@@ -139,8 +139,6 @@ describe('workflows: claiming steps and reporting verdicts', function () {
       { lease },
       { lease, status: 'SUCCEEDED' },
       { status: 'succeeded' },
-      { lease: 'garbage', status: 'succeeded' },
-      { lease: `${run}:b:1`, status: 'succeeded' },
       { lease: { lease_id: 7 }, status: 'succeeded' },
       { lease, status: 'succeeded', log: 42 },
       { lease, status: 'succeeded', log: 'x'.repeat(4001) },
@@ -152,6 +150,12 @@ describe('workflows: claiming steps and reporting verdicts', function () {
       expect(res.body.error.code).to.equal('validation_failed');
     }
     expect((await t.api('POST', `/v1/runs/${run}/steps/a/complete`, { token: alice.token })).status).to.equal(422);
+    // SPEC Workflow rule 4: a superseded lease is 409 lease_expired, and so is any lease that is not this step's
+    for (const other of ['garbage', `${run}:b:1`, `run-other:a:1`, `${run}:a:2`]) {
+      const res = await complete(t, run, 'a', { lease: other, status: 'succeeded' }, alice.token);
+      expect(res.status, `${other}: ${res.text}`).to.equal(409);
+      expect(res.body.error.code).to.equal('lease_expired');
+    }
     expect((await runNode(t, run)).revision).to.equal(before);
     // the lease object of the claim answer is accepted as well as its lease_id
     const claimAnswer = await claim(t, run, 'a', alice.token);
