@@ -66,12 +66,15 @@ export function leaseView(lease: StoredLease): LeaseView {
 
 /**
  * Ownership: a lease belongs to its person; once bound to a session it belongs to that run
- * only, so another run of the same person is treated like another holder. A person-level
- * caller (no session) still owns its own session-bound leases.
+ * only, so another run of the same person is treated like another holder. Two agents are
+ * different claimants even when one person owns both (agent B must not silently renew
+ * agent A's lease), unless both act in the same bound session. A person-level caller (no
+ * agent, no session) still owns its own leases, its agents' included.
  */
 export function relationOf(lease: StoredLease, claimant: Claimant): Relation {
   if (lease.by !== claimant.person) return 'other';
-  if (lease.session !== null && claimant.session !== null && lease.session !== claimant.session) return 'other-session';
+  if (lease.session !== null && claimant.session !== null) return lease.session === claimant.session ? 'own' : 'other-session';
+  if (claimant.agent !== null && lease.agent !== claimant.agent) return 'other';
   return 'own';
 }
 

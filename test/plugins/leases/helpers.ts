@@ -23,7 +23,7 @@ export async function startLeaseServer(extra: PluginDef[] = []): Promise<TestSer
   return startTestServer({ plugins: [corePlugin, leasesPlugin, ...extra] });
 }
 
-function tenantOf(t: TestServer) {
+export function tenantOf(t: TestServer) {
   return t.server.services.tenants.get(t.org)!;
 }
 
