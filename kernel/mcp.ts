@@ -33,12 +33,16 @@ export async function callTool(tool: ToolDef, ctx: OpContext, args: Record<strin
     if (!validate(args)) throw errors.validation(`invalid arguments for ${tool.name}`, [...(validate.errors ?? [])]);
     const input = tool.input ? tool.input(args) : args;
     let payload = await tool.operation(ctx, input);
-    if (payload instanceof StatusPayload) payload = payload.payload;
+    let isError = false;
+    if (payload instanceof StatusPayload) {
+      isError = payload.toolError;
+      payload = payload.payload;
+    }
     if (payload instanceof RawResponse) {
       const text = typeof payload.body === 'string' ? payload.body : Buffer.isBuffer(payload.body) ? payload.body.toString('utf8') : '';
       return { content: [{ type: 'text', text }] };
     }
-    return { content: [{ type: 'text', text: serialize(payload) }] };
+    return { ...(isError ? { isError: true } : {}), content: [{ type: 'text', text: serialize(payload) }] };
   } catch (err) {
     if (isSvcError(err)) return errorResult(err);
     log(err);

@@ -64,6 +64,8 @@ export class StatusPayload<T = unknown> {
   constructor(
     readonly status: number,
     readonly payload: T,
+    /** the MCP tool result carries `isError: true` (same payload bytes), e.g. a batch in which every entry failed */
+    readonly toolError = false,
   ) {}
 }
 

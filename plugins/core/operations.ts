@@ -9,6 +9,8 @@ import { patterns } from '../../kernel/registry.js';
 import type { CommittedNode, WriteDraft } from '../../kernel/tenant.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { requireId, requireObject, requireSha } from '../../kernel/validate.js';
+import { isDeepStrictEqual } from 'node:util';
+import { KNOWN_FIELDS } from './known-fields.js';
 import { nodeView } from './node-view.js';
 
 export interface WriteResult {
@@ -155,6 +157,7 @@ async function putOne(ctx: OpContext, draft: WriteDraft, entry: PutEntry, defaul
     }
     if (entry.revision !== current.revision) throw errors.revisionConflict(id, current.revision, entry.revision);
   }
+  const supplied = { ...frontmatter };
   // Priority and readiness are set through their own endpoints; a put keeps the stored ones.
   for (const k of PROVENANCE_KEYS) delete frontmatter[k];
   if (current) for (const k of PROVENANCE_KEYS) if (current.frontmatter[k] !== undefined) frontmatter[k] = current.frontmatter[k];
@@ -165,7 +168,37 @@ async function putOne(ctx: OpContext, draft: WriteDraft, entry: PutEntry, defaul
   const warnings = [...draft.warnings];
   draft.warnings.length = 0;
   if (c?.status === 'unchanged') warnings.push('no change');
-  return { status: writeStatus(c), id, revision: ctx.tenant.index.get(id)?.revision ?? null, warnings };
+  const stored = ctx.tenant.index.get(id);
+  if (stored) warnings.push(...ignoredFieldWarnings(id, String(stored.type), supplied, stored.frontmatter));
+  return { status: writeStatus(c), id, revision: stored?.revision ?? null, warnings };
+}
+
+const STAMPED_KEYS = new Set(['author', 'authored_via', 'authored_by_agent', 'session']);
+const SERVER_KEYS = new Set(['created', 'updated']);
+
+/**
+ * A put never drops client data without saying so: every supplied field the server discarded,
+ * replaced or does not interpret gets a warning (issue 10). A value equal to what was stored
+ * (a read sent back as it was) is not worth one.
+ */
+function ignoredFieldWarnings(id: string, type: string, supplied: Frontmatter, stored: Frontmatter): string[] {
+  const out: string[] = [];
+  for (const [key, value] of Object.entries(supplied)) {
+    if (key === 'id' || key === 'type') continue;
+    const kept = isDeepStrictEqual(value, stored[key]);
+    if (key === 'revision') out.push(`ignored revision in frontmatter: send it as the entry's revision with if_exists=update`);
+    else if (key.startsWith('priority')) {
+      if (!kept) out.push(`ignored ${key}: priority is set with POST /v1/nodes/${id}/priority (tool set_priority); the stored value was kept`);
+    } else if (key.startsWith('readiness')) {
+      if (!kept) out.push(`ignored ${key}: readiness is set with POST /v1/nodes/${id}/readiness; the stored value was kept`);
+    } else if (STAMPED_KEYS.has(key)) {
+      if (!kept) out.push(`ignored ${key}: the server stamps it from the token (${key} is ${JSON.stringify(stored[key] ?? null)})`);
+    } else if (SERVER_KEYS.has(key)) {
+      // a read sent back carries the `updated` of its time: the server's timestamps are not client data
+      continue;
+    } else if (!KNOWN_FIELDS.has(key)) out.push(`unknown field '${key}' kept as-is: no rule of the ${type} type reads it`);
+  }
+  return out;
 }
 
 export async function putNodes(ctx: OpContext, input: unknown) {
@@ -189,7 +222,8 @@ export async function putNodes(ctx: OpContext, input: unknown) {
     }
   });
   const payload = { results, count: results.length, failed };
-  return failed > 0 ? new StatusPayload(207, payload) : payload;
+  // every entry failed: the MCP result says so with isError (REST keeps SPEC's 207)
+  return failed > 0 ? new StatusPayload(207, payload, failed === results.length) : payload;
 }
 
 function guessId(raw: unknown): string | null {
