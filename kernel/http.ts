@@ -34,6 +34,41 @@ function sendError(ctx: Koa.Context, err: SvcError): void {
   if (err.status === 401) ctx.set('WWW-Authenticate', 'Bearer');
 }
 
+/** A browser navigation (Accept lists text/html before JSON), not an API client; `format=json|text` asks for data. */
+function prefersHtml(ctx: Koa.Context): boolean {
+  const format = ctx.query.format;
+  if (format !== undefined && format !== 'html') return false;
+  return ctx.accepts('text/html', 'application/json') === 'text/html' && /text\/html/.test(ctx.get('accept'));
+}
+
+const ERROR_PAGE_TEXT: Record<number, { title: string; hint: string }> = {
+  401: { title: 'This link is not valid', hint: 'The share link is malformed, has expired, or you are not signed in. Ask the person who shared it for a new link.' },
+  403: { title: 'Not allowed', hint: 'Your identity may not see this page.' },
+  404: { title: 'Not found', hint: 'There is nothing here: the view may have been removed, or the address is wrong.' },
+};
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/** The readable page for a browser, the status kept (SPEC error codes stay visible for support). */
+function sendErrorPage(ctx: Koa.Context, err: SvcError): void {
+  const text = ERROR_PAGE_TEXT[err.status] ?? { title: err.status >= 500 ? 'Something went wrong' : 'This request could not be served', hint: err.message };
+  ctx.status = err.status;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.set('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'");
+  ctx.set('cache-control', 'no-store');
+  if (err.status === 401) ctx.set('WWW-Authenticate', 'Bearer');
+  ctx.body = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(text.title)} (${err.status})</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:4rem auto;padding:0 1rem;color:#1a1a1a}code{background:#f2f2f2;padding:0 .25rem}</style>
+</head><body><main>
+<h1>${escapeHtml(text.title)}</h1>
+<p>${escapeHtml(text.hint)}</p>
+<p>Status ${err.status}, code <code>${escapeHtml(err.code)}</code>.</p>
+</main></body></html>
+`;
+}
+
 export function createApp(services: KernelServices): Koa {
   const app = new Koa();
   app.proxy = false;
@@ -93,6 +128,17 @@ export function createApp(services: KernelServices): Koa {
   for (const plugin of services.host.plugins) {
     for (const route of plugin.routes ?? []) {
       const handler = async (ctx: Koa.Context & { params: Record<string, string> }) => {
+        if (!route.htmlErrors) return handle(ctx);
+        try {
+          await handle(ctx);
+        } catch (err) {
+          if (!prefersHtml(ctx)) throw err;
+          const svcErr = isSvcError(err) ? err : errors.internal();
+          if (!isSvcError(err)) services.log.error('unhandled error', { method: ctx.method, path: ctx.path, error: err instanceof Error ? err.stack ?? err.message : String(err) });
+          sendErrorPage(ctx, svcErr);
+        }
+      };
+      const handle = async (ctx: Koa.Context & { params: Record<string, string> }) => {
         const body = BODY_METHODS.has(ctx.method) ? await readBody(ctx) : undefined;
         const req = routeRequest(ctx, ctx.params ?? {}, body);
         // token routes authenticate synchronously; only ticket routes may need to await

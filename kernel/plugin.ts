@@ -78,6 +78,11 @@ export interface RouteDef {
   status?: number;
   /** 'token' (default) requires a bearer token; 'none' is public; 'ticket' also admits a render ticket */
   auth?: 'token' | 'none' | 'ticket';
+  /**
+   * A route people open in a browser: an error answers a readable HTML page (status kept)
+   * when the request prefers text/html; API clients still get the JSON envelope.
+   */
+  htmlErrors?: boolean;
 }
 
 export interface ToolDef {

@@ -27,6 +27,7 @@ export const lensesPlugin = definePlugin({
       operation: renderLensRoute,
       input: (r: RouteRequest) => ({ id: r.params.id, query: r.query }),
       auth: 'ticket',
+      htmlErrors: true,
     },
     { method: 'POST', path: '/v1/lens/:id/ticket', operation: mintTicket, input: (r: RouteRequest) => ({ id: r.params.id, body: r.body }) },
   ],

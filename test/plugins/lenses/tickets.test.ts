@@ -260,6 +260,40 @@ describe('lenses: render tickets', function () {
       expect((await t.api('GET', m.body.url, { token: null })).status).to.equal(401);
     });
 
+    it('a person opening a bad or expired link in a browser gets a readable HTML page, status kept; API clients keep the JSON envelope', async () => {
+      const browser = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
+      const m = await mint('lens-board', f.alice.token, { expires: '1d' });
+      const x = await t.api('GET', m.body.url, { token: null, headers: browser });
+      expect(x.status).to.equal(302);
+      const cookie = cookieFrom(x.headers.get('set-cookie'));
+      const pageOf = async (path: string, headers: Record<string, string>) => {
+        const res = await t.api('GET', path, { token: null, headers: { ...browser, ...headers } });
+        expect(res.headers.get('content-type')).to.match(/^text\/html/);
+        expect(res.text).to.match(/^<!doctype html>/);
+        expect(res.text).to.not.include('{"error"');
+        return res;
+      };
+      const bad = await pageOf('/v1/lens/lens-board/render?ticket=garbage', {});
+      expect(bad.status).to.equal(401);
+      expect(bad.text).to.include('This link is not valid').and.include('unauthorized');
+      const unknown = await pageOf('/v1/lens/lens-nothing/render', { cookie });
+      expect([401, 404]).to.include(unknown.status);
+      const missingLens = await t.api('GET', '/v1/lens/lens-nothing/render', { token: f.alice.token, headers: browser });
+      expect(missingLens.status).to.equal(404);
+      expect(missingLens.text).to.include('Not found');
+      t.clock.advance(DAY + 60_000);
+      const expired = await pageOf('/v1/lens/lens-board/render', { cookie });
+      expect(expired.status).to.equal(401);
+      expect(expired.text).to.include('has expired');
+      // the same failures for an API client (fetch's */*, or format=json) are the JSON envelope
+      const api = await viaCookie('/v1/lens/lens-board/render', cookie);
+      expect(api.status).to.equal(401);
+      expect(api.body.error.code).to.equal('unauthorized');
+      const asJson = await t.api('GET', '/v1/lens/lens-board/render?format=json', { token: null, headers: { ...browser, cookie } });
+      expect(asJson.status).to.equal(401);
+      expect(asJson.body.error.code).to.equal('unauthorized');
+    });
+
     it('a bearer request carrying a ticket is exchanged too (the ticket never renders from a URL)', async () => {
       const m = await mint('lens-board', f.alice.token);
       const res = await t.api('GET', `${m.body.url}&format=json`, { token: f.bob.token });
