@@ -2,6 +2,7 @@
  * Server configuration from the environment (DESIGN.md §2), the injected clock and the logger.
  */
 import { resolve } from 'node:path';
+import { pino } from 'pino';
 
 export interface Clock {
   now(): number;
@@ -24,6 +25,7 @@ export interface Logger {
   info(message: string, fields?: Record<string, unknown>): void;
   warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
+  debug?(message: string, fields?: Record<string, unknown>): void;
 }
 
 /** Tokens must never reach a log line: anything token-shaped is masked before writing. */
@@ -32,17 +34,33 @@ export function redact(text: string): string {
   return text.replace(TOKEN_LIKE, 'svc_$1_[redacted]');
 }
 
-export function createLogger(write: (line: string) => void = (l) => process.stderr.write(l + '\n'), quiet = false): Logger {
-  const emit = (level: string, message: string, fields?: Record<string, unknown>) => {
-    if (quiet && level === 'info') return;
-    const extra = fields && Object.keys(fields).length > 0 ? ' ' + JSON.stringify(fields) : '';
-    write(redact(`${new Date().toISOString()} ${level} ${message}${extra}`));
-  };
-  return {
-    info: (m, f) => emit('info', m, f),
-    warn: (m, f) => emit('warn', m, f),
-    error: (m, f) => emit('error', m, f),
-  };
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+
+/**
+ * Structured logs: one JSON object a line (pino), `{level, time, msg, ...fields}`, written
+ * through `write` (default stderr). `LOG_LEVEL` sets the level (default info; `quiet` makes
+ * it warn). Every line passes through `redact()` last, so a token-shaped string in any field
+ * is masked whatever logged it.
+ */
+export function createLogger(
+  write: (line: string) => void = (l) => process.stderr.write(l + '\n'),
+  quiet = false,
+  level: string = process.env.LOG_LEVEL || (quiet ? 'warn' : 'info'),
+): Logger {
+  const chosen = (LOG_LEVELS as readonly string[]).includes(level) ? level : 'info';
+  const destination = { write: (line: string) => write(redact(line.endsWith('\n') ? line.slice(0, -1) : line)) };
+  const logger = pino(
+    {
+      level: chosen,
+      base: undefined,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    destination,
+  );
+  const emit = (lvl: 'debug' | 'info' | 'warn' | 'error') => (message: string, fields?: Record<string, unknown>) =>
+    fields && Object.keys(fields).length > 0 ? logger[lvl](fields, message) : logger[lvl](message);
+  return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }
 
 export interface ServerConfig {
@@ -64,6 +82,13 @@ export interface ServerConfig {
   tenantPollMs: number;
   /** fsync object, ref and state writes (on unless a benchmark or test says otherwise) */
   fsync: boolean;
+  /** a separate listener for `GET /metrics` without auth (METRICS_PORT), on METRICS_HOST */
+  metricsPort: number | null;
+  metricsHost: string;
+  /** `GET /metrics` on the main port, for this bearer token only (SVC_METRICS_TOKEN) */
+  metricsToken: string | null;
+  /** how long a graceful stop waits for in-flight requests (SVC_SHUTDOWN_GRACE_MS, default 10 s) */
+  shutdownGraceMs: number;
 }
 
 /** Reads SVC_* names, falling back to the legacy WORKGRAPH_* spellings. */
@@ -92,7 +117,18 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     ingestUrl: env(e, 'INGEST_URL') ?? null,
     tenantPollMs: 500,
     fsync: env(e, 'FSYNC') !== '0',
+    metricsPort: optionalPort(e.METRICS_PORT, 'METRICS_PORT'),
+    metricsHost: e.METRICS_HOST || '127.0.0.1',
+    metricsToken: env(e, 'METRICS_TOKEN') ?? null,
+    shutdownGraceMs: Number(env(e, 'SHUTDOWN_GRACE_MS') ?? 10_000) || 10_000,
   };
+}
+
+function optionalPort(value: string | undefined, name: string): number | null {
+  if (value === undefined || value === '') return null;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`${name} must be an integer 0-65535, got '${value}'`);
+  return port;
 }
 
 export function isLoopback(host: string): boolean {

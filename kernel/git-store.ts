@@ -35,6 +35,7 @@
  * (`ls-tree` + one `cat-file --batch`), which is an order of magnitude faster than
  * isomorphic-git's readBlob for thousands of blobs (FACTS.md).
  */
+import type { StoreObserver } from './metrics.js';
 import { createHash } from 'node:crypto';
 import { mkdirSync, promises as fsp, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
@@ -138,6 +139,8 @@ export interface GitStoreOptions {
   writePack?: (gitdir: string, objects: PackObject[], durable: boolean) => Promise<string>;
   /** background `git repack --geometric=2` once this many packs exist (default 16; 0 = never) */
   packLimit?: number;
+  /** told how long each journal append + fdatasync and each checkpoint took (metrics) */
+  observe?: StoreObserver;
 }
 
 /** Thrown by `commit` when `expectedParent` is not the current head. */
@@ -696,6 +699,16 @@ class GitStoreImpl implements GitStore {
    */
   private async checkpoint(): Promise<void> {
     if (!this.journal || this.journalClosed) return;
+    const started = performance.now();
+    try {
+      await this.writeOut();
+    } finally {
+      this.opts.observe?.checkpoint((performance.now() - started) / 1000);
+    }
+  }
+
+  private async writeOut(): Promise<void> {
+    if (!this.journal || this.journalClosed) return;
     if (this.lagTimer) clearTimeout(this.lagTimer);
     this.lagTimer = null;
     if (this.broken) return;
@@ -830,7 +843,9 @@ class GitStoreImpl implements GitStore {
       // `settled()`, a lag timer, every `checkpointEvery` commits, idle, close). Loose files
       // per commit cost more than everything else together (file creation, and each journal
       // fdatasync flushing them too). Until then reads find the objects in `unwritten`.
+      const syncStarted = performance.now();
       await this.journal.append({ commit: commitObj.oid, parent: this.headOid, objects: all });
+      this.opts.observe?.journalSync((performance.now() - syncStarted) / 1000);
       this.recordsSinceCheckpoint++;
       for (const o of all) this.unwritten.set(o.oid, o);
       this.unwrittenCommits.push({ commit: commitObj.oid, objects: all });

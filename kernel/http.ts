@@ -4,6 +4,7 @@
  * `/healthz`, and the Streamable HTTP MCP endpoint at `/mcp`.
  */
 import Router from '@koa/router';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import Koa from 'koa';
 import { Readable } from 'node:stream';
 import type { Actor } from './actor.js';
@@ -69,8 +70,46 @@ function sendErrorPage(ctx: Koa.Context, err: SvcError): void {
 `;
 }
 
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The matched route's pattern (`/v1/nodes/:id`), or a fixed word: ids and tickets never reach a label or a log. */
+function routePattern(ctx: Koa.Context): string {
+  const matched = (ctx as Koa.Context & { _matchedRoute?: string | RegExp })._matchedRoute;
+  if (typeof matched === 'string') return matched;
+  return ctx.path === '/mcp' ? '/mcp' : 'unmatched';
+}
+
+function noteIdentity<T extends { tenant: Tenant; actor: Actor }>(ctx: Koa.Context, identity: T): T {
+  ctx.state.tenant = identity.tenant.org;
+  ctx.state.actor = identity.actor.agent ?? identity.actor.personId;
+  return identity;
+}
+
+/** The Prometheus text exposition of this process. */
+export async function serveMetrics(ctx: Koa.Context, services: KernelServices): Promise<void> {
+  ctx.type = services.metrics.contentType;
+  ctx.set('cache-control', 'no-store');
+  ctx.body = await services.metrics.text();
+}
+
+/** The separate metrics listener (METRICS_PORT): `GET /metrics`, nothing else. */
+export function createMetricsApp(services: KernelServices): Koa {
+  const app = new Koa();
+  app.use(async (ctx) => {
+    if (ctx.method !== 'GET' || ctx.path !== '/metrics') {
+      ctx.status = 404;
+      ctx.type = 'application/json';
+      ctx.body = serialize(errors.notFound(`route ${ctx.method} ${ctx.path}`).envelope());
+      return;
+    }
+    await serveMetrics(ctx, services);
+  });
+  return app;
+}
+
 export function createApp(services: KernelServices): Koa {
   const app = new Koa();
+  const metricsTokenHash = services.config.metricsToken ? createHash('sha256').update(services.config.metricsToken).digest() : null;
   app.proxy = false;
   // A client that goes away mid-stream is not a server fault; anything else is logged.
   const CLIENT_GONE = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'EPIPE', 'ECONNRESET', 'ECONNABORTED']);
@@ -95,6 +134,35 @@ export function createApp(services: KernelServices): Koa {
   };
   const router = routerFor('/');
 
+  // The access line and the request metrics: written when the response is done (streams and
+  // MCP included), with the route pattern (never the raw path with ids), the tenant and actor
+  // ids, and the request id (taken from a well-formed x-request-id, else minted, and returned).
+  app.use(async (ctx, next) => {
+    const started = performance.now();
+    const incoming = ctx.get('x-request-id');
+    const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    ctx.state.requestId = requestId;
+    ctx.set('x-request-id', requestId);
+    ctx.res.once('close', () => {
+      const route = routePattern(ctx);
+      const status = ctx.res.headersSent ? ctx.res.statusCode : 499;
+      const seconds = (performance.now() - started) / 1000;
+      services.metrics.httpDuration.observe({ method: ctx.method, route, status: String(status) }, seconds);
+      services.log.info('request', {
+        method: ctx.method,
+        route,
+        status,
+        duration_ms: Math.round(seconds * 1e5) / 100,
+        tenant: (ctx.state.tenant as string | undefined) ?? null,
+        actor: (ctx.state.actor as string | undefined) ?? null,
+        request_id: requestId,
+      });
+    });
+    await next();
+    // a graceful stop began while this request ran: the client must not reuse the connection
+    if (services.closing && !ctx.res.headersSent) ctx.set('connection', 'close');
+  });
+
   app.use(async (ctx, next) => {
     try {
       await next();
@@ -112,8 +180,32 @@ export function createApp(services: KernelServices): Koa {
     ctx.body = '{"ok":true}';
   });
 
-  const authenticate = (ctx: Koa.Context): { tenant: Tenant; actor: Actor } =>
-    services.tenants.authenticate(bearer(ctx.get('authorization') || undefined));
+  const authenticate = (ctx: Koa.Context): { tenant: Tenant; actor: Actor } => {
+    const header = ctx.get('authorization') || undefined;
+    try {
+      return noteIdentity(ctx, services.tenants.authenticate(bearer(header)));
+    } catch (err) {
+      if (isSvcError(err) && err.status === 401) {
+        services.metrics.authFailures.inc();
+        // never the token: only whether one was sent and how it was shaped
+        services.log.warn('authentication failed', {
+          route: routePattern(ctx),
+          request_id: ctx.state.requestId,
+          credential: header === undefined ? 'none' : bearer(header) ? 'bearer' : 'malformed',
+          ip: ctx.ip,
+        });
+      }
+      throw err;
+    }
+  };
+
+  router.get('/metrics', (ctx) => {
+    const presented = bearer(ctx.get('authorization') || undefined);
+    if (!metricsTokenHash || !presented) throw metricsTokenHash ? errors.unauthorized() : errors.notFound(`route ${ctx.method} ${ctx.path}`);
+    const hash = createHash('sha256').update(presented).digest();
+    if (!timingSafeEqual(hash, metricsTokenHash)) throw errors.unauthorized();
+    return serveMetrics(ctx, services);
+  });
 
   const readBody = async (ctx: Koa.Context): Promise<unknown> =>
     BODY_METHODS.has(ctx.method) ? parseJsonBody(await readRawBody(ctx.req)) : undefined;
@@ -162,7 +254,7 @@ export function createApp(services: KernelServices): Koa {
     if (auth === 'ticket' && !ctx.get('authorization')) {
       for (const authenticator of services.ticketAuthenticators) {
         const found = await authenticator({ ...req, path: ctx.path });
-        if (found) return found;
+        if (found) return noteIdentity(ctx, found);
       }
     }
     return authenticate(ctx);

@@ -12,6 +12,7 @@ import type { Clock, Logger, ServerConfig } from './config.js';
 import type { NodeRecord } from './graph-index.js';
 import type { TenantManager } from './tenants.js';
 import type { PluginHost } from './plugin-host.js';
+import type { KernelMetrics } from './metrics.js';
 
 export type Via = 'rest' | 'mcp';
 
@@ -30,6 +31,10 @@ export interface KernelServices {
   tenants: TenantManager;
   host: PluginHost;
   ticketAuthenticators: TicketAuthenticator[];
+  /** Prometheus metrics; plugins add scrape-time gauges with `metrics.gauge()` */
+  metrics: KernelMetrics;
+  /** set when a graceful stop began: responses ask clients to close their connections */
+  closing?: boolean;
 }
 
 /** What every operation receives: the caller's tenant and identity, and the kernel services. */

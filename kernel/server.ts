@@ -10,9 +10,10 @@ import { join } from 'node:path';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import { seedPack } from '../seed-pack/index.js';
 import { createLogger, isLoopback, systemClock, type Clock, type Logger, type ServerConfig } from './config.js';
-import { createApp } from './http.js';
+import { createApp, createMetricsApp } from './http.js';
 import type { KernelServices, PluginDef } from './plugin.js';
 import { PluginHost } from './plugin-host.js';
+import { KernelMetrics } from './metrics.js';
 import { ORG_PATTERN, TenantManager } from './tenants.js';
 
 export interface ServerOptions {
@@ -29,7 +30,15 @@ export interface RunningServer {
   services: KernelServices;
   /** set on first start: the bootstrap admin PAT (tests read it; the CLI writes admin-token) */
   bootstrap: { org: string; person: string; token: string } | null;
+  /** the separate metrics listener's URL (METRICS_PORT), or null */
+  metricsUrl: string | null;
+  /** immediate stop: connections are cut, everything acknowledged is written out */
   close(): Promise<void>;
+  /**
+   * Graceful stop (SIGTERM/SIGINT): stop accepting, let in-flight requests finish (at most
+   * `graceMs`, default SVC_SHUTDOWN_GRACE_MS or 10 s), write everything out, close.
+   */
+  shutdown(graceMs?: number): Promise<void>;
 }
 
 export interface Kernel {
@@ -153,11 +162,14 @@ export async function startKernel(opts: ServerOptions): Promise<Kernel> {
 
 async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: PluginHost, releaseLock: () => void): Promise<Kernel> {
   const { config } = opts;
-  const sandbox = opts.sandbox ?? createSandbox();
-  const tenants = new TenantManager({ dataDir: config.dataDir, sandbox, pack: seedPack, plugins: host.plugins, clock, log, fsync: config.fsync });
-  const services: KernelServices = { clock, log, config, tenants, host, ticketAuthenticators: [] };
+  let tenants: TenantManager | null = null;
+  const metrics = new KernelMetrics(() => tenants?.list().length ?? 0);
+  const ownSandbox = opts.sandbox ? null : createSandbox();
+  const sandbox = metrics.observeSandbox(opts.sandbox ?? ownSandbox!);
+  tenants = new TenantManager({ dataDir: config.dataDir, sandbox, pack: seedPack, plugins: host.plugins, clock, log, fsync: config.fsync, metrics });
+  const services: KernelServices = { clock, log, config, tenants, host, ticketAuthenticators: [], metrics };
   for (const p of host.plugins) await p.init?.(services);
-  tenants.onTenantChange = async (tenant, added) => {
+  tenants!.onTenantChange = async (tenant, added) => {
     for (const p of host.plugins) if (added.includes(p.name) && host.usable(tenant, p)) await p.tenantOpen?.(tenant, services);
   };
 
@@ -182,8 +194,8 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     async close() {
       try {
         for (const p of [...host.plugins].reverse()) await p.close?.();
-        await tenants.closeAll();
-        if (!opts.sandbox) await sandbox.close();
+        await tenants!.closeAll();
+        if (ownSandbox) await ownSandbox.close();
       } finally {
         releaseLock();
       }
@@ -228,6 +240,34 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     await kernel.close().catch(() => undefined);
     throw err;
   }
+  // In-flight requests, so a graceful stop can wait for them (and only them).
+  let inFlight = 0;
+  let drained: (() => void) | null = null;
+  server.on('request', (_req, res) => {
+    inFlight++;
+    res.once('close', () => {
+      inFlight--;
+      if (inFlight === 0) drained?.();
+    });
+  });
+  let metricsServer: HttpServer | null = null;
+  if (config.metricsPort !== null) {
+    // a listener of its own, for the scraper only: no auth, bound to METRICS_HOST (default loopback)
+    const metricsApp = createMetricsApp(services);
+    metricsServer = createHttpServer(metricsApp.callback());
+    try {
+      await new Promise<void>((resolve, reject) => {
+        metricsServer!.once('error', reject);
+        metricsServer!.listen(config.metricsPort!, config.metricsHost, () => resolve());
+      });
+    } catch (err) {
+      server.close();
+      await kernel.close().catch(() => undefined);
+      throw err;
+    }
+  }
+  const metricsUrl = metricsServer ? `http://${config.metricsHost.includes(':') ? `[${config.metricsHost}]` : config.metricsHost}:${(metricsServer.address() as AddressInfo).port}/metrics` : null;
+  if (metricsUrl) services.log.info(`metrics on ${metricsUrl}`);
   const port = (server.address() as AddressInfo).port;
   const scheme = tls ? 'https' : 'http';
   const shownHost = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -245,18 +285,52 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   }, config.tenantPollMs);
   timer.unref();
 
+  let closed: Promise<void> | null = null;
   return {
     url,
     port,
+    metricsUrl,
     services,
     bootstrap: kernel.bootstrap,
-    async close() {
-      clearInterval(timer);
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
+    close() {
+      closed ??= (async () => {
+        clearInterval(timer);
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+        metricsServer?.close();
+        metricsServer?.closeAllConnections();
+        await kernel.close();
+      })();
+      return closed;
+    },
+    shutdown(graceMs = config.shutdownGraceMs) {
+      closed ??= (async () => {
+        clearInterval(timer);
+        services.closing = true;
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        // in-flight requests finish (their responses say `connection: close`), bounded by the grace period
+        if (inFlight > 0) {
+          await new Promise<void>((resolve) => {
+            const timeout = setTimeout(resolve, graceMs);
+            drained = () => {
+              clearTimeout(timeout);
+              resolve();
+            };
+          });
+        }
+        if (inFlight > 0) services.log.warn('graceful stop: requests still running after the grace period were cut', { in_flight: inFlight, grace_ms: graceMs });
         server.closeAllConnections();
-      });
-      await kernel.close();
+        await stopped;
+        metricsServer?.close();
+        metricsServer?.closeAllConnections();
+        // every acknowledged write is written out (checkpoint) before the process may exit
+        await kernel.close();
+        services.log.info('stopped');
+      })();
+      return closed;
     },
   };
 }

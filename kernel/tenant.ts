@@ -3,6 +3,7 @@
  * operational state and the one serialized write queue through which every graph
  * change is validated, attributed and committed.
  */
+import type { KernelMetrics } from './metrics.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Sandbox } from '../sandbox/index.js';
@@ -92,6 +93,8 @@ export interface TenantDeps {
   clock: Clock;
   log: Logger;
   fsync: boolean;
+  /** the kernel's metrics (absent in CLI tools that open tenants without a server) */
+  metrics?: KernelMetrics;
 }
 
 const STAMP_KEYS = ['author', 'authored_via', 'authored_by_agent', 'session'] as const;
@@ -154,7 +157,7 @@ export class Tenant {
   static async open(dir: string, deps: TenantDeps): Promise<Tenant> {
     const config = Tenant.readConfig(dir);
     const tenant = new Tenant(config.org, dir, config, deps);
-    tenant.store = await openGitStore(join(dir, 'graph.git'), { fsync: deps.fsync });
+    tenant.store = await openGitStore(join(dir, 'graph.git'), { fsync: deps.fsync, observe: deps.metrics?.storeObserver(config.org) });
     const snapshot = join(dir, 'state', 'index-snapshot.v8');
     const loaded = await loadNodeFiles(tenant.store, snapshot, (text) => parseStoredNode(text));
     tenant.index.load(
@@ -191,15 +194,18 @@ export class Tenant {
 
   /** Runs `fn` alone in the tenant's write queue; pending draft changes commit when it returns. */
   write<T>(actor: WriteActor, meta: WriteMeta, fn: (draft: WriteDraft) => Promise<T>): Promise<T> {
-    const job = this.queue.then(async () => {
-      if (this.closed) throw errors.unavailable('closing', 'the tenant is shutting down');
-      const draft = new WriteDraft(this, actor, meta);
-      const result = await fn(draft);
-      await draft.commit();
-      return result;
-    });
+    const queued = () =>
+      this.queue.then(async () => {
+        if (this.closed) throw errors.unavailable('closing', 'the tenant is shutting down');
+        const draft = new WriteDraft(this, actor, meta);
+        const result = await fn(draft);
+        await draft.commit();
+        return result;
+      });
+    let job!: Promise<T>;
+    const tracked = this.deps.metrics ? this.deps.metrics.trackWrite(this.org, () => (job = queued())) : (job = queued());
     this.queue = job.catch(() => undefined);
-    return job;
+    return tracked;
   }
 
   /** Waits for queued writes to finish. */

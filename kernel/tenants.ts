@@ -12,6 +12,7 @@ import { generateToken, hashTokenBytes, isLive, isOpaqueToken, isWellFormedToken
 import type { Clock, Logger } from './config.js';
 import { errors } from './errors.js';
 import type { PluginDef } from './plugin.js';
+import type { KernelMetrics } from './metrics.js';
 import type { EdgeTypeDef, NodeTypeDef, SchemaPack } from './registry.js';
 import { DEFAULT_LIMITS, Tenant, type TenantConfig, type TenantDeps, type WriteActor } from './tenant.js';
 
@@ -31,6 +32,7 @@ export interface TenantManagerOptions {
   clock: Clock;
   log: Logger;
   fsync: boolean;
+  metrics?: KernelMetrics;
 }
 
 export interface NewTenant {
@@ -59,7 +61,7 @@ export class TenantManager {
       nativeTypes.push(...(p.schema?.nodeTypes ?? []));
       nativeEdges.push(...(p.schema?.edgeTypes ?? []));
     }
-    this.deps = { sandbox: options.sandbox, pack: options.pack, nativeTypes, nativeEdges, clock: options.clock, log: options.log, fsync: options.fsync };
+    this.deps = { sandbox: options.sandbox, pack: options.pack, nativeTypes, nativeEdges, clock: options.clock, log: options.log, fsync: options.fsync, metrics: options.metrics };
     mkdirSync(this.tenantsDir, { recursive: true });
   }
 

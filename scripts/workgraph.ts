@@ -195,12 +195,17 @@ async function serve(): Promise<void> {
   const server = await startServer({ config, plugins: allPlugins });
   process.stdout.write(`listening on ${server.url}\n`);
   let closing = false;
-  const shutdown = () => {
+  // Graceful: stop accepting, finish in-flight requests (bounded), write everything out, exit 0.
+  const shutdown = (signal: string) => {
     if (closing) return;
     closing = true;
-    server.close().then(
+    server.services.log.info('stopping', { signal });
+    server.shutdown().then(
       () => process.exit(0),
-      () => process.exit(1),
+      (err) => {
+        process.stderr.write(`workgraph: stop failed: ${err instanceof Error ? err.message : String(err)}\n`);
+        process.exit(1);
+      },
     );
   };
   process.on('SIGTERM', shutdown);

@@ -6,6 +6,7 @@
 import { definePlugin, type RouteRequest } from '../../kernel/plugin.js';
 import { requireObject } from '../../kernel/validate.js';
 import * as ops from './operations.js';
+import { leasesOf } from './store.js';
 import { objectSchema as obj } from '../../kernel/tool-schema.js';
 
 const idArg = { type: 'string', description: 'work node id, e.g. task-fix-login' };
@@ -78,4 +79,17 @@ export const leasesPlugin = definePlugin({
     },
   ],
   statusEffects: [ops.inProgressLease],
+  init(services) {
+    services.metrics.gauge('workgraph_leases_live', 'live leases and reservations per tenant', ['tenant', 'state'], () => {
+      const now = services.clock.now();
+      const samples: Array<{ labels: Record<string, string>; value: number }> = [];
+      for (const tenant of services.tenants.list()) {
+        if (!tenant.enabled('leases')) continue;
+        const counts = { live: 0, reserved: 0 };
+        for (const lease of leasesOf(tenant).records.values()) if (lease.expires_ms > now) counts[lease.state]++;
+        samples.push({ labels: { tenant: tenant.org, state: 'live' }, value: counts.live }, { labels: { tenant: tenant.org, state: 'reserved' }, value: counts.reserved });
+      }
+      return samples;
+    });
+  },
 });

@@ -36,14 +36,34 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+/**
+ * Every log line of every harness server in this mocha run, and every credential the harness
+ * saw (admin tokens, bearer tokens sent, `token`/`ticket` fields of responses): a root hook
+ * (test/kernel/observability.test.ts) proves no credential reached any log line of the run.
+ */
+export const runLog: string[] = [];
+export const runSecrets = new Set<string>();
+
+function collectSecrets(value: unknown, depth = 0): void {
+  if (depth > 4 || value === null || typeof value !== 'object') return;
+  for (const [k, v] of Object.entries(value)) {
+    if (typeof v === 'string' && /^(token|ticket|access_token|refresh_token)$/.test(k) && v.length >= 16) runSecrets.add(v);
+    else collectSecrets(v, depth + 1);
+  }
+}
+
 export async function startTestServer(opts: { plugins?: PluginDef[]; config?: Partial<ServerConfig>; dataDir?: string; keepData?: boolean } = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'wg-test-'));
   const clock = new ManualClock();
   const logs: string[] = [];
   const config: ServerConfig = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false, tenantPollMs: 200, ...opts.config };
-  const server = await startServer({ config, plugins: opts.plugins ?? allPlugins, clock, log: createLogger((l) => logs.push(l)) });
+  const server = await startServer({ config, plugins: opts.plugins ?? allPlugins, clock, log: createLogger((l) => {
+    logs.push(l);
+    runLog.push(l);
+  }) });
   if (!server.bootstrap) throw new Error('expected a first start');
   const { token: adminToken, person: adminPerson, org } = server.bootstrap;
+  runSecrets.add(adminToken);
   const clients: Client[] = [];
   const t: TestServer = {
     url: server.url,
@@ -57,7 +77,10 @@ export async function startTestServer(opts: { plugins?: PluginDef[]; config?: Pa
     async api(method, path, o = {}) {
       const headers: Record<string, string> = { ...(o.headers ?? {}) };
       const token = o.token === undefined ? adminToken : o.token;
-      if (token) headers.authorization = `Bearer ${token}`;
+      if (token) {
+        headers.authorization = `Bearer ${token}`;
+        if (token.length >= 16) runSecrets.add(token);
+      }
       let body: string | Buffer | undefined;
       if (o.rawBody !== undefined) body = o.rawBody;
       else if (o.body !== undefined) {
@@ -72,6 +95,7 @@ export async function startTestServer(opts: { plugins?: PluginDef[]; config?: Pa
       } catch {
         parsed = undefined;
       }
+      collectSecrets(parsed);
       return { status: res.status, body: parsed, text, headers: res.headers };
     },
     async mcp(token = adminToken) {
@@ -128,6 +152,7 @@ export async function addPerson(t: TestServer, name: string, opts: { admin?: boo
     });
   });
   const token = generateToken('pat');
+  runSecrets.add(token);
   tenant.tokens.mutate((records) => {
     const rec = newTokenRecord(token, { kind: 'pat', person: id, created: new Date().toISOString(), label: 'test' });
     records.set(rec.hash, rec);
