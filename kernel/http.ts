@@ -158,6 +158,16 @@ export function createApp(services: KernelServices): Koa {
         request_id: requestId,
       });
     });
+    if (services.closing) {
+      // A graceful stop is under way: requests already running finish, new ones are told to go
+      // elsewhere with a whole answer (never a reset); /healthz fails so balancers drain this one.
+      ctx.status = 503;
+      ctx.type = 'application/json';
+      ctx.set('connection', 'close');
+      ctx.set('retry-after', '1');
+      ctx.body = serialize(new SvcError(503, 'shutting_down', 'the server is stopping; retry on another instance or in a moment').envelope());
+      return;
+    }
     await next();
     // a graceful stop began while this request ran: the client must not reuse the connection
     if (services.closing && !ctx.res.headersSent) ctx.set('connection', 'close');

@@ -272,7 +272,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const scheme = tls ? 'https' : 'http';
   const shownHost = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `${scheme}://${shownHost}:${port}`;
-  services.log.info(`listening on ${url}`);
+  // the `listening on` line itself is the CLI's, on stdout; the log says it in its own words
+  services.log.info('server started', { url });
 
   let scanning = false;
   const timer = setInterval(() => {
@@ -309,9 +310,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       closed ??= (async () => {
         clearInterval(timer);
         services.closing = true;
-        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        // Idle keep-alive connections go now; requests in flight finish (their responses say
+        // `connection: close`); a request arriving meanwhile gets a whole 503 `shutting_down`
+        // (closing the listener at once would reset connections still in its accept queue).
         server.closeIdleConnections();
-        // in-flight requests finish (their responses say `connection: close`), bounded by the grace period
         if (inFlight > 0) {
           await new Promise<void>((resolve) => {
             const timeout = setTimeout(resolve, graceMs);
@@ -322,6 +324,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           });
         }
         if (inFlight > 0) services.log.warn('graceful stop: requests still running after the grace period were cut', { in_flight: inFlight, grace_ms: graceMs });
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAllConnections();
         await stopped;
         metricsServer?.close();

@@ -100,6 +100,7 @@ describe('graceful stop (SIGTERM, SIGINT)', function () {
         try {
           const res = await post(server.url, token, '/v1/nodes', { nodes: [{ node: { id, type: 'task', summary: `burst ${w} ${i}` } }] });
           outcomes.push({ id, status: res.status, body: res.body });
+          if (res.status === 503) return; // told the server is stopping: this client goes elsewhere
         } catch (err) {
           const code = (err as NodeJS.ErrnoException).code ?? String(err);
           outcomes.push({ id, error: code });
@@ -121,6 +122,8 @@ describe('graceful stop (SIGTERM, SIGINT)', function () {
     const failures = outcomes.filter((o) => o.error && o.error !== 'ECONNREFUSED');
     expect(failures, JSON.stringify(failures.slice(0, 3))).to.deep.equal([]);
     const acknowledged = outcomes.filter((o) => o.status === 200);
+    for (const o of outcomes.filter((x) => x.status === 503)) expect(JSON.parse(o.body!).error.code).to.equal('shutting_down');
+    expect(outcomes.every((o) => o.status === undefined || o.status === 200 || o.status === 503), JSON.stringify(outcomes.filter((o) => o.status && o.status !== 200 && o.status !== 503).slice(0, 2))).to.equal(true);
     for (const o of outcomes.filter((x) => x.status !== undefined)) expect(() => JSON.parse(o.body!), o.body).to.not.throw();
     expect(acknowledged.length).to.be.greaterThan(30);
     expect(server.output()).to.match(/"msg":"stopped"/);
