@@ -345,7 +345,7 @@ export class Registry {
       registers: {
         priority: ['p1', 'p2', 'p3'],
         readiness: ['agent', 'human'],
-        authored_via: ['mcp', 'rest', 'capture', 'dispatch', 'distill', 'gardener'],
+        authored_via: ['mcp', 'rest', 'capture', 'dispatch', 'distill', 'gardener', 'import'],
       },
       stale_overrides: this.staleOverrides,
       alias_collisions: this.aliasCollisions,

@@ -56,6 +56,9 @@ function hasTenants(dataDir: string): boolean {
   }
 }
 
+/** A graceful stop closes the listener once no request ran for this long (ms). */
+const QUIET_MS = 250;
+
 /** Data directories this process holds the serving lock of, with how many kernels use each. */
 const heldLocks = new Map<string, number>();
 
@@ -242,12 +245,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   }
   // In-flight requests, so a graceful stop can wait for them (and only them).
   let inFlight = 0;
-  let drained: (() => void) | null = null;
+  let lastRequestAt = 0;
   server.on('request', (_req, res) => {
     inFlight++;
+    lastRequestAt = performance.now();
     res.once('close', () => {
       inFlight--;
-      if (inFlight === 0) drained?.();
+      lastRequestAt = performance.now();
     });
   });
   let metricsServer: HttpServer | null = null;
@@ -310,19 +314,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       closed ??= (async () => {
         clearInterval(timer);
         services.closing = true;
-        // Idle keep-alive connections go now; requests in flight finish (their responses say
-        // `connection: close`); a request arriving meanwhile gets a whole 503 `shutting_down`
-        // (closing the listener at once would reset connections still in its accept queue).
-        server.closeIdleConnections();
-        if (inFlight > 0) {
-          await new Promise<void>((resolve) => {
-            const timeout = setTimeout(resolve, graceMs);
-            drained = () => {
-              clearTimeout(timeout);
-              resolve();
-            };
-          });
-        }
+        // Requests in flight finish (their responses say `connection: close`); a request that
+        // arrives meanwhile gets a whole 503 `shutting_down`. The listener closes once nothing
+        // has run for QUIET_MS: node's close() drops connections that are accepted but have not
+        // sent their request yet, so closing while clients still arrive would reset them.
+        const deadline = performance.now() + graceMs;
+        while (performance.now() < deadline && (inFlight > 0 || performance.now() - lastRequestAt < QUIET_MS)) await new Promise((r) => setTimeout(r, 20));
         if (inFlight > 0) services.log.warn('graceful stop: requests still running after the grace period were cut', { in_flight: inFlight, grace_ms: graceMs });
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAllConnections();

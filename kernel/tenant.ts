@@ -51,13 +51,18 @@ export interface WriteActor {
   session: string | null;
 }
 
-export type AuthoredVia = 'rest' | 'mcp' | 'capture' | 'dispatch' | 'distill' | 'gardener';
+export type AuthoredVia = 'rest' | 'mcp' | 'capture' | 'dispatch' | 'distill' | 'gardener' | 'import';
 
 export interface WriteMeta {
   op: string;
   via: AuthoredVia;
   /** server-internal bookkeeping (lease edges, gardener): history marks it `internal` */
   internal?: boolean;
+  /**
+   * When the change happened (epoch ms), if not now: an admin import replays another tracker's
+   * history with its own timestamps (commit author/committer dates, `created`, `updated`).
+   */
+  at?: number;
 }
 
 export interface DraftNode {
@@ -304,7 +309,7 @@ export class WriteDraft {
     if (pending.length === 0) return out;
     const { tenant } = this;
     const registry = tenant.registry;
-    const now = new Date(tenant.clock.now()).toISOString();
+    const now = new Date(this.meta.at ?? tenant.clock.now()).toISOString();
     const files: FileChange[] = [];
     const prepared: Array<{ id: string; path: string; markdown: string | null; fm: Frontmatter | null; body: string; before: NodeRecord | null }> = [];
 
@@ -400,7 +405,7 @@ export class WriteDraft {
     if (this.actor.session) trailers.push(`Svc-Session: ${this.actor.session}`);
     if (this.meta.internal) trailers.push('Svc-Internal: true');
     const summary = ids.length > 3 ? `${ids.slice(0, 3).join(', ')} and ${ids.length - 3} more` : ids.join(', ');
-    const seconds = Math.floor(tenant.clock.now() / 1000);
+    const seconds = Math.floor((this.meta.at ?? tenant.clock.now()) / 1000);
     const author = { name: this.actor.name, email: this.actor.email, timestamp: seconds, timezoneOffset: 0 };
     const result = await tenant.store.commit({
       changes: files,

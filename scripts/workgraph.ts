@@ -24,6 +24,7 @@ commands:
                         SVC_SERVER with SVC_TOKEN (SVC_ORG selects the tenant)
   tenant add|list|plugins   manage tenants
   token mint|generate   mint a PAT for a person, or print a fresh token for SVC_BOOTSTRAP_TOKEN
+  import <source> <path>  import beads, Backlog.md or GitHub issues (docs/import.md)
 
 run 'workgraph <command> --help' for a command's options.`,
   serve: `usage: workgraph serve
@@ -248,6 +249,10 @@ async function main(): Promise<void> {
       return tenantCommand(args);
     case 'token':
       return tokenCommand(args);
+    case 'import': {
+      const { importCommand } = await import('./import/cli.js');
+      return importCommand(args);
+    }
     default:
       fail(`unknown command '${command}'\n${HELP.main}`);
   }

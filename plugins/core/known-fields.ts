@@ -23,4 +23,6 @@ export const KNOWN_FIELDS: ReadonlySet<string> = new Set([
   // question, correction, finding, capture
   'text', 'mentions', 'asker', 'routed_to', 'routed_via', 'target', 'pin', 'exclude', 'guidance',
   'check', 'detail', 'resolution', 'resolved_at', 'source', 'capture_reason',
+  // imported items (plugins/import)
+  'labels', 'close_reason', 'import_source', 'import_id', 'milestone',
 ]);
