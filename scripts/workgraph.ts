@@ -25,6 +25,7 @@ commands:
   tenant add|list|plugins   manage tenants
   token mint|generate   mint a PAT for a person, or print a fresh token for SVC_BOOTSTRAP_TOKEN
   import <source> <path>  import beads, Backlog.md or GitHub issues (docs/import.md)
+  backup|restore <file>   a tenant with its history, tokens and leases, to a file and back
 
 run 'workgraph <command> --help' for a command's options.`,
   serve: `usage: workgraph serve
@@ -252,6 +253,11 @@ async function main(): Promise<void> {
     case 'import': {
       const { importCommand } = await import('./import/cli.js');
       return importCommand(args);
+    }
+    case 'backup':
+    case 'restore': {
+      const { backupCommand, restoreCommand } = await import('./import/backup.js');
+      return command === 'backup' ? backupCommand(args) : restoreCommand(args);
     }
     default:
       fail(`unknown command '${command}'\n${HELP.main}`);

@@ -125,6 +125,15 @@ function tarExport(ctx: OpContext, gzip: boolean, withAuth: boolean): RawRespons
   }
   records.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const authFiles = withAuth ? readAuthFiles(join(tenant.dir, 'auth')) : [];
+  // auth=1 is the admin's whole-tenant copy: beside the credential files, the operational state
+  // (leases, capabilities, journals; not the index snapshot, a start-up cache) as auth/state/*
+  // and tenant.json (plugins, limits) as auth/tenant.json, so a restore serves the same tokens
+  // and leases (`workgraph backup`). They count in x-svc-auth-files; nodes stay the only
+  // entries outside auth/.
+  if (withAuth) {
+    for (const f of readAuthFiles(join(tenant.dir, 'state'))) if (!f.name.startsWith('index-snapshot')) authFiles.push({ name: `state/${f.name}`, content: f.content });
+    for (const f of readAuthFiles(tenant.dir)) if (f.name === 'tenant.json') authFiles.push(f);
+  }
   const now = new Date(ctx.services.clock.now());
 
   const pack = tar.pack();
@@ -158,6 +167,7 @@ function tarExport(ctx: OpContext, gzip: boolean, withAuth: boolean): RawRespons
         if (pack.destroyed) return;
         await add({ name: `auth/${file.name}`, mode: 0o600, mtime: now, type: 'file' }, file.content);
       }
+
       await Promise.all(inflight);
       if (failure) throw failure;
       if (!pack.destroyed) pack.finalize();
