@@ -10,7 +10,12 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rm
 import { dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 
-export type TokenKind = 'pat' | 'agent-standing' | 'agent-session';
+/**
+ * `oauth-grant`: one client's authorization, derived from a PAT (never presented);
+ * `oauth-access`: a `svc_oat_` access token of a grant; `oauth-refresh`: a refresh token of a
+ * grant (rotated on use; never a bearer credential).
+ */
+export type TokenKind = 'pat' | 'agent-standing' | 'agent-session' | 'oauth-grant' | 'oauth-access' | 'oauth-refresh';
 
 export interface TokenRecord {
   hash: string;
@@ -52,7 +57,7 @@ function checksum(body: string): string {
   return out;
 }
 
-export function generateToken(kind: 'pat' | 'ast' = 'pat'): string {
+export function generateToken(kind: 'pat' | 'ast' | 'oat' | 'ort' = 'pat'): string {
   const body = base62(randomBytes(40), 30);
   return `svc_${kind}_${body}${checksum(body)}`;
 }

@@ -29,7 +29,7 @@ export interface Logger {
 }
 
 /** Tokens must never reach a log line: anything token-shaped is masked before writing. */
-const TOKEN_LIKE = /svc_(pat|ast|oat)_[0-9A-Za-z_-]+/g;
+const TOKEN_LIKE = /svc_(pat|ast|oat|ort)_[0-9A-Za-z_-]+/g;
 export function redact(text: string): string {
   return text.replace(TOKEN_LIKE, 'svc_$1_[redacted]');
 }
@@ -89,6 +89,13 @@ export interface ServerConfig {
   metricsToken: string | null;
   /** how long a graceful stop waits for in-flight requests (SVC_SHUTDOWN_GRACE_MS, default 10 s) */
   shutdownGraceMs: number;
+  /** the public base URL behind a proxy (SVC_PUBLIC_URL): OAuth issuer and resource; default the listening URL */
+  publicUrl: string | null;
+  /** connector JWTs: issuer, audience, and a JWKS URL or an inline JWKS (SVC_JWT_*) */
+  jwtIssuer: string | null;
+  jwtAudience: string | null;
+  jwtJwksUrl: string | null;
+  jwtJwks: string | null;
 }
 
 /** Reads SVC_* names, falling back to the legacy WORKGRAPH_* spellings. */
@@ -121,6 +128,11 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     metricsHost: e.METRICS_HOST || '127.0.0.1',
     metricsToken: env(e, 'METRICS_TOKEN') ?? null,
     shutdownGraceMs: Number(env(e, 'SHUTDOWN_GRACE_MS') ?? 10_000) || 10_000,
+    publicUrl: env(e, 'PUBLIC_URL') ?? null,
+    jwtIssuer: env(e, 'JWT_ISSUER') ?? null,
+    jwtAudience: env(e, 'JWT_AUDIENCE') ?? null,
+    jwtJwksUrl: env(e, 'JWT_JWKS_URL') ?? null,
+    jwtJwks: env(e, 'JWT_JWKS') ?? null,
   };
 }
 

@@ -28,12 +28,15 @@ function headersOf(ctx: Koa.Context): Record<string, string | undefined> {
   return out;
 }
 
-function sendError(ctx: Koa.Context, err: SvcError): void {
+function sendError(ctx: Koa.Context, err: SvcError, services?: KernelServices): void {
   ctx.status = err.status;
   ctx.type = 'application/json';
   ctx.body = serialize(err.envelope());
-  if (err.status === 401) ctx.set('WWW-Authenticate', 'Bearer');
+  if (err.status === 401) ctx.set('WWW-Authenticate', services && (ctx.path === '/mcp' || ctx.path.startsWith('/v1/')) ? services.authChallenge() : 'Bearer');
 }
+
+/** A JWT (three base64url parts), not one of the kernel's `svc_` tokens. */
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 /** A browser navigation (Accept lists text/html before JSON), not an API client; `format=json|text` asks for data. */
 function prefersHtml(ctx: Koa.Context): boolean {
@@ -179,16 +182,30 @@ export function createApp(services: KernelServices): Koa {
       if (ctx.status === 404 && ctx.body === undefined) throw errors.notFound(`route ${ctx.method} ${ctx.path}`);
       if (ctx.status === 405 && ctx.body === undefined) throw new SvcError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
     } catch (err) {
-      if (isSvcError(err)) return sendError(ctx, err);
+      if (isSvcError(err)) return sendError(ctx, err, services);
       services.log.error('unhandled error', { method: ctx.method, path: ctx.path, error: err instanceof Error ? err.stack ?? err.message : String(err) });
-      sendError(ctx, errors.internal());
+      sendError(ctx, errors.internal(), services);
     }
   });
+
+  // Protocol endpoints of plugins outside /v1 (OAuth, /.well-known/*), before the API routers.
+  for (const plugin of services.host.plugins) if (plugin.middleware) app.use(plugin.middleware(services));
 
   router.get('/healthz', (ctx) => {
     ctx.type = 'application/json';
     ctx.body = '{"ok":true}';
   });
+
+  /** The kernel's own tokens synchronously; other credentials (connector JWTs) through the plugins' authenticators. */
+  const authenticateAny = async (ctx: Koa.Context): Promise<{ tenant: Tenant; actor: Actor }> => {
+    const token = bearer(ctx.get('authorization') || undefined);
+    if (!token || !JWT_SHAPE.test(token) || services.bearerAuthenticators.length === 0) return authenticate(ctx);
+    for (const authenticator of services.bearerAuthenticators) {
+      const found = await authenticator(token);
+      if (found) return noteIdentity(ctx, found);
+    }
+    return authenticate(ctx);
+  };
 
   const authenticate = (ctx: Koa.Context): { tenant: Tenant; actor: Actor } => {
     const header = ctx.get('authorization') || undefined;
@@ -244,7 +261,7 @@ export function createApp(services: KernelServices): Koa {
         const body = BODY_METHODS.has(ctx.method) ? await readBody(ctx) : undefined;
         const req = routeRequest(ctx, ctx.params ?? {}, body);
         // token routes authenticate synchronously; only ticket routes may need to await
-        const identity = route.auth === 'ticket' ? await resolveIdentity(ctx, route, req) : authenticate(ctx);
+        const identity = route.auth === 'ticket' ? await resolveIdentity(ctx, route, req) : services.bearerAuthenticators.length > 0 ? await authenticateAny(ctx) : authenticate(ctx);
         if (!identity) throw errors.unauthorized();
         const { tenant, actor } = identity;
         if (!services.host.usable(tenant, plugin)) throw errors.notFound(`route ${ctx.method} ${ctx.path}`);
@@ -267,11 +284,11 @@ export function createApp(services: KernelServices): Koa {
         if (found) return noteIdentity(ctx, found);
       }
     }
-    return authenticate(ctx);
+    return authenticateAny(ctx);
   }
 
   router.all('/mcp', async (ctx) => {
-    const { tenant, actor } = authenticate(ctx);
+    const { tenant, actor } = await authenticateAny(ctx);
     const body = ctx.method === 'POST' ? parseJsonBody(await readRawBody(ctx.req)) : undefined;
     const opctx: OpContext = { tenant, actor, via: 'mcp', services, headers: headersOf(ctx) };
     const server = await buildMcpServer({

@@ -4,6 +4,7 @@
  * lifecycle hooks. The kernel validates manifests at boot (unknown dependency, cycle,
  * duplicate route or tool) and fails the start with a message naming the plugin.
  */
+import type { Middleware } from 'koa';
 import type { Readable } from 'node:stream';
 import type { EdgeTypeDef, NodeTypeDef } from './registry.js';
 import type { Tenant } from './tenant.js';
@@ -35,6 +36,15 @@ export interface KernelServices {
   metrics: KernelMetrics;
   /** set when a graceful stop began: responses ask clients to close their connections */
   closing?: boolean;
+  /** the server's public base URL (SVC_PUBLIC_URL, else the listening URL), once it listens */
+  baseUrl?: string;
+  /**
+   * Credentials that are not the kernel's own `svc_` tokens (connector JWTs): each is asked in
+   * turn, asynchronously; the first identity wins; none is a 401.
+   */
+  bearerAuthenticators: Array<(token: string) => Promise<{ tenant: Tenant; actor: Actor } | null>>;
+  /** the `WWW-Authenticate` value of a 401 on /mcp and /v1/* (a plugin adds `resource_metadata`) */
+  authChallenge: () => string;
 }
 
 /** What every operation receives: the caller's tenant and identity, and the kernel services. */
@@ -128,6 +138,11 @@ export interface PluginDef {
   schema?: { nodeTypes?: NodeTypeDef[]; edgeTypes?: EdgeTypeDef[] };
   statusEffects?: StatusEffect[];
   init?: (services: KernelServices) => Promise<void> | void;
+  /**
+   * Protocol endpoints outside /v1 (OAuth, `/.well-known/*`): one koa middleware, run before the
+   * API routers for every request; it handles its own paths and calls `next()` for the rest.
+   */
+  middleware?: (services: KernelServices) => Middleware;
   /** called once per tenant when it opens (or when the plugin is enabled for it) */
   tenantOpen?: (tenant: Tenant, services: KernelServices) => Promise<void> | void;
   close?: () => Promise<void> | void;

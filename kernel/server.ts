@@ -170,7 +170,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
   const ownSandbox = opts.sandbox ? null : createSandbox();
   const sandbox = metrics.observeSandbox(opts.sandbox ?? ownSandbox!);
   tenants = new TenantManager({ dataDir: config.dataDir, sandbox, pack: seedPack, plugins: host.plugins, clock, log, fsync: config.fsync, metrics });
-  const services: KernelServices = { clock, log, config, tenants, host, ticketAuthenticators: [], metrics };
+  const services: KernelServices = { clock, log, config, tenants, host, ticketAuthenticators: [], metrics, bearerAuthenticators: [], authChallenge: () => 'Bearer' };
   for (const p of host.plugins) await p.init?.(services);
   tenants!.onTenantChange = async (tenant, added) => {
     for (const p of host.plugins) if (added.includes(p.name) && host.usable(tenant, p)) await p.tenantOpen?.(tenant, services);
@@ -276,8 +276,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const scheme = tls ? 'https' : 'http';
   const shownHost = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `${scheme}://${shownHost}:${port}`;
-  // the `listening on` line itself is the CLI's, on stdout; the log says it in its own words
-  services.log.info('server started', { url });
+  services.baseUrl = (config.publicUrl ?? url).replace(/\/+$/, '');
+  // The bare `listening on URL` line is the CLI's, on stdout. The log line says it too, with the
+  // URL followed by a space, so a reader matching `listening on (\S+)` in either finds the URL.
+  services.log.info(`listening on ${url} (pid ${process.pid})`, { url });
 
   let scanning = false;
   const timer = setInterval(() => {

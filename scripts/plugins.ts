@@ -12,9 +12,10 @@ import { historyPlugin } from '../plugins/history/index.js';
 import { identityPlugin } from '../plugins/identity/index.js';
 import { importPlugin } from '../plugins/import/index.js';
 import { leasesPlugin } from '../plugins/leases/index.js';
+import { oauthPlugin } from '../plugins/oauth/index.js';
 import { lensesPlugin } from '../plugins/lenses/index.js';
 import { queuePlugin } from '../plugins/queue/index.js';
 import { questionsPlugin } from '../plugins/questions/index.js';
 import { workflowsPlugin } from '../plugins/workflows/index.js';
 
-export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, leasesPlugin, queuePlugin, historyPlugin, exportPlugin, questionsPlugin, gardenerPlugin, workflowsPlugin, lensesPlugin, capturePlugin, analyticsPlugin, importPlugin];
+export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, leasesPlugin, queuePlugin, historyPlugin, exportPlugin, questionsPlugin, gardenerPlugin, workflowsPlugin, lensesPlugin, capturePlugin, analyticsPlugin, importPlugin, oauthPlugin];

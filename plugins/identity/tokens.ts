@@ -70,8 +70,8 @@ export function revokeWithCascade(tenant: Tenant, hashes: string[], at: string):
       revokedSet.add(hash);
       if (r.revoked_at === null) {
         r.revoked_at = at;
-        if (isGrant(r)) grants++;
-        else tokens++;
+        if (!isGrant(r)) tokens++;
+        else if (r.kind !== 'oauth-access' && r.kind !== 'oauth-refresh') grants++;
       }
     }
     // Follow parent links until no new grant is found (grants of grants included).
@@ -83,7 +83,8 @@ export function revokeWithCascade(tenant: Tenant, hashes: string[], at: string):
         grew = true;
         if (r.revoked_at === null) {
           r.revoked_at = at;
-          grants++;
+          // a grant's access and refresh tokens go with it; the count is of grants
+          if (r.kind !== 'oauth-access' && r.kind !== 'oauth-refresh') grants++;
         }
       }
     }

@@ -1,0 +1,134 @@
+/**
+ * The `oauth` plugin: sign-in for remote clients (the authorization side of the MCP
+ * authorization spec) and connector JWTs.
+ *
+ * - Discovery: `/.well-known/oauth-protected-resource` (RFC 9728; also under `/mcp` and
+ *   `/v1`), `/.well-known/oauth-authorization-server` (RFC 8414), and a
+ *   `WWW-Authenticate: Bearer resource_metadata=...` on every 401 from /mcp and /v1/*.
+ * - `/oauth/authorize`, `/oauth/token`, `/oauth/register` (RFC 7591), `/oauth/revoke`
+ *   (RFC 7009): the MCP SDK's handlers (PKCE S256, exact redirect URIs with the loopback port
+ *   rule, client authentication) over provider.ts; `/oauth/consent`: the sign-in and consent
+ *   forms (pages.ts).
+ * - Connector JWTs (SVC_JWT_ISSUER, SVC_JWT_AUDIENCE, SVC_JWT_JWKS_URL or SVC_JWT_JWKS),
+ *   verified with jose; the `org` claim picks the tenant, `sub` (a person id) or `email` the
+ *   person.
+ * Server-wide, not per tenant: a client signs in before a tenant is chosen.
+ */
+import { authorizationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/authorize.js';
+import { metadataHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/metadata.js';
+import { clientRegistrationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/register.js';
+import { revocationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/revoke.js';
+import { tokenHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/token.js';
+import express from 'express';
+import { timingSafeEqual } from 'node:crypto';
+import { hashToken } from '../../kernel/auth.js';
+import { isSvcError } from '../../kernel/errors.js';
+import { definePlugin, serialize, type KernelServices } from '../../kernel/plugin.js';
+import { connectorJwtAuthenticator } from './jwt.js';
+import { sendPage, SCOPE, WorkgraphOAuthProvider } from './provider.js';
+
+function metadata(services: KernelServices) {
+  const base = services.baseUrl!;
+  return {
+    authorizationServer: {
+      issuer: base,
+      authorization_endpoint: `${base}/oauth/authorize`,
+      token_endpoint: `${base}/oauth/token`,
+      registration_endpoint: `${base}/oauth/register`,
+      revocation_endpoint: `${base}/oauth/revoke`,
+      response_types_supported: ['code'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      code_challenge_methods_supported: ['S256'],
+      token_endpoint_auth_methods_supported: ['none', 'client_secret_post', 'client_secret_basic'],
+      revocation_endpoint_auth_methods_supported: ['none', 'client_secret_post', 'client_secret_basic'],
+      scopes_supported: [SCOPE],
+      client_id_metadata_document_supported: true,
+      service_documentation: `${base}/`,
+    },
+    protectedResource: {
+      resource: `${base}/`,
+      authorization_servers: [base],
+      bearer_methods_supported: ['header'],
+      scopes_supported: [SCOPE],
+      resource_name: 'workgraph',
+    },
+  };
+}
+
+const sameText = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+function protocolApp(services: KernelServices): express.Express {
+  const provider = new WorkgraphOAuthProvider(services);
+  const meta = metadata(services);
+  const app = express();
+  app.disable('x-powered-by');
+  // Rate limits belong to the proxy in front (docs/decisions.md); the SDK's in-memory ones are off.
+  app.use('/oauth/authorize', authorizationHandler({ provider, rateLimit: false }));
+  app.use('/oauth/token', tokenHandler({ provider, rateLimit: false }));
+  app.use('/oauth/register', clientRegistrationHandler({ clientsStore: provider.clientsStore, rateLimit: false }));
+  app.use('/oauth/revoke', revocationHandler({ provider, rateLimit: false }));
+  app.use('/.well-known/oauth-authorization-server', metadataHandler(meta.authorizationServer as never));
+  for (const path of ['', '/mcp', '/v1']) app.use(`/.well-known/oauth-protected-resource${path}`, metadataHandler(meta.protectedResource as never));
+
+  app.post('/oauth/consent', express.urlencoded({ extended: false, limit: '16kb' }), (req, res) => {
+    const form = req.body as Record<string, string | undefined>;
+    const pending = typeof form.pending === 'string' ? provider.pending.get(form.pending) : undefined;
+    const cookie = /(?:^|;\s*)svc_oauth_csrf=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
+    if (!pending || pending.expires < services.clock.now() || typeof form.csrf !== 'string' || !cookie || !sameText(form.csrf, pending.csrf) || !sameText(cookie, pending.csrf)) {
+      res.status(403).type('html').send('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in expired</title></head><body><main><h1>This sign-in page expired or was not sent by this server</h1><p>Start the connection again from your application.</p></main></body></html>');
+      return;
+    }
+    const back = (params: Record<string, string>) => {
+      const url = new URL(pending.params.redirectUri);
+      for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+      if (pending.params.state !== undefined) url.searchParams.set('state', pending.params.state);
+      provider.pending.delete(pending.id);
+      res.setHeader('cache-control', 'no-store');
+      res.redirect(302, url.href);
+    };
+    if (form.action === 'deny') return back({ error: 'access_denied', error_description: 'the person declined' });
+    if (form.action === 'signin') {
+      try {
+        const { tenant, actor } = services.tenants.authenticate(typeof form.token === 'string' ? form.token.trim() : undefined);
+        if (!actor.bound || actor.token.kind !== 'pat' || actor.token.parent !== null) throw new Error('not a personal access token');
+        pending.signedIn = { org: tenant.org, person: actor.personId, name: actor.name, patHash: hashToken(form.token!.trim()) };
+        return sendPage(res, pending, null, services.baseUrl!.startsWith('https:'));
+      } catch (err) {
+        if (!(err instanceof Error) && !isSvcError(err)) throw err;
+        return sendPage(res, pending, { error: 'That is not a valid personal access token. Check it and try again.' }, services.baseUrl!.startsWith('https:'));
+      }
+    }
+    if (form.action === 'approve' && pending.signedIn) return back({ code: provider.issueCode(pending) });
+    res.status(400).type('html').send('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Bad request</title></head><body><main><h1>Sign in first</h1></main></body></html>');
+  });
+  app.use((req, res) => {
+    res.status(404).type('application/json').send(serialize({ error: { code: 'not_found', message: `route ${req.method} ${req.path} not found`, details: {} } }));
+  });
+  return app;
+}
+
+export const oauthPlugin = definePlugin({
+  name: 'oauth',
+  version: '1.0.0',
+  dependsOn: ['core', 'identity'],
+  init(services) {
+    services.authChallenge = () => `Bearer resource_metadata="${services.baseUrl}/.well-known/oauth-protected-resource", scope="${SCOPE}"`;
+    const jwt = connectorJwtAuthenticator(services);
+    if (jwt) services.bearerAuthenticators.push(jwt);
+  },
+  middleware(services) {
+    let app: express.Express | null = null;
+    return async (ctx, next) => {
+      if (!ctx.path.startsWith('/oauth/') && !ctx.path.startsWith('/.well-known/oauth-')) return next();
+      // built on first use: the issuer is the server's public URL, known once it listens
+      app ??= protocolApp(services);
+      // these paths carry no ids or secrets: the path is the access log's route
+      (ctx as typeof ctx & { _matchedRoute?: string })._matchedRoute = ctx.path;
+      ctx.respond = false;
+      await new Promise<void>((resolve) => {
+        ctx.res.once('close', resolve);
+        app!(ctx.req, ctx.res);
+      });
+    };
+  },
+});

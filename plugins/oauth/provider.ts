@@ -1,0 +1,281 @@
+/**
+ * The authorization server behind the MCP SDK's OAuth handlers (authorize, token, register,
+ * revoke): clients (dynamic registration, or client ID metadata documents), the sign-in and
+ * consent flow's pending authorizations, single-use PKCE codes, and the tokens.
+ *
+ * Token model (kernel/auth.ts): a consent makes one `oauth-grant` record whose `parent` is the
+ * PAT the person signed in with, in that PAT's tenant. The grant's `svc_oat_` access tokens
+ * (1 h) and rotating refresh tokens (30 d) are records whose parent is the grant. Revoking the
+ * PAT, an admin revoke or offboarding revokes the grant with everything under it, and
+ * `oauth_grants_revoked` counts the grants. Every token is stored only as its SHA-256.
+ */
+import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
+import { InvalidClientError, InvalidGrantError, InvalidRequestError, InvalidTargetError, InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import type { AuthorizationParams, OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { OAuthClientInformationFull, OAuthTokenRevocationRequest, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { Response } from 'express';
+import { createHash, randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { generateToken, hashToken, isLive, newTokenRecord, type TokenRecord } from '../../kernel/auth.js';
+import type { KernelServices } from '../../kernel/plugin.js';
+import { StateStore, type Collection } from '../../kernel/state-store.js';
+import type { Tenant } from '../../kernel/tenant.js';
+import { revokeWithCascade } from '../identity/tokens.js';
+import { consentPage } from './pages.js';
+
+export const ACCESS_TTL_S = 3600;
+export const REFRESH_TTL_S = 30 * 86_400;
+const CODE_TTL_MS = 60_000;
+const PENDING_TTL_MS = 10 * 60_000;
+export const SCOPE = 'workgraph';
+
+export interface Pending {
+  id: string;
+  csrf: string;
+  client: OAuthClientInformationFull;
+  params: AuthorizationParams;
+  expires: number;
+  /** set once the person signed in with a PAT */
+  signedIn?: { org: string; person: string; name: string; patHash: string };
+}
+
+interface Code {
+  clientId: string;
+  redirectUri: string;
+  challenge: string;
+  resource: string;
+  org: string;
+  person: string;
+  patHash: string;
+  expires: number;
+  used: boolean;
+  /** the grant issued from this code (revoked if the code is replayed) */
+  grant?: string;
+}
+
+const randomId = () => randomBytes(32).toString('base64url');
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/** Clients: registered ones in SVC_DATA_DIR/oauth/clients.json; https (or loopback) client ids are metadata documents. */
+class Clients implements OAuthRegisteredClientsStore {
+  private readonly registered: Collection<OAuthClientInformationFull>;
+  private readonly documents = new Map<string, { client: OAuthClientInformationFull; at: number }>();
+
+  constructor(dataDir: string) {
+    this.registered = new StateStore(join(dataDir, 'oauth')).collection<OAuthClientInformationFull>('clients');
+  }
+
+  async getClient(clientId: string): Promise<OAuthClientInformationFull | undefined> {
+    const known = this.registered.get(clientId);
+    if (known) return known;
+    if (!/^https?:\/\//.test(clientId)) return undefined;
+    return this.metadataDocument(clientId);
+  }
+
+  async registerClient(client: Omit<OAuthClientInformationFull, 'client_id' | 'client_id_issued_at'>): Promise<OAuthClientInformationFull> {
+    const full = client as OAuthClientInformationFull;
+    await this.registered.set(full.client_id, full);
+    return full;
+  }
+
+  /**
+   * A client ID metadata document (the MCP authorization spec's alternative to registration):
+   * the client id is an https URL (http only on loopback) serving the client's metadata, whose
+   * `client_id` must be that URL. Cached five minutes.
+   */
+  private async metadataDocument(url: string): Promise<OAuthClientInformationFull | undefined> {
+    const cached = this.documents.get(url);
+    if (cached && Date.now() - cached.at < 300_000) return cached.client;
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      return undefined;
+    }
+    const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(parsed.hostname);
+    if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && loopback)) return undefined;
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(5000), redirect: 'error', headers: { accept: 'application/json' } });
+      if (res.status !== 200) return undefined;
+      const doc = (await res.json()) as Partial<OAuthClientInformationFull>;
+      if (doc.client_id !== url || !Array.isArray(doc.redirect_uris) || doc.redirect_uris.length === 0) return undefined;
+      const client: OAuthClientInformationFull = {
+        client_id: url,
+        redirect_uris: doc.redirect_uris.map(String),
+        client_name: typeof doc.client_name === 'string' ? doc.client_name : url,
+        token_endpoint_auth_method: 'none',
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+      };
+      this.documents.set(url, { client, at: Date.now() });
+      return client;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+export class WorkgraphOAuthProvider implements OAuthServerProvider {
+  readonly clientsStore: Clients;
+  readonly pending = new Map<string, Pending>();
+  private readonly codes = new Map<string, Code>();
+
+  constructor(private readonly services: KernelServices) {
+    this.clientsStore = new Clients(services.config.dataDir);
+  }
+
+  private now(): number {
+    return this.services.clock.now();
+  }
+
+  /** The protected resource every token is bound to: this server (REST and /mcp alike). */
+  get resource(): string {
+    return `${this.services.baseUrl}/`;
+  }
+
+  /** RFC 8707: a requested resource must be this server or a path under it. */
+  resourceOf(requested: URL | undefined): string {
+    if (!requested) return this.resource;
+    const base = new URL(this.resource);
+    if (requested.origin !== base.origin || requested.hash) throw new InvalidTargetError(`this server is the resource ${this.resource}; ${requested.href} is not`);
+    return this.resource;
+  }
+
+  async authorize(client: OAuthClientInformationFull, params: AuthorizationParams, res: Response): Promise<void> {
+    this.resourceOf(params.resource);
+    for (const [id, p] of this.pending) if (p.expires < this.now()) this.pending.delete(id);
+    const pending: Pending = { id: randomId(), csrf: randomId(), client, params, expires: this.now() + PENDING_TTL_MS };
+    this.pending.set(pending.id, pending);
+    sendPage(res, pending, null, this.resource.startsWith('https:'));
+  }
+
+  /** A pending authorization approved by its signed-in person: a single-use code, back to the client. */
+  issueCode(pending: Pending): string {
+    const code = randomId();
+    const who = pending.signedIn!;
+    this.codes.set(sha256(code), {
+      clientId: pending.client.client_id,
+      redirectUri: pending.params.redirectUri,
+      challenge: pending.params.codeChallenge,
+      resource: this.resourceOf(pending.params.resource),
+      org: who.org,
+      person: who.person,
+      patHash: who.patHash,
+      expires: this.now() + CODE_TTL_MS,
+      used: false,
+    });
+    this.pending.delete(pending.id);
+    return code;
+  }
+
+  private code(client: OAuthClientInformationFull, authorizationCode: string): Code {
+    const code = this.codes.get(sha256(authorizationCode));
+    if (!code || code.clientId !== client.client_id) throw new InvalidGrantError('unknown authorization code');
+    return code;
+  }
+
+  async challengeForAuthorizationCode(client: OAuthClientInformationFull, authorizationCode: string): Promise<string> {
+    return this.code(client, authorizationCode).challenge;
+  }
+
+  async exchangeAuthorizationCode(client: OAuthClientInformationFull, authorizationCode: string, _verifier?: string, redirectUri?: string, resource?: URL): Promise<OAuthTokens> {
+    const code = this.code(client, authorizationCode);
+    if (code.used) {
+      // a replayed code: the grant it produced is revoked too (OAuth 2.1 section 4.1.3)
+      const tenant = this.services.tenants.get(code.org);
+      if (tenant && code.grant) revokeWithCascade(tenant, [code.grant], new Date(this.now()).toISOString());
+      throw new InvalidGrantError('authorization code already used');
+    }
+    code.used = true;
+    if (code.expires < this.now()) throw new InvalidGrantError('authorization code expired');
+    if (redirectUri !== undefined && redirectUri !== code.redirectUri) throw new InvalidGrantError('redirect_uri does not match the authorization request');
+    if (this.resourceOf(resource) !== code.resource) throw new InvalidTargetError('resource does not match the authorization request');
+    const tenant = this.services.tenants.get(code.org);
+    const pat = tenant?.tokens.find(code.patHash);
+    if (!tenant || !pat || !isLive(pat, this.now())) throw new InvalidGrantError('the sign-in token is no longer valid');
+    const grant = newTokenRecord(randomId(), { kind: 'oauth-grant', person: code.person, created: new Date(this.now()).toISOString(), label: client.client_id, audience: code.resource, parent: code.patHash, minted_by: 'oauth' });
+    code.grant = grant.hash;
+    return this.mint(tenant, grant, [grant]);
+  }
+
+  /** A fresh access + refresh token pair under `grant` (records added in one locked write). */
+  private mint(tenant: Tenant, grant: TokenRecord, extra: TokenRecord[] = [], used?: string): OAuthTokens {
+    const created = new Date(this.now()).toISOString();
+    const access = generateToken('oat');
+    const refresh = generateToken('ort');
+    const fields = { person: grant.person, created, label: grant.label, audience: grant.audience, parent: grant.hash, minted_by: 'oauth' };
+    const accessRecord = newTokenRecord(access, { ...fields, kind: 'oauth-access', expires: new Date(this.now() + ACCESS_TTL_S * 1000).toISOString() });
+    const refreshRecord = newTokenRecord(refresh, { ...fields, kind: 'oauth-refresh', expires: new Date(this.now() + REFRESH_TTL_S * 1000).toISOString() });
+    tenant.tokens.mutate((records) => {
+      for (const r of [...extra, accessRecord, refreshRecord]) records.set(r.hash, r);
+      if (used) {
+        const old = records.get(used);
+        if (old) old.revoked_at = created; // rotation: a refresh token works once
+      }
+    });
+    this.services.tenants.indexTokens(tenant);
+    return { access_token: access, token_type: 'Bearer', expires_in: ACCESS_TTL_S, refresh_token: refresh, scope: SCOPE };
+  }
+
+  /** The record of a token (by hash) and its tenant, whichever tenant holds it. */
+  private locate(token: string): { tenant: Tenant; record: TokenRecord } | null {
+    const hash = hashToken(token);
+    for (const tenant of this.services.tenants.list()) {
+      tenant.tokens.reload();
+      const record = tenant.tokens.find(hash);
+      if (record) return { tenant, record };
+    }
+    return null;
+  }
+
+  async exchangeRefreshToken(client: OAuthClientInformationFull, refreshToken: string, _scopes?: string[], resource?: URL): Promise<OAuthTokens> {
+    const found = this.locate(refreshToken);
+    if (!found || found.record.kind !== 'oauth-refresh' || found.record.label !== client.client_id) throw new InvalidGrantError('unknown refresh token');
+    const { tenant, record } = found;
+    const at = new Date(this.now()).toISOString();
+    const grant = record.parent ? tenant.tokens.find(record.parent) : undefined;
+    if (record.revoked_at !== null) {
+      // reuse of a rotated refresh token: someone else may hold it; end the whole grant
+      if (grant && grant.revoked_at === null) revokeWithCascade(tenant, [grant.hash], at);
+      throw new InvalidGrantError('refresh token already used; the grant is revoked');
+    }
+    if (!isLive(record, this.now())) throw new InvalidGrantError('refresh token expired');
+    const pat = grant?.parent ? tenant.tokens.find(grant.parent) : undefined;
+    if (!grant || grant.revoked_at !== null || !pat || !isLive(pat, this.now())) throw new InvalidGrantError('the grant was revoked');
+    if (this.resourceOf(resource) !== grant.audience) throw new InvalidTargetError('resource does not match the grant');
+    return this.mint(tenant, grant, [], record.hash);
+  }
+
+  async verifyAccessToken(token: string): Promise<AuthInfo> {
+    const found = this.locate(token);
+    if (!found || found.record.kind !== 'oauth-access' || !isLive(found.record, this.now())) throw new InvalidTokenError('invalid or expired access token');
+    return {
+      token,
+      clientId: found.record.label ?? '',
+      scopes: [SCOPE],
+      expiresAt: found.record.expires ? Math.floor(Date.parse(found.record.expires) / 1000) : undefined,
+      ...(found.record.audience ? { resource: new URL(found.record.audience) } : {}),
+    };
+  }
+
+  /** RFC 7009: revoking a refresh token ends its grant; revoking an access token ends that token. Unknown tokens are fine. */
+  async revokeToken(client: OAuthClientInformationFull, request: OAuthTokenRevocationRequest): Promise<void> {
+    const found = this.locate(request.token);
+    if (!found || found.record.label !== client.client_id) return;
+    const { tenant, record } = found;
+    const at = new Date(this.now()).toISOString();
+    if (record.kind === 'oauth-refresh' && record.parent) revokeWithCascade(tenant, [record.parent], at);
+    else if (record.kind === 'oauth-access') revokeWithCascade(tenant, [record.hash], at);
+  }
+}
+
+export function sendPage(res: Response, pending: Pending, step: { error?: string } | null, secure: boolean): void {
+  res.setHeader('cache-control', 'no-store');
+  res.setHeader('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'");
+  res.setHeader('x-frame-options', 'DENY');
+  res.cookie('svc_oauth_csrf', pending.csrf, { httpOnly: true, sameSite: 'strict', path: '/oauth', secure, maxAge: PENDING_TTL_MS });
+  res.status(step?.error ? 401 : 200).type('html').send(consentPage(pending, step?.error ?? null));
+}
+
+export { InvalidClientError, InvalidRequestError };
