@@ -9,27 +9,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cleanEnv, SHIM } from '../helpers/processes.js';
+import { cleanEnv, runCli, SHIM, type CliResult } from '../helpers/processes.js';
 import { definePlugin, type PluginDef } from '../../kernel/plugin.js';
 import { corePlugin } from '../../plugins/core/index.js';
 import { allPlugins } from '../../scripts/plugins.js';
 import { startTestServer, type TestServer } from '../helpers/harness.js';
-
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  const child = spawn(process.execPath, [SHIM, ...args], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
-}
 
 /** The CLI's one JSON line on stdout. */
 function jsonOut<T = any>(res: CliResult): T {

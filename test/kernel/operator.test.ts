@@ -11,7 +11,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cleanEnv, killGroup, ROOT, SHIM } from '../helpers/processes.js';
+import { cleanEnv, killGroup, ROOT, runCli, SHIM } from '../helpers/processes.js';
 import { generateToken, hashToken, isWellFormedToken, TokenStore } from '../../kernel/auth.js';
 import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -65,16 +65,6 @@ function startServe(env: Record<string, string>, how: { command?: string; args?:
       reject(new Error(`server exited with ${code} before listening\nstdout: ${out}\nstderr: ${err}`));
     });
   });
-}
-
-/** Runs the CLI to completion. */
-function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [SHIM, ...args], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
 }
 
 interface Reply {
@@ -242,7 +232,8 @@ describe('operator contract (real CLI, real HTTP)', function () {
       for (const [kind, reply] of Object.entries(replies)) {
         expectEnvelope(reply, 401, 'unauthorized');
         expect(reply.text, kind).to.equal(reference);
-        expect(reply.headers['www-authenticate'], kind).to.equal('Bearer');
+        // a Bearer challenge naming the protected resource metadata (RFC 9728; issue 11)
+        expect(reply.headers['www-authenticate'], kind).to.equal(`Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource", scope="workgraph"`);
       }
       // the same answer on a write route and on /mcp
       expect((await call(server.url, 'POST', '/v1/nodes', { token: flipped, body: '{}' })).text).to.equal(reference);

@@ -5,7 +5,6 @@
  * import, refusals reported; `workgraph backup` / `restore` round trip.
  */
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +14,8 @@ import { importedNodeId } from '../../../plugins/import/operations.js';
 import { readBacklog, readBeads } from '../../../scripts/import/readers.js';
 import { allPlugins } from '../../../scripts/plugins.js';
 import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
-import { cleanEnv, ROOT, SHIM } from '../../helpers/processes.js';
+import { ROOT, runCli } from '../../helpers/processes.js';
+import type { ImportReport } from '../../../scripts/import/cli.js';
 
 /** The node id an imported item gets (the plugin's own derivation). */
 const nid = (type: string, source: string, id: string) => importedNodeId({ prefix: `${type}-` }, source, id);
@@ -26,31 +26,10 @@ const BEADS = join(FIXTURES, 'beads', 'issues.jsonl');
 const BACKLOG = join(FIXTURES, 'backlog-md', 'backlog');
 const GITHUB = join(FIXTURES, 'github-issues.json');
 
-function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [SHIM, ...args], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
-}
-
-interface Report {
-  items: number;
-  created: number;
-  updated: number;
-  unchanged: number;
-  refused: number;
-  deleted_skipped: number;
-  people_created: number;
-  refusals: Array<{ source_id: string; reason: string }>;
-  warnings: string[];
-}
-
-async function importJson(args: string[], env: Record<string, string>): Promise<Report> {
-  const res = await cli(['import', ...args, '--json'], env);
+async function importJson(args: string[], env: Record<string, string>): Promise<ImportReport> {
+  const res = await runCli(['import', ...args, '--json'], env);
   expect(res.code, res.stderr).to.equal(0);
-  return JSON.parse(res.stdout) as Report;
+  return JSON.parse(res.stdout) as ImportReport;
 }
 
 const beadsLines = () =>
@@ -180,7 +159,7 @@ describe('import: beads, Backlog.md and GitHub through the CLI', function () {
   });
 
   it('GitHub issue lists: closed reasons, sub-issues and blocked-by links; the summary table on a plain run', async () => {
-    const res = await cli(['import', 'github', GITHUB], remote);
+    const res = await runCli(['import', 'github', GITHUB], remote);
     expect(res.code, res.stderr).to.equal(0);
     expect(res.stdout).to.match(/^import github from /);
     expect(res.stdout).to.match(/ created\s+4$/m);
@@ -244,18 +223,18 @@ describe('import locally, and backup / restore', function () {
       const claim = await t.api('POST', '/v1/nodes/task-github-3/claim', { token: alice.token, body: {} });
       expect(claim.status, claim.text).to.equal(200);
       head = (await t.api('GET', '/v1/status')).body.head;
-      const res = await cli(['backup', file], { SVC_SERVER: t.url, SVC_TOKEN: t.adminToken });
+      const res = await runCli(['backup', file], { SVC_SERVER: t.url, SVC_TOKEN: t.adminToken });
       expect(res.code, res.stderr).to.equal(0);
       expect(JSON.parse(res.stdout)).to.include({ org: t.org, head });
     } finally {
       await t.close();
     }
     const restored = tmp('wg-restore-');
-    const res = await cli(['restore', file], { SVC_DATA_DIR: restored });
+    const res = await runCli(['restore', file], { SVC_DATA_DIR: restored });
     expect(res.code, res.stderr).to.equal(0);
     expect(JSON.parse(res.stdout)).to.include({ org: 'local', head });
     // a second restore onto the same directory is refused
-    expect((await cli(['restore', file], { SVC_DATA_DIR: restored })).code).to.not.equal(0);
+    expect((await runCli(['restore', file], { SVC_DATA_DIR: restored })).code).to.not.equal(0);
     copyFileSync(file, join(restored, 'kept.tar'));
     const server = await startServer({ config: { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir: restored, fsync: false }, plugins: allPlugins, log: createLogger(() => undefined) });
     try {
