@@ -194,11 +194,14 @@ async function tokenCommand(args: string[]): Promise<void> {
 
 async function serve(): Promise<void> {
   const config = configFromEnv();
-  const server = await startServer({ config, plugins: allPlugins });
-  process.stdout.write(`listening on ${server.url}\n`);
+  // The handlers are in place before anything starts: a signal that arrives while the server
+  // starts, or right after the `listening on` line, is a graceful stop, never node's default kill.
+  let server: Awaited<ReturnType<typeof startServer>> | null = null;
+  let requested: string | null = null;
   let closing = false;
   // Graceful: stop accepting, finish in-flight requests (bounded), write everything out, exit 0.
   const shutdown = (signal: string) => {
+    if (!server) return void (requested ??= signal);
     if (closing) return;
     closing = true;
     server.services.log.info('stopping', { signal });
@@ -212,6 +215,9 @@ async function serve(): Promise<void> {
   };
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
+  server = await startServer({ config, plugins: allPlugins });
+  process.stdout.write(`listening on ${server.url}\n`);
+  if (requested) shutdown(requested);
 }
 
 async function mcp(): Promise<void> {
