@@ -293,6 +293,7 @@ export function createApp(services: KernelServices): Koa {
     const opctx: OpContext = { tenant, actor, via: 'mcp', services, headers: headersOf(ctx) };
     const server = await buildMcpServer({
       ctx: opctx,
+      instructions: services.host.instructionsFor(tenant),
       tools: services.host.toolsFor(tenant),
       resources: services.host.resourcesFor(tenant),
       log: (err) => services.log.error('tool failed', { error: err instanceof Error ? err.stack ?? err.message : String(err) }),

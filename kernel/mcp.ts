@@ -52,6 +52,8 @@ export async function callTool(tool: ToolDef, ctx: OpContext, args: Record<strin
 
 export interface McpServerSpec {
   ctx: OpContext;
+  /** the server's `instructions` (PluginHost.instructionsFor) */
+  instructions: string;
   tools: ToolDef[];
   resources: ResourceDef[];
   log: (err: unknown) => void;
@@ -73,7 +75,7 @@ export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
   const { ServerClass, CallToolRequestSchema, ListResourcesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema } = await sdk();
   const server = new ServerClass(
     { name: 'workgraph', version: '0.1.0' },
-    { capabilities: { tools: {}, resources: {} }, instructions: 'Work-graph service: typed work nodes in git, leases, queue and workflows.' },
+    { capabilities: { tools: {}, resources: {} }, instructions: spec.instructions },
   );
   const byName = new Map(spec.tools.map((t) => [t.name, t]));
   server.setRequestHandler(ListToolsRequestSchema, async () => ({

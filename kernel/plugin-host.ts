@@ -30,6 +30,12 @@ export class PluginHost {
     return this.enabledFor(tenant).flatMap((p) => p.tools ?? []);
   }
 
+  /** The MCP server `instructions` for a tenant: a heading, then each enabled plugin's lines, in plugin order. */
+  instructionsFor(tenant: Tenant): string {
+    const lines = this.enabledFor(tenant).flatMap((p) => p.instructions ?? []);
+    return ['Work graph: typed work nodes (tasks, issues, decisions, specs, ...) kept in git; every write is a commit with its author.', ...lines.map((l) => `- ${l}`)].join('\n');
+  }
+
   resourcesFor(tenant: Tenant): ResourceDef[] {
     return this.enabledFor(tenant).flatMap((p) => p.resources ?? []);
   }

@@ -135,6 +135,8 @@ export interface PluginDef {
   routes?: RouteDef[];
   tools?: ToolDef[];
   resources?: ResourceDef[];
+  /** Lines this plugin adds to the MCP server's `instructions` (how an agent uses its tools), when enabled. */
+  instructions?: string[];
   schema?: { nodeTypes?: NodeTypeDef[]; edgeTypes?: EdgeTypeDef[] };
   statusEffects?: StatusEffect[];
   init?: (services: KernelServices) => Promise<void> | void;

@@ -46,6 +46,7 @@ export async function serveStdioLocal(kernel: Kernel, token: string, org: string
   const ctx: OpContext = { tenant: identity.tenant, actor: identity.actor, via: 'mcp', services, headers: {} };
   const server = await buildMcpServer({
     ctx,
+    instructions: services.host.instructionsFor(identity.tenant),
     tools: services.host.toolsFor(identity.tenant),
     resources: services.host.resourcesFor(identity.tenant),
     log: (err) => services.log.error('tool failed', { error: String(err) }),
@@ -74,7 +75,8 @@ export async function serveStdioProxy(base: string, token: string, org: string |
   if (org && body.org !== org) throw new Error(`SVC_TOKEN belongs to org '${body.org}', not SVC_ORG '${org}'`);
   const client = new Client({ name: 'workgraph-proxy', version: '0.1.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${root}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
-  const server = new Server({ name: 'workgraph', version: '0.1.0' }, { capabilities: { tools: {}, resources: {} } });
+  // the proxy says what the server says, instructions included
+  const server = new Server({ name: 'workgraph', version: '0.1.0' }, { capabilities: { tools: {}, resources: {} }, instructions: client.getInstructions() });
   server.setRequestHandler(ListToolsRequestSchema, (req) => client.listTools(req.params));
   server.setRequestHandler(CallToolRequestSchema, (req) => client.callTool(req.params) as never);
   server.setRequestHandler(ListResourcesRequestSchema, (req) => client.listResources(req.params));

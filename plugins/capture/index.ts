@@ -32,6 +32,9 @@ export const capturePlugin = definePlugin({
     { method: 'POST', path: '/v1/corrections', operation: ops.proposeCorrection, status: 201 },
     { method: 'POST', path: '/v1/digest', operation: ops.digest },
   ],
+  instructions: [
+    'capture turns free text (lines like "task: summary") into draft nodes; query_graph and explore_graph find what already exists before you create more.',
+  ],
   tools: [
     {
       name: 'capture',

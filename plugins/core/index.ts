@@ -69,6 +69,11 @@ export const corePlugin = definePlugin({
     { method: 'POST', path: '/v1/nodes/:id/readiness', operation: ops.setReadiness, input: bodyWithId },
     { method: 'POST', path: '/v1/nodes/:id/commits', operation: ops.addCommit, input: bodyWithId },
   ],
+  instructions: [
+    'Every node needs a standalone `summary` (at most 500 characters); ids carry their type prefix (task-, issue-, dec-, spec-, ...). The `schema` tool lists the types, their statuses and the edge vocabulary.',
+    'get_node returns the node with its `revision`. To change a node, echo that revision: put_node {nodes: [{node, if_exists: "update", revision}]}. A stale revision is a 409 conflict carrying the current one, never a silent overwrite; read again and retry.',
+    'Finish work with set_status (task: done; issue: resolved), or write the node that resolves it with a `resolves` edge. add_edge links nodes (blocks, part-of, relates-to, ...).',
+  ],
   tools: [
     {
       name: 'get_node',
@@ -80,7 +85,7 @@ export const corePlugin = definePlugin({
     {
       name: 'put_node',
       description:
-        'Create or update nodes. `nodes` holds markdown strings (YAML frontmatter + body) or {node, if_exists, revision}. if_exists: error (default), skip, update (needs the revision you read). Entries apply in order.',
+        'Create or update nodes. `nodes` holds markdown strings (YAML frontmatter + body) or {node, if_exists, revision}. Required frontmatter: id (with its type prefix, e.g. task-fix-login) and summary (standalone, at most 500 characters); type and status default from the id. if_exists: error (default), skip, update (needs the revision you read, else 409). priority, readiness and author are not set here (their own tools; author comes from your token): the answer warns about every field it ignored. Entries apply in order; read `failed`.',
       inputSchema: obj(
         {
           nodes: { type: 'array', minItems: 1, items: { anyOf: [{ type: 'string' }, { type: 'object' }] } },

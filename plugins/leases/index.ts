@@ -35,6 +35,9 @@ export const leasesPlugin = definePlugin({
     { method: 'POST', path: '/v1/queue/renew', operation: ops.batchRenew, input: bodyOnly },
     { method: 'POST', path: '/v1/queue/release', operation: ops.batchRelease, input: bodyOnly },
   ],
+  instructions: [
+    'Claim a node before you work on it (claim {id}): a heartbeat lease; a 409 names who holds it. renew while you work, release when you stop. set_status to in-progress claims it too.',
+  ],
   tools: [
     {
       name: 'claim',

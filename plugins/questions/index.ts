@@ -11,6 +11,9 @@ export const questionsPlugin = definePlugin({
   version: '1.0.0',
   dependsOn: ['core'],
   routes: [{ method: 'POST', path: '/v1/questions', operation: ops.askQuestion, status: 201 }],
+  instructions: [
+    'Stuck on a decision? ask_question routes it to the steward of the closest node; the answer arrives as a node with an `answers` edge.',
+  ],
   tools: [
     {
       name: 'ask_question',

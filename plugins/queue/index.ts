@@ -46,6 +46,9 @@ export const queuePlugin = definePlugin({
     { method: 'POST', path: '/v1/queue/mutes', operation: addMute },
     { method: 'DELETE', path: '/v1/queue/mutes/:id', operation: removeMute, input: (r) => ({ id: r.params.id }) },
   ],
+  instructions: [
+    'Pick up work with show_queue: items come ranked, each with a `suggest` (do, blocked, triage, close, approve) and a one-line `why`; page with offset=next_offset. Questions routed to you and reviews requested from you are in the same answer.',
+  ],
   tools: [
     {
       name: 'show_queue',

@@ -23,6 +23,9 @@ export const workflowsPlugin = definePlugin({
     { method: 'POST', path: '/v1/runs/:id/steps/:sid/complete', operation: ops.completeStep, input: stepInput },
     { method: 'GET', path: '/v1/runs/:id', operation: ops.getRun, input: (r) => ({ id: r.params.id }) },
   ],
+  instructions: [
+    'run_workflow starts a workflow run; workers take its steps from GET /v1/work, claim one, and report succeeded or failed under the step lease.',
+  ],
   tools: [
     {
       name: 'run_workflow',

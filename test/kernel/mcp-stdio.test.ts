@@ -76,6 +76,7 @@ describe('workgraph mcp over stdio', function () {
     let adminToken: string;
     let other: { id: string; token: string };
     let serverTools: string[];
+    let serverInstructions: string | undefined;
 
     before(async () => {
       // a data directory made by a real first start, then the server is stopped
@@ -84,7 +85,9 @@ describe('workgraph mcp over stdio', function () {
       dirs.push(dataDir);
       adminToken = t.adminToken;
       other = await addPerson(t, 'Grace Hopper');
-      serverTools = (await (await t.mcp()).listTools()).tools.map((x) => x.name).sort();
+      const client = await t.mcp();
+      serverTools = (await client.listTools()).tools.map((x) => x.name).sort();
+      serverInstructions = client.getInstructions();
       await t.close();
     });
 
@@ -93,6 +96,8 @@ describe('workgraph mcp over stdio', function () {
       const tools = (await s.client.listTools()).tools.map((x) => x.name).sort();
       expect(tools).to.deep.equal(serverTools);
       expect(tools).to.include.members(['get_node', 'put_node', 'add_edge', 'remove_edge', 'set_status', 'set_priority', 'schema', 'hello_mcp_app']);
+      // local mode gives the same instructions as the server: how to pick up, claim and finish work
+      expect(s.client.getInstructions()).to.equal(serverInstructions);
       const res = await toolText(s.client, 'get_node', { id: 'proj-root' });
       expect(res.isError).to.equal(false);
       const node = JSON.parse(res.text);
@@ -154,6 +159,7 @@ describe('workgraph mcp over stdio', function () {
       const s = await stdio({ SVC_SERVER: t.url, SVC_TOKEN: t.adminToken, SVC_ORG: 'local' });
       const proxied = await s.client.listTools();
       expect(proxied.tools).to.deep.equal(direct.tools);
+      expect(s.client.getInstructions()).to.equal((await t.mcp()).getInstructions());
       const put = await toolText(s.client, 'put_node', { nodes: [md({ id: 'task-via-proxy', type: 'task', status: 'open', summary: 'through the proxy' }, 'proxied body')] });
       expect(put.isError, put.text).to.equal(false);
       const written = JSON.parse(put.text).results[0];

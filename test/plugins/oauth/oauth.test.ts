@@ -212,6 +212,30 @@ describe('oauth: remote MCP clients sign in (MCP SDK client auth end to end)', f
       expect(wrong.status).to.equal(400);
     });
 
+    it('native clients: a loopback redirect URI matches on any port (RFC 8252), a different path or host does not', async () => {
+      const reg = await fetch(`${t.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'Native', redirect_uris: ['http://127.0.0.1/cb'], token_endpoint_auth_method: 'none' }) });
+      const native = ((await reg.json()) as { client_id: string }).client_id;
+      const verifier = randomBytes(32).toString('base64url');
+      const url = (redirect: string) =>
+        `${t.url}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: native, redirect_uri: redirect, code_challenge: challengeOf(verifier), code_challenge_method: 'S256' })}`;
+      expect((await fetch(url('http://127.0.0.1:53123/cb'), { redirect: 'manual' })).status).to.equal(200);
+      expect((await fetch(url('http://127.0.0.1:53123/other'), { redirect: 'manual' })).status).to.equal(400);
+      expect((await fetch(url('http://localhost:53123/cb'), { redirect: 'manual' })).status).to.equal(400);
+    });
+
+    it('plain (non-S256) PKCE and the implicit flow are refused', async () => {
+      const base = { client_id: clientId, redirect_uri: REDIRECT, code_challenge: 'abc', state: 's' };
+      const plain = await fetch(`${t.url}/oauth/authorize?${new URLSearchParams({ ...base, response_type: 'code', code_challenge_method: 'plain' })}`, { redirect: 'manual' });
+      const implicit = await fetch(`${t.url}/oauth/authorize?${new URLSearchParams({ ...base, response_type: 'token', code_challenge_method: 'S256' })}`, { redirect: 'manual' });
+      for (const res of [plain, implicit]) {
+        expect(res.status).to.equal(302);
+        expect(new URL(res.headers.get('location')!).searchParams.get('error')).to.equal('invalid_request');
+      }
+      const password = await fetch(`${t.url}/oauth/token`, form({ grant_type: 'password', client_id: clientId, username: 'a', password: 'b' }));
+      expect(password.status).to.equal(400);
+      expect(((await password.json()) as { error: string }).error).to.equal('unsupported_grant_type');
+    });
+
     it('a resource other than this server is invalid_target', async () => {
       const verifier = randomBytes(32).toString('base64url');
       const res = await fetch(authorizeUrl(verifier, { resource: 'https://evil.example/' }), { redirect: 'manual' });
