@@ -13,9 +13,10 @@ import { crc32 } from 'node:zlib';
 /**
  * `oauth-grant`: one client's authorization, derived from a PAT (never presented);
  * `oauth-access`: a `svc_oat_` access token of a grant; `oauth-refresh`: a refresh token of a
- * grant (rotated on use; never a bearer credential).
+ * grant (rotated on use; never a bearer credential); `connector-jwt`: the in-memory record of a
+ * verified connector JWT (never stored).
  */
-export type TokenKind = 'pat' | 'agent-standing' | 'agent-session' | 'oauth-grant' | 'oauth-access' | 'oauth-refresh';
+export type TokenKind = 'pat' | 'agent-standing' | 'agent-session' | 'oauth-grant' | 'oauth-access' | 'oauth-refresh' | 'connector-jwt';
 
 export interface TokenRecord {
   hash: string;

@@ -73,6 +73,18 @@ function requireHumanToken(ctx: OpContext): void {
   if (ctx.actor.agent) throw errors.forbidden('agent tokens cannot manage tokens, people or agents; use a personal token of the owner');
 }
 
+/**
+ * New credentials come only from a credential of the person's own: a token derived from a grant
+ * (an OAuth access token) or a connector JWT cannot mint one, or it would outlive the revocation
+ * of what it came from.
+ */
+function requireDirectCredential(ctx: OpContext): void {
+  const kind = ctx.actor.token.kind;
+  if (kind === 'oauth-access' || kind === 'connector-jwt') {
+    throw errors.forbidden('tokens are minted with a personal access token, not with an OAuth access token or a connector JWT', { credential: kind });
+  }
+}
+
 function requirePerson(ctx: OpContext): void {
   if (!ctx.actor.bound) throw errors.noPersonForbidden();
 }
@@ -142,6 +154,7 @@ export async function listOwnTokens(ctx: OpContext) {
 
 export async function mintOwnToken(ctx: OpContext, input: unknown) {
   requireHumanToken(ctx);
+  requireDirectCredential(ctx);
   requirePerson(ctx);
   const body = bodyOf(input);
   const now = nowMs(ctx);
@@ -177,6 +190,7 @@ export async function listTeamTokens(ctx: OpContext) {
 
 export async function adminMintToken(ctx: OpContext, input: unknown) {
   requireAdmin(ctx);
+  requireDirectCredential(ctx);
   const body = bodyOf(input);
   const personId = requirePersonId(body.person, 'person');
   const now = nowMs(ctx);
@@ -453,6 +467,7 @@ export function requireSession(value: unknown, field = 'session'): string {
 export async function mintAgentToken(ctx: OpContext, input: { id: string; body: unknown }) {
   const agent = agentNode(ctx, input.id);
   requireHumanToken(ctx);
+  requireDirectCredential(ctx);
   requireOwner(ctx, agent);
   const body = bodyOf(input.body);
   if (body.standing !== undefined && body.standing !== null && typeof body.standing !== 'boolean') {

@@ -38,7 +38,7 @@ export function connectorJwtAuthenticator(services: KernelServices): KernelServi
     if (!person) return null;
     // an in-memory record: connector JWTs are never stored; its hash only names it
     const record = newTokenRecord(token, {
-      kind: 'pat',
+      kind: 'connector-jwt',
       person,
       created: new Date(services.clock.now()).toISOString(),
       label: `connector jwt ${createHash('sha256').update(String(claims.iss)).digest('hex').slice(0, 8)}`,

@@ -25,6 +25,11 @@ after(function () {
 
 const lines = (t: TestServer) => t.logs.map((l) => JSON.parse(l) as Record<string, unknown>);
 
+/** Access lines are written when the server side of a response closes: wait (bounded) until `found` holds. */
+async function logged(t: TestServer, found: (entries: Array<Record<string, unknown>>) => boolean): Promise<void> {
+  for (const deadline = Date.now() + 5000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 10))) if (found(lines(t))) return;
+}
+
 describe('observability: structured logs', () => {
   let t: TestServer;
   before(async () => {
@@ -45,7 +50,7 @@ describe('observability: structured logs', () => {
     await t.api('POST', '/v1/nodes', { body: { nodes: [md({ id: 'task-logged', type: 'task', summary: 'Logged' })] } });
     const res = await t.api('GET', '/v1/nodes/task-logged', { headers: { 'x-request-id': 'req-from-the-proxy-1' } });
     expect(res.headers.get('x-request-id')).to.equal('req-from-the-proxy-1');
-    await new Promise((r) => setTimeout(r, 20));
+    await logged(t, (all) => all.some((l) => l.msg === 'request' && l.request_id === 'req-from-the-proxy-1'));
     const access = lines(t).filter((l) => l.msg === 'request' && l.request_id === 'req-from-the-proxy-1');
     expect(access).to.have.length(1);
     expect(access[0]).to.include({ level: 'info', method: 'GET', route: '/v1/nodes/:id', status: 200, tenant: t.org, actor: t.adminPerson });
@@ -59,7 +64,7 @@ describe('observability: structured logs', () => {
     expect(minted.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
     const replaced = await t.api('GET', '/v1/me', { headers: { 'x-request-id': 'bad id with spaces' } });
     expect(replaced.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
-    await new Promise((r) => setTimeout(r, 20));
+    await logged(t, (all) => all.some((l) => l.msg === 'request' && l.request_id === minted.headers.get('x-request-id')));
     expect(lines(t).some((l) => l.msg === 'request' && l.request_id === minted.headers.get('x-request-id'))).to.equal(true);
   });
 
@@ -70,7 +75,7 @@ describe('observability: structured logs', () => {
       const res = await t.api('GET', '/v1/me', { token: null, headers: authorization ? { authorization } : {} });
       expect(res.status).to.equal(401);
     }
-    await new Promise((r) => setTimeout(r, 20));
+    await logged(t, (all) => all.filter((l) => l.msg === 'authentication failed').length >= 3);
     const failures = lines(t).filter((l) => l.msg === 'authentication failed');
     expect(failures.length).to.be.at.least(3);
     expect(failures.map((f) => f.credential)).to.include.members(['bearer', 'malformed', 'none']);
@@ -139,9 +144,12 @@ describe('observability: Prometheus metrics', () => {
     const denied = await t.api('POST', '/v1/nodes/task-metered-2/status', { body: { status: 'review' } });
     expect(denied.status).to.equal(409);
     await t.api('GET', '/v1/me', { token: null });
-    // a checkpoint runs within a second of the last commit
-    await new Promise((r) => setTimeout(r, 1300));
-    const text = await (await fetch(t.server.metricsUrl!)).text();
+    // a checkpoint runs about a second after the first commit it writes out (later on a loaded machine)
+    let text = '';
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+      text = await (await fetch(t.server.metricsUrl!)).text();
+      if (new RegExp(`^workgraph_checkpoint_duration_seconds_count\\{tenant="${t.org}"\\} [1-9]`, 'm').test(text)) break;
+    }
     const f = families(text);
     const http = f.get('workgraph_http_request_duration_seconds')!;
     expect(http.type).to.equal('HISTOGRAM');

@@ -120,6 +120,8 @@ describe('oauth: remote MCP clients sign in (MCP SDK client auth end to end)', f
     // REST and MCP with the access token, attributed to the person
     const me = await t.api('GET', '/v1/me', { token: first.access_token });
     expect(me.body).to.include({ person: alice.id, org: t.org });
+    // a grant cannot mint a credential that would outlive its PAT
+    expect((await t.api('POST', '/v1/me/tokens', { token: first.access_token, body: {} })).status).to.equal(403);
     const mcp = new Client({ name: 'oauth-e2e', version: '0.0.0' });
     await mcp.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: client }));
     const put = (await mcp.callTool({ name: 'put_node', arguments: { nodes: ['---\nid: task-oauth-made\ntype: task\nsummary: made over OAuth\n---\n'] } })) as { isError?: boolean; content: Array<{ text: string }> };
@@ -354,6 +356,9 @@ describe('oauth: connector JWTs', function () {
     expect((await t.api('GET', '/v1/me', { token: byEmail })).body.person).to.equal(t.adminPerson);
     const client = await t.mcp(bySub);
     expect((await t.tool(client, 'get_node', { id: 'proj-root' })).isError).to.equal(false);
+    // it acts for the person, but cannot mint credentials that would outlive it
+    const mint = await t.api('POST', '/v1/me/tokens', { token: bySub, body: {} });
+    expect(mint.status).to.equal(403);
   });
 
   it('a foreign org, a wrong audience or issuer, an expired or not-yet-valid token, an unknown person, another key: 401', async () => {
