@@ -134,6 +134,21 @@ describe('import: beads, Backlog.md and GitHub through the CLI', function () {
     expect(history.body.history[0].date).to.equal('2026-03-20T10:00:00.000Z');
   });
 
+  it('beads tombstones and deleted items are skipped and counted, never imported', async () => {
+    const file = join(work, 'tombstones.jsonl');
+    const base = { issue_type: 'task', priority: 2, created_at: '2026-01-05T09:00:00Z', updated_at: '2026-01-05T09:00:00Z' };
+    const lines = [
+      { ...base, id: 'ts-live', title: 'Still here', status: 'open' },
+      { ...base, id: 'ts-tomb', title: 'Tombstoned', status: 'tombstone' },
+      { ...base, id: 'ts-del', title: 'Deleted', status: 'closed', deleted_at: '2026-01-06T09:00:00Z' },
+    ];
+    writeFileSync(file, lines.map((o) => JSON.stringify(o)).join('\n') + '\n');
+    const report = await importJson(['beads', file], remote);
+    expect(report).to.include({ items: 1, created: 1, deleted_skipped: 2, refused: 0 });
+    expect((await node(nid('task', 'beads', 'ts-live'))).frontmatter.status).to.equal('open');
+    for (const id of ['ts-tomb', 'ts-del']) expect((await t.api('GET', `/v1/nodes/${nid('task', 'beads', id)}`)).status).to.equal(404);
+  });
+
   it('Backlog.md (remote): tasks, completed, archive, drafts, decisions, docs and milestones; priorities; oversized bodies refused with reasons', async () => {
     const read = readBacklog(BACKLOG);
     const report = await importJson(['backlog', BACKLOG], remote);
