@@ -86,6 +86,9 @@ class People {
   }
 }
 
+/** Frontmatter keys an import sets from the item itself (or the server stamps): `fields` cannot carry them. */
+const RESERVED = new Set(['id', 'type', 'status', 'summary', 'title', 'project', 'labels', 'owner', 'close_reason', 'import_source', 'import_id', 'edges', 'commits', 'created', 'updated', 'revision', 'author', 'authored_via', 'authored_by_agent', 'session']);
+
 function refused(item: ImportItem, id: string | null, reason: string, code = 'invalid_node'): ItemResult {
   return { source_id: item.source_id, id, status: 'refused', reason, code };
 }
@@ -127,6 +130,8 @@ async function importOne(ctx: OpContext, actor: WriteActor, source: string, item
   if (edges.length > LIMITS.edges) return refused(item, id, `${edges.length} edges exceed ${LIMITS.edges} per node`);
 
   const fm: Frontmatter = {
+    // other source fields, minus every key the import itself decides
+    ...Object.fromEntries(Object.entries(item.fields ?? {}).filter(([k]) => !RESERVED.has(k) && !/^(priority|readiness)/.test(k))),
     id,
     type: item.type,
     status: item.status,
@@ -136,7 +141,6 @@ async function importOne(ctx: OpContext, actor: WriteActor, source: string, item
     ...(item.labels && item.labels.length > 0 ? { labels: item.labels } : {}),
     ...(item.owner ? { owner: await people.resolve(actor, source, item.owner, createdMs) } : {}),
     ...(item.close_reason ? { close_reason: item.close_reason } : {}),
-    ...(item.fields ?? {}),
     import_source: source,
     import_id: item.source_id,
     ...(edges.length > 0 ? { edges } : {}),

@@ -193,6 +193,13 @@ describe('import: beads, Backlog.md and GitHub through the CLI', function () {
     expect(bad.status).to.equal(422);
     expect(bad.body.error.code).to.equal('validation_failed');
     expect(bad.body.error.details.errors.map((e: { instancePath: string }) => e.instancePath)).to.include.members(['/source', '/items/0/status']);
+    // source fields cannot replace what the import decides (id, type, summary, edges)
+    const sneaky = await t.api('POST', '/v1/import', { body: { source: 'manual', items: [{ ...item, source_id: 'x9', fields: { id: 'task-hijack', type: 'dec', summary: 'other', edges: [{ type: 'blocks', to: 'proj-root' }], milestone: 'm1' } }] } });
+    expect(sneaky.body.results[0]).to.include({ status: 'created', id: 'task-manual-x9' });
+    const made = (await t.api('GET', '/v1/nodes/task-manual-x9')).body.frontmatter;
+    expect(made).to.include({ id: 'task-manual-x9', type: 'task', summary: 'x', milestone: 'm1' });
+    expect(made).to.not.have.property('edges');
+    expect((await t.api('GET', '/v1/nodes/task-hijack')).status).to.equal(404);
     const mixed = await t.api('POST', '/v1/import', { body: { source: 'manual', items: [{ ...item, status: 'nope' }, item, { ...item, source_id: 'x2', type: 'widget' }] } });
     expect(mixed.status, mixed.text).to.equal(200);
     expect(mixed.body.results.map((r: { status: string }) => r.status)).to.deep.equal(['refused', 'created', 'refused']);
