@@ -11,6 +11,7 @@ import type { Actor } from './actor.js';
 import { parseJsonBody, readRawBody } from './body.js';
 import { errors, isSvcError, SvcError } from './errors.js';
 import { buildMcpServer } from './mcp.js';
+import { invoke, isOperationDef, type JsonSchema, type OperationDef } from './operation.js';
 import { RawResponse, serialize, StatusPayload, type KernelServices, type OpContext, type PluginDef, type RouteDef, type RouteRequest } from './plugin.js';
 import type { Tenant } from './tenant.js';
 
@@ -266,8 +267,8 @@ export function createApp(services: KernelServices): Koa {
         const { tenant, actor } = identity;
         if (!services.host.usable(tenant, plugin)) throw errors.notFound(`route ${ctx.method} ${ctx.path}`);
         const opctx: OpContext = { tenant, actor, via: 'rest', services, headers: req.headers };
-        const input = route.input ? route.input(req) : body;
-        const result = await route.operation(opctx, input);
+        const op = route.operation;
+        const result = isOperationDef(op) ? await invoke(op, opctx, restInput(op, route, req)) : await op(opctx, route.input ? route.input(req) : body);
         send(ctx, route, result);
       };
       const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -319,6 +320,53 @@ export function createApp(services: KernelServices): Koa {
   const rest = chains.get('')!;
   app.use((ctx, next) => (chains.get(groupOf(ctx.path)) ?? rest)(ctx, next));
   return app;
+}
+
+/** The query string names a route reads: every input field on GET, the declared ones elsewhere. */
+export function queryFieldsOf(op: OperationDef, route: RouteDef): string[] {
+  const params = new Set(pathParamsOf(route.path));
+  const props = Object.keys((op.input.properties as Record<string, unknown> | undefined) ?? {});
+  if (route.method === 'GET') return props.filter((p) => !params.has(p));
+  return (route.query ?? []).filter((p) => props.includes(p));
+}
+
+export function pathParamsOf(path: string): string[] {
+  return [...path.matchAll(/:([A-Za-z_$][\w$]*)/g)].map((m) => m[1]!);
+}
+
+/**
+ * A query value in the type its schema asks for, as OpenAPI's `form` style sends it: integers
+ * and numbers from their digits, booleans from true/false (or 1/0), arrays from repeated or
+ * comma-separated values. A value that does not convert stays a string, so ajv names it.
+ */
+function fromQuery(raw: string | string[], schema: JsonSchema | undefined): unknown {
+  const types = schema ? [schema.type].flat().filter(Boolean) : [];
+  const last = Array.isArray(raw) ? raw[raw.length - 1]! : raw;
+  if (types.includes('array')) return (Array.isArray(raw) ? raw : [raw]).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+  if ((types.includes('integer') || types.includes('number')) && /^-?\d+(\.\d+)?$/.test(last)) return Number(last);
+  if (types.includes('boolean')) {
+    if (last === 'true' || last === '1') return true;
+    if (last === 'false' || last === '0') return false;
+  }
+  return last;
+}
+
+/** Path parameters, query fields and the JSON body, merged into the operation's input (path wins). */
+function restInput(op: OperationDef, route: RouteDef, req: RouteRequest): Record<string, unknown> {
+  const input: Record<string, unknown> = {};
+  const props = (op.input.properties as Record<string, JsonSchema> | undefined) ?? {};
+  if (BODY_METHODS.has(route.method) && req.body !== undefined && req.body !== null) {
+    if (typeof req.body !== 'object' || Array.isArray(req.body)) {
+      throw errors.validation('request body must be a JSON object', [{ instancePath: '', schemaPath: '#/type', keyword: 'type', params: { type: 'object' }, message: 'must be object' }]);
+    }
+    Object.assign(input, req.body);
+  }
+  for (const name of queryFieldsOf(op, route)) {
+    const raw = req.query[name];
+    if (raw !== undefined) input[name] = fromQuery(raw, props[name]);
+  }
+  Object.assign(input, req.params);
+  return input;
 }
 
 function send(ctx: Koa.Context, route: RouteDef, result: unknown): void {

@@ -6,33 +6,17 @@
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { Ajv, type ValidateFunction } from 'ajv';
 import { errors, isSvcError, SvcError } from './errors.js';
-import { RawResponse, serialize, StatusPayload, type OpContext, type ResourceDef, type ToolDef } from './plugin.js';
-
-const ajv = new Ajv({ allErrors: true, strict: false });
-const validators = new WeakMap<ToolDef, ValidateFunction>();
-
-function validatorFor(tool: ToolDef): ValidateFunction {
-  let v = validators.get(tool);
-  if (!v) {
-    v = ajv.compile(tool.inputSchema);
-    validators.set(tool, v);
-  }
-  return v;
-}
+import { RawResponse, serialize, StatusPayload, type OpContext, type ResourceDef, type Tool } from './plugin.js';
 
 export function errorResult(err: SvcError): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: serialize(err.envelope()) }] };
 }
 
 /** Runs one tool call against the core operation; shared by every MCP transport. */
-export async function callTool(tool: ToolDef, ctx: OpContext, args: Record<string, unknown>, log: (err: unknown) => void): Promise<CallToolResult> {
+export async function callTool(tool: Tool, ctx: OpContext, args: Record<string, unknown>, log: (err: unknown) => void): Promise<CallToolResult> {
   try {
-    const validate = validatorFor(tool);
-    if (!validate(args)) throw errors.validation(`invalid arguments for ${tool.name}`, [...(validate.errors ?? [])]);
-    const input = tool.input ? tool.input(args) : args;
-    let payload = await tool.operation(ctx, input);
+    let payload = await tool.call(ctx, args);
     let isError = false;
     if (payload instanceof StatusPayload) {
       isError = payload.toolError;
@@ -54,7 +38,7 @@ export interface McpServerSpec {
   ctx: OpContext;
   /** the server's `instructions` (PluginHost.instructionsFor) */
   instructions: string;
-  tools: ToolDef[];
+  tools: Tool[];
   resources: ResourceDef[];
   log: (err: unknown) => void;
 }

@@ -2,15 +2,18 @@
  * The plugin host: validated, dependency-ordered plugins and what a tenant may use of
  * them (a plugin disabled for a tenant has no routes and no tools there).
  */
-import { checkManifests, orderPlugins, type PluginDef, type ResourceDef, type StatusEffect, type ToolDef } from './plugin.js';
+import { checkManifests, orderPlugins, resolveTool, type PluginDef, type ResourceDef, type StatusEffect, type Tool } from './plugin.js';
 import type { Tenant } from './tenant.js';
 
 export class PluginHost {
   readonly plugins: PluginDef[];
+  /** each plugin's tools, resolved once (name, description and input schema from their operations) */
+  private readonly tools = new Map<PluginDef, Tool[]>();
 
   constructor(plugins: PluginDef[]) {
     checkManifests(plugins);
     this.plugins = orderPlugins(plugins);
+    for (const p of this.plugins) this.tools.set(p, (p.tools ?? []).map(resolveTool));
   }
 
   /** A plugin is usable by a tenant when it and everything it depends on is enabled there. */
@@ -26,8 +29,13 @@ export class PluginHost {
     return this.plugins.filter((p) => this.usable(tenant, p));
   }
 
-  toolsFor(tenant: Tenant): ToolDef[] {
-    return this.enabledFor(tenant).flatMap((p) => p.tools ?? []);
+  toolsFor(tenant: Tenant): Tool[] {
+    return this.enabledFor(tenant).flatMap((p) => this.tools.get(p) ?? []);
+  }
+
+  /** every tool of one plugin, resolved */
+  toolsOf(plugin: PluginDef): Tool[] {
+    return this.tools.get(plugin) ?? [];
   }
 
   /** The MCP server `instructions` for a tenant: a heading, then each enabled plugin's lines, in plugin order. */

@@ -14,6 +14,7 @@ import type { NodeRecord } from './graph-index.js';
 import type { TenantManager } from './tenants.js';
 import type { PluginHost } from './plugin-host.js';
 import type { KernelMetrics } from './metrics.js';
+import { invoke, isOperationDef, validationError, validatorOf, type JsonSchema, type OperationDef } from './operation.js';
 
 export type Via = 'rest' | 'mcp';
 
@@ -87,12 +88,20 @@ export class StatusPayload<T = unknown> {
 export interface RouteDef {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
-  operation: Operation;
+  /**
+   * The declared operation: the kernel assembles its input from the path parameters, the query
+   * (GET; on other methods only the names in `query`) and the JSON body, coerced and validated
+   * against `operation.input`.
+   */
+  operation: OperationDef | Operation;
+  /** input fields a body method takes from the query string instead of the body */
+  query?: string[];
+  /** @deprecated undeclared operations only: maps the raw request to the input */
   input?: (req: RouteRequest) => unknown;
   /** default 200 */
   status?: number;
-  /** 'token' (default) requires a bearer token; 'none' is public; 'ticket' also admits a render ticket */
-  auth?: 'token' | 'none' | 'ticket';
+  /** 'token' (default) requires a bearer token; 'ticket' also admits a render ticket */
+  auth?: 'token' | 'ticket';
   /**
    * A route people open in a browser: an error answers a readable HTML page (status kept)
    * when the request prefers text/html; API clients still get the JSON envelope.
@@ -100,15 +109,67 @@ export interface RouteDef {
   htmlErrors?: boolean;
 }
 
+export interface ToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+}
+
+/** An MCP tool over an operation: its name, description and input schema come from the operation unless given. */
 export interface ToolDef {
+  /** default: the operation's name */
+  name?: string;
+  /** default: the operation's description, else its summary */
+  description?: string;
+  operation: OperationDef | Operation;
+  /** @deprecated undeclared operations only: the JSON Schema of the arguments */
+  inputSchema?: Record<string, unknown>;
+  /** @deprecated undeclared operations only: maps the arguments to the input */
+  input?: (args: Record<string, unknown>) => unknown;
+  annotations?: ToolAnnotations;
+  _meta?: Record<string, unknown>;
+}
+
+/** A tool as the MCP adapter serves it: everything resolved, one call path. */
+export interface Tool {
   name: string;
   description: string;
-  /** JSON Schema of the arguments; validated before the operation runs. */
-  inputSchema: Record<string, unknown>;
-  operation: Operation;
-  input?: (args: Record<string, unknown>) => unknown;
-  annotations?: { title?: string; readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
+  inputSchema: JsonSchema;
+  annotations?: ToolAnnotations;
   _meta?: Record<string, unknown>;
+  /** validates the arguments against the input schema (422 with ajv's errors), then runs the operation */
+  call: (ctx: OpContext, args: Record<string, unknown>) => Promise<unknown>;
+}
+
+export function resolveTool(def: ToolDef): Tool {
+  const op = def.operation;
+  if (isOperationDef(op)) {
+    return {
+      name: def.name ?? op.name,
+      description: def.description ?? op.description ?? op.summary,
+      inputSchema: op.input,
+      ...(def.annotations ? { annotations: def.annotations } : {}),
+      ...(def._meta ? { _meta: def._meta } : {}),
+      call: (ctx, args) => invoke(op, ctx, args),
+    };
+  }
+  if (!def.name || !def.description || !def.inputSchema) throw new Error(`tool ${def.name ?? '?'}: an undeclared operation needs name, description and inputSchema`);
+  const schema = def.inputSchema;
+  const name = def.name;
+  return {
+    name,
+    description: def.description,
+    inputSchema: schema,
+    ...(def.annotations ? { annotations: def.annotations } : {}),
+    ...(def._meta ? { _meta: def._meta } : {}),
+    call: async (ctx, args) => {
+      const validate = validatorOf(schema);
+      if (!validate(args)) throw validationError(name, validate.errors ?? []);
+      return op(ctx, def.input ? def.input(args) : args);
+    },
+  };
 }
 
 export interface ResourceDef {
@@ -186,7 +247,8 @@ export function checkManifests(plugins: PluginDef[]): void {
       if (owner) throw new Error(`plugin '${p.name}': duplicate route ${r.method} ${r.path} (already registered by '${owner}')`);
       routes.set(key, p.name);
     }
-    for (const t of p.tools ?? []) {
+    for (const def of p.tools ?? []) {
+      const t = resolveTool(def);
       const owner = tools.get(t.name);
       if (owner) throw new Error(`plugin '${p.name}': duplicate tool ${t.name} (already registered by '${owner}')`);
       tools.set(t.name, p.name);

@@ -3,17 +3,9 @@
  * write endpoints, with their MCP tool twins.
  */
 import type { RESOURCE_MIME_TYPE as EXT_APPS_MIME_TYPE, RESOURCE_URI_META_KEY as EXT_APPS_URI_META_KEY } from '@modelcontextprotocol/ext-apps/server';
-import { definePlugin, type OpContext, type RouteRequest } from '../../kernel/plugin.js';
-import { objectSchema as obj, stringArg as str } from '../../kernel/tool-schema.js';
-import { queryString } from '../../kernel/validate.js';
-import { getNodeCached } from './node-read-cache.js';
-import * as ops from './operations.js';
-import { orgChoices } from './org-choices.js';
-
-const idArg = str('node id, e.g. task-fix-login');
-
-const bodyWithId = (req: RouteRequest) => ({ ...((req.body as Record<string, unknown> | undefined) ?? {}), id: req.params.id });
-const flag = (v: string | string[] | undefined) => queryString(v) === '1' || queryString(v) === 'true';
+import { answer, defineOperation, object, s } from '../../kernel/operation.js';
+import { definePlugin, type OpContext } from '../../kernel/plugin.js';
+import * as api from './api.js';
 
 const HELLO_URI = 'ui://workgraph/hello.html';
 // The ext-apps constants as literals, type-checked against the package's declarations: importing
@@ -22,7 +14,7 @@ const HELLO_URI = 'ui://workgraph/hello.html';
 const RESOURCE_MIME_TYPE: typeof EXT_APPS_MIME_TYPE = 'text/html;profile=mcp-app';
 const RESOURCE_URI_META_KEY: typeof EXT_APPS_URI_META_KEY = 'ui/resourceUri';
 
-async function hello(ctx: OpContext) {
+async function helloRun(ctx: OpContext) {
   return {
     ok: true,
     message: `connected to the ${ctx.tenant.org} work graph`,
@@ -51,23 +43,32 @@ const helloHtml = `<!doctype html>
 </script></body></html>
 `;
 
+const hello = defineOperation({
+  name: 'hello_mcp_app',
+  summary: 'Connectivity probe widget',
+  description: 'Connectivity probe: shows a small widget confirming the connection to the work graph.',
+  input: object({}),
+  output: answer({ ok: s.boolean(), message: s.string(), org: s.string(), person: { type: ['string', 'null'] }, node_count: s.integer(), head: { type: ['string', 'null'] } }),
+  run: helloRun,
+});
+
 export const corePlugin = definePlugin({
   name: 'core',
   version: '1.0.0',
   dependsOn: [],
   routes: [
-    { method: 'GET', path: '/v1/status', operation: ops.getStatus, input: (r) => ({ titles: flag(r.query.titles) }) },
-    { method: 'GET', path: '/v1/me', operation: ops.getMe },
-    { method: 'GET', path: '/v1/me/org-choices', operation: orgChoices },
-    { method: 'GET', path: '/v1/schema', operation: ops.getSchema, input: (r) => ({ code: flag(r.query.code) }) },
-    { method: 'GET', path: '/v1/nodes/:id', operation: getNodeCached, input: (r) => ({ id: r.params.id }) },
-    { method: 'POST', path: '/v1/nodes', operation: ops.putNodes },
-    { method: 'POST', path: '/v1/nodes/:id/edges', operation: ops.addEdge, input: bodyWithId },
-    { method: 'DELETE', path: '/v1/nodes/:id/edges', operation: ops.removeEdge, input: bodyWithId },
-    { method: 'POST', path: '/v1/nodes/:id/status', operation: ops.setStatus, input: bodyWithId },
-    { method: 'POST', path: '/v1/nodes/:id/priority', operation: ops.setPriority, input: bodyWithId },
-    { method: 'POST', path: '/v1/nodes/:id/readiness', operation: ops.setReadiness, input: bodyWithId },
-    { method: 'POST', path: '/v1/nodes/:id/commits', operation: ops.addCommit, input: bodyWithId },
+    { method: 'GET', path: '/v1/status', operation: api.getStatus },
+    { method: 'GET', path: '/v1/me', operation: api.getMe },
+    { method: 'GET', path: '/v1/me/org-choices', operation: api.orgChoices },
+    { method: 'GET', path: '/v1/schema', operation: api.getSchema },
+    { method: 'GET', path: '/v1/nodes/:id', operation: api.getNode },
+    { method: 'POST', path: '/v1/nodes', operation: api.putNodes },
+    { method: 'POST', path: '/v1/nodes/:id/edges', operation: api.addEdge },
+    { method: 'DELETE', path: '/v1/nodes/:id/edges', operation: api.removeEdge },
+    { method: 'POST', path: '/v1/nodes/:id/status', operation: api.setStatus },
+    { method: 'POST', path: '/v1/nodes/:id/priority', operation: api.setPriority },
+    { method: 'POST', path: '/v1/nodes/:id/readiness', operation: api.setReadiness },
+    { method: 'POST', path: '/v1/nodes/:id/commits', operation: api.addCommit },
   ],
   instructions: [
     'Every node needs a standalone `summary` (at most 500 characters); ids carry their type prefix (task-, issue-, dec-, spec-, ...). The `schema` tool lists the types, their statuses and the edge vocabulary.',
@@ -75,62 +76,14 @@ export const corePlugin = definePlugin({
     'Finish work with set_status (task: done; issue: resolved), or write the node that resolves it with a `resolves` edge. add_edge links nodes (blocks, part-of, relates-to, ...).',
   ],
   tools: [
+    { operation: api.getNode, annotations: { readOnlyHint: true } },
+    { operation: api.putNodes },
+    { operation: api.addEdge },
+    { operation: api.removeEdge, annotations: { idempotentHint: true } },
+    { operation: api.setStatus },
+    { operation: api.setPriority },
+    { operation: api.getSchema, annotations: { readOnlyHint: true } },
     {
-      name: 'get_node',
-      description: 'Read one node: raw markdown, parsed frontmatter, body, revision, and resolution/findings/supersession when they apply.',
-      inputSchema: obj({ id: idArg }, ['id']),
-      operation: getNodeCached,
-      annotations: { readOnlyHint: true },
-    },
-    {
-      name: 'put_node',
-      description:
-        'Create or update nodes. `nodes` holds markdown strings (YAML frontmatter + body) or {node, if_exists, revision}. Required frontmatter: id (with its type prefix, e.g. task-fix-login) and summary (standalone, at most 500 characters); type and status default from the id. if_exists: error (default), skip, update (needs the revision you read, else 409). priority, readiness and author are not set here (their own tools; author comes from your token): the answer warns about every field it ignored. Entries apply in order; read `failed`.',
-      inputSchema: obj(
-        {
-          nodes: { type: 'array', minItems: 1, items: { anyOf: [{ type: 'string' }, { type: 'object' }] } },
-          if_exists: { enum: ['skip', 'error', 'update'] },
-        },
-        ['nodes'],
-      ),
-      operation: ops.putNodes,
-    },
-    {
-      name: 'add_edge',
-      description: 'Add a typed edge from a node (canonical, alias or inverse form; inverse forms are written on the target). attrs are flat tokens.',
-      inputSchema: obj({ id: idArg, type: str('edge type'), to: str('target node id'), attrs: { type: 'object', additionalProperties: { type: ['string', 'number', 'boolean'] } } }, ['id', 'type', 'to']),
-      operation: ops.addEdge,
-    },
-    {
-      name: 'remove_edge',
-      description: 'Remove a typed edge; a missing edge is skipped.',
-      inputSchema: obj({ id: idArg, type: str('edge type'), to: str('target node id') }, ['id', 'type', 'to']),
-      operation: ops.removeEdge,
-      annotations: { idempotentHint: true },
-    },
-    {
-      name: 'set_status',
-      description: "Move a node to a status through the schema's transition gate. Moving a work node to in-progress also claims it (lease).",
-      inputSchema: obj({ id: idArg, status: str('target status') }, ['id', 'status']),
-      operation: ops.setStatus,
-    },
-    {
-      name: 'set_priority',
-      description: 'Set priority p1 (highest), p2 or p3; none/clear/""/p0 clears it.',
-      inputSchema: obj({ id: idArg, priority: { type: ['string', 'null'] } }, ['id', 'priority']),
-      operation: ops.setPriority,
-    },
-    {
-      name: 'schema',
-      description: 'The schema registry: node types, statuses, transitions, edge vocabulary with weights, inverse labels and aliases.',
-      inputSchema: obj({ code: { type: 'boolean', description: 'embed hook sources' } }),
-      operation: ops.getSchema,
-      annotations: { readOnlyHint: true },
-    },
-    {
-      name: 'hello_mcp_app',
-      description: 'Connectivity probe: shows a small widget confirming the connection to the work graph.',
-      inputSchema: obj({}),
       operation: hello,
       annotations: { readOnlyHint: true },
       _meta: { ui: { resourceUri: HELLO_URI }, [RESOURCE_URI_META_KEY]: HELLO_URI },

@@ -8,7 +8,7 @@ import { StatusPayload, type OpContext } from '../../kernel/plugin.js';
 import { patterns } from '../../kernel/registry.js';
 import type { CommittedNode, WriteDraft } from '../../kernel/tenant.js';
 import { writeActorOf } from '../../kernel/tenants.js';
-import { requireId, requireObject, requireSha } from '../../kernel/validate.js';
+import { requireId } from '../../kernel/validate.js';
 import { isDeepStrictEqual } from 'node:util';
 import { KNOWN_FIELDS } from './known-fields.js';
 import { nodeView } from './node-view.js';
@@ -101,7 +101,7 @@ export async function getSchema(ctx: OpContext, input: { code?: boolean }) {
 }
 
 export async function getNode(ctx: OpContext, input: { id: string }) {
-  const id = requireId(input.id);
+  const id = input.id;
   const record = ctx.tenant.index.get(id);
   if (!record) throw errors.notFound(`node ${id}`);
   return nodeView(ctx.tenant, record);
@@ -201,12 +201,9 @@ function ignoredFieldWarnings(id: string, type: string, supplied: Frontmatter, s
   return out;
 }
 
-export async function putNodes(ctx: OpContext, input: unknown) {
-  const body = requireObject(input);
-  const nodes = body.nodes;
-  if (!Array.isArray(nodes) || nodes.length === 0) throw errors.validation('nodes must be a non-empty array', [{ field: 'nodes' }]);
-  if (nodes.length > 500) throw errors.validation('at most 500 nodes per request', [{ field: 'nodes' }]);
-  const defaultIfExists = body.if_exists === undefined ? 'error' : String(body.if_exists);
+export async function putNodes(ctx: OpContext, input: { nodes: unknown[]; if_exists?: 'skip' | 'error' | 'update' }) {
+  const nodes = input.nodes;
+  const defaultIfExists = input.if_exists ?? 'error';
   const actor = writeActorOf(ctx.actor);
   const results: Array<Record<string, unknown>> = [];
   let failed = 0;
@@ -237,9 +234,9 @@ function guessId(raw: unknown): string | null {
 
 // ---------------------------------------------------------------- edges
 
-function checkAttrs(attrs: unknown): Record<string, string> | undefined {
-  if (attrs === undefined || attrs === null) return undefined;
-  if (typeof attrs !== 'object' || Array.isArray(attrs)) throw errors.validation('attrs must be an object of flat attributes', [{ field: 'attrs' }]);
+/** Attribute names and values are tokens; numbers and booleans are written as their text. */
+function checkAttrs(attrs: Record<string, unknown> | undefined): Record<string, string> | undefined {
+  if (attrs === undefined) return undefined;
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(attrs as Record<string, unknown>)) {
     if (k === 'type' || k === 'to') throw errors.validation(`'${k}' is a reserved edge attribute name`, [{ field: `attrs.${k}` }]);
@@ -262,15 +259,13 @@ function sameAttrs(edge: Edge, attrs: Record<string, string>): boolean {
 
 interface EdgeInput {
   id: string;
-  type: unknown;
-  to: unknown;
-  attrs?: unknown;
+  type: string;
+  to: string;
+  attrs?: Record<string, unknown>;
 }
 
 function normalizeEdgeInput(ctx: OpContext, input: EdgeInput) {
-  const id = requireId(input.id);
-  if (typeof input.type !== 'string' || input.type === '') throw errors.validation('type is required', [{ field: 'type' }]);
-  const to = requireId(input.to, 'to');
+  const { id, to } = input;
   const normalized = ctx.tenant.registry.normalizeEdge(input.type);
   if (!normalized) throw errors.validation(`unknown edge type '${input.type}'`, [{ field: 'type', message: 'not in the registry (GET /v1/schema)' }]);
   // An inverse form is flipped: the canonical edge is written on the other node.
@@ -325,10 +320,8 @@ export async function removeEdge(ctx: OpContext, input: EdgeInput) {
 
 // ---------------------------------------------------------------- scalars
 
-export async function setStatus(ctx: OpContext, input: { id: string; status: unknown }) {
-  const id = requireId(input.id);
-  if (typeof input.status !== 'string' || input.status === '') throw errors.validation('status is required', [{ field: 'status' }]);
-  const status = input.status;
+export async function setStatus(ctx: OpContext, input: { id: string; status: string }) {
+  const { id, status } = input;
   const record = ctx.tenant.index.get(id);
   if (!record) throw errors.notFound(`node ${id}`);
   const effects = ctx.services.host.statusEffectsFor(ctx.tenant);
@@ -372,8 +365,8 @@ function provenance(ctx: OpContext, prefix: string): Record<string, string> {
   };
 }
 
-export async function setPriority(ctx: OpContext, input: { id: string; priority: unknown }) {
-  const id = requireId(input.id);
+export async function setPriority(ctx: OpContext, input: { id: string; priority: string | null }) {
+  const id = input.id;
   const value = input.priority === null || input.priority === undefined ? '' : input.priority;
   if (typeof value !== 'string' || !(PRIORITY_CLEAR.has(value) || ['p1', 'p2', 'p3'].includes(value))) {
     throw errors.invalidNode(`unknown priority '${String(value)}'`, { field: 'priority', allowed: ['p1', 'p2', 'p3', 'none', 'clear', '', 'p0'] });
@@ -392,8 +385,8 @@ export async function setPriority(ctx: OpContext, input: { id: string; priority:
   });
 }
 
-export async function setReadiness(ctx: OpContext, input: { id: string; readiness: unknown }) {
-  const id = requireId(input.id);
+export async function setReadiness(ctx: OpContext, input: { id: string; readiness: string | null }) {
+  const id = input.id;
   const value = input.readiness === null || input.readiness === undefined ? '' : input.readiness;
   if (typeof value !== 'string' || !(READINESS_CLEAR.has(value) || value === 'agent')) {
     throw errors.invalidNode(`unknown readiness '${String(value)}' (only 'agent' may be set; 'human' is derived)`, {
@@ -415,10 +408,8 @@ export async function setReadiness(ctx: OpContext, input: { id: string; readines
   });
 }
 
-export async function addCommit(ctx: OpContext, input: { id: string; repo: unknown; sha: unknown }) {
-  const id = requireId(input.id);
-  const repo = requireId(input.repo, 'repo');
-  const sha = requireSha(input.sha);
+export async function addCommit(ctx: OpContext, input: { id: string; repo: string; sha: string }) {
+  const { id, repo, sha } = input;
   return singleWrite(ctx, 'link_commit', id, async (draft) => {
     const node = existing(draft, id);
     const commits: string[] = Array.isArray(node.frontmatter.commits) ? (node.frontmatter.commits as string[]).map(String) : [];

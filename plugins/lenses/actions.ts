@@ -17,7 +17,8 @@
 import { errors } from '../../kernel/errors.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { requireId } from '../../kernel/validate.js';
-import { setPriority, setStatus } from '../core/operations.js';
+import { invoke } from '../../kernel/operation.js';
+import { setPriority, setStatus } from '../core/api.js';
 import { claim, release } from '../leases/operations.js';
 import { ACTION_NAMES, type ActionName } from './definition.js';
 import { lensView } from './operations.js';
@@ -68,10 +69,10 @@ export async function applyLensAction(ctx: OpContext, input: LensActionInput) {
   let result: unknown;
   switch (name) {
     case 'set_status':
-      result = await setStatus(ctx, { id: itemId, status: value });
+      result = await invoke(setStatus, ctx, { id: itemId, status: value });
       break;
     case 'set_priority':
-      result = await setPriority(ctx, { id: itemId, priority: value });
+      result = await invoke(setPriority, ctx, { id: itemId, priority: value });
       break;
     case 'claim':
       needsLeases(ctx, name);

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanEnv, runCli, SHIM, type CliResult } from '../helpers/processes.js';
-import { definePlugin, type PluginDef } from '../../kernel/plugin.js';
+import { definePlugin, resolveTool, type PluginDef } from '../../kernel/plugin.js';
 import { corePlugin } from '../../plugins/core/index.js';
 import { allPlugins } from '../../scripts/plugins.js';
 import { startTestServer, type TestServer } from '../helpers/harness.js';
@@ -270,7 +270,7 @@ describe('workgraph CLI', function () {
             await client.close();
           }
         };
-        const probe = optional.tools![0]!.name;
+        const probe = resolveTool(optional.tools![0]!).name;
         expect(await toolNames(acme.token)).to.include(probe);
         const off = jsonOut(await runCli(['tenant', 'plugins', 'acme', '--disable', optional.name], env));
         expect(off.plugins).to.not.include(optional.name);

@@ -1,0 +1,119 @@
+/**
+ * One declaration per operation. An operation names itself, describes its input and its
+ * answer as JSON Schema, lists the error statuses it may answer, and carries the function
+ * that does the work. Everything else is derived from that one object:
+ *
+ * - the REST adapter assembles path, query and body into the input and validates it with
+ *   ajv before `run` sees it (a failure is 422 `validation_failed` with ajv's error list
+ *   verbatim under `details.errors`);
+ * - the MCP tool's `inputSchema` is `input`, validated the same way;
+ * - the OpenAPI document (plugins/openapi) takes parameters, request bodies and responses
+ *   from it, and the contract test checks every answer against `output`.
+ *
+ * `run` keeps the business rules (the node exists, the caller holds the lease, a value is
+ * allowed by the live schema); shape checks belong in `input`.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { errors } from './errors.js';
+import type { OpContext } from './plugin.js';
+
+/** A JSON Schema (draft 2020-12 subset that ajv and OpenAPI 3.1 both read). */
+export type JsonSchema = Record<string, unknown>;
+
+export interface OperationSpec<I = any, O = any> {
+  /** operationId and default tool name: snake_case, unique across plugins */
+  name: string;
+  /** one line for the API reference */
+  summary: string;
+  /** what a caller (person or agent) needs to know; the tool description unless the tool overrides it */
+  description?: string;
+  /** an object schema over every input field (path, query and body alike) */
+  input: JsonSchema;
+  /** the schema of a successful answer (JSON payloads); omitted for streams and HTML */
+  output?: JsonSchema;
+  /** the media type of a non-JSON answer (export streams, rendered pages) */
+  produces?: string[];
+  /** error statuses `run` may answer beyond the adapters' own (401, 404, 413, 422) */
+  errors?: number[];
+  /** other success statuses with the same output schema (207 for a partial batch) */
+  alsoSucceedsWith?: number[];
+  /** a valid input, for the API reference */
+  example?: Record<string, unknown>;
+  run: (ctx: OpContext, input: I) => Promise<O>;
+}
+
+export interface OperationDef<I = any, O = any> extends OperationSpec<I, O> {
+  readonly kind: 'operation';
+}
+
+/** Declares an operation; the schema is compiled on first use (start-up stays cheap). */
+export function defineOperation<I = any, O = any>(spec: OperationSpec<I, O>): OperationDef<I, O> {
+  if (!/^[a-z][a-z0-9_]*$/.test(spec.name)) throw new Error(`operation '${spec.name}': name must be snake_case`);
+  if (spec.input.type !== 'object') throw new Error(`operation '${spec.name}': input must be an object schema`);
+  return { ...spec, kind: 'operation' };
+}
+
+export function isOperationDef(value: unknown): value is OperationDef {
+  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'operation';
+}
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+const compiled = new WeakMap<object, ValidateFunction>();
+
+/** The compiled validator of a schema object (cached per object). */
+export function validatorOf(schema: JsonSchema): ValidateFunction {
+  let v = compiled.get(schema);
+  if (!v) {
+    v = ajv.compile(schema);
+    compiled.set(schema, v);
+  }
+  return v;
+}
+
+/** Validates `input` against the operation's schema, then runs it. */
+export async function invoke<I, O>(op: OperationDef<I, O>, ctx: OpContext, input: unknown): Promise<O> {
+  const validate = validatorOf(op.input);
+  if (!validate(input)) throw validationError(op.name, validate.errors ?? []);
+  return op.run(ctx, input as I);
+}
+
+export function validationError(name: string, list: ErrorObject[] | Array<Record<string, unknown>>) {
+  const first = list[0] as Partial<ErrorObject> | undefined;
+  const where = first?.instancePath ? ` at ${first.instancePath}` : '';
+  return errors.validation(`invalid input for ${name}${first ? `${where}: ${first.message}` : ''}`, [...list]);
+}
+
+// ------------------------------------------------------------------ schema builders
+
+/** A closed object schema: the listed properties, the required ones, nothing else. */
+export function object(properties: Record<string, JsonSchema>, required: string[] = [], extra: JsonSchema = {}): JsonSchema {
+  return { type: 'object', properties, required, additionalProperties: false, ...extra };
+}
+
+/** An open object schema for answers: these keys are promised, more may be added (SPEC: additive keys). */
+export function answer(properties: Record<string, JsonSchema>, required: string[] = Object.keys(properties)): JsonSchema {
+  return { type: 'object', properties, required };
+}
+
+export const s = {
+  string: (description?: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'string', ...(description ? { description } : {}), ...extra }),
+  integer: (description?: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'integer', ...(description ? { description } : {}), ...extra }),
+  number: (description?: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'number', ...(description ? { description } : {}), ...extra }),
+  boolean: (description?: string): JsonSchema => ({ type: 'boolean', ...(description ? { description } : {}) }),
+  array: (items: JsonSchema, description?: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'array', items, ...(description ? { description } : {}), ...extra }),
+  nullable: (schema: JsonSchema): JsonSchema => ({ anyOf: [schema, { type: 'null' }] }),
+  enum: (values: unknown[], description?: string): JsonSchema => ({ enum: values, ...(description ? { description } : {}) }),
+  /** any JSON object (open) */
+  object: (description?: string): JsonSchema => ({ type: 'object', ...(description ? { description } : {}) }),
+  any: (description?: string): JsonSchema => (description ? { description } : {}),
+};
+
+/** A path id or node id: kebab-case, at most 200 characters (SPEC conventions). */
+export const NodeId: JsonSchema = { type: 'string', pattern: '^[a-z0-9][a-z0-9-]*$', maxLength: 200, description: 'node id, e.g. task-fix-login' };
+/** The write success shape: `{status, id, revision, warnings}`. */
+export const WriteResult: JsonSchema = answer({
+  status: { enum: ['created', 'updated', 'skipped'] },
+  id: { type: 'string' },
+  revision: { type: ['string', 'null'] },
+  warnings: { type: 'array', items: { type: 'string' } },
+});
