@@ -15,7 +15,7 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { errors } from './errors.js';
-import type { OpContext } from './plugin.js';
+import { RawResponse, StatusPayload, type OpContext } from './plugin.js';
 
 /** A JSON Schema (draft 2020-12 subset that ajv and OpenAPI 3.1 both read). */
 export type JsonSchema = Record<string, unknown>;
@@ -70,11 +70,33 @@ export function validatorOf(schema: JsonSchema): ValidateFunction {
   return v;
 }
 
+/**
+ * Answer checking for test runs: every answer of a declared operation is validated against its
+ * `output` schema, and a mismatch fails the request loudly (a 500 with the reason in the log).
+ * The test harness turns it on, so the whole suite holds each declaration to what the code sends.
+ */
+export const answerChecks = { enabled: false };
+
 /** Validates `input` against the operation's schema, then runs it. */
 export async function invoke<I, O>(op: OperationDef<I, O>, ctx: OpContext, input: unknown): Promise<O> {
   const validate = validatorOf(op.input);
   if (!validate(input)) throw validationError(op.name, validate.errors ?? []);
-  return op.run(ctx, input as I);
+  const result = await op.run(ctx, input as I);
+  if (answerChecks.enabled && op.output) checkAnswer(op, result);
+  return result;
+}
+
+function checkAnswer(op: OperationDef, result: unknown): void {
+  let payload: unknown = result;
+  if (payload instanceof StatusPayload) payload = payload.payload;
+  if (payload instanceof RawResponse) {
+    if (!/json/.test(payload.headers['content-type'] ?? '') || typeof payload.body !== 'string') return;
+    payload = JSON.parse(payload.body);
+  }
+  const validate = validatorOf(op.output!);
+  if (!validate(payload)) {
+    throw new Error(`answer of operation ${op.name} does not match its declared output: ${JSON.stringify(validate.errors)} in ${JSON.stringify(payload).slice(0, 400)}`);
+  }
 }
 
 export function validationError(name: string, list: ErrorObject[] | Array<Record<string, unknown>>) {

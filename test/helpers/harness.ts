@@ -12,6 +12,10 @@ import { configFromEnv, createLogger, ManualClock, type ServerConfig } from '../
 import type { PluginDef } from '../../kernel/plugin.js';
 import { startServer, type RunningServer } from '../../kernel/server.js';
 import { allPlugins } from '../../scripts/plugins.js';
+import { answerChecks } from '../../kernel/operation.js';
+
+// Every answer of a declared operation is checked against its output schema in test runs.
+answerChecks.enabled = true;
 
 export interface ApiResponse<T = any> {
   status: number;
