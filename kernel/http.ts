@@ -11,7 +11,7 @@ import type { Actor } from './actor.js';
 import { parseJsonBody, readRawBody } from './body.js';
 import { errors, isSvcError, SvcError } from './errors.js';
 import { buildMcpServer } from './mcp.js';
-import { invoke, isOperationDef, type JsonSchema, type OperationDef } from './operation.js';
+import { invoke, isOperationDef, queryFieldsOf, type JsonSchema, type OperationDef } from './operation.js';
 import { RawResponse, serialize, StatusPayload, type KernelServices, type OpContext, type PluginDef, type RouteDef, type RouteRequest } from './plugin.js';
 import type { Tenant } from './tenant.js';
 
@@ -274,6 +274,7 @@ export function createApp(services: KernelServices): Koa {
       const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
       if (/^\/v1\/:/.test(route.path)) throw new Error(`${plugin.name}: route ${route.path} needs a literal first segment after /v1/`);
       routerFor(route.path)[method](route.path, handler as unknown as Parameters<typeof router.get>[1]);
+      services.registeredRoutes.push({ plugin: plugin.name, method: route.method, path: route.path });
     }
   }
 
@@ -320,18 +321,6 @@ export function createApp(services: KernelServices): Koa {
   const rest = chains.get('')!;
   app.use((ctx, next) => (chains.get(groupOf(ctx.path)) ?? rest)(ctx, next));
   return app;
-}
-
-/** The query string names a route reads: every input field on GET, the declared ones elsewhere. */
-export function queryFieldsOf(op: OperationDef, route: RouteDef): string[] {
-  const params = new Set(pathParamsOf(route.path));
-  const props = Object.keys((op.input.properties as Record<string, unknown> | undefined) ?? {});
-  if (route.method === 'GET') return props.filter((p) => !params.has(p));
-  return (route.query ?? []).filter((p) => props.includes(p));
-}
-
-export function pathParamsOf(path: string): string[] {
-  return [...path.matchAll(/:([A-Za-z_$][\w$]*)/g)].map((m) => m[1]!);
 }
 
 /**

@@ -15,7 +15,7 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { errors } from './errors.js';
-import { RawResponse, StatusPayload, type OpContext } from './plugin.js';
+import { RawResponse, StatusPayload, type OpContext, type RouteDef } from './plugin.js';
 
 /** A JSON Schema (draft 2020-12 subset that ajv and OpenAPI 3.1 both read). */
 export type JsonSchema = Record<string, unknown>;
@@ -103,6 +103,21 @@ export function validationError(name: string, list: ErrorObject[] | Array<Record
   const first = list[0] as Partial<ErrorObject> | undefined;
   const where = first?.instancePath ? ` at ${first.instancePath}` : '';
   return errors.validation(`invalid input for ${name}${first ? `${where}: ${first.message}` : ''}`, [...list]);
+}
+
+// ------------------------------------------------------------------ where REST input comes from
+
+/** The path parameter names of a route pattern (`/v1/nodes/:id` -> `id`). */
+export function pathParamsOf(path: string): string[] {
+  return [...path.matchAll(/:([A-Za-z_$][\w$]*)/g)].map((m) => m[1]!);
+}
+
+/** The input fields a route reads from the query string: every non-path field on GET, the declared ones elsewhere. */
+export function queryFieldsOf(op: OperationDef, route: RouteDef): string[] {
+  const params = new Set(pathParamsOf(route.path));
+  const props = Object.keys((op.input.properties as Record<string, unknown> | undefined) ?? {});
+  if (route.method === 'GET') return props.filter((p) => !params.has(p));
+  return (route.query ?? []).filter((p) => props.includes(p));
 }
 
 // ------------------------------------------------------------------ schema builders

@@ -18,7 +18,7 @@ export class PluginHost {
 
   /** A plugin is usable by a tenant when it and everything it depends on is enabled there. */
   usable(tenant: Tenant, plugin: PluginDef): boolean {
-    if (!tenant.enabled(plugin.name)) return false;
+    if (!plugin.alwaysOn && !tenant.enabled(plugin.name)) return false;
     return (plugin.dependsOn ?? []).every((dep) => {
       const p = this.plugins.find((x) => x.name === dep);
       return p !== undefined && this.usable(tenant, p);

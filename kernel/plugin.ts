@@ -46,6 +46,8 @@ export interface KernelServices {
   bearerAuthenticators: Array<(token: string) => Promise<{ tenant: Tenant; actor: Actor } | null>>;
   /** the `WWW-Authenticate` value of a 401 on /mcp and /v1/* (a plugin adds `resource_metadata`) */
   authChallenge: () => string;
+  /** every API route the REST adapter registered, with its plugin (filled when the app is built) */
+  registeredRoutes: Array<{ plugin: string; method: string; path: string }>;
 }
 
 /** What every operation receives: the caller's tenant and identity, and the kernel services. */
@@ -197,6 +199,8 @@ export interface StatusEffect {
 export interface PluginDef {
   name: string;
   version?: string;
+  /** on for every tenant, like core (the API description): tenant plugin lists do not switch it */
+  alwaysOn?: boolean;
   dependsOn?: string[];
   routes?: RouteDef[];
   tools?: ToolDef[];

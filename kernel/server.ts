@@ -170,7 +170,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
   const ownSandbox = opts.sandbox ? null : createSandbox();
   const sandbox = metrics.observeSandbox(opts.sandbox ?? ownSandbox!);
   tenants = new TenantManager({ dataDir: config.dataDir, sandbox, pack: seedPack, plugins: host.plugins, clock, log, fsync: config.fsync, metrics });
-  const services: KernelServices = { clock, log, config, tenants, host, ticketAuthenticators: [], metrics, bearerAuthenticators: [], authChallenge: () => 'Bearer' };
+  const services: KernelServices = { clock, log, config, tenants, host, ticketAuthenticators: [], metrics, bearerAuthenticators: [], authChallenge: () => 'Bearer', registeredRoutes: [] };
   for (const p of host.plugins) await p.init?.(services);
   tenants!.onTenantChange = async (tenant, added) => {
     for (const p of host.plugins) if (added.includes(p.name) && host.usable(tenant, p)) await p.tenantOpen?.(tenant, services);

@@ -13,9 +13,10 @@ import { identityPlugin } from '../plugins/identity/index.js';
 import { importPlugin } from '../plugins/import/index.js';
 import { leasesPlugin } from '../plugins/leases/index.js';
 import { oauthPlugin } from '../plugins/oauth/index.js';
+import { openapiPlugin } from '../plugins/openapi/index.js';
 import { lensesPlugin } from '../plugins/lenses/index.js';
 import { queuePlugin } from '../plugins/queue/index.js';
 import { questionsPlugin } from '../plugins/questions/index.js';
 import { workflowsPlugin } from '../plugins/workflows/index.js';
 
-export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, leasesPlugin, queuePlugin, historyPlugin, exportPlugin, questionsPlugin, gardenerPlugin, workflowsPlugin, lensesPlugin, capturePlugin, analyticsPlugin, importPlugin, oauthPlugin];
+export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, leasesPlugin, queuePlugin, historyPlugin, exportPlugin, questionsPlugin, gardenerPlugin, workflowsPlugin, lensesPlugin, capturePlugin, analyticsPlugin, importPlugin, oauthPlugin, openapiPlugin];

@@ -245,7 +245,9 @@ describe('operator contract (real CLI, real HTTP)', function () {
 
     it('413 too_large over 1 MB with Content-Length and chunked, and nothing is written', async () => {
       const node = `---\nid: task-oversize-probe\ntype: task\nstatus: open\nsummary: never stored\n---\n`;
-      const body = Buffer.from(JSON.stringify({ nodes: [node], pad: 'x'.repeat(1024 * 1024) }));
+      // padded with JSON whitespace: the body is a valid request (no unknown field) except for its size
+      const padded = (spaces: number) => Buffer.from(`{"nodes": ${JSON.stringify([node])}${' '.repeat(spaces)}}`);
+      const body = padded(1024 * 1024);
       expect(body.length).to.be.greaterThan(1024 * 1024);
       const withLength = await call(server.url, 'POST', '/v1/nodes', { token, body: body.toString() });
       expectEnvelope(withLength, 413, 'too_large');
@@ -254,7 +256,7 @@ describe('operator contract (real CLI, real HTTP)', function () {
       expect(chunked.text).to.equal(withLength.text);
       expectEnvelope(await call(server.url, 'GET', '/v1/nodes/task-oversize-probe', { token }), 404, 'not_found');
       // just under the limit is accepted: the limit is the cause, not the route
-      const fits = Buffer.from(JSON.stringify({ nodes: [node], pad: 'x'.repeat(1024 * 1024 - 300) }));
+      const fits = padded(1024 * 1024 - 300);
       expect(fits.length).to.be.at.most(1024 * 1024);
       const ok = await chunkedPost(server.url, '/v1/nodes', token, fits);
       expect(ok.status, ok.text).to.equal(200);
