@@ -365,6 +365,14 @@ function restInput(op: OperationDef, route: RouteDef, req: RouteRequest): Record
     const raw = req.query[name];
     if (raw !== undefined) input[name] = fromQuery(raw, props[name]);
   }
+  for (const [prefix, field] of Object.entries(route.queryPrefixes ?? {})) {
+    const gathered: Record<string, string> = {};
+    for (const [key, raw] of Object.entries(req.query)) {
+      if (!key.startsWith(prefix) || raw === undefined) continue;
+      gathered[key.slice(prefix.length)] = Array.isArray(raw) ? raw.join(',') : raw;
+    }
+    if (Object.keys(gathered).length > 0) input[field] = gathered;
+  }
   Object.assign(input, req.params);
   return input;
 }

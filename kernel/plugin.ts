@@ -96,6 +96,11 @@ export interface RouteDef {
   operation: OperationDef | Operation;
   /** input fields a body method takes from the query string instead of the body */
   query?: string[];
+  /**
+   * Query keys under a prefix gathered into one object field of the input: `{ 'param.': 'params' }`
+   * turns `?param.project=web` into `params: { project: 'web' }` (a repeated key joins with commas).
+   */
+  queryPrefixes?: Record<string, string>;
   /** @deprecated undeclared operations only: maps the raw request to the input */
   input?: (req: RouteRequest) => unknown;
   /** default 200 */
