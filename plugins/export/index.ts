@@ -3,19 +3,14 @@
  * node files (optionally gzipped, optionally with the credential files for admins) or as a
  * git bundle of the whole repository. There is no tool twin (SPEC lists none).
  */
-import { definePlugin, type RouteRequest } from '../../kernel/plugin.js';
-import { exportGraph } from './operations.js';
+import { definePlugin } from '../../kernel/plugin.js';
+import * as api from './api.js';
 
 export const exportPlugin = definePlugin({
   name: 'export',
   version: '1.0.0',
   dependsOn: ['core'],
   routes: [
-    {
-      method: 'GET',
-      path: '/v1/export',
-      operation: exportGraph,
-      input: (r: RouteRequest) => ({ gzip: r.query.gzip, history: r.query.history, auth: r.query.auth }),
-    },
+    { method: 'GET', path: '/v1/export', operation: api.exportGraphOp },
   ],
 });

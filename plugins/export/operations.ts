@@ -18,14 +18,11 @@ import tar, { type Header as TarHeader, type Pack } from 'tar-stream';
 import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import { RawResponse, type OpContext } from '../../kernel/plugin.js';
-import { queryString } from '../../kernel/validate.js';
-
-type QueryValue = string | string[] | undefined;
 
 export interface ExportInput {
-  gzip?: QueryValue;
-  history?: QueryValue;
-  auth?: QueryValue;
+  gzip?: boolean;
+  history?: boolean;
+  auth?: boolean;
 }
 
 /** The fixed wire names (SPEC Versioning: clients read them as written). */
@@ -41,17 +38,10 @@ const ENTRY_WINDOW = 32;
 
 const NODE_PATH = /^nodes\/[a-z0-9][a-z0-9-]*\/[0-9a-f]{2}\/([a-z0-9][a-z0-9-]*)\.md$/;
 
-function flag(value: QueryValue, name: string): boolean {
-  const v = queryString(value);
-  if (v === undefined || v === '' || v === '0' || v === 'false') return false;
-  if (v === '1' || v === 'true') return true;
-  throw errors.validation(`${name} must be 1 or 0`, [{ field: name, message: 'expected 1 or 0', value: v.slice(0, 50) }]);
-}
-
 export async function exportGraph(ctx: OpContext, input: ExportInput): Promise<RawResponse> {
-  const gzip = flag(input.gzip, 'gzip');
-  const history = flag(input.history, 'history');
-  const auth = flag(input.auth, 'auth');
+  const gzip = input.gzip === true;
+  const history = input.history === true;
+  const auth = input.auth === true;
   if (auth && !ctx.actor.isAdmin) throw errors.forbidden('auth=1 exports credential files and needs an admin (stewards edge to proj-root)');
   if (history && (gzip || auth)) {
     throw errors.validation('history=1 streams a git bundle of the graph; gzip and auth apply to the tarball only', [

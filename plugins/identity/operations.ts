@@ -8,8 +8,7 @@ import { errors } from '../../kernel/errors.js';
 import { parseExpiry } from '../../kernel/expiry.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext } from '../../kernel/plugin.js';
-import { ORG_PATTERN, personIdForEmail, ROOT_ID, writeActorOf } from '../../kernel/tenants.js';
-import { optionalString, requireId, requireObject, requireString } from '../../kernel/validate.js';
+import { personIdForEmail, ROOT_ID, writeActorOf } from '../../kernel/tenants.js';
 import {
   CAPABILITIES_COLLECTION,
   formatAge,
@@ -30,7 +29,6 @@ import {
   isPersonalToken,
   ownEntry,
   personFields,
-  requirePrefix,
   resolvePrefix,
   revokeWithCascade,
   teamEntry,
@@ -41,18 +39,10 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 const PAT_DAYS = 365;
 /** Per-session agent tokens: the default lifetime is the 7-day cap; `expires` may only shorten it. */
 const SESSION_TOKEN_DAYS = 7;
-const LABEL_MAX = 200;
-const PUBKEY_MAX = 4096;
-const ROLES_MAX = 20;
-const SLUG = /^[a-z0-9][a-z0-9-]*$/;
 /** A session id: what a harness names one run; safe in commit trailers and frontmatter. */
 export const SESSION_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-/** A provider connection id (e.g. `con_8fK2...`). */
-const CONNECTION_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/;
 /** The org slug of a tenant no org was ever set for (SPEC: GET /v1/me `org` "else local"). */
 const UNBOUND_ORG = 'local';
-
-type Body = Record<string, unknown>;
 
 function nowMs(ctx: OpContext): number {
   return ctx.services.clock.now();
@@ -60,10 +50,6 @@ function nowMs(ctx: OpContext): number {
 
 function nowIso(ctx: OpContext): string {
   return new Date(nowMs(ctx)).toISOString();
-}
-
-function bodyOf(input: unknown): Body {
-  return input === undefined || input === null ? {} : requireObject(input);
 }
 
 // ---------------------------------------------------------------- gates
@@ -95,26 +81,14 @@ function requireAdmin(ctx: OpContext): void {
   if (!ctx.actor.isAdmin) throw errors.forbidden(`admin only: the caller needs a stewards edge to ${ROOT_ID}`);
 }
 
-function isPersonId(id: string): boolean {
-  return id.startsWith('person-') && id.length > 'person-'.length;
-}
-
-/** A path or body person id: malformed or not `person-` is 422. */
-function requirePersonId(value: unknown, field: string): string {
-  const id = requireId(value, field);
-  if (!isPersonId(id)) throw errors.validation(`${field} must be a person- id`, [{ field, message: 'expected person-<slug>', value: id }]);
-  return id;
-}
-
 function personNode(ctx: OpContext, id: string): NodeRecord {
   const node = ctx.tenant.index.get(id);
   if (!node || node.type !== 'person') throw errors.notFound(`person ${id}`);
   return node;
 }
 
-/** Path agent ids: malformed is 422; unknown or not an agent node is 404. */
-function agentNode(ctx: OpContext, value: unknown): NodeRecord {
-  const id = requireId(value);
+/** Unknown or not an agent node is 404 (a malformed id is 422 from the input schema). */
+function agentNode(ctx: OpContext, id: string): NodeRecord {
   const node = ctx.tenant.index.get(id);
   if (!node || node.type !== 'agent') throw errors.notFound(`agent ${id}`);
   return node;
@@ -152,14 +126,18 @@ export async function listOwnTokens(ctx: OpContext) {
   return { tokens, count: tokens.length };
 }
 
-export async function mintOwnToken(ctx: OpContext, input: unknown) {
+interface MintInput {
+  expires?: string | null;
+  label?: string | null;
+}
+
+export async function mintOwnToken(ctx: OpContext, input: MintInput) {
   requireHumanToken(ctx);
   requireDirectCredential(ctx);
   requirePerson(ctx);
-  const body = bodyOf(input);
   const now = nowMs(ctx);
-  const expires = parseExpiry(body.expires, { nowMs: now, defaultDays: PAT_DAYS, maxDays: PAT_DAYS });
-  const label = optionalString(body, 'label', { max: LABEL_MAX, singleLine: true }) || null;
+  const expires = parseExpiry(input.expires, { nowMs: now, defaultDays: PAT_DAYS, maxDays: PAT_DAYS });
+  const label = input.label || null;
   const token = generateToken('pat');
   const record = newTokenRecord(token, { kind: 'pat', person: ctx.actor.personId, created: new Date(now).toISOString(), expires, label, minted_by: ctx.actor.personId });
   ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
@@ -169,7 +147,7 @@ export async function mintOwnToken(ctx: OpContext, input: unknown) {
 export async function revokeOwnToken(ctx: OpContext, input: { prefix: string }) {
   requireHumanToken(ctx);
   requirePerson(ctx);
-  const prefix = requirePrefix(input.prefix);
+  const prefix = input.prefix;
   const own = currentRecords(ctx.tenant).filter((r) => isPersonalToken(r) && r.person === ctx.actor.personId);
   const target = resolvePrefix(own, prefix, 'token');
   const { grants } = revokeWithCascade(ctx.tenant, [target.hash], nowIso(ctx));
@@ -188,14 +166,13 @@ export async function listTeamTokens(ctx: OpContext) {
   return { tokens, count: tokens.length };
 }
 
-export async function adminMintToken(ctx: OpContext, input: unknown) {
+export async function adminMintToken(ctx: OpContext, input: MintInput & { person: string }) {
   requireAdmin(ctx);
   requireDirectCredential(ctx);
-  const body = bodyOf(input);
-  const personId = requirePersonId(body.person, 'person');
+  const personId = input.person;
   const now = nowMs(ctx);
-  const expires = parseExpiry(body.expires, { nowMs: now, defaultDays: PAT_DAYS, maxDays: PAT_DAYS });
-  const label = optionalString(body, 'label', { max: LABEL_MAX, singleLine: true }) || null;
+  const expires = parseExpiry(input.expires, { nowMs: now, defaultDays: PAT_DAYS, maxDays: PAT_DAYS });
+  const label = input.label || null;
   // Minting never creates a person (SPEC Authentication 9): the node must already exist.
   personNode(ctx, personId);
   const token = generateToken('pat');
@@ -207,25 +184,12 @@ export async function adminMintToken(ctx: OpContext, input: unknown) {
 
 export async function adminRevokeToken(ctx: OpContext, input: { prefix: string }) {
   requireAdmin(ctx);
-  const prefix = requirePrefix(input.prefix);
-  const target = resolvePrefix(currentRecords(ctx.tenant), prefix, 'token');
+  const target = resolvePrefix(currentRecords(ctx.tenant), input.prefix, 'token');
   revokeWithCascade(ctx.tenant, [target.hash], nowIso(ctx));
   return { revoked: true, hash_prefix: hashPrefix(target.hash) };
 }
 
 // ---------------------------------------------------------------- people
-
-function roleList(value: unknown): string[] {
-  if (value === undefined || value === null) return [];
-  if (!Array.isArray(value)) throw errors.validation('roles must be a list of kebab-case slugs', [{ field: 'roles', message: 'expected a list' }]);
-  if (value.length > ROLES_MAX) throw errors.validation(`roles holds at most ${ROLES_MAX} slugs`, [{ field: 'roles', message: `at most ${ROLES_MAX}` }]);
-  for (const [i, r] of value.entries()) {
-    if (typeof r !== 'string' || !SLUG.test(r) || r.length > 64) {
-      throw errors.validation(`roles[${i}] must be a kebab-case slug`, [{ field: `roles[${i}]`, message: 'malformed slug' }]);
-    }
-  }
-  return [...new Set(value as string[])];
-}
 
 export async function listPeople(ctx: OpContext) {
   requireAdmin(ctx);
@@ -268,13 +232,9 @@ interface InviteArgs {
  * org (any org slug but `local`) a disagreeing `org` is 403 and an omitted one pins the
  * tenant's org; an unbound (`local`) tenant honors the given `org`.
  */
-function inviteArgs(ctx: OpContext, body: Body): InviteArgs {
-  const connection = optionalString(body, 'connection_id');
-  if (connection !== undefined && !CONNECTION_PATTERN.test(connection)) {
-    throw errors.validation('connection_id must be 1-200 characters of letters, digits, _ . : -', [{ field: 'connection_id', message: 'malformed connection id' }]);
-  }
-  const org = optionalString(body, 'org');
-  if (org !== undefined && !ORG_PATTERN.test(org)) throw errors.validation('org must be a kebab-case org slug', [{ field: 'org', message: 'malformed org slug' }]);
+function inviteArgs(ctx: OpContext, input: PersonInput): InviteArgs {
+  const connection = input.connection_id ?? undefined;
+  const org = input.org ?? undefined;
   const bound = ctx.tenant.org !== UNBOUND_ORG;
   if (bound && org !== undefined && org !== ctx.tenant.org) {
     throw errors.forbidden(`this server is bound to org '${ctx.tenant.org}'; an invitation cannot be pinned to '${org}'`, { org, bound_org: ctx.tenant.org });
@@ -282,19 +242,26 @@ function inviteArgs(ctx: OpContext, body: Body): InviteArgs {
   return { org: bound ? ctx.tenant.org : org ?? null, connection_id: connection ?? null };
 }
 
-export async function createPerson(ctx: OpContext, input: unknown) {
+interface PersonInput {
+  name: string;
+  email: string;
+  id?: string | null;
+  roles?: string[] | null;
+  invite?: boolean | null;
+  connection_id?: string | null;
+  org?: string | null;
+}
+
+export async function createPerson(ctx: OpContext, input: PersonInput) {
   requireAdmin(ctx);
-  const body = bodyOf(input);
-  const name = requireString(body, 'name', { max: 200, singleLine: true }).trim();
-  const email = requireString(body, 'email', { max: 200, singleLine: true }).trim();
+  const name = input.name.trim();
+  const email = input.email.trim();
+  // checked on the trimmed value, so it stays here rather than in the schema
   if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw errors.validation('email must be an address like name@example.com', [{ field: 'email', message: 'malformed email' }]);
-  const id = body.id === undefined || body.id === null ? personIdForEmail(email) : requirePersonId(body.id, 'id');
-  const roles = roleList(body.roles);
-  if (body.invite !== undefined && body.invite !== null && typeof body.invite !== 'boolean') {
-    throw errors.validation('invite must be a boolean', [{ field: 'invite', message: 'expected true or false' }]);
-  }
-  const invite = body.invite === true;
-  const args = inviteArgs(ctx, body);
+  const id = input.id ?? personIdForEmail(email);
+  const roles = [...new Set(input.roles ?? [])];
+  const invite = input.invite === true;
+  const args = inviteArgs(ctx, input);
 
   const revision = await ctx.tenant.write(writeActorOf(ctx.actor), { op: 'create_person', via: ctx.via }, async (draft) => {
     if (draft.get(id)) throw errors.conflict(`node ${id} already exists`, { id });
@@ -335,7 +302,7 @@ async function invitePerson(ctx: OpContext, who: { email: string; name: string }
 
 export async function offboardPerson(ctx: OpContext, input: { id: string }) {
   requireAdmin(ctx);
-  const id = requirePersonId(input.id, 'id');
+  const id = input.id;
   if (id === ctx.actor.personId) throw errors.validation('you cannot offboard yourself; ask another admin', [{ field: 'id', message: 'self-offboarding' }]);
   personNode(ctx, id);
   const hashes = currentRecords(ctx.tenant)
@@ -391,16 +358,17 @@ export async function listAgents(ctx: OpContext, input: { all?: boolean }) {
   return { agents, count: agents.length };
 }
 
-async function createAgentFor(ctx: OpContext, body: Body, owner: string) {
-  const label = requireString(body, 'label', { max: LABEL_MAX, singleLine: true }).trim();
-  let id: string;
-  if (body.id === undefined || body.id === null) id = agentIdFromLabel(label);
-  else {
-    id = requireId(body.id);
-    if (!id.startsWith('agent-') || id === 'agent-') throw errors.validation('id must be an agent- id', [{ field: 'id', message: 'expected agent-<slug>', value: id }]);
-  }
-  const pubkey = optionalString(body, 'pubkey', { max: PUBKEY_MAX });
-  if (pubkey !== undefined && pubkey.trim() === '') throw errors.validation('pubkey must not be empty', [{ field: 'pubkey', message: 'empty' }]);
+interface AgentInput {
+  label: string;
+  id?: string | null;
+  pubkey?: string | null;
+  owner?: unknown;
+}
+
+async function createAgentFor(ctx: OpContext, input: AgentInput, owner: string) {
+  const label = input.label.trim();
+  const id = input.id ?? agentIdFromLabel(label);
+  const pubkey = input.pubkey ?? undefined;
   const ownerName = personFields(ctx.tenant, owner).name ?? owner;
   const revision = await ctx.tenant.write(writeActorOf(ctx.actor), { op: 'create_agent', via: ctx.via }, async (draft) => {
     if (draft.get(id)) throw errors.conflict(`node ${id} already exists`, { id });
@@ -423,20 +391,18 @@ async function createAgentFor(ctx: OpContext, body: Body, owner: string) {
   return { id, owner, spiffe: spiffeOf(ctx.tenant.org, id), pubkey: pubkey ?? null, status: 'active', revision };
 }
 
-export async function createAgent(ctx: OpContext, input: unknown) {
+export async function createAgent(ctx: OpContext, input: AgentInput) {
   requireHumanToken(ctx);
   requirePerson(ctx);
-  const body = bodyOf(input);
   // The owner is always the caller: an `owner` in the payload is not honored here.
-  return createAgentFor(ctx, body, ctx.actor.personId);
+  return createAgentFor(ctx, input, ctx.actor.personId);
 }
 
-export async function adminCreateAgent(ctx: OpContext, input: unknown) {
+export async function adminCreateAgent(ctx: OpContext, input: AgentInput & { owner?: string | null }) {
   requireAdmin(ctx);
-  const body = bodyOf(input);
-  const owner = body.owner === undefined || body.owner === null ? ctx.actor.personId : requirePersonId(body.owner, 'owner');
+  const owner = input.owner ?? ctx.actor.personId;
   personNode(ctx, owner);
-  return createAgentFor(ctx, body, owner);
+  return createAgentFor(ctx, input, owner);
 }
 
 /** Per-session `expires`: `<N>m`, `<N>h`, `<N>d` or an ISO date, within the 7-day cap. */
@@ -455,24 +421,21 @@ function sessionExpiry(value: unknown, now: number): string {
   return parseExpiry(value, { nowMs: now, defaultDays: SESSION_TOKEN_DAYS, maxDays: SESSION_TOKEN_DAYS });
 }
 
-export function requireSession(value: unknown, field = 'session'): string {
-  if (typeof value !== 'string' || !SESSION_PATTERN.test(value)) {
-    throw errors.validation(`${field} must be 1-128 characters of letters, digits, . _ : - (starting with a letter or digit)`, [
-      { field, message: value === undefined || value === null ? 'required' : 'malformed session id' },
-    ]);
-  }
-  return value;
+interface AgentTokenInput {
+  id: string;
+  standing?: boolean | null;
+  session?: string | null;
+  audience?: string | null;
+  expires?: string | null;
+  label?: string | null;
 }
 
-export async function mintAgentToken(ctx: OpContext, input: { id: string; body: unknown }) {
+export async function mintAgentToken(ctx: OpContext, input: AgentTokenInput) {
   const agent = agentNode(ctx, input.id);
   requireHumanToken(ctx);
   requireDirectCredential(ctx);
   requireOwner(ctx, agent);
-  const body = bodyOf(input.body);
-  if (body.standing !== undefined && body.standing !== null && typeof body.standing !== 'boolean') {
-    throw errors.validation('standing must be a boolean', [{ field: 'standing', message: 'expected true or false' }]);
-  }
+  const body = input;
   if (agent.status !== 'active') throw errors.conflict(`agent ${agent.id} is ${agent.status}; reactivate it before minting tokens`, { agent: agent.id, status: agent.status });
   const now = nowMs(ctx);
   const created = new Date(now).toISOString();
@@ -485,7 +448,7 @@ export async function mintAgentToken(ctx: OpContext, input: { id: string; body: 
       }
     }
     const expires = parseExpiry(body.expires, { nowMs: now, defaultDays: PAT_DAYS, maxDays: PAT_DAYS });
-    const label = optionalString(body, 'label', { max: LABEL_MAX, singleLine: true }) || null;
+    const label = body.label || null;
     const token = generateToken('pat');
     const record = newTokenRecord(token, { kind: 'agent-standing', person: owner, agent: agent.id, created, expires, label, minted_by: owner });
     ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
@@ -493,8 +456,8 @@ export async function mintAgentToken(ctx: OpContext, input: { id: string; body: 
   }
 
   if (body.label !== undefined) throw errors.validation("'label' is for standing tokens", [{ field: 'label', message: 'only with standing: true' }]);
-  const session = body.session === undefined || body.session === null ? null : requireSession(body.session);
-  const audience = optionalString(body, 'audience', { max: LABEL_MAX, singleLine: true }) || null;
+  const session = body.session ?? null;
+  const audience = body.audience || null;
   const expiresAt = sessionExpiry(body.expires, now);
   const token = generateToken('ast');
   const record = newTokenRecord(token, { kind: 'agent-session', person: owner, agent: agent.id, session, audience, created, expires: expiresAt, minted_by: owner });
@@ -518,20 +481,18 @@ export async function revokeAgentToken(ctx: OpContext, input: { id: string; pref
   const agent = agentNode(ctx, input.id);
   requireHumanToken(ctx);
   requireOwner(ctx, agent);
-  const prefix = requirePrefix(input.prefix);
   const standing = currentRecords(ctx.tenant).filter((r) => r.kind === 'agent-standing' && r.agent === agent.id);
-  const target = resolvePrefix(standing, prefix, `standing token of ${agent.id}`);
+  const target = resolvePrefix(standing, input.prefix, `standing token of ${agent.id}`);
   const { grants } = revokeWithCascade(ctx.tenant, [target.hash], nowIso(ctx));
   return { revoked: true, hash_prefix: hashPrefix(target.hash), oauth_grants_revoked: grants };
 }
 
 /** Write-once binding of a deferred per-session token to its session, by the token itself. */
-export async function bindSession(ctx: OpContext, input: unknown) {
+export async function bindSession(ctx: OpContext, input: { session: string }) {
   const { actor } = ctx;
   if (!actor.agent) throw errors.forbidden('session binding needs an agent token; this is a personal token');
   if (actor.token.kind !== 'agent-session') throw errors.forbidden('session binding applies to per-session agent tokens; a standing token spans sessions');
-  const body = bodyOf(input);
-  const session = requireSession(body.session);
+  const session = input.session;
   const hash = actor.token.hash;
   const outcome = ctx.tenant.tokens.mutate((records) => {
     const record = records.get(hash);
@@ -553,10 +514,19 @@ function capabilities(ctx: OpContext) {
   return ctx.tenant.state.collection<CapabilityRecord>(CAPABILITIES_COLLECTION);
 }
 
-export async function publishCapabilities(ctx: OpContext, input: { id: string; body: unknown }) {
+export async function publishCapabilities(ctx: OpContext, input: { id: string } & Record<string, unknown>) {
   const agent = agentNode(ctx, input.id);
   requireOwnerOrSelf(ctx, agent);
-  const map = parseCapabilities(input.body);
+  // the three publish forms and their nested maps: parseCapabilities (the schema types the top level)
+  const { id: _id, ...body } = input;
+  // The REST input cannot tell a missing body from `{}`: a publish names at least one field
+  // (an empty map is `{harnesses: []}`), so neither publishes by accident.
+  if (Object.keys(body).length === 0) {
+    throw errors.validation('malformed capability map: a JSON object with at least one of harnesses, reachable_mcp, skills, plugins, deny, probed, declared or capabilities is required', [
+      { instancePath: '', keyword: 'minProperties', params: { limit: 1 }, message: 'must name at least one capability field' },
+    ]);
+  }
+  const map = parseCapabilities(body);
   const store = capabilities(ctx);
   const previous = store.get(agent.id);
   const now = nowIso(ctx);
@@ -598,7 +568,7 @@ export async function heartbeat(ctx: OpContext, input: { id: string }) {
 // ---------------------------------------------------------------- host matching
 
 export async function matchHosts(ctx: OpContext, input: { id: string; owner?: string; max_age?: string }) {
-  const id = requireId(input.id);
+  const id = input.id;
   const profile = ctx.tenant.index.get(id);
   if (!profile || profile.type !== 'profile') throw errors.notFound(`profile ${id}`);
 
@@ -615,8 +585,8 @@ export async function matchHosts(ctx: OpContext, input: { id: string; owner?: st
     requirePerson(ctx);
     scope = ctx.actor.personId;
   } else {
-    const owner = requireId(input.owner, 'owner');
-    if (!isPersonId(owner)) throw errors.validation("owner must be 'me' or a person- id", [{ field: 'owner', message: 'expected me or person-<id>', value: owner }]);
+    // 'me' or person-<slug>, from the input schema
+    const owner = input.owner;
     if (!admin && owner !== ctx.actor.personId) throw errors.forbidden("only admins may see another person's hosts", { owner });
     scope = owner;
   }

@@ -7,17 +7,6 @@ import { hashPrefix, isLive, type TokenRecord } from '../../kernel/auth.js';
 import { errors } from '../../kernel/errors.js';
 import type { Tenant } from '../../kernel/tenant.js';
 
-/** A revoke prefix: lowercase hex, at least 8 characters, so a typo cannot hit a stranger's token. */
-export const MIN_PREFIX = 8;
-const PREFIX_PATTERN = /^[0-9a-f]+$/;
-
-export function requirePrefix(value: unknown): string {
-  if (typeof value !== 'string' || !PREFIX_PATTERN.test(value) || value.length < MIN_PREFIX || value.length > 64) {
-    throw errors.validation(`hash prefix must be ${MIN_PREFIX}-64 lowercase hex characters`, [{ field: 'hash_prefix', message: 'malformed hash prefix' }]);
-  }
-  return value;
-}
-
 /** An OAuth grant: a token derived from another one (its `parent`). */
 export function isGrant(record: TokenRecord): boolean {
   return record.parent !== null;

@@ -6,11 +6,11 @@
  * agent's (docs/decisions.md).
  */
 import { definePlugin } from '../../kernel/plugin.js';
-import { importItems } from './operations.js';
+import * as api from './api.js';
 
 export const importPlugin = definePlugin({
   name: 'import',
   version: '1.0.0',
   dependsOn: ['core'],
-  routes: [{ method: 'POST', path: '/v1/import', operation: importItems }],
+  routes: [{ method: 'POST', path: '/v1/import', operation: api.importItems }],
 });

@@ -1,10 +1,9 @@
 /**
  * The normalized import item: what every source reader (beads, Backlog.md, GitHub; see
- * scripts/import/) produces and POST /v1/import takes. One JSON Schema, compiled once with
- * ajv; a request that fails it is 422 with ajv's error list verbatim.
+ * scripts/import/) produces and POST /v1/import takes. One JSON Schema: the input of the
+ * `import_items` operation (api.ts), so a request that fails it is 422 with ajv's error list
+ * verbatim before the operation runs.
  */
-import { Ajv } from 'ajv';
-import { errors } from '../../kernel/errors.js';
 
 export const MAX_ITEMS_PER_REQUEST = 2000;
 
@@ -95,12 +94,4 @@ export interface ImportRequest {
   source: string;
   items: ImportItem[];
   deleted?: number;
-}
-
-const ajv = new Ajv({ allErrors: true, strict: false });
-const validateRequest = ajv.compile<ImportRequest>(importRequestSchema);
-
-export function parseImportRequest(input: unknown): ImportRequest {
-  if (!validateRequest(input)) throw errors.validation('invalid import request', [...(validateRequest.errors ?? [])]);
-  return input;
 }

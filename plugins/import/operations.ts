@@ -17,7 +17,7 @@ import type { OpContext } from '../../kernel/plugin.js';
 import { LIMITS, type NodeTypeDef } from '../../kernel/registry.js';
 import type { WriteActor } from '../../kernel/tenant.js';
 import { personIdForEmail, writeActorOf } from '../../kernel/tenants.js';
-import { parseImportRequest, type ImportItem, type ImportPerson } from './model.js';
+import type { ImportItem, ImportPerson, ImportRequest } from './model.js';
 
 export type ItemOutcome = 'created' | 'updated' | 'unchanged' | 'refused';
 
@@ -170,9 +170,8 @@ async function importOne(ctx: OpContext, actor: WriteActor, source: string, item
 }
 
 /** POST /v1/import (admin only): `{source, items, deleted?}` -> per-item results and a summary. */
-export async function importItems(ctx: OpContext, input: unknown) {
+export async function importItems(ctx: OpContext, request: ImportRequest) {
   if (!ctx.actor.isAdmin) throw errors.forbidden('importing needs an admin (stewards edge to proj-root)');
-  const request = parseImportRequest(input);
   const actor = writeActorOf(ctx.actor);
   const people = new People(ctx);
   const results: ItemResult[] = [];

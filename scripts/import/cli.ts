@@ -14,7 +14,9 @@ import type { OpContext } from '../../kernel/plugin.js';
 import { startKernel } from '../../kernel/server.js';
 import type { ImportItem } from '../../plugins/import/model.js';
 import { MAX_ITEMS_PER_REQUEST } from '../../plugins/import/model.js';
-import { importItems, type ItemResult } from '../../plugins/import/operations.js';
+import { invoke } from '../../kernel/operation.js';
+import { importItems } from '../../plugins/import/api.js';
+import type { ItemResult } from '../../plugins/import/operations.js';
 import { allPlugins } from '../plugins.js';
 import { readBacklog, readBeads, readGithub, type ReadResult } from './readers.js';
 
@@ -81,7 +83,7 @@ async function localSender(token: string | undefined, org: string | undefined): 
     if (org && tenant.org !== org) throw new Error(`the token belongs to org '${tenant.org}', not SVC_ORG '${org}'`);
     const ctx: OpContext = { tenant, actor, via: 'rest', services: kernel.services, headers: {} };
     return {
-      send: (body) => importItems(ctx, body) as Promise<{ results: ItemResult[]; summary: Record<string, number> }>,
+      send: (body) => invoke(importItems, ctx, body) as Promise<{ results: ItemResult[]; summary: Record<string, number> }>,
       close: () => kernel.close(),
     };
   } catch (err) {

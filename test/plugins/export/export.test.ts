@@ -153,6 +153,9 @@ describe('export: GET /v1/export (SPEC Reads rule 11)', () => {
       expect(res.status, q).to.equal(422);
       expect(res.body.error.code).to.equal('validation_failed');
     }
+    // a flag that is not 1/0/true/false fails the declared boolean: ajv's error, naming the flag
+    const bad = await t.api('GET', '/v1/export?gzip=2');
+    expect(bad.body.error.details.errors[0]).to.deep.include({ instancePath: '/gzip', keyword: 'type', params: { type: 'boolean' } });
     expect((await t.api('GET', '/v1/export?history=1&auth=1', { token: member.token })).status).to.equal(403);
     expect((await t.api('GET', '/v1/export', { token: null })).status).to.equal(401);
     expect((await t.api('GET', '/v1/export?gzip=0&history=false')).status).to.equal(200);

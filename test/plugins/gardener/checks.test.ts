@@ -39,6 +39,14 @@ describe('gardener: POST /v1/gardener', function () {
     expect((await t.api('GET', '/v1/status')).body.head).to.equal(status.head);
   });
 
+  it('the request takes no fields: an empty body runs the sweep, a field in it is 422 validation_failed (ajv error list)', async () => {
+    expect((await t.api('POST', '/v1/gardener', { token: alice.token, body: {} })).status).to.equal(200);
+    const res = await t.api('POST', '/v1/gardener', { token: alice.token, body: { dry_run: true } });
+    expect(res.status, res.text).to.equal(422);
+    expect(res.body.error.code).to.equal('validation_failed');
+    expect(res.body.error.details.errors[0]).to.deep.include({ keyword: 'additionalProperties', params: { additionalProperty: 'dry_run' } });
+  });
+
   it('a token without a person node is 403 no_person; no token is 401', async () => {
     expect((await t.api('POST', '/v1/gardener', { token: unboundToken(t) })).status).to.equal(403);
     expect((await t.api('POST', '/v1/gardener', { token: null })).status).to.equal(401);

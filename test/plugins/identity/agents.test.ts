@@ -49,6 +49,11 @@ describe('identity: agents (POST /v1/agents, POST /v1/admin/agents, GET /v1/agen
     ]) {
       expectError(await t.api('POST', '/v1/agents', { token: bob.token, body }), 422, 'validation_failed');
     }
+    // the body is the declared input: an unknown field is 422 with ajv's error naming it
+    const extra = await t.api('POST', '/v1/agents', { token: bob.token, body: { label: 'Extra Bot', color: 'blue' } });
+    expectError(extra, 422, 'validation_failed');
+    expect(extra.body.error.details.errors[0]).to.deep.include({ keyword: 'additionalProperties', params: { additionalProperty: 'color' } });
+    expectError(await t.api('GET', '/v1/nodes/agent-extra-bot'), 404);
     expectError(await t.api('POST', '/v1/agents', { token: unboundToken(t), body: { label: 'Orphan Bot' } }), 403);
     expectError(await t.api('GET', '/v1/nodes/agent-orphan-bot'), 404);
     // an agent token cannot create agents

@@ -73,6 +73,17 @@ describe('identity: own personal access tokens (GET/POST /v1/me/tokens, DELETE /
     expectError(await t.api('POST', '/v1/me/tokens', { token: alice.token, body: [1] }), 422);
   });
 
+  it('the mint body is the declared input: an unknown field is 422 validation_failed with ajv\'s error, a malformed prefix too', async () => {
+    const countBefore = (await t.api('GET', '/v1/me/tokens', { token: alice.token })).body.count;
+    const res = await t.api('POST', '/v1/me/tokens', { token: alice.token, body: { label: 'laptop', scope: 'admin' } });
+    expectError(res, 422, 'validation_failed');
+    expect(res.body.error.details.errors[0]).to.deep.include({ instancePath: '', keyword: 'additionalProperties', params: { additionalProperty: 'scope' } });
+    expect((await t.api('GET', '/v1/me/tokens', { token: alice.token })).body.count).to.equal(countBefore);
+    const short = await t.api('DELETE', '/v1/me/tokens/abc', { token: alice.token });
+    expectError(short, 422, 'validation_failed');
+    expect(short.body.error.details.errors[0]).to.deep.include({ instancePath: '/prefix', keyword: 'minLength' });
+  });
+
   it('rule 1: the own listing shows only the caller\'s PATs (no other person\'s, no agent tokens)', async () => {
     const agent = await createAgent(t, alice.token, 'Alice Listing Bot');
     await sessionToken(t, alice.token, agent);

@@ -193,6 +193,10 @@ describe('import: beads, Backlog.md and GitHub through the CLI', function () {
     expect(bad.status).to.equal(422);
     expect(bad.body.error.code).to.equal('validation_failed');
     expect(bad.body.error.details.errors.map((e: { instancePath: string }) => e.instancePath)).to.include.members(['/source', '/items/0/status']);
+    // the request body is the operation's closed input: an unknown top-level field is 422 before anything runs
+    const extra = await t.api('POST', '/v1/import', { body: { source: 'beads', items: [item], dry_run: true } });
+    expect(extra.status, extra.text).to.equal(422);
+    expect(extra.body.error.details.errors[0]).to.deep.include({ keyword: 'additionalProperties', params: { additionalProperty: 'dry_run' } });
     // source fields cannot replace what the import decides (id, type, summary, edges)
     const sneaky = await t.api('POST', '/v1/import', { body: { source: 'manual', items: [{ ...item, source_id: 'x9', fields: { id: 'task-hijack', type: 'dec', summary: 'other', edges: [{ type: 'blocks', to: 'proj-root' }], milestone: 'm1' } }] } });
     expect(sneaky.body.results[0]).to.include({ status: 'created', id: 'task-manual-x9' });

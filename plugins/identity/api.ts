@@ -1,0 +1,377 @@
+/**
+ * The identity plugin's operations (SPEC "Identity and agents"), each declared once: input
+ * and answer schemas, error statuses, and the function that runs it (operations.ts). Every
+ * one is REST only (SPEC names no tool twins); the routes and the OpenAPI document read them.
+ *
+ * Optional body fields accept `null` as "not given", as the hand checks these schemas replace
+ * did. Rules that need the graph or the token store (the person or agent exists, the caller
+ * owns the agent, a prefix is unambiguous, an expiry is within its cap) stay in `run`.
+ */
+import { answer, defineOperation, NodeId, object, s, type JsonSchema } from '../../kernel/operation.js';
+import { ORG_PATTERN } from '../../kernel/tenants.js';
+import { CAP_KINDS } from './capabilities.js';
+import * as ops from './operations.js';
+
+// ---------------------------------------------------------------- field schemas
+
+const nullable = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type as string, 'null'] });
+const str = (description?: string): JsonSchema => ({ type: ['string', 'null'], ...(description ? { description } : {}) });
+
+/** A single-line text of at most `max` characters. */
+const line = (description: string, max = 200): JsonSchema => s.string(description, { maxLength: max, pattern: '^[^\\r\\n]*$' });
+/** A required single-line text that is not blank. */
+const requiredLine = (description: string, max = 200): JsonSchema => s.string(description, { maxLength: max, pattern: '^[^\\r\\n]*\\S[^\\r\\n]*$' });
+
+const PersonId: JsonSchema = s.string('person node id, person-<slug>', { pattern: '^person-[a-z0-9-]+$', maxLength: 200 });
+const AgentId: JsonSchema = s.string('agent node id, agent-<slug>', { pattern: '^agent-[a-z0-9-]+$', maxLength: 200 });
+const PathAgentId: JsonSchema = { ...NodeId, description: 'agent node id, e.g. agent-build-bot' };
+/** A revoke prefix: lowercase hex, 8-64 characters, so a typo cannot hit a stranger's token. */
+const HashPrefix: JsonSchema = s.string('token hash prefix: 8-64 lowercase hex characters (as listed under hash_prefix)', { pattern: '^[0-9a-f]+$', minLength: 8, maxLength: 64 });
+const Expires = (what: string): JsonSchema => str(`${what}: '<N>d' or an ISO date (null or omitted: the default)`);
+const Label: JsonSchema = nullable(line('a note for the token listing (single line, at most 200 characters)'));
+/** What a harness names one run; safe in commit trailers and frontmatter. */
+const Session: JsonSchema = s.string('session id: 1-128 characters of letters, digits, . _ : - (starting with a letter or digit)', { pattern: ops.SESSION_PATTERN.source });
+/** A capability slug: harness, MCP server, skill or plugin names such as `claude-code`, `github`, `pdf.read`. */
+const SlugList = (what: string): JsonSchema =>
+  nullable(s.array(s.string(undefined, { pattern: '^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}$' }), `${what} (slugs; at most 500)`, { maxItems: 500 }));
+
+// ---------------------------------------------------------------- answer schemas
+
+const nullStr = { type: ['string', 'null'] };
+const OwnTokenEntry = answer({
+  hash_prefix: s.string(),
+  person: s.string(),
+  label: nullStr,
+  name: nullStr,
+  email: nullStr,
+  created: s.string(),
+  expires: nullStr,
+  expired: s.boolean(),
+  last_used: nullStr,
+});
+const TeamTokenEntry = answer(
+  { ...(OwnTokenEntry.properties as Record<string, JsonSchema>), agent: nullStr },
+  ['hash_prefix', 'person', 'name', 'email', 'created', 'expires', 'expired', 'last_used'],
+);
+const AgentTokenEntry = answer(
+  { hash_prefix: s.string(), label: nullStr, standing: s.boolean(), created: s.string(), expires: nullStr, expired: s.boolean(), last_used: nullStr, agent: nullStr, owner: s.string() },
+  ['hash_prefix', 'label', 'standing', 'created', 'expires', 'expired', 'last_used'],
+);
+const TokenList = (entry: JsonSchema) => answer({ tokens: s.array(entry), count: s.integer() });
+const Revoked = answer({ revoked: { const: true }, hash_prefix: s.string(), oauth_grants_revoked: s.integer() });
+const AgentCreated = answer({ id: s.string(), owner: s.string(), spiffe: s.string(), pubkey: nullStr, status: s.string(), revision: nullStr });
+const CapabilityMap = answer(Object.fromEntries([...CAP_KINDS, 'deny'].map((k) => [k, s.array(s.string())])));
+const CapabilityRecord = answer(
+  { agent: s.string(), capabilities: CapabilityMap, published_at: s.string(), last_seen: s.string(), published_by: s.string(), session: s.string() },
+  ['agent', 'capabilities', 'published_at', 'last_seen', 'published_by'],
+);
+const Host = { agent: s.string(), owner: nullStr, published_at: s.string(), last_seen: s.string(), age_seconds: s.integer() };
+
+// ---------------------------------------------------------------- own PATs
+
+export const listOwnTokens = defineOperation({
+  name: 'list_own_tokens',
+  summary: "List the caller's own personal access tokens",
+  description: 'The personal access tokens of the caller (never the plaintext, never a full hash); agent session tokens are excluded. Needs a person token (403 otherwise).',
+  input: object({}),
+  output: TokenList(OwnTokenEntry),
+  errors: [403],
+  run: ops.listOwnTokens,
+});
+
+export const mintOwnToken = defineOperation({
+  name: 'mint_own_token',
+  summary: 'Mint a personal access token for the caller',
+  description: "Mints a personal access token bound to the caller's person; the plaintext is returned once. `expires` default and cap 1 year (a past date or one beyond the cap is 422, never clamped).",
+  input: object({ expires: Expires('expiry (default and cap 1 year)'), label: Label }),
+  output: answer({ token: s.string(), hash_prefix: s.string(), person: s.string(), name: nullStr, email: nullStr, label: nullStr, expires: s.string() }),
+  errors: [403],
+  example: { expires: '90d', label: 'laptop' },
+  run: ops.mintOwnToken,
+});
+
+export const revokeOwnToken = defineOperation({
+  name: 'revoke_own_token',
+  summary: "Revoke one of the caller's own tokens by hash prefix",
+  description: "Revokes one of the caller's personal access tokens and, in cascade, the OAuth grants minted from it. A prefix that is not the caller's is 404; an ambiguous one 409.",
+  input: object({ prefix: HashPrefix }, ['prefix']),
+  output: Revoked,
+  errors: [403, 409],
+  example: { prefix: '3f2a9c1b' },
+  run: ops.revokeOwnToken,
+});
+
+// ---------------------------------------------------------------- admin tokens
+
+export const listTeamTokens = defineOperation({
+  name: 'list_team_tokens',
+  summary: 'List every live personal and standing agent token of the team (admin)',
+  input: object({}),
+  output: TokenList(TeamTokenEntry),
+  errors: [403],
+  run: ops.listTeamTokens,
+});
+
+export const adminMintToken = defineOperation({
+  name: 'admin_mint_token',
+  summary: 'Mint a personal access token for an existing person (admin)',
+  description: 'Mints a personal access token for an existing person node (never creates one); the plaintext is returned once. `expires` default and cap 1 year.',
+  input: object({ person: PersonId, expires: Expires('expiry (default and cap 1 year)'), label: Label }, ['person']),
+  output: answer({ token: s.string(), hash_prefix: s.string(), person: s.string(), name: nullStr, email: nullStr, expires: s.string() }),
+  errors: [403],
+  example: { person: 'person-alice', expires: '30d' },
+  run: ops.adminMintToken,
+});
+
+export const adminRevokeToken = defineOperation({
+  name: 'admin_revoke_token',
+  summary: 'Revoke any token by hash prefix (admin)',
+  description: 'Revokes any token (and the OAuth grants derived from it) by a hash prefix of at least 8 hex characters; an ambiguous prefix is 409.',
+  input: object({ prefix: HashPrefix }, ['prefix']),
+  output: answer({ revoked: { const: true }, hash_prefix: s.string() }),
+  errors: [403, 409],
+  example: { prefix: '3f2a9c1b' },
+  run: ops.adminRevokeToken,
+});
+
+// ---------------------------------------------------------------- people
+
+export const listPeople = defineOperation({
+  name: 'list_people',
+  summary: 'List the people of the team with their token counts (admin)',
+  input: object({}),
+  output: answer({
+    people: s.array(
+      answer({
+        id: s.string(),
+        name: s.string(),
+        email: nullStr,
+        roles: s.array(s.string()),
+        is_admin: s.boolean(),
+        status: s.string(),
+        tokens: s.integer(),
+        active_tokens: s.integer(),
+        last_used: nullStr,
+      }),
+    ),
+    count: s.integer(),
+  }),
+  errors: [403],
+  run: ops.listPeople,
+});
+
+export const createPerson = defineOperation({
+  name: 'create_person',
+  summary: 'Create a person node, optionally inviting them at the identity provider (admin)',
+  description:
+    'Creates a person node (never an admin: no stewards edge). `id` defaults to an opaque hash of the email. `invite: true` also issues an organization invitation at the identity provider; its failure never rolls back the person and is reported under org_invitation. On a server bound to an org a disagreeing `org` is 403.',
+  input: object(
+    {
+      name: requiredLine('display name (single line, at most 200 characters)'),
+      email: requiredLine('email address (single line, at most 200 characters)'),
+      id: nullable({ ...PersonId, description: 'person-<slug>; default: an opaque deterministic hash of the email' }),
+      roles: nullable(s.array(s.string(undefined, { pattern: '^[a-z0-9][a-z0-9-]*$', maxLength: 64 }), 'role slugs (kebab-case, at most 20)', { maxItems: 20 })),
+      invite: { type: ['boolean', 'null'], description: 'also issue an organization invitation at the identity provider' },
+      connection_id: nullable(s.string('the provider connection, when several are configured', { pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$' })),
+      org: nullable(s.string("the org the invitation pins (honored on an unbound server; a bound server's org otherwise)", { pattern: ORG_PATTERN.source })),
+    },
+    ['name', 'email'],
+  ),
+  output: answer(
+    {
+      id: s.string(),
+      name: s.string(),
+      email: s.string(),
+      roles: s.array(s.string()),
+      revision: nullStr,
+      org_invitation: answer({ status: s.enum(['issued', 'failed']) }),
+    },
+    ['id', 'name', 'email', 'roles', 'revision'],
+  ),
+  errors: [403, 409],
+  example: { name: 'Alice Example', email: 'alice@example.com', roles: ['backend'] },
+  run: ops.createPerson,
+});
+
+export const offboardPerson = defineOperation({
+  name: 'offboard_person',
+  summary: "Offboard a person: revoke every token and OAuth grant bound to them (admin)",
+  description: 'Revokes every personal token and OAuth grant bound to the person and keeps the person node. Offboarding oneself is 422.',
+  input: object({ id: PersonId }, ['id']),
+  output: answer({ offboarded: s.string(), tokens_revoked: s.integer(), oauth_grants_revoked: s.integer() }),
+  errors: [403],
+  example: { id: 'person-alice' },
+  run: ops.offboardPerson,
+});
+
+// ---------------------------------------------------------------- agents
+
+const AgentEntry = answer({ id: s.string(), label: s.string(), owner: nullStr, spiffe: s.string(), pubkey: nullStr, status: s.string() });
+
+export const listAgents = defineOperation({
+  name: 'list_agents',
+  summary: "List the caller's agents, or every agent with all=1 (admin)",
+  input: object({ all: s.boolean('every agent of the team (admin only)') }),
+  output: answer({ agents: s.array(AgentEntry), count: s.integer() }),
+  errors: [403],
+  run: ops.listAgents,
+});
+
+const agentFields = {
+  label: requiredLine('display label (single line, at most 200 characters); the id derives from it when omitted'),
+  id: nullable({ ...AgentId, description: 'agent-<slug>; default: agent- plus a slug of the label' }),
+  pubkey: nullable(s.string('public key of the agent (at most 4096 characters)', { maxLength: 4096, pattern: '\\S' })),
+};
+
+export const createAgent = defineOperation({
+  name: 'create_agent',
+  summary: 'Create an agent owned by the caller',
+  description: "Creates an agent node owned by the caller's person (never taken from the payload: an `owner` field is ignored). Duplicate id 409.",
+  input: object({ ...agentFields, owner: s.any('ignored: the owner is always the caller (POST /v1/admin/agents names another)') }, ['label']),
+  output: AgentCreated,
+  errors: [403, 409],
+  example: { label: 'Build Bot' },
+  run: ops.createAgent,
+});
+
+export const adminCreateAgent = defineOperation({
+  name: 'admin_create_agent',
+  summary: 'Create an agent for any person (admin)',
+  input: object({ ...agentFields, owner: nullable({ ...PersonId, description: "the owning person (default: the caller's person)" }) }, ['label']),
+  output: AgentCreated,
+  errors: [403, 409],
+  example: { label: 'Fleet Runner', owner: 'person-alice' },
+  run: ops.adminCreateAgent,
+});
+
+export const bindSession = defineOperation({
+  name: 'bind_session',
+  summary: 'Bind a deferred per-session agent token to its session (write-once)',
+  description: 'Authenticated by the per-session agent token itself; a non-agent token is 403. Binding is write-once: the same session again answers {unchanged: true}, another one 409.',
+  input: object({ session: Session }, ['session']),
+  output: { anyOf: [answer({ ok: { const: true }, agent: s.string(), session: s.string() }), answer({ unchanged: { const: true } })] },
+  errors: [403, 409],
+  example: { session: 'run-2026-11-24-a' },
+  run: ops.bindSession,
+});
+
+export const mintAgentToken = defineOperation({
+  name: 'mint_agent_token',
+  summary: 'Mint a per-session or standing token for an agent the caller owns',
+  description:
+    'Per-session mode (default): `{session?, audience?, expires?}`; expires (`<N>m`, `<N>h`, `<N>d` or an ISO date) may only shorten the 7-day cap; session null defers the binding. Standing mode: `{standing: true, expires?, label?}`, default and cap 1 year; session and audience are 422 there, label is 422 in per-session mode.',
+  input: object(
+    {
+      id: PathAgentId,
+      standing: { type: ['boolean', 'null'], description: 'a standing token (spans sessions, up to 1 year)' },
+      session: nullable({ ...Session, description: 'per-session mode: the session the token is bound to (omitted or null: bound later)' }),
+      audience: nullable(line('per-session mode: the audience the token is meant for')),
+      expires: Expires('expiry'),
+      label: { ...Label, description: 'standing mode: a note for the token listing (single line, at most 200 characters)' },
+    },
+    ['id'],
+  ),
+  output: {
+    anyOf: [
+      answer({ token: s.string(), expires_at: s.string(), agent: s.string(), session: nullStr }),
+      answer({ token: s.string(), hash_prefix: s.string(), agent: s.string(), owner: s.string(), label: nullStr, expires: s.string(), standing: { const: true } }),
+    ],
+  },
+  errors: [403, 409],
+  example: { session: 'run-2026-11-24-a', expires: '8h' },
+  run: ops.mintAgentToken,
+});
+
+export const listAgentTokens = defineOperation({
+  name: 'list_agent_tokens',
+  summary: "List an agent's standing tokens (owner only)",
+  input: object({ id: PathAgentId }, ['id']),
+  output: TokenList(AgentTokenEntry),
+  errors: [403],
+  run: ops.listAgentTokens,
+});
+
+export const revokeAgentToken = defineOperation({
+  name: 'revoke_agent_token',
+  summary: "Revoke one of an agent's standing tokens by hash prefix (owner only)",
+  input: object({ id: PathAgentId, prefix: HashPrefix }, ['id', 'prefix']),
+  output: Revoked,
+  errors: [403, 409],
+  example: { prefix: '3f2a9c1b' },
+  run: ops.revokeAgentToken,
+});
+
+// ---------------------------------------------------------------- capabilities
+
+const rawMap: JsonSchema = { type: ['object', 'null'], description: 'a map of capability lists: harnesses, reachable_mcp, skills, plugins' };
+
+export const publishCapabilities = defineOperation({
+  name: 'publish_capabilities',
+  summary: 'Publish what an agent host can do (owner or the agent itself)',
+  description:
+    'Publishes the capability map `{harnesses?, reachable_mcp?, skills?, plugins?, deny?}` (lists of slugs), also accepted as the raw `{probed, declared, deny}` form (probed and declared merged) or inside a `{capabilities: {...}}` envelope. Operational state, never committed. `changed` says whether the map differs from the last one.',
+  input: object(
+    {
+      id: PathAgentId,
+      harnesses: SlugList('harnesses the host runs'),
+      reachable_mcp: SlugList('MCP servers the host reaches'),
+      skills: SlugList('skills installed'),
+      plugins: SlugList('plugins installed'),
+      deny: SlugList('capabilities the host refuses'),
+      probed: rawMap,
+      declared: rawMap,
+      capabilities: { type: 'object', description: 'an envelope around either form' },
+    },
+    ['id'],
+  ),
+  output: answer({ ...(CapabilityRecord.properties as Record<string, JsonSchema>), changed: s.boolean() }, ['agent', 'capabilities', 'published_at', 'last_seen', 'published_by', 'changed']),
+  errors: [403],
+  example: { harnesses: ['claude-code'], reachable_mcp: ['github'], skills: ['pdf.read'] },
+  run: ops.publishCapabilities,
+});
+
+export const readCapabilities = defineOperation({
+  name: 'read_capabilities',
+  summary: "Read an agent's published capability record (owner, the agent, or an admin)",
+  input: object({ id: PathAgentId }, ['id']),
+  output: CapabilityRecord,
+  errors: [403],
+  run: ops.readCapabilities,
+});
+
+export const heartbeat = defineOperation({
+  name: 'agent_heartbeat',
+  summary: "Refresh an agent's last_seen (owner or the agent itself)",
+  description: 'Refreshes `last_seen` of the published capability record only; 404 when nothing was published. The request takes no body fields.',
+  input: object({ id: PathAgentId }, ['id']),
+  output: CapabilityRecord,
+  errors: [403],
+  example: {},
+  run: ops.heartbeat,
+});
+
+// ---------------------------------------------------------------- host matching
+
+export const matchHosts = defineOperation({
+  name: 'match_profile_hosts',
+  summary: "Which agent hosts satisfy a profile's requirements",
+  description:
+    "Matches a profile- node's `requires` against the published capability records: satisfiable hosts freshest first, unsatisfiable ones with their reasons. Admins see the whole fleet; others only their own hosts (403 for another person's).",
+  input: object(
+    {
+      id: { ...NodeId, description: 'profile node id' },
+      owner: s.string("'me' or a person- id (default: the caller's person; admins: everyone)", { pattern: '^(me|person-[a-z0-9-]+)?$', maxLength: 200 }),
+      max_age: s.string("hosts last seen longer ago are unsatisfiable: '30m', '12h', '7d' or milliseconds"),
+    },
+    ['id'],
+  ),
+  output: answer({
+    profile: s.string(),
+    requires: s.object('the profile requirements, lists of slugs per kind'),
+    satisfiable: s.array(answer(Host)),
+    unsatisfiable: s.array(answer({ ...Host, reasons: s.array(s.string()) })),
+    counts: answer({ satisfiable: s.integer(), unsatisfiable: s.integer(), total: s.integer() }),
+  }),
+  errors: [403],
+  run: ops.matchHosts,
+});
