@@ -13,7 +13,7 @@ import type { Edge, NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext, StatusEffect } from '../../kernel/plugin.js';
 import type { WriteDraft } from '../../kernel/tenant.js';
 import { writeActorOf } from '../../kernel/tenants.js';
-import { requireId, requireObject } from '../../kernel/validate.js';
+import { requireId } from '../../kernel/validate.js';
 import { isDone } from '../core/node-view.js';
 import {
   heldByOther,
@@ -27,7 +27,6 @@ import {
   type StoredLease,
 } from './store.js';
 
-const SESSION_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export const MAX_BATCH_IDS = 500;
 
 export interface EdgeResult {
@@ -46,23 +45,14 @@ export interface BatchFailure {
   holder?: string;
 }
 
-type Body = Record<string, unknown>;
+/** `session` is checked by the operation's input schema (api.ts): 1-128 of [A-Za-z0-9._:-]. */
+type Session = string | null | undefined;
 
 // ---------------------------------------------------------------- input checks
 
-function optionalSession(value: unknown): string | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || !SESSION_PATTERN.test(value)) {
-    throw errors.validation('session must be 1-128 characters of [A-Za-z0-9._:-], starting with a letter or digit', [
-      { field: 'session', message: 'malformed session' },
-    ]);
-  }
-  return value;
-}
-
 /** The claimer is always the authenticated identity; `session` binds the lease to a run. */
-export function claimantOf(ctx: OpContext, session: unknown): Claimant {
-  const requested = optionalSession(session);
+export function claimantOf(ctx: OpContext, session: Session): Claimant {
+  const requested = session ?? null;
   if (!ctx.actor.bound) throw errors.noPersonForbidden('leases need a token bound to a person node');
   const bound = ctx.actor.session;
   if (bound && requested && requested !== bound) {
@@ -85,22 +75,9 @@ function workNode(ctx: OpContext, id: string): NodeRecord {
   return record;
 }
 
-function idList(value: unknown, field = 'ids'): string[] {
-  if (!Array.isArray(value) || value.length === 0) throw errors.validation(`${field} must be a non-empty array of node ids`, [{ field }]);
-  if (value.length > MAX_BATCH_IDS) throw errors.validation(`at most ${MAX_BATCH_IDS} ids per request`, [{ field, message: `at most ${MAX_BATCH_IDS}` }]);
-  const out: string[] = [];
-  const seen = new Set<string>();
-  for (const v of value) {
-    const key = typeof v === 'string' ? v : JSON.stringify(v);
-    if (seen.has(key)) continue;
-    seen.add(key);
-    out.push(key);
-  }
-  return out;
-}
-
-function optionalBody(input: unknown): Body {
-  return input === undefined || input === null ? {} : requireObject(input);
+/** The ids in first-seen order, duplicates collapsed (count and bounds are the input schema's). */
+function idList(value: string[]): string[] {
+  return [...new Set(value)];
 }
 
 function failureOf(nodeId: string, err: SvcError, heldCode: string): BatchFailure {
@@ -247,15 +224,17 @@ function checkClaimable(ctx: OpContext, record: NodeRecord): void {
 
 // ---------------------------------------------------------------- single routes
 
-export async function claim(ctx: OpContext, input: Body) {
-  const body = optionalBody(input);
-  const id = requireId(body.id);
-  if (body.nonce !== undefined && (typeof body.nonce !== 'string' || body.nonce.length === 0 || body.nonce.length > 200 || /[\r\n]/.test(body.nonce))) {
-    throw errors.validation('nonce must be a single-line string of at most 200 characters', [{ field: 'nonce' }]);
-  }
-  if (body.force !== undefined && typeof body.force !== 'boolean') throw errors.validation('force must be a boolean', [{ field: 'force' }]);
-  const claimant = claimantOf(ctx, body.session);
-  const force = body.force === true;
+export interface ClaimInput {
+  id: string;
+  session?: Session;
+  nonce?: string;
+  force?: boolean;
+}
+
+export async function claim(ctx: OpContext, input: ClaimInput) {
+  const { id, nonce } = input;
+  const claimant = claimantOf(ctx, input.session);
+  const force = input.force === true;
   if (force && !ctx.actor.isAdmin) throw errors.forbidden("force takes over another holder's lease and needs an admin");
   const record = workNode(ctx, id);
   checkClaimable(ctx, record);
@@ -269,7 +248,7 @@ export async function claim(ctx: OpContext, input: Body) {
     status: acq.kind,
     lease: leaseView(acq.lease),
     edge,
-    ...(typeof body.nonce === 'string' ? { nonce: body.nonce } : {}),
+    ...(nonce !== undefined ? { nonce } : {}),
     ...(takenFrom ? { previous_holder: takenFrom.by } : {}),
   };
 }
@@ -279,7 +258,7 @@ export async function claim(ctx: OpContext, input: Body) {
  * token's person, with the session), the node checked, and the live lease that must be
  * theirs (404/409 otherwise).
  */
-function ownLease(ctx: OpContext, id: string, session: unknown): { claimant: ReturnType<typeof claimantOf>; table: ReturnType<typeof leasesOf>; nowMs: number; live: StoredLease } {
+function ownLease(ctx: OpContext, id: string, session: Session): { claimant: ReturnType<typeof claimantOf>; table: ReturnType<typeof leasesOf>; nowMs: number; live: StoredLease } {
   const claimant = claimantOf(ctx, session);
   workNode(ctx, id);
   const table = leasesOf(ctx.tenant);
@@ -287,24 +266,22 @@ function ownLease(ctx: OpContext, id: string, session: unknown): { claimant: Ret
   return { claimant, table, nowMs, live: ownLive(table, id, claimant, nowMs) };
 }
 
-export async function renew(ctx: OpContext, input: Body): Promise<LeaseView> {
-  const body = optionalBody(input);
-  const id = requireId(body.id);
-  const { claimant, table, nowMs, live } = ownLease(ctx, id, body.session);
+export interface LeaseInput {
+  id: string;
+  session?: Session;
+}
+
+export async function renew(ctx: OpContext, input: LeaseInput): Promise<LeaseView> {
+  const { claimant, table, nowMs, live } = ownLease(ctx, input.id, input.session);
   const next = refreshed(live, claimant, nowMs, ctx.tenant.config.limits.claim_ttl_ms);
   const persisted = table.put(next);
   await persisted;
   return leaseView(next);
 }
 
-export async function extend(ctx: OpContext, input: Body) {
-  const body = optionalBody(input);
-  const id = requireId(body.id);
-  const ms = body.ms;
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
-    throw errors.validation('ms must be a positive number of milliseconds', [{ field: 'ms', message: 'positive number required' }]);
-  }
-  const { claimant, table, nowMs, live } = ownLease(ctx, id, body.session);
+export async function extend(ctx: OpContext, input: LeaseInput & { ms: number }) {
+  const { ms } = input;
+  const { claimant, table, nowMs, live } = ownLease(ctx, input.id, input.session);
   const { claim_ttl_ms: ttl, claim_ttl_max_ms: maxTtl } = ctx.tenant.config.limits;
   // A reservation comes back as a fresh heartbeat lease first; a live lease stretches from its expiry.
   const base = live.state === 'reserved' ? nowMs + ttl : live.expires_ms;
@@ -324,10 +301,8 @@ export async function extend(ctx: OpContext, input: Body) {
   };
 }
 
-export async function reserve(ctx: OpContext, input: Body) {
-  const body = optionalBody(input);
-  const id = requireId(body.id);
-  const { claimant, table, nowMs, live } = ownLease(ctx, id, body.session);
+export async function reserve(ctx: OpContext, input: LeaseInput) {
+  const { claimant, table, nowMs, live } = ownLease(ctx, input.id, input.session);
   const grace = ctx.tenant.config.limits.grace_window_ms;
   const next: StoredLease = {
     ...live,
@@ -340,10 +315,9 @@ export async function reserve(ctx: OpContext, input: Body) {
   return { ok: true, status: 'reserved', lease: leaseView(next), grace_window_ms: grace };
 }
 
-export async function release(ctx: OpContext, input: Body) {
-  const body = optionalBody(input);
-  const id = requireId(body.id);
-  const claimant = claimantOf(ctx, body.session);
+export async function release(ctx: OpContext, input: LeaseInput) {
+  const { id } = input;
+  const claimant = claimantOf(ctx, input.session);
   workNode(ctx, id);
   const table = leasesOf(ctx.tenant);
   const nowMs = ctx.services.clock.now();
@@ -369,13 +343,9 @@ function batchStatus(landed: number, asked: number, all: string, some: string, n
   return landed > 0 ? some : none;
 }
 
-export async function batchClaim(ctx: OpContext, input: unknown) {
-  const body = requireObject(input ?? null);
-  for (const option of ['nonce', 'force']) {
-    if (option in body) throw errors.validation(`${option} is not accepted by the batch claim; use POST /v1/nodes/{id}/claim`, [{ field: option }]);
-  }
-  const ids = idList(body.ids);
-  const claimant = claimantOf(ctx, body.session);
+export async function batchClaim(ctx: OpContext, input: { ids: string[]; session?: Session }) {
+  const ids = idList(input.ids);
+  const claimant = claimantOf(ctx, input.session);
   const table = leasesOf(ctx.tenant);
   const nowMs = ctx.services.clock.now();
   const outcome = new Map<string, Acquisition | BatchFailure>();
@@ -425,9 +395,8 @@ export async function batchClaim(ctx: OpContext, input: unknown) {
   return { ok: true, status: batchStatus(claimed.length, ids.length, 'claimed', 'partial', 'refused'), count: claimed.length, claimed, leases, failed };
 }
 
-export async function batchRenew(ctx: OpContext, input: unknown) {
-  const body = optionalBody(input);
-  const claimant = claimantOf(ctx, body.session);
+export async function batchRenew(ctx: OpContext, input: { ids?: string[]; session?: Session }) {
+  const claimant = claimantOf(ctx, input.session);
   const table = leasesOf(ctx.tenant);
   const nowMs = ctx.services.clock.now();
   const ttl = ctx.tenant.config.limits.claim_ttl_ms;
@@ -436,8 +405,8 @@ export async function batchRenew(ctx: OpContext, input: unknown) {
   const failed: BatchFailure[] = [];
   const writes: Array<Promise<void>> = [];
 
-  if (body.ids !== undefined) {
-    const ids = idList(body.ids);
+  if (input.ids !== undefined) {
+    const ids = idList(input.ids);
     for (const id of ids) {
       try {
         requireId(id, 'ids[]');
@@ -497,10 +466,9 @@ export async function batchRenew(ctx: OpContext, input: unknown) {
   };
 }
 
-export async function batchRelease(ctx: OpContext, input: unknown) {
-  const body = optionalBody(input);
-  const claimant = claimantOf(ctx, body.session);
-  const ids = body.ids === undefined ? null : idList(body.ids).map((id) => requireId(id, 'ids[]'));
+export async function batchRelease(ctx: OpContext, input: { ids?: string[]; session?: Session }) {
+  const claimant = claimantOf(ctx, input.session);
+  const ids = input.ids === undefined ? null : idList(input.ids);
   const table = leasesOf(ctx.tenant);
   const nowMs = ctx.services.clock.now();
   const pool = ids ? ids.map((id) => table.get(id)).filter((l): l is StoredLease => l !== undefined) : table.ofPerson(claimant.person);
@@ -584,25 +552,3 @@ export const inProgressLease: StatusEffect = {
     await leasesOf(ctx.tenant).restore(taken.acq.nodeId, taken.acq.lease, taken.acq.previous);
   },
 };
-
-// ---------------------------------------------------------------- tool dispatch (one tool per verb)
-
-/** `claim` tool: `{id}` is the singular claim, `{ids}` the batch claim. */
-export async function claimTool(ctx: OpContext, input: Body) {
-  if (input.id !== undefined && input.ids !== undefined) throw errors.validation('give id or ids, not both', [{ field: 'ids' }]);
-  if (input.ids !== undefined) return batchClaim(ctx, input);
-  if (input.id === undefined) throw errors.validation('id (one node) or ids (a batch) is required', [{ field: 'id' }]);
-  return claim(ctx, input);
-}
-
-/** `renew` tool: `{id}` renews one lease; otherwise the batch renew (`ids`, or every live lease held). */
-export async function renewTool(ctx: OpContext, input: Body) {
-  if (input.id !== undefined && input.ids !== undefined) throw errors.validation('give id or ids, not both', [{ field: 'ids' }]);
-  return input.id !== undefined ? renew(ctx, input) : batchRenew(ctx, input);
-}
-
-/** `release` tool: `{id}` releases one node; otherwise the batch release of the caller's own leases. */
-export async function releaseTool(ctx: OpContext, input: Body) {
-  if (input.id !== undefined && input.ids !== undefined) throw errors.validation('give id or ids, not both', [{ field: 'ids' }]);
-  return input.id !== undefined ? release(ctx, input) : batchRelease(ctx, input);
-}

@@ -19,7 +19,7 @@ import type { OpContext } from '../../kernel/plugin.js';
 import { requireId } from '../../kernel/validate.js';
 import { invoke } from '../../kernel/operation.js';
 import { setPriority, setStatus } from '../core/api.js';
-import { claim, release } from '../leases/operations.js';
+import { claimNode, releaseNode } from '../leases/api.js';
 import { ACTION_NAMES, type ActionName } from './definition.js';
 import { lensView } from './operations.js';
 
@@ -76,11 +76,11 @@ export async function applyLensAction(ctx: OpContext, input: LensActionInput) {
       break;
     case 'claim':
       needsLeases(ctx, name);
-      result = await claim(ctx, { id: itemId });
+      result = await invoke(claimNode, ctx, { id: itemId });
       break;
     case 'release':
       needsLeases(ctx, name);
-      result = await release(ctx, { id: itemId });
+      result = await invoke(releaseNode, ctx, { id: itemId });
       break;
   }
   return { lens_id: lensId, item_id: itemId, action: name, value, result };

@@ -10,7 +10,6 @@
 import { errors } from '../../kernel/errors.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { requireId, requireObject } from '../../kernel/validate.js';
 
 export interface MuteEntry {
   id: string;
@@ -50,18 +49,18 @@ export async function listMutes(ctx: OpContext) {
   return { person, mutes, count: mutes.length };
 }
 
-export async function addMute(ctx: OpContext, input: unknown) {
-  const body = requireObject(input);
-  const id = requireId(body.id);
+/** `id` and the `until` form (YYYY-MM-DD) are checked by the input schema (api.ts); a real, future date here. */
+export async function addMute(ctx: OpContext, input: { id: string; until?: string | null }) {
+  const { id } = input;
   const person = personOf(ctx);
   let until: string | null = null;
   const nowMs = ctx.services.clock.now();
-  if (body.until !== undefined && body.until !== null) {
-    if (typeof body.until !== 'string' || !DATE.test(body.until) || Number.isNaN(Date.parse(`${body.until}T00:00:00Z`))) {
+  if (input.until !== undefined && input.until !== null) {
+    if (!DATE.test(input.until) || Number.isNaN(Date.parse(`${input.until}T00:00:00Z`))) {
       throw errors.validation('until must be a date YYYY-MM-DD', [{ field: 'until', message: 'malformed date' }]);
     }
-    if (Date.parse(`${body.until}T00:00:00Z`) <= nowMs) throw errors.validation('until is in the past', [{ field: 'until', value: body.until }]);
-    until = body.until;
+    if (Date.parse(`${input.until}T00:00:00Z`) <= nowMs) throw errors.validation('until is in the past', [{ field: 'until', value: input.until }]);
+    until = input.until;
   }
   if (!ctx.tenant.index.has(id)) throw errors.notFound(`node ${id}`);
   const collection = collectionOf(ctx.tenant);
@@ -73,7 +72,7 @@ export async function addMute(ctx: OpContext, input: unknown) {
 }
 
 export async function removeMute(ctx: OpContext, input: { id: string }) {
-  const id = requireId(input.id);
+  const { id } = input;
   const person = personOf(ctx);
   const collection = collectionOf(ctx.tenant);
   const mutes = activeMutes(collection.get(person), ctx.services.clock.now());

@@ -12,7 +12,7 @@
 import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import { RawResponse, type OpContext } from '../../kernel/plugin.js';
-import { clampedInt, queryList, queryString, requireId } from '../../kernel/validate.js';
+import { queryList } from '../../kernel/validate.js';
 import { isDone } from '../core/node-view.js';
 import { leasesOf, type StoredLease } from '../leases/store.js';
 import { bookOf, READINESS_CODES, SUGGEST_CODES, type QueueBook, type StaticSignals } from './book.js';
@@ -28,15 +28,18 @@ type ReadinessFilter = (typeof READINESS_FILTERS)[number];
 const SECTION_CAP = 50;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-/** Query or tool arguments: strings (REST), or strings, numbers and string lists (tools). */
+/**
+ * The input as the schema (api.ts) admits it: slugs checked; lists as a comma-separated string
+ * or a list; `limit`/`offset` an integer or its digits (the forms the tools always took).
+ */
 export interface QueueInput {
-  project?: unknown;
-  assignee?: unknown;
-  type?: unknown;
-  exclude_type?: unknown;
-  readiness?: unknown;
-  limit?: unknown;
-  offset?: unknown;
+  project?: string;
+  assignee?: string;
+  type?: string | string[];
+  exclude_type?: string | string[];
+  readiness?: string | string[];
+  limit?: number | string;
+  offset?: number | string;
 }
 
 interface QueueQuery {
@@ -79,33 +82,30 @@ export interface SectionEntry {
 
 // ---------------------------------------------------------------- input
 
-function scalar(value: unknown, field: string): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-  if (typeof value === 'string') return value;
-  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return queryString(value as string[]);
-  throw errors.validation(`${field} must be a string`, [{ field }]);
+/** A comma-separated string or a list of them, flattened. */
+function list(value: string | string[] | undefined): string[] {
+  return queryList(value);
 }
 
-function list(value: unknown, field: string): string[] {
-  if (value === undefined || value === null) return [];
-  if (typeof value === 'string') return queryList(value);
-  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return queryList(value as string[]);
-  throw errors.validation(`${field} must be a comma-separated string or a list of strings`, [{ field }]);
+/** An integer (or its digits), clamped: SPEC rule 1 clamps, never rejects. */
+function clamped(value: number | string | undefined, def: number, min: number, max: number): number {
+  if (value === undefined) return def;
+  return Math.min(max, Math.max(min, Number(value)));
 }
 
 function parseQuery(ctx: OpContext, input: QueueInput): QueueQuery {
-  const project = scalar(input.project, 'project');
-  const assignee = scalar(input.assignee, 'assignee');
-  const types = list(input.type, 'type');
-  const excludeTypes = list(input.exclude_type, 'exclude_type');
+  const project = input.project;
+  const assignee = input.assignee;
+  const types = list(input.type);
+  const excludeTypes = list(input.exclude_type);
   const unknownTypes = [...types, ...excludeTypes].filter((t) => !ctx.tenant.registry.nodeTypes.has(t));
   if (unknownTypes.length > 0) {
     throw errors.validation(`unknown node type(s): ${[...new Set(unknownTypes)].join(', ')}`, [
       { field: 'type', message: 'not a type in the registry (GET /v1/schema)', values: [...new Set(unknownTypes)] },
     ]);
   }
-  const readiness = list(input.readiness, 'readiness');
+  // Checked here, not by the schema: the string and the list form must answer the same 422.
+  const readiness = list(input.readiness);
   const badReadiness = readiness.filter((r) => !(READINESS_FILTERS as readonly string[]).includes(r));
   if (badReadiness.length > 0) {
     throw errors.validation(`unknown readiness filter value(s): ${badReadiness.join(', ')}`, [
@@ -113,13 +113,13 @@ function parseQuery(ctx: OpContext, input: QueueInput): QueueQuery {
     ]);
   }
   return {
-    project: project ? requireId(project, 'project') : null,
-    assignee: assignee ? (assignee === 'me' ? 'me' : requireId(assignee, 'assignee')) : null,
+    project: project || null,
+    assignee: assignee || null,
     types,
     excludeTypes,
     readiness: readiness as ReadinessFilter[],
-    limit: clampedInt(scalar(input.limit, 'limit'), 'limit', 20, 1, 100),
-    offset: clampedInt(scalar(input.offset, 'offset'), 'offset', 0, 0, Number.MAX_SAFE_INTEGER),
+    limit: clamped(input.limit, 20, 1, 100),
+    offset: clamped(input.offset, 0, 0, Number.MAX_SAFE_INTEGER),
   };
 }
 

@@ -14,7 +14,6 @@ import type { Frontmatter } from '../../kernel/codec.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { writeActorOf } from '../../kernel/tenants.js';
-import { clampedInt, queryList, requireId, requireObject } from '../../kernel/validate.js';
 import { isDone } from '../core/node-view.js';
 import {
   canonicalJson,
@@ -39,7 +38,6 @@ import { leaseKey, RUN_KEY_TTL_MS, runBookOf, type RunBook, type StepLease } fro
 
 type Body = Record<string, unknown>;
 
-const SLUG = /^[a-z0-9][a-z0-9-]*$/;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
 const WORK_LIMIT_DEFAULT = 100;
 const WORK_LIMIT_MAX = 500;
@@ -48,56 +46,40 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 // ---------------------------------------------------------------- input checks
 
-function optionalBody(value: unknown): Body {
-  return value === undefined || value === null ? {} : requireObject(value);
-}
+/*
+ * Shapes, bounds and patterns are the input schemas' (api.ts); what stays here is what they
+ * cannot say: JSON sizes in bytes, the Idempotency-Key header, and which lease a reference names.
+ */
 
-function optionalIteration(value: unknown): number | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > LIMITS.iterationMax) {
-    throw errors.validation(`iteration must be an integer 0-${LIMITS.iterationMax}`, [{ field: 'iteration', message: 'expected a non-negative integer' }]);
-  }
-  return value;
-}
-
-function parseInputs(value: unknown): Record<string, unknown> {
+function checkInputs(value: Record<string, unknown> | null | undefined): Record<string, unknown> {
   if (value === undefined || value === null) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) throw errors.validation('inputs must be a JSON object', [{ field: 'inputs', message: 'expected an object' }]);
   const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8');
   if (bytes > LIMITS.inputsBytes) {
     throw errors.validation(`inputs exceed ${LIMITS.inputsBytes} bytes`, [{ field: 'inputs', message: `at most ${LIMITS.inputsBytes} bytes of JSON`, bytes }]);
   }
-  return value as Record<string, unknown>;
+  return value;
 }
 
-function optionalIdempotencyKey(value: unknown): string | null {
+/** The body's key (pattern checked by the schema), else the Idempotency-Key header, checked here. */
+function optionalIdempotencyKey(value: string | null | undefined): string | null {
   if (value === undefined || value === null || value === '') return null;
-  if (typeof value !== 'string' || !IDEMPOTENCY_KEY.test(value)) {
+  if (!IDEMPOTENCY_KEY.test(value)) {
     throw errors.validation('idempotency_key must be 1-200 printable ASCII characters without spaces', [{ field: 'idempotency_key', message: 'malformed key' }]);
   }
   return value;
 }
 
 /**
- * `lease` of a verdict: the `lease_id` string of the claim answer, or that lease object itself.
- * Missing or not a string is 422; a string that names no lease of this step (another step's or
- * run's lease, or an id this server never issued) is `null`: the caller then answers 409
- * `lease_expired`, like a superseded lease (SPEC Workflow rule 4).
+ * `lease` of a verdict: the `lease_id` string of the claim answer, or that lease object itself
+ * (the schema requires one of the two). A string that names no lease of this step (another
+ * step's or run's lease, or an id this server never issued) is `null`: the caller then answers
+ * 409 `lease_expired`, like a superseded lease (SPEC Workflow rule 4).
  */
-function parseLeaseRef(value: unknown, runId: string, step: string): number | null {
-  const raw = value && typeof value === 'object' && !Array.isArray(value) ? (value as Body).lease_id : value;
-  if (raw === undefined || raw === null || raw === '') throw errors.validation('lease is required (the lease_id of the claim answer)', [{ field: 'lease', message: 'required' }]);
-  if (typeof raw !== 'string') throw errors.validation('lease must be the lease_id string of the claim answer', [{ field: 'lease', message: 'expected a string' }]);
+function parseLeaseRef(value: string | { lease_id: string }, runId: string, step: string): number | null {
+  const raw = typeof value === 'string' ? value : value.lease_id;
   const m = /^([a-z0-9][a-z0-9-]*):([a-z0-9][a-z0-9-]*):([1-9]\d{0,8})$/.exec(raw);
   if (!m || m[1] !== runId || m[2] !== step) return null;
   return Number(m[3]);
-}
-
-function parseVerdict(value: unknown): Verdict {
-  if (value !== 'succeeded' && value !== 'failed') {
-    throw errors.validation("status must be 'succeeded' or 'failed'", [{ field: 'status', message: 'unknown verdict', value: typeof value === 'string' ? value.slice(0, 100) : value ?? null, allowed: ['succeeded', 'failed'] }]);
-  }
-  return value;
 }
 
 function optionalResult(value: unknown): unknown {
@@ -107,24 +89,6 @@ function optionalResult(value: unknown): unknown {
     throw errors.validation(`result exceeds ${LIMITS.resultBytes} bytes`, [{ field: 'result', message: `at most ${LIMITS.resultBytes} bytes of JSON`, bytes }]);
   }
   return value;
-}
-
-function optionalLog(value: unknown): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string') throw errors.validation('log must be a string', [{ field: 'log', message: 'expected a string' }]);
-  if (value.length > LIMITS.logChars) throw errors.validation(`log exceeds ${LIMITS.logChars} characters`, [{ field: 'log', message: `at most ${LIMITS.logChars} characters` }]);
-  return value;
-}
-
-function capabilityFilter(value: unknown): Set<string> | null {
-  if (value === undefined || value === null) return null;
-  let parts: string[];
-  if (typeof value === 'string') parts = queryList(value);
-  else if (Array.isArray(value) && value.every((v) => typeof v === 'string')) parts = queryList(value as string[]);
-  else throw errors.validation('capability must be a comma-separated string or a list of strings', [{ field: 'capability' }]);
-  const bad = parts.filter((p) => !SLUG.test(p));
-  if (bad.length > 0) throw errors.validation(`malformed capability slug(s): ${bad.join(', ')}`, [{ field: 'capability', message: 'kebab-case slugs', values: bad }]);
-  return parts.length > 0 ? new Set(parts) : null;
 }
 
 // ---------------------------------------------------------------- views
@@ -252,16 +216,16 @@ function personOnly(ctx: OpContext, step: RunStep, runId: string, sid: string): 
 // ---------------------------------------------------------------- start a run
 
 export interface StartInput {
-  id: unknown;
-  body?: unknown;
+  id: string;
+  inputs?: Record<string, unknown> | null;
+  idempotency_key?: string | null;
 }
 
 /** POST /v1/workflows/{id}/run and `run_workflow`: records a run node; executes nothing. */
 export async function startRun(ctx: OpContext, input: StartInput) {
-  const workflowId = requireId(input.id, 'id');
-  const body = optionalBody(input.body);
-  const inputs = parseInputs(body.inputs);
-  const key = optionalIdempotencyKey(body.idempotency_key ?? ctx.headers['idempotency-key']);
+  const workflowId = input.id;
+  const inputs = checkInputs(input.inputs);
+  const key = optionalIdempotencyKey(input.idempotency_key ?? ctx.headers['idempotency-key']);
   const actor = writeActorOf(ctx.actor);
   const { tenant } = ctx;
   const book = runBookOf(tenant);
@@ -341,16 +305,18 @@ export async function startRun(ctx: OpContext, input: StartInput) {
 
 // ---------------------------------------------------------------- read a run
 
-export async function getRun(ctx: OpContext, input: { id: unknown }) {
-  const runId = requireId(input.id, 'id');
+export async function getRun(ctx: OpContext, input: { id: string }) {
+  const runId = input.id;
   return runRecord(runBookOf(ctx.tenant), runNode(ctx, runId), ctx.services.clock.now());
 }
 
 // ---------------------------------------------------------------- claimable work
 
 export interface WorkInput {
-  capability?: unknown;
-  limit?: unknown;
+  /** capability slugs */
+  capability?: string[];
+  /** page size, clamped to 1-500 (default 100) */
+  limit?: number;
 }
 
 export interface WorkItem {
@@ -378,8 +344,8 @@ export interface WorkItem {
  * index; finished runs are never visited.
  */
 export async function listWork(ctx: OpContext, input: WorkInput = {}) {
-  const capabilities = capabilityFilter(input.capability);
-  const limit = clampedInt(typeof input.limit === 'number' ? String(input.limit) : (input.limit as string | string[] | undefined), 'limit', WORK_LIMIT_DEFAULT, 1, WORK_LIMIT_MAX);
+  const capabilities = input.capability && input.capability.length > 0 ? new Set(input.capability) : null;
+  const limit = Math.min(WORK_LIMIT_MAX, Math.max(1, input.limit ?? WORK_LIMIT_DEFAULT));
   const { tenant } = ctx;
   const book = runBookOf(tenant);
   const nowMs = ctx.services.clock.now();
@@ -426,9 +392,18 @@ export async function listWork(ctx: OpContext, input: WorkInput = {}) {
 // ---------------------------------------------------------------- claim a step
 
 export interface StepInput {
-  id: unknown;
-  sid: unknown;
-  body?: unknown;
+  /** the run id */
+  id: string;
+  /** the step id */
+  sid: string;
+  iteration?: number | null;
+}
+
+export interface CompleteInput extends StepInput {
+  lease: string | { lease_id: string };
+  status: Verdict;
+  result?: unknown;
+  log?: string | null;
 }
 
 function notClaimable(runId: string, sid: string, reason: string, message: string, extra: Body = {}) {
@@ -441,10 +416,8 @@ function notClaimable(runId: string, sid: string, reason: string, message: strin
  * again renews the same lease without a commit.
  */
 export async function claimStep(ctx: OpContext, input: StepInput) {
-  const runId = requireId(input.id, 'id');
-  const sid = requireId(input.sid, 'step');
-  const body = optionalBody(input.body);
-  const iteration = optionalIteration(body.iteration);
+  const { id: runId, sid } = input;
+  const iteration = input.iteration ?? null;
   const actor = writeActorOf(ctx.actor);
   const { tenant } = ctx;
   const book = runBookOf(tenant);
@@ -519,15 +492,12 @@ function claimAnswer(book: RunBook, runId: string, sid: string, lease: StepLease
  * every unfinished step is skipped). A retry of a recorded generation is answered from the
  * record (`replayed: true`) when it agrees and is 409 `outcome_conflict` when it does not.
  */
-export async function completeStep(ctx: OpContext, input: StepInput) {
-  const runId = requireId(input.id, 'id');
-  const sid = requireId(input.sid, 'step');
-  const body = requireObject(input.body ?? null);
-  const generation = parseLeaseRef(body.lease, runId, sid);
-  const status = parseVerdict(body.status);
-  const result = optionalResult(body.result);
-  const log = optionalLog(body.log);
-  const iteration = optionalIteration(body.iteration);
+export async function completeStep(ctx: OpContext, input: CompleteInput) {
+  const { id: runId, sid, status } = input;
+  const generation = parseLeaseRef(input.lease, runId, sid);
+  const result = optionalResult(input.result);
+  const log = input.log ?? undefined;
+  const iteration = input.iteration ?? null;
   const actor = writeActorOf(ctx.actor);
   const { tenant } = ctx;
   const book = runBookOf(tenant);

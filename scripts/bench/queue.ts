@@ -23,7 +23,8 @@ import { corePlugin } from '../../plugins/core/index.js';
 import { leasesPlugin } from '../../plugins/leases/index.js';
 import { bookOf } from '../../plugins/queue/book.js';
 import { queuePlugin } from '../../plugins/queue/index.js';
-import { showQueue } from '../../plugins/queue/operations.js';
+import { invoke } from '../../kernel/operation.js';
+import { showQueue } from '../../plugins/queue/api.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -153,7 +154,7 @@ async function benchSize(size: number): Promise<Row> {
     const core: number[] = [];
     for (let i = 0; i < runs * 3; i++) {
       const start = performance.now();
-      await showQueue(ctx, {});
+      await invoke(showQueue, ctx, {});
       core.push(performance.now() - start);
     }
     const steady: number[] = [];

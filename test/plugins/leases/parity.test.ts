@@ -85,6 +85,51 @@ describe('leases: REST and MCP twins return the same bytes', function () {
     expect(batch.count).to.equal(0);
   });
 
+  it('an unknown field is 422 validation_failed over REST and MCP (closed input schemas, ajv errors verbatim)', async () => {
+    // extend: the tool is the route's operation, so the bytes match
+    const err = await same(aliceMcp, 'extend', { id: 'task-p1', ms: 10, bogus: 1 }, alice.token, '/v1/nodes/task-p1/extend', { ms: 10, bogus: 1 }, 422);
+    expect(err.error.code).to.equal('validation_failed');
+    expect(err.error.details.errors).to.deep.include({
+      instancePath: '',
+      schemaPath: '#/additionalProperties',
+      keyword: 'additionalProperties',
+      params: { additionalProperty: 'bogus' },
+      message: 'must NOT have additional properties',
+    });
+    for (const [path, body] of [
+      ['/v1/nodes/task-p1/claim', { bogus: 1 }],
+      ['/v1/nodes/task-p1/renew', { bogus: 1 }],
+      ['/v1/nodes/task-p1/reserve', { bogus: 1 }],
+      ['/v1/nodes/task-p1/release', { bogus: 1 }],
+      ['/v1/queue/claim', { ids: ['task-p1'], bogus: 1 }],
+      ['/v1/queue/renew', { bogus: 1 }],
+      ['/v1/queue/release', { bogus: 1 }],
+    ] as const) {
+      const rest = await post(t, path, alice.token, body);
+      expect(rest.status, `${path}: ${rest.text}`).to.equal(422);
+      expect(rest.body.error.code).to.equal('validation_failed');
+      expect(rest.body.error.details.errors[0]).to.include({ keyword: 'additionalProperties' });
+      expect(rest.body.error.details.errors[0].params).to.deep.equal({ additionalProperty: 'bogus' });
+    }
+    for (const tool of ['claim', 'renew', 'reserve', 'release']) {
+      const out = await t.tool(aliceMcp, tool, { id: 'task-p1', bogus: 1 });
+      expect(out.isError, tool).to.equal(true);
+      expect(out.json.error.code).to.equal('validation_failed');
+      expect(out.json.error.details.errors[0].params).to.deep.equal({ additionalProperty: 'bogus' });
+    }
+    // nothing changed: alice still holds task-p1, bob task-p2
+    const renewed = await post(t, '/v1/nodes/task-p1/renew', alice.token, {});
+    expect(renewed.status).to.equal(200);
+  });
+
+  it('tool arguments get the route operation\'s checks: a malformed session or an over-long batch is the same 422', async () => {
+    await same(aliceMcp, 'claim', { id: 'task-p1', session: 'bad session!' }, alice.token, '/v1/nodes/task-p1/claim', { session: 'bad session!' }, 422);
+    const many = Array.from({ length: 501 }, (_, i) => `task-x${i}`);
+    const err = await same(aliceMcp, 'claim', { ids: many }, alice.token, '/v1/queue/claim', { ids: many }, 422);
+    expect(err.error.details.errors[0]).to.include({ instancePath: '/ids', keyword: 'maxItems' });
+    await same(aliceMcp, 'release', { ids: ['Bad_Id'] }, alice.token, '/v1/queue/release', { ids: ['Bad_Id'] }, 422);
+  });
+
   it('the tools refuse id and ids together', async () => {
     for (const tool of ['claim', 'renew', 'release']) {
       const out = await t.tool(aliceMcp, tool, { id: 'task-p1', ids: ['task-p1'] });

@@ -182,6 +182,19 @@ describe('queue: GET /v1/queue envelope and rules', function () {
     // bad mutes
     const bad: Array<[unknown, number]> = [[{ id: 'Nope!' }, 422], [{ id: 'task-none' }, 404], [{ id: 'task-loud', until: '2001-01-01' }, 422], [{ id: 'task-loud', until: 'tomorrow' }, 422], [[], 422]];
     for (const [body, status] of bad) expect((await t.api('POST', '/v1/queue/mutes', { token: alice.token, body })).status, JSON.stringify(body)).to.equal(status);
+    // closed input: an unknown field is 422 with ajv's error verbatim; a malformed path id too
+    const unknown = await t.api('POST', '/v1/queue/mutes', { token: alice.token, body: { id: 'task-loud', reason: 'noisy' } });
+    expect(unknown.status).to.equal(422);
+    expect(unknown.body.error.code).to.equal('validation_failed');
+    expect(unknown.body.error.details.errors).to.deep.equal([
+      { instancePath: '', schemaPath: '#/additionalProperties', keyword: 'additionalProperties', params: { additionalProperty: 'reason' }, message: 'must NOT have additional properties' },
+    ]);
+    const badUntil = await t.api('POST', '/v1/queue/mutes', { token: alice.token, body: { id: 'task-loud', until: 'tomorrow' } });
+    expect(badUntil.body.error.details.errors[0]).to.include({ instancePath: '/until', keyword: 'pattern' });
+    const badDelete = await t.api('DELETE', '/v1/queue/mutes/Nope!', { token: alice.token });
+    expect(badDelete.status).to.equal(422);
+    expect(badDelete.body.error.details.errors[0]).to.include({ instancePath: '/id', keyword: 'pattern' });
+    expect((await t.api('GET', '/v1/queue/mutes', { token: alice.token })).body.count).to.equal(0);
     expect((await t.api('GET', '/v1/queue/mutes', { token: unboundToken(t) })).status).to.equal(403);
   });
 

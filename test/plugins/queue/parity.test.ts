@@ -62,6 +62,19 @@ describe('queue: show_queue and render_queue twins', function () {
     expect(tool.text).to.equal(rest.text);
   });
 
+  it('an unknown argument or a non-integer limit is a 422 on both (ajv\'s errors verbatim)', async () => {
+    const tool = await t.tool(client, 'show_queue', { limit: 5, sort: 'age' });
+    expect(tool.isError).to.equal(true);
+    expect(tool.json.error.code).to.equal('validation_failed');
+    expect(tool.json.error.details.errors[0]).to.include({ keyword: 'additionalProperties' });
+    expect(tool.json.error.details.errors[0].params).to.deep.equal({ additionalProperty: 'sort' });
+    const rest = await queue(t, alice.token, '?limit=ten');
+    const twin = await t.tool(client, 'show_queue', { limit: 'ten' });
+    expect(rest.status).to.equal(422);
+    expect(rest.body.error.details.errors[0]).to.include({ instancePath: '/limit', keyword: 'pattern' });
+    expect(twin.text).to.equal(rest.text);
+  });
+
   it('render_queue: the same queue as markdown, items in ranked order with why lines and the sections', async () => {
     const json = (await queue(t, alice.token, '?limit=5')).body;
     const out = await t.tool(client, 'render_queue', { limit: 5 });

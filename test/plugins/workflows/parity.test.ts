@@ -42,6 +42,12 @@ describe('workflows: run_workflow and POST /v1/workflows/{id}/run return the sam
     await same({ id: 'proj-root' }, {}, 422);
     await same({ id: 'wf-live', inputs: [1] }, { inputs: [1] }, 422);
     await same({ id: 'wf-live', idempotency_key: 'bad key' }, { idempotency_key: 'bad key' }, 422);
+    // closed input: an unknown field is 422 with ajv's error, the same bytes from both adapters
+    const unknown = await same({ id: 'wf-live', input: { a: 1 } }, { input: { a: 1 } }, 422);
+    expect(unknown.error.code).to.equal('validation_failed');
+    expect(unknown.error.details.errors).to.deep.equal([
+      { instancePath: '', schemaPath: '#/additionalProperties', keyword: 'additionalProperties', params: { additionalProperty: 'input' }, message: 'must NOT have additional properties' },
+    ]);
     const ghost = unboundToken(t);
     await same({ id: 'wf-live' }, {}, 403, ghost, await t.mcp(ghost));
   });

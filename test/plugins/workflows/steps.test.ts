@@ -95,6 +95,10 @@ describe('workflows: claiming steps and reporting verdicts', function () {
     expect((await claim(t, 'run-nope-1', 'a', alice.token)).status).to.equal(404);
     expect((await claim(t, run, 'Bad!', alice.token)).status).to.equal(422);
     expect((await claim(t, run, 'b', alice.token, { iteration: -1 })).status).to.equal(422);
+    const unknown = await claim(t, run, 'b', alice.token, { iteration: 1, force: true });
+    expect(unknown.status).to.equal(422);
+    expect(unknown.body.error.details.errors[0]).to.include({ keyword: 'additionalProperties' });
+    expect(unknown.body.error.details.errors[0].params).to.deep.equal({ additionalProperty: 'force' });
     expect((await claim(t, run, 'b', unboundToken(t))).status).to.equal(403);
   });
 
@@ -144,6 +148,7 @@ describe('workflows: claiming steps and reporting verdicts', function () {
       { lease, status: 'succeeded', log: 'x'.repeat(4001) },
       { lease, status: 'succeeded', result: { big: 'x'.repeat(5000) } },
       { lease, status: 'succeeded', iteration: 1.5 },
+      { lease, status: 'succeeded', verdict: 'ok' },
     ]) {
       const res = await complete(t, run, 'a', body, alice.token);
       expect(res.status, JSON.stringify(body).slice(0, 80)).to.equal(422);
