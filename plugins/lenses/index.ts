@@ -2,62 +2,52 @@
  * The `lenses` plugin: saved views (`lens-` nodes) rendered to html, text or json, read-only
  * share tickets for the render route, and the MCP tools `render_lens` and `apply_lens_action`.
  */
+import { invoke } from '../../kernel/operation.js';
 import { definePlugin, type RouteRequest } from '../../kernel/plugin.js';
-import { applyLensAction } from './actions.js';
-import { ACTION_NAMES } from './definition.js';
-import { lensCatalog, mintTicket, renderLensRoute, renderLensTool } from './operations.js';
+import * as api from './api.js';
+import { paramsFromQuery } from './operations.js';
 import { keyFor, ticketAuthenticator } from './tickets.js';
 
-const paramsArg = {
-  type: 'object',
-  description: "render params by name (the lens's `$name` references), e.g. {project: 'web'}",
-  additionalProperties: { anyOf: [{ type: ['string', 'number', 'boolean'] }, { type: 'array', items: { type: 'string' } }] },
-};
-const lensIdArg = { type: 'string', description: 'lens node id, e.g. lens-open-work' };
+const lastOf = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[v.length - 1] : v);
+
+/**
+ * GET /v1/lens/{id}/render as the `render_lens_page` input: the path id, `format` (empty is
+ * the default), `ticket`, and the `param.<name>` keys gathered into `params`. Other query keys
+ * are ignored, as on every GET route.
+ */
+function renderRouteInput(req: RouteRequest): Record<string, unknown> {
+  const format = lastOf(req.query.format);
+  const ticket = lastOf(req.query.ticket);
+  return {
+    id: req.params.id,
+    ...(format ? { format } : {}),
+    ...(ticket !== undefined ? { ticket } : {}),
+    params: paramsFromQuery(req.query),
+  };
+}
 
 export const lensesPlugin = definePlugin({
   name: 'lenses',
   version: '1.0.0',
   dependsOn: ['core'],
   routes: [
-    { method: 'GET', path: '/v1/lens', operation: lensCatalog },
+    { method: 'GET', path: '/v1/lens', operation: api.listLenses },
     {
       method: 'GET',
       path: '/v1/lens/:id/render',
-      operation: renderLensRoute,
-      input: (r: RouteRequest) => ({ id: r.params.id, query: r.query }),
+      // The one adapter left: the render params arrive as `param.<name>` query keys (DESIGN §8),
+      // which the kernel's query assembly does not copy; renderRouteInput gathers them into
+      // `params`, and the declared operation validates and runs as on any other route.
+      operation: (ctx, input) => invoke(api.renderLensPage, ctx, input),
+      input: renderRouteInput,
       auth: 'ticket',
       htmlErrors: true,
     },
-    { method: 'POST', path: '/v1/lens/:id/ticket', operation: mintTicket, input: (r: RouteRequest) => ({ id: r.params.id, body: r.body }) },
+    { method: 'POST', path: '/v1/lens/:id/ticket', operation: api.mintTicket },
   ],
   tools: [
-    {
-      name: 'render_lens',
-      description:
-        'Render a saved view (lens): {lens_id, params?} returns the view tree {lens_id, title, generated_at, params, groups: [{key, count, items: [{id, title, ...columns}]}], count}; with no lens_id, the catalog of lenses with their params and columns. Read-only.',
-      inputSchema: { type: 'object', properties: { lens_id: lensIdArg, params: paramsArg }, additionalProperties: false },
-      operation: renderLensTool,
-      annotations: { readOnlyHint: true },
-    },
-    {
-      name: 'apply_lens_action',
-      description:
-        "Act on an item of a rendered lens: action set_status (value: a status), set_priority (value: p1/p2/p3 or none), claim or release (no value). The item must be in the lens as it renders with the same params; the lens may restrict its actions. Runs the same operation as set_status / set_priority / claim / release.",
-      inputSchema: {
-        type: 'object',
-        properties: {
-          lens_id: lensIdArg,
-          item_id: { type: 'string', description: 'id of an item of the rendered lens' },
-          action: { enum: [...ACTION_NAMES] },
-          value: { type: ['string', 'null'], description: 'the new status or priority' },
-          params: paramsArg,
-        },
-        required: ['lens_id', 'item_id', 'action'],
-        additionalProperties: false,
-      },
-      operation: applyLensAction,
-    },
+    { operation: api.renderLens, annotations: { readOnlyHint: true } },
+    { operation: api.applyLensAction },
   ],
   init(services) {
     services.ticketAuthenticators.push(ticketAuthenticator(services));
