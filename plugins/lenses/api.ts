@@ -3,10 +3,8 @@
  * statuses, and the function that runs it (operations.ts, actions.ts). Routes, tools and
  * the OpenAPI document all read these.
  *
- * The render route takes its render params as query keys `param.<name>=<value>` (DESIGN §8),
- * which the kernel's query assembly does not copy (it copies declared property names only);
- * `renderRouteInput` (index.ts) gathers them into the `params` property until the kernel can
- * map a key prefix onto an object property.
+ * The render route takes its render params as query keys `param.<name>=<value>` (DESIGN §8);
+ * the route's `queryPrefixes` gathers them into the `params` property.
  */
 import { answer, defineOperation, NodeId, object, s, type JsonSchema } from '../../kernel/operation.js';
 import type { OpContext } from '../../kernel/plugin.js';

@@ -120,26 +120,12 @@ export async function renderLensTool(ctx: OpContext, input: { lens_id?: string; 
 
 // ---------------------------------------------------------------- REST render
 
-/** The render route's input (api.ts `renderLensPage`): `params` holds the `param.<name>` query keys. */
+/** The render route's input (api.ts `renderLensPage`): `params` holds the `param.<name>` query keys (a repeated key joined with commas). */
 export interface RenderRouteInput {
   id: string;
   format?: Format;
   ticket?: string;
   params?: Record<string, string>;
-}
-
-/**
- * The render params from a query: `param.<name>=<value>` keys; a repeated key is joined with
- * commas like a list. The route's input adapter (index.ts) reads them with this.
- */
-export function paramsFromQuery(query: Record<string, string | string[] | undefined>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(query)) {
-    if (!key.startsWith('param.')) continue;
-    const name = key.slice('param.'.length);
-    out[name] = Array.isArray(value) ? value.join(',') : (value ?? '');
-  }
-  return out;
 }
 
 /** The render URL as requested, minus the ticket (so the ticket leaves the address bar and logs). */
