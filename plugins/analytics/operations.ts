@@ -1,20 +1,23 @@
 /**
  * Analytics operations: flow analytics, program progress and capture metrics. One
  * function per operation; the REST routes and the MCP tools (`analytics`,
- * `render_program`) are thin adapters over these. Inputs arrive as query-string values
- * (the tool adapters convert their typed arguments), and are validated here once.
+ * `render_program`) are declared in api.ts, whose schemas check the input's shape; the
+ * rules that need the registry (known node types, calendar dates) and clamping stay here.
  */
 import { errors } from '../../kernel/errors.js';
 import { RawResponse, type OpContext } from '../../kernel/plugin.js';
 import { patterns } from '../../kernel/registry.js';
-import { clampedInt, queryList, queryString, requireId } from '../../kernel/validate.js';
 import { computeCaptureMetrics, pseudonymKey, type CaptureMetrics } from './capture-metrics.js';
 import { buildProgram, type ProgramPayload } from './program.js';
 import { renderAnalyticsText, renderProgramText } from './render.js';
 import { computeAnalytics, DAY_MS, type AnalyticsParams, type AnalyticsPayload } from './report.js';
 import { timelinesOf } from './timeline.js';
 
-type QueryValue = string | string[] | undefined;
+/** An integer bound (a tool may send its digits as a string; the schema allows only digits), clamped. */
+function clamped(value: number | string | undefined, bound: { def: number; min: number; max: number }): number {
+  if (value === undefined || value === '') return bound.def;
+  return Math.min(bound.max, Math.max(bound.min, Number(value)));
+}
 
 /** SPEC Limits: weeks 1-52, top 1-100, aging 1-365, clamped. */
 export const ANALYTICS_LIMITS = {
@@ -31,35 +34,24 @@ export const PROGRAM_LIMITS = {
 
 const TEXT_HEADERS = { 'content-type': 'text/plain; charset=utf-8' };
 
-function format(value: QueryValue, allowed: readonly string[], def: string): string {
-  const raw = queryString(value);
-  if (raw === undefined || raw === '') return def;
-  if (!allowed.includes(raw)) throw errors.validation(`format must be one of ${allowed.join(', ')}`, [{ field: 'format', message: `one of ${allowed.join(', ')}`, value: raw.slice(0, 50) }]);
-  return raw;
-}
 
 // ---------------------------------------------------------------- analytics
 
 export interface AnalyticsInput {
-  project?: QueryValue;
-  type?: QueryValue;
-  weeks?: QueryValue;
-  top?: QueryValue;
-  aging?: QueryValue;
-  format?: QueryValue;
+  /** empty is no scope */
+  project?: string;
+  /** comma-separated or a list */
+  type?: string | string[];
+  weeks?: number | string;
+  top?: number | string;
+  aging?: number | string;
+  format?: 'json' | 'text';
 }
 
 function analyticsParams(ctx: OpContext, input: AnalyticsInput): AnalyticsParams {
-  const rawProject = queryString(input.project);
-  let project: string | null = null;
-  if (rawProject !== undefined && rawProject !== '') {
-    if (!patterns.id.test(rawProject) || rawProject.length > 200) {
-      throw errors.validation('project must be a slug matching ^[a-z0-9][a-z0-9-]*$', [{ field: 'project', message: 'malformed slug', value: rawProject.slice(0, 200) }]);
-    }
-    project = rawProject;
-  }
+  const project = input.project || null;
   const { registry } = ctx.tenant;
-  const requested = queryList(input.type);
+  const requested = [input.type ?? []].flat().flatMap((p) => p.split(',')).map((p) => p.trim()).filter(Boolean);
   const unknown = requested.filter((t) => !patterns.id.test(t) || !registry.nodeTypes.has(t));
   if (unknown.length > 0) {
     throw errors.validation(`unknown node type(s): ${unknown.map((t) => t.slice(0, 50)).join(', ')}`, unknown.map((t) => ({ field: 'type', message: 'not a node type in the registry', value: t.slice(0, 50) })));
@@ -69,15 +61,15 @@ function analyticsParams(ctx: OpContext, input: AnalyticsInput): AnalyticsParams
   return {
     project,
     types,
-    weeks: clampedInt(input.weeks, 'weeks', lim.weeks.def, lim.weeks.min, lim.weeks.max),
-    top: clampedInt(input.top, 'top', lim.top.def, lim.top.min, lim.top.max),
-    aging: clampedInt(input.aging, 'aging', lim.aging.def, lim.aging.min, lim.aging.max),
+    weeks: clamped(input.weeks, lim.weeks),
+    top: clamped(input.top, lim.top),
+    aging: clamped(input.aging, lim.aging),
   };
 }
 
 export async function analytics(ctx: OpContext, input: AnalyticsInput): Promise<AnalyticsPayload | RawResponse> {
   const params = analyticsParams(ctx, input);
-  const fmt = format(input.format, ['json', 'text'], 'json');
+  const fmt = input.format ?? 'json';
   const timelines = timelinesOf(ctx.tenant);
   await timelines.ready();
   const payload = computeAnalytics(ctx.tenant, timelines, params, ctx.services.clock.now());
@@ -88,20 +80,17 @@ export async function analytics(ctx: OpContext, input: AnalyticsInput): Promise<
 // ---------------------------------------------------------------- program
 
 export interface ProgramInput {
-  id: unknown;
-  depth?: QueryValue;
-  max_nodes?: QueryValue;
-  format?: QueryValue;
+  id: string;
+  depth?: number | string;
+  max_nodes?: number | string;
+  format?: 'json' | 'text';
 }
 
 export async function program(ctx: OpContext, input: ProgramInput): Promise<ProgramPayload | RawResponse> {
-  const id = requireId(input.id);
+  const id = input.id;
   const lim = PROGRAM_LIMITS;
-  const bounds = {
-    depth: clampedInt(input.depth, 'depth', lim.depth.def, lim.depth.min, lim.depth.max),
-    max_nodes: clampedInt(input.max_nodes, 'max_nodes', lim.max_nodes.def, lim.max_nodes.min, lim.max_nodes.max),
-  };
-  const fmt = format(input.format, ['json', 'text'], 'json');
+  const bounds = { depth: clamped(input.depth, lim.depth), max_nodes: clamped(input.max_nodes, lim.max_nodes) };
+  const fmt = input.format ?? 'json';
   const root = ctx.tenant.index.get(id);
   if (!root) throw errors.notFound(`node ${id}`);
   const payload = buildProgram(ctx.tenant, root, bounds);
@@ -112,7 +101,8 @@ export async function program(ctx: OpContext, input: ProgramInput): Promise<Prog
 // ---------------------------------------------------------------- capture metrics
 
 export interface CaptureMetricsInput {
-  since?: QueryValue;
+  /** YYYY-MM-DD (the schema checks the shape; the calendar check is here) */
+  since?: string;
 }
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -137,7 +127,7 @@ export async function captureMetrics(ctx: OpContext, input: CaptureMetricsInput)
   if (!ctx.services.config.captureMetrics) throw errors.notFound(`route GET /v1/metrics/capture`);
   if (!ctx.actor.isAdmin) throw errors.forbidden('capture metrics are for administrators');
   const nowMs = ctx.services.clock.now();
-  const { since, sinceMs } = parseSinceDate(queryString(input.since), nowMs);
+  const { since, sinceMs } = parseSinceDate(input.since, nowMs);
   const timelines = timelinesOf(ctx.tenant);
   await timelines.ready();
   const key = await pseudonymKey(ctx.tenant, nowMs);

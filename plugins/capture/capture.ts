@@ -23,7 +23,7 @@ import {
   type Ingester,
 } from './ingest.js';
 import { appendJournal, idempotencySlot, newJournalId, recalled, remember, type CaptureJournalEntry } from './journal.js';
-import { parseCaptureRequest, type CaptureRequest } from './request.js';
+import { parseCaptureRequest, type CaptureInput, type CaptureRequest } from './request.js';
 
 export interface CapturedNode {
   id: string;
@@ -200,7 +200,7 @@ async function runCapture(ctx: OpContext, actor: WriteActor, request: CaptureReq
 /** In-flight captures per tenant and idempotency slot: a concurrent repeat waits for the first. */
 const inflight = new WeakMap<Tenant, Map<string, Promise<CaptureResult>>>();
 
-export async function capture(ctx: OpContext, input: unknown): Promise<CaptureResult> {
+export async function capture(ctx: OpContext, input: CaptureInput): Promise<CaptureResult> {
   const actor = writeActorOf(ctx.actor);
   const request = parseCaptureRequest(input, ctx.headers, ctx.via === 'rest');
   if (!request.idempotencyKey) return runCapture(ctx, actor, request);

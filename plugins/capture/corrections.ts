@@ -11,12 +11,11 @@ import { LIMITS } from '../../kernel/registry.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { writeActorOf } from '../../kernel/tenants.js';
-import { requireId, requireObject } from '../../kernel/validate.js';
 import { resolveScope } from '../queue/scope.js';
 import { slugOf, uniqueId } from './ids.js';
-import { requireProjectSlug } from './request.js';
 
-const LIST_MAX = 40;
+/** pin and exclude hold at most this many ids (the schema's maxItems) */
+export const LIST_MAX = 40;
 const GUIDANCE_MAX_BYTES = 4 * 1024;
 
 export type CorrectionTarget = { kind: 'global' } | { kind: 'project'; slug: string } | { kind: 'node'; id: string };
@@ -27,32 +26,36 @@ export function parseTarget(value: string): CorrectionTarget | null {
   return { kind: 'node', id: value };
 }
 
-function idList(tenant: Tenant, value: unknown, field: string): string[] {
-  if (value === undefined || value === null) return [];
-  if (!Array.isArray(value)) throw errors.validation(`${field} must be a list of node ids`, [{ field, message: 'expected an array' }]);
-  if (value.length > LIST_MAX) throw errors.validation(`${field} holds at most ${LIST_MAX} ids`, [{ field, message: `at most ${LIST_MAX}` }]);
-  const ids = [...new Set(value.map((v, i) => requireId(v, `${field}[${i}]`)))];
+/** The schema (api.ts) admits at most LIST_MAX well-formed ids; each must exist. */
+function idList(tenant: Tenant, value: string[] | undefined, field: string): string[] {
+  if (value === undefined) return [];
+  const ids = [...new Set(value)];
   for (const id of ids) if (!tenant.index.has(id)) throw errors.notFound(`node ${id}`, { field, id });
   return ids;
 }
 
-export async function proposeCorrection(ctx: OpContext, input: unknown) {
+export interface CorrectionInput {
+  /** a node id, project:<slug> or global (the schema checks the form) */
+  target: string;
+  pin?: string[];
+  exclude?: string[];
+  guidance?: string;
+  /** a single line, at most 500 characters */
+  title?: string;
+}
+
+export async function proposeCorrection(ctx: OpContext, input: CorrectionInput) {
   const actor = writeActorOf(ctx.actor);
   const { tenant } = ctx;
-  const body = requireObject(input);
-  if (typeof body.target !== 'string' || body.target === '') {
-    throw errors.validation('target is required: a node id, project:<slug> or global', [{ field: 'target', message: 'required' }]);
-  }
+  const body = input;
   const target = parseTarget(body.target)!;
   const warnings: string[] = [];
   if (target.kind === 'project') {
-    requireProjectSlug(target.slug, 'target');
     const scope = resolveScope(tenant, target.slug);
     if (scope.repos.length === 0 && scope.groupings.length === 0 && tenant.index.idsInProject(target.slug).size === 0) {
       warnings.push(`project ${target.slug} matches no project node and no node yet; the correction fires on compiles for that slug`);
     }
   } else if (target.kind === 'node') {
-    requireId(target.id, 'target');
     if (!tenant.index.has(target.id)) throw errors.notFound(`node ${target.id}`, { field: 'target', id: target.id });
   }
   const pin = idList(tenant, body.pin, 'pin');
@@ -60,18 +63,14 @@ export async function proposeCorrection(ctx: OpContext, input: unknown) {
   const both = pin.filter((id) => exclude.includes(id));
   if (both.length > 0) throw errors.validation('an id cannot be both pinned and excluded', [{ field: 'exclude', message: `also pinned: ${both.join(', ')}` }]);
   let guidance: string | undefined;
-  if (body.guidance !== undefined && body.guidance !== null) {
-    if (typeof body.guidance !== 'string') throw errors.validation('guidance must be a string', [{ field: 'guidance' }]);
+  if (body.guidance !== undefined) {
     if (Buffer.byteLength(body.guidance, 'utf8') > GUIDANCE_MAX_BYTES) {
       throw errors.validation(`guidance exceeds ${GUIDANCE_MAX_BYTES} bytes`, [{ field: 'guidance', message: `at most ${GUIDANCE_MAX_BYTES} bytes` }]);
     }
     if (body.guidance.trim()) guidance = body.guidance.trim();
   }
   let title: string | undefined;
-  if (body.title !== undefined && body.title !== null) {
-    if (typeof body.title !== 'string' || body.title.length > 500 || /[\r\n]/.test(body.title)) {
-      throw errors.validation('title must be a single line of at most 500 characters', [{ field: 'title' }]);
-    }
+  if (body.title !== undefined) {
     if (body.title.trim()) title = body.title.trim();
   }
   if (pin.length === 0 && exclude.length === 0 && !guidance) {
@@ -83,7 +82,7 @@ export async function proposeCorrection(ctx: OpContext, input: unknown) {
   const summary = summaryText.length > LIMITS.summaryChars ? `${summaryText.slice(0, LIMITS.summaryChars - 1)}…` : summaryText;
 
   return ctx.tenant.write(actor, { op: 'propose_correction', via: ctx.via }, async (draft) => {
-    const id = uniqueId('correction-', slugOf(title ?? firstGuidanceLine ?? body.target as string), (x) => draft.get(x) !== null);
+    const id = uniqueId('correction-', slugOf(title ?? firstGuidanceLine ?? body.target), (x) => draft.get(x) !== null);
     const fm: Record<string, unknown> = { id, type: 'correction', status: 'active', summary };
     if (title) fm.title = title;
     fm.target = body.target;

@@ -8,10 +8,8 @@ import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { requireId, requireObject } from '../../kernel/validate.js';
 import { resolveScope } from '../queue/scope.js';
 import { firingCorrections, stringList } from './corrections.js';
-import { requireProjectSlug } from './request.js';
 import { searchOf } from './search.js';
 
 export const DEFAULT_MIN_SIM = 0.3;
@@ -19,7 +17,8 @@ export const DEFAULT_MIN_SIM = 0.3;
 const MAX_SEEDS = 12;
 /** Links listed per node before "(+N more)". */
 const MAX_LINKS = 12;
-const QUERY_MAX = 2000;
+/** query length at most (the schemas' maxLength) */
+export const QUERY_MAX = 2000;
 
 export interface CompileInput {
   query: string | null;
@@ -36,30 +35,32 @@ export interface Compiled {
   top_sim: number;
 }
 
-/** Checks the digest inputs; `root` wins over `query` (SPEC), an unknown root is 422. */
-export function parseCompileInput(ctx: OpContext, body: Record<string, unknown>, rootField: string, mode: 'digest' | 'full'): CompileInput {
+/** The digest inputs as their schemas admit them (`root` on POST /v1/digest, `root_id` on query_graph). */
+export interface DigestInput {
+  query?: string;
+  root?: string;
+  root_id?: string;
+  project?: string;
+  min_sim?: number;
+}
+
+/** The rules the schema cannot state: `root` wins over `query` (SPEC), an unknown root is 422, a query is needed without one. */
+export function parseCompileInput(ctx: OpContext, body: DigestInput, rootField: 'root' | 'root_id', mode: 'digest' | 'full'): CompileInput {
   let root: string | null = null;
   const rawRoot = body[rootField];
-  if (rawRoot !== undefined && rawRoot !== null && rawRoot !== '') {
-    root = requireId(rawRoot, rootField);
+  if (rawRoot !== undefined && rawRoot !== '') {
+    root = rawRoot;
     if (!ctx.tenant.index.has(root)) throw errors.validation(`unknown ${rootField} ${root}`, [{ field: rootField, message: 'no node with this id' }]);
   }
   let query: string | null = null;
   if (root === null) {
-    if (typeof body.query !== 'string' || body.query.trim() === '') {
+    if (body.query === undefined || body.query.trim() === '') {
       throw errors.validation(`query is required (or ${rootField})`, [{ field: 'query', message: `required non-empty string when ${rootField} is absent` }]);
     }
-    if (body.query.length > QUERY_MAX) throw errors.validation(`query exceeds ${QUERY_MAX} characters`, [{ field: 'query', message: `at most ${QUERY_MAX} characters` }]);
     query = body.query.trim();
   }
-  const project = body.project === undefined || body.project === null ? null : requireProjectSlug(body.project, 'project');
-  let minSim = DEFAULT_MIN_SIM;
-  if (body.min_sim !== undefined && body.min_sim !== null) {
-    if (typeof body.min_sim !== 'number' || !Number.isFinite(body.min_sim) || body.min_sim < 0 || body.min_sim > 1) {
-      throw errors.validation('min_sim must be a number from 0 to 1', [{ field: 'min_sim', message: 'a number in [0, 1]' }]);
-    }
-    minSim = body.min_sim;
-  }
+  const project = body.project ?? null;
+  const minSim = body.min_sim ?? DEFAULT_MIN_SIM;
   return { query, root, project, minSim, mode };
 }
 
@@ -182,14 +183,11 @@ export function compile(ctx: OpContext, input: CompileInput): Compiled {
   return { found: true, text: lines.join('\n').trimEnd() + '\n', node_ids: [...seeds.map((s) => s.id), ...pinned.map((p) => p.r.id)], top_sim: best };
 }
 
-export async function digest(ctx: OpContext, input: unknown) {
-  const compiled = compile(ctx, parseCompileInput(ctx, requireObject(input), 'root', 'digest'));
+export async function digest(ctx: OpContext, input: DigestInput) {
+  const compiled = compile(ctx, parseCompileInput(ctx, input, 'root', 'digest'));
   return { found: compiled.found, text: compiled.text };
 }
 
-export async function queryGraph(ctx: OpContext, input: unknown) {
-  const body = requireObject(input);
-  const mode = body.mode === undefined || body.mode === null ? 'digest' : body.mode;
-  if (mode !== 'digest' && mode !== 'full') throw errors.validation("mode must be 'digest' or 'full'", [{ field: 'mode' }]);
-  return compile(ctx, parseCompileInput(ctx, body, 'root_id', mode));
+export async function queryGraph(ctx: OpContext, input: DigestInput & { mode?: 'digest' | 'full' }) {
+  return compile(ctx, parseCompileInput(ctx, input, 'root_id', input.mode ?? 'digest'));
 }

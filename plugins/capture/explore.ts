@@ -14,7 +14,6 @@ import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { ROOT_ID } from '../../kernel/tenants.js';
-import { requireId, requireObject } from '../../kernel/validate.js';
 import { phaseOf } from '../analytics/phase.js';
 import { isDone } from '../core/node-view.js';
 import type { ProgramProgress } from '../analytics/program.js';
@@ -161,17 +160,20 @@ export function programsOverview(tenant: Tenant) {
   return { mode: 'programs', programs: list, count: list.length, unscoped: finish(unscoped), text };
 }
 
-export async function exploreGraph(ctx: OpContext, input: unknown) {
-  const body = requireObject(input ?? {});
+/** The explore_graph arguments as the schema admits them (api.ts): depth 1 or 2, query at most 2000 characters; empty values are absent. */
+export interface ExploreInput {
+  root_id?: string;
+  depth?: 1 | 2;
+  query?: string;
+}
+
+export async function exploreGraph(ctx: OpContext, input: ExploreInput) {
+  const body = input ?? {};
   const { tenant } = ctx;
-  if (body.root_id !== undefined && body.root_id !== null && body.root_id !== '') {
-    const id = requireId(body.root_id, 'root_id');
-    const depth = body.depth === undefined || body.depth === null ? 1 : body.depth;
-    if (depth !== 1 && depth !== 2) throw errors.validation('depth must be 1 or 2', [{ field: 'depth', message: '1 or 2' }]);
-    return neighborhood(tenant, id, depth);
+  if (body.root_id) {
+    return neighborhood(tenant, body.root_id, body.depth ?? 1);
   }
-  if (body.query !== undefined && body.query !== null && body.query !== '') {
-    if (typeof body.query !== 'string' || body.query.length > 2000) throw errors.validation('query must be a string of at most 2000 characters', [{ field: 'query' }]);
+  if (body.query) {
     return searchMode(tenant, body.query);
   }
   return programsOverview(tenant);

@@ -9,14 +9,11 @@ import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { writeActorOf } from '../../kernel/tenants.js';
-import { clampedInt, queryList, queryString, requireId, requireSha } from '../../kernel/validate.js';
 import { codeCommitIndexOf } from './code-commits.js';
 import { commitIndexOf, type CommitInfo, type NodeChange } from './commit-index.js';
 import { diffOf } from './git.js';
 import { groupingOf, listOf, ownersOfFingerprint, resolveProject, sameFingerprint, scopeValues } from './projects.js';
 import { parseSince } from './since.js';
-
-type QueryValue = string | string[] | undefined;
 
 /** `authored_via` values written by machines (SPEC Reads rule 7); every other value is human. */
 export const MACHINE_VIA = new Set(['capture', 'distill', 'gardener']);
@@ -52,20 +49,21 @@ function historyEntry(commit: CommitInfo, personByEmail: (email: string) => stri
   };
 }
 
-function lowerSha(value: unknown): unknown {
-  return typeof value === 'string' ? value.toLowerCase() : value;
+/** Limits are clamped, not rejected (SPEC Reads rules 4 and 7); the schema makes them integers. */
+function clamp(value: number | undefined, def: number, min: number, max: number): number {
+  return value === undefined ? def : Math.min(max, Math.max(min, value));
 }
 
 // ---------------------------------------------------------------- node history
 
 export interface NodeHistoryInput {
-  id: unknown;
-  limit?: QueryValue;
+  id: string;
+  limit?: number;
 }
 
 export async function nodeHistory(ctx: OpContext, input: NodeHistoryInput) {
-  const id = requireId(input.id);
-  const limit = clampedInt(input.limit, 'limit', 50, 1, 200);
+  const id = input.id;
+  const limit = clamp(input.limit, 50, 1, 200);
   const commits = commitIndexOf(ctx.tenant);
   await commits.ready();
   const changes = commits.changesOf(id);
@@ -77,13 +75,13 @@ export async function nodeHistory(ctx: OpContext, input: NodeHistoryInput) {
 }
 
 export interface HistoryDetailInput {
-  id: unknown;
-  sha: unknown;
+  id: string;
+  sha: string;
 }
 
 export async function historyDetail(ctx: OpContext, input: HistoryDetailInput) {
-  const id = requireId(input.id);
-  const sha = requireSha(lowerSha(input.sha), 'sha');
+  const id = input.id;
+  const sha = input.sha.toLowerCase();
   const commits = commitIndexOf(ctx.tenant);
   await commits.ready();
   const changes = commits.changesOf(id);
@@ -114,8 +112,9 @@ export async function historyDetail(ctx: OpContext, input: HistoryDetailInput) {
 // ---------------------------------------------------------------- commit lookup
 
 export interface CommitLookupInput {
-  sha: unknown;
-  repo?: QueryValue;
+  sha: string;
+  /** empty is no filter */
+  repo?: string;
 }
 
 /** Repo names a `repo` filter accepts: as given, without `repo-`, and the repo node's aliases. */
@@ -131,9 +130,8 @@ function repoNames(tenant: Tenant, repo: string): Set<string> {
 }
 
 export async function commitLookup(ctx: OpContext, input: CommitLookupInput) {
-  const sha = requireSha(lowerSha(input.sha), 'sha');
-  const rawRepo = queryString(input.repo);
-  const repo = rawRepo === undefined || rawRepo === '' ? null : requireId(rawRepo, 'repo');
+  const sha = input.sha.toLowerCase();
+  const repo = input.repo || null;
   const { tenant } = ctx;
   const accepted = repo ? repoNames(tenant, repo) : null;
   const seen = new Set<string>();
@@ -163,19 +161,19 @@ export async function commitLookup(ctx: OpContext, input: CommitLookupInput) {
 // ---------------------------------------------------------------- change feed
 
 export interface ChangesInput {
-  since?: QueryValue;
-  project?: QueryValue;
-  limit?: QueryValue;
+  since?: string;
+  /** empty is no filter */
+  project?: string;
+  limit?: number;
 }
 
 export async function recentChanges(ctx: OpContext, input: ChangesInput) {
   const { tenant } = ctx;
-  const limit = clampedInt(input.limit, 'limit', 100, 1, 500);
-  const rawProject = queryString(input.project);
-  const project = rawProject === undefined || rawProject === '' ? null : requireId(rawProject, 'project');
+  const limit = clamp(input.limit, 100, 1, 500);
+  const project = input.project || null;
   const commits = commitIndexOf(tenant);
   await commits.ready();
-  const since = parseSince(queryString(input.since), commits, ctx.services.clock.now());
+  const since = parseSince(input.since, commits, ctx.services.clock.now());
   const scope = project ? scopeValues(tenant, project) : null;
 
   // Newest first; the first change met for a node is its newest one. The walk stops at the
@@ -238,8 +236,9 @@ export async function recentChanges(ctx: OpContext, input: ChangesInput) {
 // ---------------------------------------------------------------- briefing
 
 export interface BriefingInput {
-  project: unknown;
-  fp?: QueryValue;
+  project: string;
+  /** at most 20 (the schema's maxItems) */
+  fp?: string[];
 }
 
 const MAX_FINGERPRINTS_PER_CALL = 20;
@@ -250,8 +249,8 @@ const MAX_FINGERPRINTS_PER_NODE = 50;
  * normalized: scheme, user, port and a trailing `.git` dropped, host lowercased, scp form
  * `host:path` read as `host/path`).
  */
-export function parseFingerprints(raw: QueryValue): string[] {
-  const items = queryList(raw);
+export function parseFingerprints(raw: string[] | undefined): string[] {
+  const items = (raw ?? []).map((p) => p.trim()).filter(Boolean);
   if (items.length > MAX_FINGERPRINTS_PER_CALL) {
     throw errors.validation(`at most ${MAX_FINGERPRINTS_PER_CALL} fingerprints per call`, [{ field: 'fp', message: 'too many fingerprints' }]);
   }
@@ -393,7 +392,7 @@ async function proposeAlias(ctx: OpContext, slug: string, fps: string[], warning
 }
 
 export async function briefing(ctx: OpContext, input: BriefingInput) {
-  const slug = requireId(input.project, 'project');
+  const slug = input.project;
   const fps = parseFingerprints(input.fp);
   const { tenant } = ctx;
   const warnings: string[] = [];

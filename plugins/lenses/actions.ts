@@ -16,18 +16,18 @@
  */
 import { errors } from '../../kernel/errors.js';
 import type { OpContext } from '../../kernel/plugin.js';
-import { requireId } from '../../kernel/validate.js';
 import { invoke } from '../../kernel/operation.js';
 import { setPriority, setStatus } from '../core/api.js';
 import { claimNode, releaseNode } from '../leases/api.js';
-import { ACTION_NAMES, type ActionName } from './definition.js';
+import type { ActionName } from './definition.js';
 import { lensView } from './operations.js';
 
+/** The arguments as the schema admits them (api.ts): ids well-formed, action one of ACTION_NAMES. */
 export interface LensActionInput {
-  lens_id: unknown;
-  item_id: unknown;
-  action: unknown;
-  value?: unknown;
+  lens_id: string;
+  item_id: string;
+  action: ActionName;
+  value?: string | null;
   params?: Record<string, unknown>;
 }
 
@@ -39,19 +39,13 @@ function needsLeases(ctx: OpContext, action: ActionName): void {
 }
 
 export async function applyLensAction(ctx: OpContext, input: LensActionInput) {
-  const lensId = requireId(input.lens_id, 'lens_id');
-  const itemId = requireId(input.item_id, 'item_id');
-  const action = input.action;
-  if (typeof action !== 'string' || !(ACTION_NAMES as readonly string[]).includes(action)) {
-    throw errors.validation(`action must be one of ${ACTION_NAMES.join(', ')}`, [{ field: 'action', allowed: [...ACTION_NAMES] }]);
-  }
-  const name = action as ActionName;
+  const lensId = input.lens_id;
+  const itemId = input.item_id;
+  const name = input.action;
   const value = input.value ?? null;
-  if (name === 'set_status' && (typeof value !== 'string' || value === '')) {
+  // The value each action needs (the schema admits a string or null for all of them).
+  if (name === 'set_status' && (value === null || value === '')) {
     throw errors.validation('set_status needs a status as value', [{ field: 'value', message: 'required non-empty string' }]);
-  }
-  if (name === 'set_priority' && value !== null && typeof value !== 'string') {
-    throw errors.validation('set_priority needs p1, p2, p3 or a clearing form (none, clear, "") as value', [{ field: 'value' }]);
   }
   if ((name === 'claim' || name === 'release') && value !== null) {
     throw errors.validation(`${name} takes no value`, [{ field: 'value', message: 'omit it' }]);

@@ -12,7 +12,6 @@ import { errors } from '../../kernel/errors.js';
 import { parseExpiry } from '../../kernel/expiry.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import { RawResponse, serialize, type OpContext } from '../../kernel/plugin.js';
-import { optionalString, queryString, requireId, requireObject } from '../../kernel/validate.js';
 import { checkParams, parseLens, resolveQuery, type LensDef } from './definition.js';
 import { HTML_CSP, renderHtml, renderText } from './render.js';
 import { grantOf, signTicket, ticketCookie, TICKET_DEFAULT_DAYS, TICKET_MAX_DAYS, verifyTicket, type TicketClaims } from './tickets.js';
@@ -69,8 +68,7 @@ export interface RenderInput {
 
 /** The view tree of one lens. Read-only. */
 export async function renderLens(ctx: OpContext, input: RenderInput): Promise<LensTree> {
-  const id = requireId(input.lens_id, 'lens_id');
-  return build(ctx, id, input.params ?? {}).tree;
+  return build(ctx, input.lens_id, input.params ?? {}).tree;
 }
 
 /** The whole match set as well as the tree: apply_lens_action checks membership against it. */
@@ -122,31 +120,21 @@ export async function renderLensTool(ctx: OpContext, input: { lens_id?: string; 
 
 // ---------------------------------------------------------------- REST render
 
+/** The render route's input (api.ts `renderLensPage`): `params` holds the `param.<name>` query keys (a repeated key joined with commas). */
 export interface RenderRouteInput {
   id: string;
-  query: Record<string, string | string[] | undefined>;
-}
-
-/** `param.<name>=<value>` query keys; a repeated key is joined with commas like a list. */
-function paramsFromQuery(query: RenderRouteInput['query']): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(query)) {
-    if (!key.startsWith('param.')) continue;
-    const name = key.slice('param.'.length);
-    out[name] = Array.isArray(value) ? value.join(',') : (value ?? '');
-  }
-  return out;
+  format?: Format;
+  ticket?: string;
+  params?: Record<string, string>;
 }
 
 /** The render URL as requested, minus the ticket (so the ticket leaves the address bar and logs). */
-function locationWithoutTicket(id: string, query: RenderRouteInput['query']): string {
+function locationWithoutTicket(input: RenderRouteInput): string {
   const search = new URLSearchParams();
-  for (const [key, value] of Object.entries(query)) {
-    if (key === 'ticket' || value === undefined) continue;
-    for (const v of Array.isArray(value) ? value : [value]) search.append(key, v);
-  }
+  if (input.format !== undefined) search.append('format', input.format);
+  for (const [name, value] of Object.entries(input.params ?? {})) search.append(`param.${name}`, value);
   const qs = search.toString();
-  return `/v1/lens/${id}/render${qs ? `?${qs}` : ''}`;
+  return `/v1/lens/${input.id}/render${qs ? `?${qs}` : ''}`;
 }
 
 const COMMON_HEADERS = {
@@ -161,19 +149,18 @@ const COMMON_HEADERS = {
  * render then authenticates with.
  */
 export async function renderLensRoute(ctx: OpContext, input: RenderRouteInput): Promise<RawResponse> {
-  const id = requireId(input.id);
-  const ticket = queryString(input.query.ticket);
+  const id = input.id;
+  const ticket = input.ticket;
   if (ticket !== undefined) {
     const grant = grantOf(ctx.actor);
     // A bearer request carrying a ticket too: the ticket still has to be a live one for this lens.
     const claims = grant?.source === 'query' ? grant.claims : (await verifyTicket(ctx.services, ticket, id))?.claims;
     if (!claims || claims.org !== ctx.tenant.org) throw errors.unauthorized();
     const maxAge = Math.floor((claims.expMs - ctx.services.clock.now()) / 1000);
-    return new RawResponse(302, { ...COMMON_HEADERS, location: locationWithoutTicket(id, input.query), 'set-cookie': ticketCookie(ctx.services, id, ticket, maxAge) }, null);
+    return new RawResponse(302, { ...COMMON_HEADERS, location: locationWithoutTicket(input), 'set-cookie': ticketCookie(ctx.services, id, ticket, maxAge) }, null);
   }
-  const format = (queryString(input.query.format) || 'html') as Format;
-  if (!FORMATS.includes(format)) throw errors.validation(`format must be one of ${FORMATS.join(', ')}`, [{ field: 'format', value: format }]);
-  const tree = await renderLens(ctx, { lens_id: id, params: paramsFromQuery(input.query) });
+  const format = input.format ?? 'html';
+  const tree = await renderLens(ctx, { lens_id: id, params: input.params ?? {} });
   if (format === 'json') return new RawResponse(200, { ...COMMON_HEADERS, 'content-type': 'application/json; charset=utf-8' }, serialize(tree));
   if (format === 'text') return new RawResponse(200, { ...COMMON_HEADERS, 'content-type': 'text/plain; charset=utf-8' }, renderText(ctx.tenant, tree));
   return new RawResponse(
@@ -195,23 +182,23 @@ export interface RenderTicket {
   params?: Record<string, string>;
 }
 
-const MINT_KEYS = ['expires', 'label', 'params'];
+/** The mint input as its schema admits it (api.ts): label one line of at most 200 characters. */
+export interface MintInput {
+  id: string;
+  expires?: string;
+  label?: string;
+  params?: Record<string, unknown>;
+}
 
 /** POST /v1/lens/{id}/ticket: a signed, read-only, render-only share link for the caller's person. */
-export async function mintTicket(ctx: OpContext, input: { id: string; body: unknown }): Promise<RenderTicket> {
-  const id = requireId(input.id);
-  const body = input.body === undefined || input.body === null ? {} : requireObject(input.body);
+export async function mintTicket(ctx: OpContext, input: MintInput): Promise<RenderTicket> {
+  const id = input.id;
   if (!ctx.actor.bound) throw errors.noPerson('minting a render ticket needs a token bound to a person node (the ticket names its sharer)');
   const lens = parseLens(lensRecord(ctx, id));
-  const unknown = Object.keys(body).filter((k) => !MINT_KEYS.includes(k));
-  if (unknown.length > 0) throw errors.validation(`unknown field(s): ${unknown.join(', ')}`, unknown.map((field) => ({ field, message: `allowed: ${MINT_KEYS.join(', ')}` })));
   const nowMs = ctx.services.clock.now();
-  const expires = parseExpiry(body.expires, { nowMs, defaultDays: TICKET_DEFAULT_DAYS, maxDays: TICKET_MAX_DAYS });
-  const label = optionalString(body, 'label', { max: 200, singleLine: true });
-  if (body.params !== undefined && body.params !== null && (typeof body.params !== 'object' || Array.isArray(body.params))) {
-    throw errors.validation('params must be a map of render params', [{ field: 'params' }]);
-  }
-  const params = checkParams(lens, (body.params as Record<string, unknown> | undefined) ?? {});
+  const expires = parseExpiry(input.expires, { nowMs, defaultDays: TICKET_DEFAULT_DAYS, maxDays: TICKET_MAX_DAYS });
+  const label = input.label;
+  const params = checkParams(lens, input.params ?? {});
   resolveQuery(lens, ctx.tenant.registry, params); // a param value that could never render is refused now
   const expMs = Math.floor(Date.parse(expires) / 1000) * 1000;
   const ticket = await signTicket(ctx.tenant, { org: ctx.tenant.org, lens: id, sharer: ctx.actor.personId, params, label: label ?? null, expMs }, nowMs);

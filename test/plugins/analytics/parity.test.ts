@@ -95,16 +95,38 @@ describe('analytics: tool twins analytics and render_program', function () {
     });
   }
 
-  it('render_program: 404 and 422 are the same envelope on both', async () => {
-    for (const [path, args, status] of [
-      ['/v1/program/task-none?format=text', { id: 'task-none' }, 404],
-      ['/v1/program/Not_An_Id?format=text', { id: 'Not_An_Id' }, 422],
-    ] as Array<[string, Record<string, unknown>, number]>) {
+  it('render_program: a 404 is the same envelope on both', async () => {
+    const rest = await t.api('GET', '/v1/program/task-none?format=text');
+    const tool = await t.tool(client, 'render_program', { id: 'task-none' });
+    expect(rest.status).to.equal(404);
+    expect(tool.isError).to.equal(true);
+    expect(tool.text).to.equal(rest.text);
+  });
+
+  it('render_program: a 422 has the same code and ajv errors on both; the message names each operation (get_program, render_program)', async () => {
+    for (const [path, args] of [
+      ['/v1/program/Not_An_Id?format=text', { id: 'Not_An_Id' }],
+      ['/v1/program/task-p-root?depth=deep', { id: 'task-p-root', max_depth: 'deep' }],
+    ] as Array<[string, Record<string, unknown>]>) {
       const rest = await t.api('GET', path);
       const tool = await t.tool(client, 'render_program', args);
-      expect(rest.status).to.equal(status);
+      expect(rest.status, path).to.equal(422);
       expect(tool.isError).to.equal(true);
-      expect(tool.text).to.equal(rest.text);
+      const body = JSON.parse(tool.text);
+      expect(body.error.code).to.equal('validation_failed');
+      const strip = (e: Record<string, unknown>) => ({ ...e, instancePath: String(e.instancePath).replace('/max_depth', '/depth'), schemaPath: String(e.schemaPath).replace('/max_depth/', '/depth/') });
+      expect(body.error.details.errors.map(strip), path).to.deep.equal(rest.body.error.details.errors.map(strip));
+      expect(body.error.message, path).to.equal(rest.body.error.message.replace('get_program', 'render_program').replace('/depth', '/max_depth'));
+    }
+  });
+
+  it('an unknown tool argument is 422 validation_failed on analytics and render_program', async () => {
+    for (const [name, args] of [['analytics', { week: 4 }], ['render_program', { id: 'task-p-root', depth: 2 }]] as const) {
+      const tool = await t.tool(client, name, args);
+      expect(tool.isError, name).to.equal(true);
+      const body = JSON.parse(tool.text);
+      expect(body.error.code, name).to.equal('validation_failed');
+      expect(body.error.details.errors[0], name).to.deep.include({ keyword: 'additionalProperties', params: { additionalProperty: Object.keys(args).find((k) => k !== 'id') } });
     }
   });
 });

@@ -98,4 +98,34 @@ describe('capture: REST and tool parity (capture, propose_correction)', function
       expect(tl.text, JSON.stringify(bad)).to.equal(r.text);
     }
   });
+
+  it('an unknown field is 422 validation_failed on every capture operation, over REST and as a tool argument', async () => {
+    const additional = (body: any, name: string) => {
+      expect(body.error.code, name).to.equal('validation_failed');
+      expect(body.error.details.errors, name).to.deep.include.members([
+        { instancePath: body.error.details.errors[0].instancePath, schemaPath: body.error.details.errors[0].schemaPath, keyword: 'additionalProperties', params: { additionalProperty: 'colour' }, message: 'must NOT have additional properties' },
+      ]);
+    };
+    for (const [path, body] of [
+      ['/v1/capture', { text: 'task: Unknown field', colour: 'red' }],
+      ['/v1/capture', { text: 'task: Unknown context key', context: { project: 'web', colour: 'red' } }],
+      ['/v1/distill/report', { facts: 1, colour: 'red' }],
+      ['/v1/corrections', { target: 'global', guidance: 'x', colour: 'red' }],
+      ['/v1/digest', { query: 'release', colour: 'red' }],
+    ] as Array<[string, Record<string, unknown>]>) {
+      const res = await a.api('POST', path, { body });
+      expect(res.status, path).to.equal(422);
+      additional(res.body, path);
+    }
+    for (const [name, args] of [
+      ['capture', { text: 'task: Unknown argument', colour: 'red' }],
+      ['propose_correction', { target: 'global', guidance: 'x', colour: 'red' }],
+      ['query_graph', { query: 'release', colour: 'red' }],
+      ['explore_graph', { colour: 'red' }],
+    ] as Array<[string, Record<string, unknown>]>) {
+      const tool = await a.tool(clientA, name, args);
+      expect(tool.isError, name).to.equal(true);
+      additional(JSON.parse(tool.text), name);
+    }
+  });
 });

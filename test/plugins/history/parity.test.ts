@@ -89,11 +89,37 @@ describe('history: REST and MCP tool parity (node_history, recent_changes)', () 
     }
   });
 
+  it('schema failures carry the same code and ajv error list; only the message names the operation (the route and the combined tool are two operations)', async () => {
+    const pairs: Array<[string, string, string, Record<string, unknown>]> = [
+      ['/v1/nodes/Bad_Id/history', 'get_node_history', 'node_history', { id: 'Bad_Id' }],
+      ['/v1/nodes/task-par/history/zzzzzzz', 'get_history_entry', 'node_history', { id: 'task-par', sha: 'zzzzzzz' }],
+      ['/v1/nodes/task-par/history?limit=many', 'get_node_history', 'node_history', { id: 'task-par', limit: 'many' }],
+    ];
+    for (const [path, restOp, name, args] of pairs) {
+      const rest = await t.api('GET', path);
+      const tool = await t.tool(client, name, args);
+      expect(rest.status, path).to.equal(422);
+      expect(tool.isError, path).to.equal(true);
+      const toolBody = JSON.parse(tool.text);
+      expect(toolBody.error.code, path).to.equal('validation_failed');
+      expect(toolBody.error.details, path).to.deep.equal(rest.body.error.details);
+      expect(toolBody.error.message, path).to.equal(rest.body.error.message.replace(`invalid input for ${restOp}`, `invalid input for ${name}`));
+    }
+  });
+
+  it('an unknown tool argument is 422 validation_failed (the tool schemas are closed)', async () => {
+    for (const [name, args] of [['node_history', { id: 'task-par', limt: 2 }], ['recent_changes', { since: '2000-01-01', projects: 'x' }]] as const) {
+      const tool = await t.tool(client, name, args);
+      expect(tool.isError, name).to.equal(true);
+      const body = JSON.parse(tool.text);
+      expect(body.error.code, name).to.equal('validation_failed');
+      expect(body.error.details.errors[0], name).to.deep.include({ keyword: 'additionalProperties' });
+    }
+  });
+
   it('errors carry the same envelope bytes', async () => {
     const pairs: Array<[string, string, Record<string, unknown>]> = [
       ['/v1/nodes/task-missing/history', 'node_history', { id: 'task-missing' }],
-      ['/v1/nodes/Bad_Id/history', 'node_history', { id: 'Bad_Id' }],
-      ['/v1/nodes/task-par/history/zzzzzzz', 'node_history', { id: 'task-par', sha: 'zzzzzzz' }],
       ['/v1/nodes/task-par/history/deadbeef', 'node_history', { id: 'task-par', sha: 'deadbeef' }],
       ['/v1/changes?since=deadbeef', 'recent_changes', { since: 'deadbeef' }],
       ['/v1/changes?project=Bad_Slug', 'recent_changes', { project: 'Bad_Slug' }],

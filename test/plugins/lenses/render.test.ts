@@ -186,7 +186,14 @@ describe('lenses: render', function () {
     it('an unknown format is 422', async () => {
       const res = await t.api('GET', '/v1/lens/lens-board/render?format=pdf');
       expect(res.status).to.equal(422);
-      expect(res.body.error.details.errors[0].field).to.equal('format');
+      expect(res.body.error.code).to.equal('validation_failed');
+      expect(res.body.error.details.errors[0]).to.deep.include({ instancePath: '/format', keyword: 'enum', params: { allowedValues: ['html', 'text', 'json'] } });
+    });
+
+    it('query keys that are neither declared nor param.<name> are ignored, as on every GET route', async () => {
+      const res = await t.api('GET', '/v1/lens/lens-board/render?colour=red');
+      expect(res.status, res.text).to.equal(200);
+      expect(res.headers.get('content-type')).to.match(/^text\/html/);
     });
 
     it('an unknown param or a malformed param value is 422 naming param.<name>', async () => {

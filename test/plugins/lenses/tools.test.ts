@@ -82,6 +82,21 @@ describe('lenses: render_lens and apply_lens_action', function () {
       expect(render.annotations?.readOnlyHint).to.equal(true);
       expect(tools.map((x) => x.name)).to.include('apply_lens_action');
     });
+
+    it('an unknown argument is 422 validation_failed on render_lens and apply_lens_action, and an unknown mint field over REST', async () => {
+      for (const [name, args] of [
+        ['render_lens', { lens_id: 'lens-tasks', format: 'json' }],
+        ['apply_lens_action', { lens_id: 'lens-tasks', item_id: 'task-x', action: 'claim', format: 'json' }],
+      ] as Array<[string, Record<string, unknown>]>) {
+        const res = await t.tool(alice, name, args);
+        expect(res.isError, name).to.equal(true);
+        expect(res.json.error.code, name).to.equal('validation_failed');
+        expect(res.json.error.details.errors[0], name).to.deep.include({ keyword: 'additionalProperties', params: { additionalProperty: 'format' } });
+      }
+      const mint = await t.api('POST', '/v1/lens/lens-tasks/ticket', { body: { expires: '1d', format: 'json' } });
+      expect(mint.status).to.equal(422);
+      expect(mint.body.error.details.errors[0]).to.deep.include({ keyword: 'additionalProperties', params: { additionalProperty: 'format' } });
+    });
   });
 
   describe('apply_lens_action', () => {
