@@ -37,6 +37,8 @@ export interface OperationSpec<I = any, O = any> {
   errors?: number[];
   /** other success statuses with the same output schema (207 for a partial batch) */
   alsoSucceedsWith?: number[];
+  /** redirect statuses the operation may answer (a `Location` header, no body) */
+  redirects?: number[];
   /** a valid input, for the API reference */
   example?: Record<string, unknown>;
   run: (ctx: OpContext, input: I) => Promise<O>;
@@ -99,10 +101,15 @@ function checkAnswer(op: OperationDef, result: unknown): void {
   }
 }
 
-export function validationError(name: string, list: ErrorObject[] | Array<Record<string, unknown>>) {
+/**
+ * The 422 for input that failed its schema. The message names the first failure, not the
+ * operation, so a route and its tool twin answer the same bytes even where they are declared
+ * as two operations (a combined tool over a singular and a batch route).
+ */
+export function validationError(_name: string, list: ErrorObject[] | Array<Record<string, unknown>>) {
   const first = list[0] as Partial<ErrorObject> | undefined;
   const where = first?.instancePath ? ` at ${first.instancePath}` : '';
-  return errors.validation(`invalid input for ${name}${first ? `${where}: ${first.message}` : ''}`, [...list]);
+  return errors.validation(`invalid input${first ? `${where}: ${first.message}` : ''}`, [...list]);
 }
 
 // ------------------------------------------------------------------ where REST input comes from
@@ -112,9 +119,9 @@ export function pathParamsOf(path: string): string[] {
   return [...path.matchAll(/:([A-Za-z_$][\w$]*)/g)].map((m) => m[1]!);
 }
 
-/** The input fields a route reads from the query string: every non-path field on GET, the declared ones elsewhere. */
+/** The input fields a route reads from the query string: every non-path field on GET (less those gathered from prefixed keys), the declared ones elsewhere. */
 export function queryFieldsOf(op: OperationDef, route: RouteDef): string[] {
-  const params = new Set(pathParamsOf(route.path));
+  const params = new Set([...pathParamsOf(route.path), ...Object.values(route.queryPrefixes ?? {})]);
   const props = Object.keys((op.input.properties as Record<string, unknown> | undefined) ?? {});
   if (route.method === 'GET') return props.filter((p) => !params.has(p));
   return (route.query ?? []).filter((p) => props.includes(p));

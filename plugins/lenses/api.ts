@@ -87,6 +87,7 @@ export const renderLensPage = defineOperation({
   ),
   output: LensTree,
   produces: ['text/html', 'text/plain', 'application/json'],
+  redirects: [302],
   errors: [403],
   run: ops.renderLensRoute,
 });

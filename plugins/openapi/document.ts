@@ -113,6 +113,9 @@ export function operationObject(plugin: PluginDef, route: RouteDef, op: Operatio
   for (const status of [success, ...(op.alsoSucceedsWith ?? [])]) {
     responses[String(status)] = { description: STATUS_TEXT[status] ?? 'Success', content: successContent };
   }
+  for (const status of op.redirects ?? []) {
+    responses[String(status)] = { description: STATUS_TEXT[status] ?? 'Redirect', headers: { Location: { description: 'where to go next', schema: { type: 'string' } } } };
+  }
   const errorStatuses = new Set<number>([401, 404, ...(op.errors ?? [])]);
   if (Object.keys(props).length > 0 || hasBody || prefixed.length > 0) errorStatuses.add(422);
   if (BODY_METHODS.has(route.method)) errorStatuses.add(413).add(422); // an unparsable or non-object body

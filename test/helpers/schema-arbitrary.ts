@@ -21,7 +21,9 @@ function stringOf(schema: Schema, opts: ArbitraryOptions): fc.Arbitrary<string> 
   const max: number = Math.min(schema.maxLength ?? 40, 60);
   const fits = (s: string) => s.length >= min && s.length <= (schema.maxLength ?? Infinity);
   if (schema.pattern) {
-    const matching = fc.stringMatching(new RegExp(schema.pattern), { size: 'xsmall' }).filter(fits);
+    // a size that reaches minLength without long searches (a filter that rejects most values hangs)
+    const size = min <= 3 ? 'xsmall' : min <= 12 ? 'small' : 'medium';
+    const matching = fc.stringMatching(new RegExp(schema.pattern), { size }).filter(fits);
     if (schema.pattern === ID_PATTERN && opts.ids.length > 0) return fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...opts.ids) }, { weight: 1, arbitrary: matching });
     return matching;
   }

@@ -107,6 +107,15 @@ describe('openapi: the API description', function () {
     expect(all.status).to.equal(200);
     const server = (await all.json()) as Doc;
     expect(Object.keys(server.paths).sort()).to.deep.equal(Object.keys(doc.paths).sort());
+    const small = await t.server.services.tenants.create({ org: 'small', adminName: 'Small', adminEmail: 's@small.test', plugins: ['core', 'leases'] });
+    await t.server.services.tenants.scan();
+    const own = await t.api('GET', '/v1/openapi.json', { token: small.token });
+    expect(own.status).to.equal(200);
+    const tags = new Set(Object.values(own.body.paths as Doc['paths']).flatMap((item) => Object.values(item).flatMap((o) => o.tags as string[])));
+    expect([...tags].sort()).to.deep.equal(['core', 'leases', 'openapi']);
+    expect(own.body.paths['/v1/nodes/{id}/claim']).to.have.property('post');
+    expect(own.body.paths).to.not.have.property('/v1/queue');
+    expect(Object.keys(own.body.paths).length).to.be.lessThan(Object.keys(doc.paths).length);
     const unauthenticated = await t.api('GET', '/v1/openapi.json', { token: null });
     expect(unauthenticated.status).to.equal(401);
     expect(unauthenticated.body.error.code).to.equal('unauthorized');

@@ -1,6 +1,2 @@
-/** The plugins the API description tests run with. */
-import type { PluginDef } from '../../../kernel/plugin.js';
-import { corePlugin } from '../../../plugins/core/index.js';
-import { openapiPlugin } from '../../../plugins/openapi/index.js';
-
-export const CONTRACT_PLUGINS: PluginDef[] = [corePlugin, openapiPlugin];
+/** The plugins the API description tests run with: every plugin of the composition root. */
+export { allPlugins as CONTRACT_PLUGINS } from '../../../scripts/plugins.js';
