@@ -47,6 +47,10 @@ let scalarBundle: Buffer | null = null;
 const startScript = `window.Scalar.createApiReference('#reference', {
   url: document.getElementById('reference').dataset.url,
   withDefaultFonts: false,
+  // nothing leaves the server: no telemetry, no hosted AI agent, no hosted developer tools
+  telemetry: false,
+  agent: { disabled: true },
+  showDeveloperTools: 'never',
 });
 `;
 
