@@ -27,6 +27,7 @@
  * git ignores unknown files at the top of a gitdir (`git fsck --full --strict` included).
  */
 import { writeSync } from 'node:fs';
+import { crc32 as zlibCrc32 } from 'node:zlib';
 import type { FileHandle } from 'node:fs/promises';
 
 export const JOURNAL_NAME = 'svc-journal';
@@ -51,20 +52,9 @@ export interface JournalRecord {
   objects: JournalObject[];
 }
 
-const CRC_TABLE = (() => {
-  const t = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    t[n] = c >>> 0;
-  }
-  return t;
-})();
-
+/** CRC-32 (IEEE, zlib's): native, so a large record (trees of big directories) costs no JS loop. */
 export function crc32(buf: Buffer): number {
-  let c = 0xffffffff;
-  for (let i = 0; i < buf.length; i++) c = CRC_TABLE[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
+  return zlibCrc32(buf) >>> 0;
 }
 
 const ZERO_OID = Buffer.alloc(20);
