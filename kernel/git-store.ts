@@ -84,6 +84,14 @@ export interface GitStore {
   head(): string | null;
   /** resolves when the commit is durable: its journal record fdatasynced (without a journal: its loose objects and the ref written) */
   commit(input: CommitInput): Promise<CommitOutput>;
+  /**
+   * Group commit: resolves once the commit is the head and its journal record is written
+   * (a process crash can no longer lose it), with `durable` resolving once it is fdatasynced
+   * too. The next commit can start meanwhile; records written while one fdatasync runs share
+   * the next. Whoever acknowledges the commit must await `durable` first. When an fdatasync
+   * fails, `durable` rejects and the store takes no more commits (reopening replays the journal).
+   */
+  commitDeferred(input: CommitInput): Promise<CommitOutput & { durable: Promise<void> }>;
   /** all files at HEAD under the directory `prefix` ('' = everything) */
   listFiles(prefix: string): Promise<Array<{ path: string; oid: string }>>;
   /** all files at HEAD under the directory `prefix`, with content */
@@ -142,7 +150,7 @@ export interface GitStoreOptions {
    * `git repack -a -d -k` when the younger packs outweigh the largest, else `--geometric=2`
    */
   packLimit?: number;
-  /** told how long each journal append + fdatasync and each checkpoint took (metrics) */
+  /** told how long each journal fdatasync (one per group of commits) and each checkpoint took (metrics) */
   observe?: StoreObserver;
 }
 
@@ -808,7 +816,13 @@ class GitStoreImpl implements GitStore {
 
   // ---- writing --------------------------------------------------------------------
 
-  commit(input: CommitInput): Promise<CommitOutput> {
+  async commit(input: CommitInput): Promise<CommitOutput> {
+    const { durable, ...out } = await this.commitDeferred(input);
+    await durable;
+    return out;
+  }
+
+  commitDeferred(input: CommitInput): Promise<CommitOutput & { durable: Promise<void> }> {
     const run = this.queue.then(() => this.doCommit(input));
     this.queue = run.then(
       () => this.afterCommit(),
@@ -897,6 +911,14 @@ class GitStoreImpl implements GitStore {
     if (this.lagTimer) clearTimeout(this.lagTimer);
     this.lagTimer = null;
     if (this.broken) return;
+    try {
+      // records written but not yet fdatasynced (group commit) first: the ref never moves
+      // to a commit whose acknowledgement could still fail
+      await this.journal.syncAll();
+    } catch (err) {
+      this.broken = err as Error;
+      return;
+    }
     const batch = this.unwrittenCommits;
     if (batch.length > 0) {
       try {
@@ -957,7 +979,7 @@ class GitStoreImpl implements GitStore {
       });
   }
 
-  private async doCommit(input: CommitInput): Promise<CommitOutput> {
+  private async doCommit(input: CommitInput): Promise<CommitOutput & { durable: Promise<void> }> {
     if (this.closed) throw new Error('git store is closed');
     if (this.broken) throw new Error(`git store needs reopening: ${this.broken.message}`);
     if (input.expectedParent !== this.headOid) throw new HeadMismatchError(input.expectedParent, this.headOid);
@@ -1052,21 +1074,29 @@ class GitStoreImpl implements GitStore {
       // `settled()`, a lag timer, every `checkpointEvery` commits, idle, close). Loose files
       // per commit cost more than everything else together (file creation, and each journal
       // fdatasync flushing them too). Until then reads find the objects in `unwritten`.
-      const syncStarted = performance.now();
-      await this.journal.append({ commit: commitObj.oid, parent: this.headOid, objects: all });
-      this.opts.observe?.journalSync((performance.now() - syncStarted) / 1000);
+      const journal = this.journal;
+      const seq = journal.write({ commit: commitObj.oid, parent: this.headOid, objects: all }); // throws: nothing changed
       this.recordsSinceCheckpoint++;
       for (const o of all) this.unwritten.set(o.oid, o);
       this.unwrittenCommits.push({ commit: commitObj.oid, objects: all });
       this.swapHead(newTrees, rootOid, commitObj.oid);
-      return { commit: commitObj.oid, blobs };
+      const durable = journal.syncTo(seq).then(
+        () => undefined,
+        (err: unknown) => {
+          // the head moved past a record whose durability is unknown: no more commits until reopened
+          this.broken ??= err as Error;
+          throw err;
+        },
+      );
+      durable.catch(() => undefined); // the acknowledging caller sees the failure; never unhandled
+      return { commit: commitObj.oid, blobs, durable };
     }
     // No journal: the loose files are the only copy, so they are written before the ack
     // (objects first: git never sees a ref to a missing object).
     for (const o of all) this.writeLoose(o);
     this.writeRef(commitObj.oid);
     this.swapHead(newTrees, rootOid, commitObj.oid);
-    return { commit: commitObj.oid, blobs };
+    return { commit: commitObj.oid, blobs, durable: Promise.resolve() };
   }
 
   /** Durable: swap the tree cache and head (the HEAD trees' entry maps are updated in place). */
@@ -1366,6 +1396,7 @@ export async function openGitStore(gitdir: string, opts: GitStoreOptions = {}): 
   try {
     const head = await resolveHead();
     const store = new GitStoreImpl(dir, fs, journal, opts, head, EMPTY_TREE_OID);
+    if (journal && opts.observe) journal.onSync = (s) => opts.observe!.journalSync(s);
     await store.init();
     openStores.set(dir, store);
     return store;
