@@ -6,7 +6,7 @@
  * candidate; the scope comes from the index's by-project and by-type sets, the times from
  * the in-memory timelines. Nothing here reads git.
  */
-import type { NodeRecord } from '../../kernel/graph-index.js';
+import type { CommitEvent, NodeRecord } from '../../kernel/graph-index.js';
 import type { Registry } from '../../kernel/registry.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { isDone } from '../core/node-view.js';
@@ -167,24 +167,54 @@ interface NodeFacts {
 }
 
 interface FactsCache {
-  head: string | null;
   registry: Registry;
   timelines: Timelines;
   facts: Map<string, NodeFacts>;
+  unsubscribe: () => void;
 }
 
 /**
- * Phases and times per node, kept until the head (or registry) moves: repeated analytics
- * reads between commits cost one pass over the scope with no edge walks or timeline
- * derivations (at 100,000 nodes those were most of a request). The clock-dependent parts
- * (week buckets, ages) are still computed per request.
+ * Phases and times per node, kept across reads and commits: a commit drops only the facts it
+ * can have changed, so the first read after a write costs what a repeated read does (at
+ * 100,000 nodes a full recomputation was most of a request). The clock-dependent parts (week
+ * buckets, ages) are still computed per request. A registry change starts afresh.
  */
 const factsCaches = new WeakMap<Tenant, FactsCache>();
 
+function addNeighbours(tenant: Tenant, id: string, records: Array<NodeRecord | null | undefined>, out: Set<string>): void {
+  for (const r of records) if (r) for (const e of r.edges) out.add(e.to);
+  for (const { from } of tenant.index.inboundOf(id)) out.add(from);
+}
+
+/**
+ * The nodes whose facts a commit can change: a node's phase reads its own edges, the nodes
+ * linked to it (resolvers, blockers) and whether its blockers are done (their resolvers), so
+ * everything within two links of a changed node, either direction, before or after.
+ */
+function invalidate(tenant: Tenant, facts: Map<string, NodeFacts>, event: CommitEvent): void {
+  const near = new Set<string>();
+  for (const c of event.changes) {
+    near.add(c.id);
+    addNeighbours(tenant, c.id, [c.before, c.after], near);
+  }
+  const reach = new Set(near);
+  for (const id of near) addNeighbours(tenant, id, [tenant.index.get(id)], reach);
+  for (const id of reach) facts.delete(id);
+}
+
 function factsFor(tenant: Tenant, timelines: Timelines): (record: NodeRecord) => NodeFacts {
   let cache = factsCaches.get(tenant);
-  if (!cache || cache.head !== tenant.index.head || cache.registry !== tenant.registry || cache.timelines !== timelines) {
-    cache = { head: tenant.index.head, registry: tenant.registry, timelines, facts: new Map() };
+  if (!cache || cache.registry !== tenant.registry || cache.timelines !== timelines) {
+    cache?.unsubscribe();
+    const facts = new Map<string, NodeFacts>();
+    const unsubscribe = tenant.index.subscribe((event) => {
+      try {
+        invalidate(tenant, facts, event);
+      } catch {
+        facts.clear(); // never fail a commit; recompute everything on the next read
+      }
+    });
+    cache = { registry: tenant.registry, timelines, facts, unsubscribe };
     factsCaches.set(tenant, cache);
   }
   const { facts } = cache;

@@ -57,4 +57,20 @@ describe('analytics: per-head facts cache', function () {
     const fifth = (await analytics(t)).body;
     expect(fifth.totals).to.include({ done: 2, active: 0, blocked: 0, open: 1 });
   });
+
+  it('two links away: a new resolver of a blocker unblocks what it blocks', async () => {
+    await put(t, [
+      { id: 'issue-blocker', type: 'issue', summary: 'the blocker' },
+      { id: 'task-waiting', type: 'task', summary: 'waits for the blocker' },
+    ]);
+    await addEdge(t, 'issue-blocker', 'blocks', 'task-waiting');
+    const before = (await analytics(t)).body;
+    const blockedBefore = before.totals.blocked as number;
+    expect(before.bottlenecks.map((b: { id: string }) => b.id)).to.include('issue-blocker');
+    // task-fix resolves issue-blocker: the commit touches task-fix only; task-waiting is two links from it
+    await put(t, [{ id: 'task-fix', type: 'task', summary: 'fixes the blocker', edges: [{ type: 'resolves', to: 'issue-blocker' }] }]);
+    const after = (await analytics(t)).body;
+    expect(after.totals.blocked).to.equal(blockedBefore - 1);
+    expect(after.bottlenecks.map((b: { id: string }) => b.id)).to.not.include('issue-blocker');
+  });
 });
