@@ -45,7 +45,7 @@ import { deflateSync, inflateSync } from 'node:zlib';
 import git from 'isomorphic-git';
 import { createDurableFs, fsyncDir, writeFileDurable, type DurableFs } from './durable-fs.js';
 import { decodeJournal, JOURNAL_NAME, JournalWriter } from './commit-journal.js';
-import { writePack, type PackObject } from './pack-writer.js';
+import { encodeDelta, writePack, type PackObject } from './pack-writer.js';
 
 export interface CommitAuthor {
   name: string;
@@ -84,6 +84,14 @@ export interface GitStore {
   head(): string | null;
   /** resolves when the commit is durable: its journal record fdatasynced (without a journal: its loose objects and the ref written) */
   commit(input: CommitInput): Promise<CommitOutput>;
+  /**
+   * Group commit: resolves once the commit is the head and its journal record is written
+   * (a process crash can no longer lose it), with `durable` resolving once it is fdatasynced
+   * too. The next commit can start meanwhile; records written while one fdatasync runs share
+   * the next. Whoever acknowledges the commit must await `durable` first. When an fdatasync
+   * fails, `durable` rejects and the store takes no more commits (reopening replays the journal).
+   */
+  commitDeferred(input: CommitInput): Promise<CommitOutput & { durable: Promise<void> }>;
   /** all files at HEAD under the directory `prefix` ('' = everything) */
   listFiles(prefix: string): Promise<Array<{ path: string; oid: string }>>;
   /** all files at HEAD under the directory `prefix`, with content */
@@ -137,9 +145,12 @@ export interface GitStoreOptions {
   writeOutLagMs?: number;
   /** testing hook: writes a checkpoint's pack (default kernel/pack-writer.ts writePack) */
   writePack?: (gitdir: string, objects: PackObject[], durable: boolean) => Promise<string>;
-  /** background `git repack --geometric=2` once this many packs exist (default 16; 0 = never) */
+  /**
+   * background repack once this many packs exist (default 16; 0 = never): a full
+   * `git repack -a -d -k` when the younger packs outweigh the largest, else `--geometric=2`
+   */
   packLimit?: number;
-  /** told how long each journal append + fdatasync and each checkpoint took (metrics) */
+  /** told how long each journal fdatasync (one per group of commits) and each checkpoint took (metrics) */
   observe?: StoreObserver;
 }
 
@@ -208,6 +219,10 @@ interface EncodedObject {
   oid: string;
   /** content without the `<type> <size>\0` header */
   body: Buffer;
+  /** an object this one is likely to be a small delta against (a directory's previous tree) */
+  deltaBase?: string;
+  /** the delta from `deltaBase` to this object, when known */
+  delta?: Buffer;
 }
 
 function isTreeMode(mode: string): boolean {
@@ -260,6 +275,128 @@ function serializeTree(entries: Entries): Buffer {
     pos += out.write(it.oid, pos, 'hex');
   }
   return out;
+}
+
+/** One change to a directory: `entry` null deletes `name`; `mode` of the entry it replaces or deletes. */
+export interface TreeChange {
+  name: string;
+  entry: TreeEntry | null;
+  /** mode of the existing entry (null when `name` is new); decides the sort key of a delete */
+  oldMode: string | null;
+}
+
+/** git's sort key of a tree entry: the name's UTF-8 bytes, with '/' appended for a tree. */
+function entryKey(name: string, mode: string): Buffer {
+  return Buffer.from(isTreeMode(mode) ? `${name}/` : name, 'utf8');
+}
+
+/** Compares the base tree's entry name `body[start, end)` (a tree when `tree`) with a sort key. */
+function compareEntryKey(body: Buffer, start: number, end: number, tree: boolean, key: Buffer): number {
+  const n = end - start;
+  const m = Math.min(n, key.length);
+  const r = body.compare(key, 0, m, start, start + m);
+  if (r !== 0) return r;
+  if (n < key.length) {
+    if (!tree) return -1;
+    const next = key[n]!;
+    if (next !== 0x2f) return 0x2f < next ? -1 : 1;
+    return key.length === n + 1 ? 0 : -1;
+  }
+  if (n === key.length) return tree ? 1 : 0;
+  return 1;
+}
+
+function entryBytes(name: string, e: TreeEntry): Buffer {
+  const mode = isTreeMode(e.mode) ? TREE_MODE : e.mode;
+  const nameLen = Buffer.byteLength(name, 'utf8');
+  const out = Buffer.allocUnsafe(mode.length + 1 + nameLen + 1 + 20);
+  let pos = out.write(mode, 0, 'latin1');
+  out[pos++] = 0x20;
+  pos += out.write(name, pos, 'utf8');
+  out[pos++] = 0;
+  out.write(e.oid, pos, 'hex');
+  return out;
+}
+
+/**
+ * The body of a tree after `changes`, spliced into the serialized body of the tree they
+ * change (`base`, in git order with canonical modes): unchanged runs of entries are copied
+ * as bytes, so a commit touching one entry of a large directory costs one pass of
+ * `indexOf` over it instead of rebuilding, sorting and re-encoding every entry. Gives the
+ * same bytes as `serializeTree` of the changed entries (tested).
+ */
+export function spliceTree(base: Buffer, changes: TreeChange[]): Buffer {
+  return spliceTreeDelta(base, changes).body;
+}
+
+/**
+ * `spliceTree`, plus the git delta that turns `base` into the result (its copied runs and
+ * inserted entries, as gitformat-pack delta instructions): what a checkpoint pack stores
+ * instead of the whole tree.
+ */
+export function spliceTreeDelta(base: Buffer, changes: TreeChange[]): { body: Buffer; delta: Buffer } {
+  const sorted = changes
+    .map((c) => ({ c, key: entryKey(c.name, c.entry ? c.entry.mode : (c.oldMode ?? FILE_MODE)) }))
+    .sort((a, b) => Buffer.compare(a.key, b.key));
+  const parts: Buffer[] = [];
+  const ops: Array<number | Buffer> = []; // a base offset (then its length), or inserted bytes
+  let ci = 0;
+  let runStart = 0;
+  let pos = 0;
+  const copy = (from: number, to: number): void => {
+    if (to <= from) return;
+    parts.push(base.subarray(from, to));
+    ops.push(from, to - from);
+  };
+  const emit = (k: number, at: number): void => {
+    copy(runStart, at);
+    const { c } = sorted[k]!;
+    if (c.entry) {
+      const bytes = entryBytes(c.name, c.entry);
+      parts.push(bytes);
+      ops.push(bytes);
+    }
+  };
+  while (pos < base.length && ci < sorted.length) {
+    const sp = base.indexOf(0x20, pos);
+    const nul = base.indexOf(0, sp);
+    if (sp < 0 || nul < 0 || nul + 21 > base.length) throw new Error('corrupt tree object');
+    const tree = sp - pos === 5 && base[pos] === 0x34 && base[pos + 1] === 0x30; // "40000"
+    const end = nul + 21;
+    let c = compareEntryKey(base, sp + 1, nul, tree, sorted[ci]!.key);
+    while (c > 0) {
+      emit(ci, pos);
+      runStart = pos;
+      ci++;
+      if (ci >= sorted.length) break;
+      c = compareEntryKey(base, sp + 1, nul, tree, sorted[ci]!.key);
+    }
+    if (ci < sorted.length && c === 0) {
+      emit(ci, pos);
+      runStart = end;
+      ci++;
+    }
+    pos = end;
+  }
+  copy(runStart, base.length);
+  for (; ci < sorted.length; ci++) {
+    const { c } = sorted[ci]!;
+    if (c.entry) {
+      const bytes = entryBytes(c.name, c.entry);
+      parts.push(bytes);
+      ops.push(bytes);
+    }
+  }
+  const body = Buffer.concat(parts);
+  return { body, delta: encodeDelta(base.length, body.length, ops) };
+}
+
+function applyChanges(entries: Entries, changes: Iterable<TreeChange>): Entries {
+  for (const c of changes) {
+    if (c.entry) entries.set(c.name, c.entry);
+    else entries.delete(c.name);
+  }
+  return entries;
 }
 
 function parseTree(body: Buffer): Entries {
@@ -348,6 +485,18 @@ export function gitdirSettled(gitdir: string): Promise<void> {
 export async function runGit(gitdir: string, args: string[]): Promise<Buffer> {
   await gitdirSettled(gitdir);
   return runGitNoSettle(gitdir, args);
+}
+
+/** Sizes in bytes of the repository's pack files. */
+async function packSizes(gitdir: string): Promise<number[]> {
+  const dir = `${gitdir}/objects/pack`;
+  const sizes: number[] = [];
+  for (const name of await fsp.readdir(dir).catch(() => [] as string[])) {
+    if (!name.endsWith('.pack')) continue;
+    const st = await fsp.stat(`${dir}/${name}`).catch(() => null);
+    if (st) sizes.push(st.size);
+  }
+  return sizes;
 }
 
 /** Number of pack files in the repository. */
@@ -482,6 +631,43 @@ async function catFileBatch(gitdir: string, oids: string[]): Promise<string[]> {
 interface CachedTree {
   oid: string;
   entries: Entries;
+  /** the serialized tree when its modes are canonical (what `spliceTree` builds on) */
+  body: Buffer | null;
+}
+
+/** A directory's tree as a commit builds it; `swapHead` turns it into the cached HEAD tree. */
+interface NewTree {
+  oid: string;
+  body: Buffer;
+  base: CachedTree | null;
+  changes: TreeChange[];
+}
+
+/** A directory changed by the commit being built: its HEAD tree (if any) and the changes to it. */
+interface OverlayDir {
+  base: CachedTree | null;
+  changes: Map<string, TreeChange>;
+}
+
+function overlayGet(d: OverlayDir, name: string): TreeEntry | undefined {
+  const c = d.changes.get(name);
+  if (c) return c.entry ?? undefined;
+  return d.base?.entries.get(name);
+}
+
+function overlaySet(d: OverlayDir, name: string, entry: TreeEntry | null): void {
+  const prev = d.changes.get(name);
+  const oldMode = prev ? prev.oldMode : (d.base?.entries.get(name)?.mode ?? null);
+  d.changes.set(name, { name, entry, oldMode });
+}
+
+function overlaySize(d: OverlayDir): number {
+  let n = d.base ? d.base.entries.size : 0;
+  for (const c of d.changes.values()) {
+    if (c.entry && c.oldMode === null) n++;
+    else if (!c.entry && c.oldMode !== null) n--;
+  }
+  return n;
 }
 
 class GitStoreImpl implements GitStore {
@@ -523,9 +709,22 @@ class GitStoreImpl implements GitStore {
     this.writeFile = opts.writeFile ?? writeFileAtomicSync;
   }
 
-  /** Read the root tree of the current head. */
+  /**
+   * Read the root tree of the current head. A packed head commit is read with one
+   * `git cat-file` (git binary-searches the pack index): isomorphic-git would first load the
+   * whole index of the pack into a map, ~0.1 s of a 10k-node start and memory per object held
+   * from then on; that now happens at the first commit instead, if ever.
+   */
   async init(): Promise<void> {
-    if (this.headOid) this.rootTree = await this.commitTree(this.headOid);
+    if (this.headOid) {
+      if (this.readLooseSync(this.headOid)) this.rootTree = await this.commitTree(this.headOid);
+      else {
+        const text = (await runGitNoSettle(this.gitdir, ['cat-file', 'commit', this.headOid])).toString('latin1', 0, 46);
+        const m = /^tree ([0-9a-f]{40})\n/.exec(text);
+        if (!m) throw new Error(`corrupt commit ${this.headOid}`);
+        this.rootTree = m[1]!;
+      }
+    }
     this.packs = await countPacks(this.gitdir);
   }
 
@@ -579,10 +778,17 @@ class GitStoreImpl implements GitStore {
   }
 
   private async readTreeEntries(oid: string): Promise<Entries> {
-    if (oid === EMPTY_TREE_OID) return new Map();
+    return (await this.readTree(oid)).entries;
+  }
+
+  private async readTree(oid: string): Promise<CachedTree> {
+    if (oid === EMPTY_TREE_OID) return { oid, entries: new Map(), body: Buffer.alloc(0) };
     const o = await this.readObject(oid);
     if (o.type !== 'tree') throw new Error(`${oid} is a ${o.type}, not a tree`);
-    return parseTree(o.body);
+    const entries = parseTree(o.body);
+    let canonical = true;
+    for (const e of entries.values()) if (e.mode === '040000') canonical = false;
+    return { oid, entries, body: canonical ? o.body : null };
   }
 
   private async commitTree(commit: string): Promise<string> {
@@ -616,14 +822,20 @@ class GitStoreImpl implements GitStore {
       oid = e.oid;
     }
     // only called under the commit lock, so the cache cannot change while we read
-    const t: CachedTree = { oid, entries: await this.readTreeEntries(oid) };
+    const t = await this.readTree(oid);
     this.trees.set(dir, t);
     return t;
   }
 
   // ---- writing --------------------------------------------------------------------
 
-  commit(input: CommitInput): Promise<CommitOutput> {
+  async commit(input: CommitInput): Promise<CommitOutput> {
+    const { durable, ...out } = await this.commitDeferred(input);
+    await durable;
+    return out;
+  }
+
+  commitDeferred(input: CommitInput): Promise<CommitOutput & { durable: Promise<void> }> {
     const run = this.queue.then(() => this.doCommit(input));
     this.queue = run.then(
       () => this.afterCommit(),
@@ -712,6 +924,14 @@ class GitStoreImpl implements GitStore {
     if (this.lagTimer) clearTimeout(this.lagTimer);
     this.lagTimer = null;
     if (this.broken) return;
+    try {
+      // records written but not yet fdatasynced (group commit) first: the ref never moves
+      // to a commit whose acknowledgement could still fail
+      await this.journal.syncAll();
+    } catch (err) {
+      this.broken = err as Error;
+      return;
+    }
     const batch = this.unwrittenCommits;
     if (batch.length > 0) {
       try {
@@ -747,7 +967,20 @@ class GitStoreImpl implements GitStore {
   private maybeRepack(): void {
     const limit = this.opts.packLimit ?? PACK_LIMIT;
     if (limit <= 0 || this.packs < limit || this.repacking || this.closing) return;
-    this.repacking = runGitNoSettle(this.gitdir, ['repack', '-d', '-q', '-l', '--geometric=2', '--no-write-bitmap-index'])
+    this.repacking = packSizes(this.gitdir)
+      .then((sizes) => {
+        // A geometric roll-up keeps what it merges as it is: each checkpoint pack starts every
+        // directory it touches with a whole tree, and without paths git finds no deltas
+        // between packs. Once the younger packs together outweigh the largest one, one full
+        // repack (paths known, existing deltas reused) deltifies all of it; the doubling keeps
+        // the total work linear in the repository. `-k` (keep unreachable) because a
+        // checkpoint may write a pack and move the ref while git walks the old ref: its objects
+        // must not be dropped as unreachable.
+        const largest = Math.max(0, ...sizes);
+        const rest = sizes.reduce((a, b) => a + b, 0) - largest;
+        const args = rest >= largest ? ['repack', '-a', '-d', '-k', '-q', '-l', '--no-write-bitmap-index'] : ['repack', '-d', '-q', '-l', '--geometric=2', '--no-write-bitmap-index'];
+        return runGitNoSettle(this.gitdir, args);
+      })
       .then(
         () => undefined,
         () => undefined, // retried after the next write-out
@@ -759,7 +992,7 @@ class GitStoreImpl implements GitStore {
       });
   }
 
-  private async doCommit(input: CommitInput): Promise<CommitOutput> {
+  private async doCommit(input: CommitInput): Promise<CommitOutput & { durable: Promise<void> }> {
     if (this.closed) throw new Error('git store is closed');
     if (this.broken) throw new Error(`git store needs reopening: ${this.broken.message}`);
     if (input.expectedParent !== this.headOid) throw new HeadMismatchError(input.expectedParent, this.headOid);
@@ -768,13 +1001,13 @@ class GitStoreImpl implements GitStore {
     const authorLine = formatIdent(input.author, now);
     const committerLine = formatIdent(input.committer ?? input.author, now);
 
-    // Overlay: copies of the entry maps of every directory on a changed path.
-    const overlay = new Map<string, Entries>();
-    const mutable = async (dir: string): Promise<Entries> => {
+    // Overlay: the changes to every directory on a changed path (HEAD's trees stay untouched
+    // until the commit is durable).
+    const overlay = new Map<string, OverlayDir>();
+    const mutable = async (dir: string): Promise<OverlayDir> => {
       let m = overlay.get(dir);
       if (!m) {
-        const base = await this.loadDir(dir);
-        m = base ? new Map(base.entries) : new Map();
+        m = { base: await this.loadDir(dir), changes: new Map() };
         overlay.set(dir, m);
       }
       return m;
@@ -791,42 +1024,53 @@ class GitStoreImpl implements GitStore {
       let dir = '';
       let entries = await mutable('');
       for (let i = 0; i < segs.length - 1; i++) {
-        const e = entries.get(segs[i]!);
+        const e = overlayGet(entries, segs[i]!);
         if (e && !isTreeMode(e.mode)) throw new Error(`${ch.path}: ${segs.slice(0, i + 1).join('/')} is a file`);
         if (!e && ch.content === null) throw new Error(`cannot delete missing file ${ch.path}`);
         dir = dir ? `${dir}/${segs[i]}` : segs[i]!;
         entries = await mutable(dir);
       }
-      const existing = entries.get(name);
+      const existing = overlayGet(entries, name);
       if (existing && !isBlobMode(existing.mode)) throw new Error(`${ch.path} is a directory`);
       if (ch.content === null) {
         if (!existing) throw new Error(`cannot delete missing file ${ch.path}`);
-        entries.delete(name);
+        overlaySet(entries, name, null);
         blobs[ch.path] = null;
       } else {
         const obj = encodeObject('blob', Buffer.from(ch.content, 'utf8'));
         objects.set(obj.oid, obj);
-        entries.set(name, { mode: existing && existing.mode !== '120000' ? existing.mode : FILE_MODE, oid: obj.oid });
+        overlaySet(entries, name, { mode: existing && existing.mode !== '120000' ? existing.mode : FILE_MODE, oid: obj.oid });
         blobs[ch.path] = obj.oid;
       }
     }
 
     // Hash trees bottom-up; an emptied directory disappears from its parent.
     const dirs = [...overlay.keys()].sort((a, b) => depth(b) - depth(a));
-    const newTrees = new Map<string, CachedTree | null>();
+    const newTrees = new Map<string, NewTree | null>();
     let rootOid = EMPTY_TREE_OID;
     for (const dir of dirs) {
-      const entries = overlay.get(dir)!;
-      if (dir !== '' && entries.size === 0) {
-        overlay.get(parentDir(dir))!.delete(baseName(dir));
+      const d = overlay.get(dir)!;
+      if (dir !== '' && overlaySize(d) === 0) {
+        overlaySet(overlay.get(parentDir(dir))!, baseName(dir), null);
         newTrees.set(dir, null);
         continue;
       }
-      const obj = encodeObject('tree', serializeTree(entries));
+      const changes = [...d.changes.values()];
+      let body: Buffer;
+      let delta: Buffer | undefined;
+      if (d.base === null) body = spliceTree(Buffer.alloc(0), changes);
+      else if (d.base.body) ({ body, delta } = spliceTreeDelta(d.base.body, changes));
+      else body = serializeTree(applyChanges(new Map(d.base.entries), changes));
+      const obj: EncodedObject = encodeObject('tree', body);
+      // the directory's previous tree: a checkpoint pack stores this one as a delta against it
+      if (d.base && d.base.oid !== EMPTY_TREE_OID) {
+        obj.deltaBase = d.base.oid;
+        obj.delta = delta;
+      }
       objects.set(obj.oid, obj);
-      newTrees.set(dir, { oid: obj.oid, entries });
+      newTrees.set(dir, { oid: obj.oid, body, base: d.base, changes });
       if (dir === '') rootOid = obj.oid;
-      else overlay.get(parentDir(dir))!.set(baseName(dir), { mode: TREE_MODE, oid: obj.oid });
+      else overlaySet(overlay.get(parentDir(dir))!, baseName(dir), { mode: TREE_MODE, oid: obj.oid });
     }
 
     let body = `tree ${rootOid}\n`;
@@ -843,27 +1087,35 @@ class GitStoreImpl implements GitStore {
       // `settled()`, a lag timer, every `checkpointEvery` commits, idle, close). Loose files
       // per commit cost more than everything else together (file creation, and each journal
       // fdatasync flushing them too). Until then reads find the objects in `unwritten`.
-      const syncStarted = performance.now();
-      await this.journal.append({ commit: commitObj.oid, parent: this.headOid, objects: all });
-      this.opts.observe?.journalSync((performance.now() - syncStarted) / 1000);
+      const journal = this.journal;
+      const seq = journal.write({ commit: commitObj.oid, parent: this.headOid, objects: all }); // throws: nothing changed
       this.recordsSinceCheckpoint++;
       for (const o of all) this.unwritten.set(o.oid, o);
       this.unwrittenCommits.push({ commit: commitObj.oid, objects: all });
       this.swapHead(newTrees, rootOid, commitObj.oid);
-      return { commit: commitObj.oid, blobs };
+      const durable = journal.syncTo(seq).then(
+        () => undefined,
+        (err: unknown) => {
+          // the head moved past a record whose durability is unknown: no more commits until reopened
+          this.broken ??= err as Error;
+          throw err;
+        },
+      );
+      durable.catch(() => undefined); // the acknowledging caller sees the failure; never unhandled
+      return { commit: commitObj.oid, blobs, durable };
     }
     // No journal: the loose files are the only copy, so they are written before the ack
     // (objects first: git never sees a ref to a missing object).
     for (const o of all) this.writeLoose(o);
     this.writeRef(commitObj.oid);
     this.swapHead(newTrees, rootOid, commitObj.oid);
-    return { commit: commitObj.oid, blobs };
+    return { commit: commitObj.oid, blobs, durable: Promise.resolve() };
   }
 
-  /** Durable: swap the tree cache and head. */
-  private swapHead(newTrees: Map<string, CachedTree | null>, rootOid: string, commit: string): void {
+  /** Durable: swap the tree cache and head (the HEAD trees' entry maps are updated in place). */
+  private swapHead(newTrees: Map<string, NewTree | null>, rootOid: string, commit: string): void {
     for (const [dir, t] of newTrees) {
-      if (t) this.trees.set(dir, t);
+      if (t) this.trees.set(dir, { oid: t.oid, body: t.body, entries: applyChanges(t.base ? t.base.entries : new Map(), t.changes) });
       else this.trees.delete(dir);
     }
     this.rootTree = rootOid;
@@ -1157,6 +1409,7 @@ export async function openGitStore(gitdir: string, opts: GitStoreOptions = {}): 
   try {
     const head = await resolveHead();
     const store = new GitStoreImpl(dir, fs, journal, opts, head, EMPTY_TREE_OID);
+    if (journal && opts.observe) journal.onSync = (s) => opts.observe!.journalSync(s);
     await store.init();
     openStores.set(dir, store);
     return store;

@@ -115,6 +115,11 @@ export class GraphIndex {
     return [...this.byProject.keys()].sort();
   }
 
+  /** Whether any node has an edge to `id` (cheaper than `inboundOf` when the answer is usually no). */
+  hasInbound(id: string): boolean {
+    return this.inbound.has(id);
+  }
+
   /** Inbound edges of a node, optionally of some types only. */
   inboundOf(id: string, types?: readonly string[]): InboundEdge[] {
     const byFrom = this.inbound.get(id);

@@ -47,7 +47,7 @@ export class KernelMetrics {
     });
     this.journalSync = new Histogram({
       name: 'workgraph_journal_fsync_duration_seconds',
-      help: 'commit journal append + fdatasync (the acknowledgement point)',
+      help: 'commit journal fdatasync, one per group of commits written while the previous one ran (the acknowledgement point)',
       labelNames: ['tenant'],
       buckets: LATENCY_BUCKETS,
       registers,

@@ -1,7 +1,9 @@
 /**
  * Writes git pack files (version 2) with their index (version 2): how the store writes
- * acknowledged commits out in bulk. One pack holds a batch of whole objects (no deltas),
- * each zlib-compressed. The pack and its index are written to temp names, fsynced
+ * acknowledged commits out in bulk. One pack holds a batch of objects, each zlib-compressed;
+ * a tree whose previous version (`deltaBase`) is earlier in the same pack is stored as an
+ * OFS_DELTA against it (without that, every commit stored each directory it touched whole,
+ * and at 100k nodes a 256-way shard directory is ~27 KB). The pack and its index are written to temp names, fsynced
  * (when durable), renamed (.pack first: git uses a pack once its .idx exists), and the
  * directory is fsynced. Format: gitformat-pack(5). Trees go in as stored zlib blocks
  * (incompressible SHA-1s; no zlib context per object); blobs and commits are deflated.
@@ -15,14 +17,25 @@ export interface PackObject {
   type: 'blob' | 'tree' | 'commit';
   oid: string;
   body: Buffer;
+  /**
+   * An object this one probably differs little from (a directory's previous tree). When that
+   * object is earlier in the same pack, this one is stored as an OFS_DELTA against it.
+   */
+  deltaBase?: string;
+  /** the delta instructions from `deltaBase` to this object, when the caller knows them */
+  delta?: Buffer;
 }
+
+/** git's default `pack.depth`: longest delta chain written */
+export const MAX_DELTA_DEPTH = 50;
+const OFS_DELTA = 6;
 
 const TYPE_NUMBERS = { commit: 1, tree: 2, blob: 3 } as const;
 
 /** the object header of a pack entry: type and inflated size, 7 bits per continuation byte */
-function entryHeader(type: PackObject['type'], size: number): Buffer {
+function entryHeader(type: PackObject['type'] | typeof OFS_DELTA, size: number): Buffer {
   const bytes: number[] = [];
-  let b = (TYPE_NUMBERS[type] << 4) | (size & 0x0f);
+  let b = ((type === OFS_DELTA ? OFS_DELTA : TYPE_NUMBERS[type]) << 4) | (size & 0x0f);
   let rest = Math.floor(size / 16);
   while (rest > 0) {
     bytes.push(b | 0x80);
@@ -31,6 +44,121 @@ function entryHeader(type: PackObject['type'], size: number): Buffer {
   }
   bytes.push(b);
   return Buffer.from(bytes);
+}
+
+/** OFS_DELTA's base distance: big-endian 7-bit groups, each continuation adding one (gitformat-pack). */
+function ofsBytes(distance: number): Buffer {
+  const bytes = [distance & 0x7f];
+  let d = Math.floor(distance / 128);
+  while (d > 0) {
+    d -= 1;
+    bytes.unshift(0x80 | (d & 0x7f));
+    d = Math.floor(d / 128);
+  }
+  return Buffer.from(bytes);
+}
+
+function varint(n: number, out: number[]): void {
+  while (n >= 0x80) {
+    out.push((n & 0x7f) | 0x80);
+    n = Math.floor(n / 128);
+  }
+  out.push(n);
+}
+
+function copyOp(offset: number, size: number, out: number[]): void {
+  // size 0 would mean 0x10000: every copy here is 1..0xffffff bytes
+  let op = 0x80;
+  const args: number[] = [];
+  for (let i = 0; i < 4; i++) {
+    const byte = Math.floor(offset / 2 ** (8 * i)) & 0xff;
+    if (byte) {
+      op |= 1 << i;
+      args.push(byte);
+    }
+  }
+  for (let i = 0; i < 3; i++) {
+    const byte = (size >> (8 * i)) & 0xff;
+    if (byte) {
+      op |= 0x10 << i;
+      args.push(byte);
+    }
+  }
+  out.push(op, ...args);
+}
+
+/**
+ * A git delta from a base of `baseLength` bytes to a target of `targetLength` bytes, from
+ * `ops`: a number is a base offset followed by a length to copy; a Buffer is inserted.
+ */
+export function encodeDelta(baseLength: number, targetLength: number, ops: Array<number | Buffer>): Buffer {
+  const out: number[] = [];
+  varint(baseLength, out);
+  varint(targetLength, out);
+  const parts: Buffer[] = [];
+  const flush = (): void => {
+    if (out.length) parts.push(Buffer.from(out));
+    out.length = 0;
+  };
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]!;
+    if (typeof op === 'number') {
+      const len = ops[++i] as number;
+      for (let off = 0; off < len; off += 0xffffff) copyOp(op + off, Math.min(0xffffff, len - off), out);
+    } else {
+      for (let off = 0; off < op.length; off += 127) {
+        const len = Math.min(127, op.length - off);
+        out.push(len);
+        flush();
+        parts.push(op.subarray(off, off + len));
+      }
+    }
+  }
+  flush();
+  return Buffer.concat(parts);
+}
+
+/** Length of the common prefix of `a` and `b` (native compares of 256-byte blocks, then bytes). */
+function commonPrefix(a: Buffer, b: Buffer, limit: number): number {
+  let i = 0;
+  while (i + 256 <= limit && a.compare(b, i, i + 256, i, i + 256) === 0) i += 256;
+  while (i < limit && a[i] === b[i]) i++;
+  return i;
+}
+
+function commonSuffix(a: Buffer, b: Buffer, limit: number): number {
+  let i = 0;
+  const al = a.length;
+  const bl = b.length;
+  while (i + 256 <= limit && a.compare(b, bl - i - 256, bl - i, al - i - 256, al - i) === 0) i += 256;
+  while (i < limit && a[al - i - 1] === b[bl - i - 1]) i++;
+  return i;
+}
+
+/**
+ * A git delta (gitformat-pack "Deltified representation") turning `base` into `target`: copy
+ * the common prefix, insert what differs, copy the common suffix. A directory's next tree
+ * differs from its previous one in an entry or a few, so this is small without a search.
+ */
+export function prefixSuffixDelta(base: Buffer, target: Buffer): Buffer {
+  const limit = Math.min(base.length, target.length);
+  const pre = commonPrefix(base, target, limit);
+  const suf = commonSuffix(base, target, limit - pre);
+  const out: number[] = [];
+  varint(base.length, out);
+  varint(target.length, out);
+  for (let off = 0; off < pre; off += 0xffffff) copyOp(off, Math.min(0xffffff, pre - off), out);
+  const head = Buffer.from(out);
+  const parts: Buffer[] = [head];
+  const midEnd = target.length - suf;
+  for (let off = pre; off < midEnd; off += 127) {
+    const len = Math.min(127, midEnd - off);
+    parts.push(Buffer.from([len]), target.subarray(off, off + len));
+  }
+  const tail: number[] = [];
+  for (let off = 0; off < suf; off += 0xffffff) copyOp(base.length - suf + off, Math.min(0xffffff, suf - off), tail);
+  parts.push(Buffer.from(tail));
+  return Buffer.concat(parts);
 }
 
 /**
@@ -122,11 +250,25 @@ export async function buildPack(objects: PackObject[]): Promise<{ pack: Buffer; 
   parts.push(head);
   let offset = 12;
   const entries: Array<{ oid: Buffer; offset: number; crc: number }> = [];
+  /** oid -> where it was written in this pack and the length of its delta chain */
+  const written = new Map<string, { offset: number; depth: number; body: Buffer }>();
   for (let i = 0; i < list.length; i++) {
     if (i > 0 && i % BUILD_SLICE === 0) await new Promise<void>((r) => setImmediate(r));
     const o = list[i]!;
-    const h = entryHeader(o.type, o.body.length);
-    const z = o.type === 'tree' ? zlibStored(o.body) : deflateSync(o.body, { level: 1 });
+    const base = o.deltaBase !== undefined ? written.get(o.deltaBase) : undefined;
+    let h: Buffer;
+    let z: Buffer;
+    let depth = 0;
+    const delta = base && base.depth < MAX_DELTA_DEPTH ? (o.delta ?? prefixSuffixDelta(base.body, o.body)) : null;
+    if (base && delta && delta.length < o.body.length / 2) {
+      depth = base.depth + 1;
+      h = Buffer.concat([entryHeader(OFS_DELTA, delta.length), ofsBytes(offset - base.offset)]);
+      z = deflateSync(delta, { level: 1 });
+    } else {
+      h = entryHeader(o.type, o.body.length);
+      z = o.type === 'tree' ? zlibStored(o.body) : deflateSync(o.body, { level: 1 });
+    }
+    written.set(o.oid, { offset, depth, body: o.body });
     entries.push({ oid: Buffer.from(o.oid, 'hex'), offset, crc: crc32(z, crc32(h)) });
     parts.push(h, z);
     offset += h.length + z.length;

@@ -26,7 +26,8 @@ function blocksDirection(tenant: Tenant, edgeType: string): 'forward' | 'inverse
   return n.inverted ? 'inverse' : 'forward';
 }
 
-function sortedUnique(ids: Iterable<string>, self: string, tenant: Tenant): string[] {
+function sortedUnique(ids: string[], self: string, tenant: Tenant): string[] {
+  if (ids.length === 0) return ids;
   const out = new Set<string>();
   for (const id of ids) if (id !== self && tenant.index.has(id)) out.add(id);
   return [...out].sort();
@@ -38,6 +39,9 @@ function sortedUnique(ids: Iterable<string>, self: string, tenant: Tenant): stri
  */
 export function blockersOf(tenant: Tenant, id: string): string[] {
   const ids: string[] = [];
+  const record = tenant.index.get(id);
+  // most nodes have no edges at all: no registry lookups, no sorting
+  if ((!record || record.edges.length === 0) && !tenant.index.hasInbound(id)) return ids;
   for (const { from, edge } of tenant.index.inboundOf(id)) if (blocksDirection(tenant, edge.type) === 'forward') ids.push(from);
   for (const edge of tenant.index.get(id)?.edges ?? []) if (blocksDirection(tenant, edge.type) === 'inverse') ids.push(edge.to);
   return sortedUnique(ids, id, tenant);

@@ -6,7 +6,8 @@
  * candidate; the scope comes from the index's by-project and by-type sets, the times from
  * the in-memory timelines. Nothing here reads git.
  */
-import type { NodeRecord } from '../../kernel/graph-index.js';
+import type { CommitEvent, NodeRecord } from '../../kernel/graph-index.js';
+import type { Registry } from '../../kernel/registry.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { isDone } from '../core/node-view.js';
 import { resolveProject, scopeValues } from '../history/projects.js';
@@ -150,11 +151,78 @@ function scopeIds(tenant: Tenant, params: AnalyticsParams): { ids: string[]; val
   } else {
     for (const t of params.types) for (const id of tenant.index.idsOfType(t)) ids.add(id);
   }
-  return { ids: [...ids].sort(), values };
+  // no sort: every list in the payload is sorted on its own, and counts do not depend on order
+  return { ids: [...ids], values };
 }
 
 function assignedTo(record: NodeRecord): string[] {
+  if (record.edges.length === 0) return [];
   return [...new Set(record.edges.filter((e) => e.type === 'assigned').map((e) => e.to))].sort();
+}
+
+/** A node's phase and times: functions of the graph at one head (and the registry), not of the clock. */
+interface NodeFacts {
+  phase: Phase;
+  times: NodeTimes;
+}
+
+interface FactsCache {
+  registry: Registry;
+  timelines: Timelines;
+  facts: Map<string, NodeFacts>;
+  unsubscribe: () => void;
+}
+
+/**
+ * Phases and times per node, kept across reads and commits: a commit drops only the facts it
+ * can have changed, so the first read after a write costs what a repeated read does (at
+ * 100,000 nodes a full recomputation was most of a request). The clock-dependent parts (week
+ * buckets, ages) are still computed per request. A registry change starts afresh.
+ */
+const factsCaches = new WeakMap<Tenant, FactsCache>();
+
+function addNeighbours(tenant: Tenant, id: string, records: Array<NodeRecord | null | undefined>, out: Set<string>): void {
+  for (const r of records) if (r) for (const e of r.edges) out.add(e.to);
+  for (const { from } of tenant.index.inboundOf(id)) out.add(from);
+}
+
+/**
+ * The nodes whose facts a commit can change: a node's phase reads its own edges, the nodes
+ * linked to it (resolvers, blockers) and whether its blockers are done (their resolvers), so
+ * everything within two links of a changed node, either direction, before or after.
+ */
+function invalidate(tenant: Tenant, facts: Map<string, NodeFacts>, event: CommitEvent): void {
+  const near = new Set<string>();
+  for (const c of event.changes) {
+    near.add(c.id);
+    addNeighbours(tenant, c.id, [c.before, c.after], near);
+  }
+  const reach = new Set(near);
+  for (const id of near) addNeighbours(tenant, id, [tenant.index.get(id)], reach);
+  for (const id of reach) facts.delete(id);
+}
+
+function factsFor(tenant: Tenant, timelines: Timelines): (record: NodeRecord) => NodeFacts {
+  let cache = factsCaches.get(tenant);
+  if (!cache || cache.registry !== tenant.registry || cache.timelines !== timelines) {
+    cache?.unsubscribe();
+    const facts = new Map<string, NodeFacts>();
+    const unsubscribe = tenant.index.subscribe((event) => {
+      try {
+        invalidate(tenant, facts, event);
+      } catch {
+        facts.clear(); // never fail a commit; recompute everything on the next read
+      }
+    });
+    cache = { registry: tenant.registry, timelines, facts, unsubscribe };
+    factsCaches.set(tenant, cache);
+  }
+  const { facts } = cache;
+  return (record) => {
+    let f = facts.get(record.id);
+    if (!f) facts.set(record.id, (f = { phase: phaseOf(tenant, record), times: timelines.timesOf(record) }));
+    return f;
+  };
 }
 
 function hasCommits(record: NodeRecord): boolean {
@@ -184,13 +252,13 @@ export function computeAnalytics(tenant: Tenant, timelines: Timelines, params: A
   const wipByStatus: Record<string, number> = {};
   const openInScope = new Set<string>();
   const times = new Map<string, NodeTimes>();
+  const factsOf = factsFor(tenant, timelines);
   const coverage = { open: 0, prioritized: 0, assigned: 0, completed: 0, with_commits: 0 };
 
   for (const id of ids) {
     const record = tenant.index.get(id)!;
-    const t = timelines.timesOf(record);
+    const { phase, times: t } = factsOf(record);
     times.set(id, t);
-    const phase = phaseOf(tenant, record);
     totals.nodes++;
     totals[phase]++;
     const byType = (totals.by_type[record.type] ??= { nodes: 0, ...emptyPhases() });
@@ -258,7 +326,7 @@ export function computeAnalytics(tenant: Tenant, timelines: Timelines, params: A
       aging_count: aging.length,
       aging: aging.slice(0, params.top),
     },
-    bottlenecks: bottlenecks(tenant, timelines, openInScope, times, params.top, now),
+    bottlenecks: bottlenecks(tenant, factsOf, openInScope, times, params.top, now),
     coverage: {
       open: coverage.open,
       prioritized: coverage.prioritized,
@@ -290,13 +358,18 @@ function scopeWarning(tenant: Tenant, params: AnalyticsParams): string {
  * Not-done nodes that hold up not-done work in scope, ranked by how much in-scope work
  * they hold up downstream (walk bounded per candidate), then directly, then by age.
  */
-function bottlenecks(tenant: Tenant, timelines: Timelines, openInScope: Set<string>, times: Map<string, NodeTimes>, top: number, now: number): BottleneckEntry[] {
+function bottlenecks(tenant: Tenant, factsOf: (record: NodeRecord) => NodeFacts, openInScope: Set<string>, times: Map<string, NodeTimes>, top: number, now: number): BottleneckEntry[] {
   const live = (id: string) => {
     const r = tenant.index.get(id);
     return r !== undefined && !isDone(tenant, r);
   };
   const candidates = new Set<string>();
-  for (const id of openInScope) for (const b of blockersOf(tenant, id)) if (live(b)) candidates.add(b);
+  for (const id of openInScope) {
+    // only a node with edges (its own or inbound) can have a blocker
+    const record = tenant.index.get(id);
+    if (record && record.edges.length === 0 && !tenant.index.hasInbound(id)) continue;
+    for (const b of blockersOf(tenant, id)) if (live(b)) candidates.add(b);
+  }
   const entries: BottleneckEntry[] = [];
   for (const id of candidates) {
     const record = tenant.index.get(id)!;
@@ -313,13 +386,13 @@ function bottlenecks(tenant: Tenant, timelines: Timelines, openInScope: Set<stri
         queue.push(x);
       }
     }
-    const t = times.get(id) ?? timelines.timesOf(record);
+    const t = times.get(id) ?? factsOf(record).times;
     entries.push({
       id,
       title: record.title,
       type: record.type,
       status: record.status,
-      phase: phaseOf(tenant, record),
+      phase: factsOf(record).phase,
       project: record.project,
       blocks: direct,
       blocks_transitive: transitive,

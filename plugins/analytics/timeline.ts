@@ -194,11 +194,11 @@ export class Timelines extends EventIndex {
   /** Creation, completion, start and WIP times of a live node. */
   timesOf(record: NodeRecord): NodeTimes {
     const { registry } = this.tenant;
-    const fallbackCreated = Date.parse(String(record.frontmatter.created ?? '')) || 0;
-    const fallbackUpdated = Date.parse(String(record.frontmatter.updated ?? '')) || fallbackCreated;
+    // parsed only when needed (Date.parse twice per node was a third of analytics at 100k nodes)
+    const fallbackUpdated = (): number => Date.parse(String(record.frontmatter.updated ?? '')) || Date.parse(String(record.frontmatter.created ?? '')) || 0;
     let steps: readonly StatusStep[] = this.steps.get(record.id) ?? [];
     // Out of step (should not happen): treat the node as having been in its status since its last update.
-    if (steps.length === 0 || steps[steps.length - 1]!.status !== record.status) steps = [...steps, { status: record.status, at: fallbackUpdated }];
+    if (steps.length === 0 || steps[steps.length - 1]!.status !== record.status) steps = [...steps, { status: record.status, at: fallbackUpdated() }];
     const terminal = (s: string) => registry.isTerminal(record.type, s);
     const last = steps[steps.length - 1]!;
 
@@ -212,7 +212,7 @@ export class Timelines extends EventIndex {
       while (end > 0 && terminal(steps[end - 1]!.status)) end--;
     } else if (isDone(this.tenant, record)) {
       const edge = this.doneEdgeSince(record);
-      completedAt = edge ? edge.at : fallbackUpdated;
+      completedAt = edge ? edge.at : fallbackUpdated();
       closedBy = edge ? edge.type : this.tenant.index.inboundOf(record.id, ['supersedes']).length > 0 ? 'supersedes' : 'resolves';
     }
     // The stretch that led to the completion (or the current one) starts after the last earlier terminal step.

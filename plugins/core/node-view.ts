@@ -50,6 +50,7 @@ export function nodeView(tenant: Tenant, record: NodeRecord): Record<string, unk
 export function isDone(tenant: Tenant, record: NodeRecord): boolean {
   const { index, registry } = tenant;
   if (registry.isTerminal(record.type, record.status)) return true;
+  if (!index.hasInbound(record.id)) return false;
   if (index.inboundOf(record.id, ['supersedes']).some((e) => index.has(e.from))) return true;
   return index.inboundOf(record.id, ['resolves', 'answers']).some((e) => {
     const from = index.get(e.from);

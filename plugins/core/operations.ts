@@ -39,7 +39,8 @@ async function singleWrite(
   return ctx.tenant.write(actor, { op, via: ctx.via }, async (draft) => {
     const outcome = await fn(draft);
     if (outcome?.skip) return { status: 'skipped' as const, id, revision: ctx.tenant.index.get(id)?.revision ?? null, warnings: draft.warnings };
-    const committed = await draft.commit();
+    // nothing else is persisted on the strength of this commit: Tenant.write awaits its fdatasync (group commit)
+    const committed = await draft.commit({ deferDurability: true });
     const written = [...committed.values()].find((c) => c.status !== 'unchanged') ?? committed.get(id);
     const changedId = written?.id ?? id;
     return {
@@ -163,7 +164,8 @@ async function putOne(ctx: OpContext, draft: WriteDraft, entry: PutEntry, defaul
   if (current) for (const k of PROVENANCE_KEYS) if (current.frontmatter[k] !== undefined) frontmatter[k] = current.frontmatter[k];
   delete frontmatter.revision;
   draft.put({ frontmatter, body });
-  const committed = await draft.commit();
+  // a batch's commits share fdatasyncs; Tenant.write awaits them all before the answer
+  const committed = await draft.commit({ deferDurability: true });
   const c = committed.get(id);
   const warnings = [...draft.warnings];
   draft.warnings.length = 0;

@@ -330,7 +330,9 @@ function ensureBundle(): void {
 export function startServerProcess(dataDir: string, env: Record<string, string> = {}, timeoutMs = 120_000): Promise<ServerChild> {
   ensureBundle();
   const t0 = nowMs();
-  const child = spawn(process.execPath, ['--no-node-snapshot', join(ROOT, 'dist', 'workgraph.mjs'), 'serve'], {
+  // BENCH_SERVER_NODE_ARGS adds node flags to the server child (e.g. --cpu-prof for profiling)
+  const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, ['--no-node-snapshot', ...extra, join(ROOT, 'dist', 'workgraph.mjs'), 'serve'], {
     cwd: ROOT,
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', SVC_DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

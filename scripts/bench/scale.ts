@@ -12,13 +12,15 @@
  * Knobs: BENCH_SCALE_N (100000), BENCH_SCALE_BATCH (100), BENCH_SCALE_WRITES (200 per contender).
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, readFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fmtMs, fmtRate, fmtRatio, gitSync, machineNote, median, nowMs, recordResult, runIfMain, scratchDir, startServerProcess, waitQuiet, type ServerChild } from './lib.js';
+import { nodePath } from '../../kernel/git-store.js';
+import { fmtMs, fmtRate, fmtRatio, gitEnv, gitSync, machineNote, median, nowMs, recordResult, runIfMain, scratchDir, startServerProcess, waitQuiet, type ServerChild } from './lib.js';
 
 const N = Number(process.env.BENCH_SCALE_N ?? 100_000);
 const BATCH = Number(process.env.BENCH_SCALE_BATCH ?? 100);
 const WRITES = Number(process.env.BENCH_SCALE_WRITES ?? 200);
+const HOOK_TIMEOUT_MS = Number(process.env.BENCH_SCALE_HOOK_TIMEOUT_MS ?? 2000);
 
 /** Resident set size of a live process in KB (VmRSS), NaN where /proc is missing. */
 function rssKb(pid: number | undefined): number {
@@ -50,6 +52,20 @@ function duKb(path: string): number {
   return Number(r.stdout.split(/\s+/)[0]);
 }
 
+const METRICS_TOKEN = 'scale-bench-metrics-token';
+
+/** Sum and count of the server's write-queue and journal fdatasync histograms (GET /metrics). */
+async function writeTimings(url: string): Promise<{ queueS: number; writes: number; fsyncS: number; fsyncs: number }> {
+  const text = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+  const num = (name: string): number => Number(new RegExp(`^${name}\\{tenant="local"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return {
+    queueS: num('workgraph_commit_duration_seconds_sum'),
+    writes: num('workgraph_commit_duration_seconds_count'),
+    fsyncS: num('workgraph_journal_fsync_duration_seconds_sum'),
+    fsyncs: num('workgraph_journal_fsync_duration_seconds_count'),
+  };
+}
+
 const scaleId = (i: number): string => `task-scale-${String(i).padStart(6, '0')}`;
 
 class Api {
@@ -67,11 +83,23 @@ class Api {
     return { status: res.status, text: await res.text() };
   }
 
-  async create(ids: string[]): Promise<void> {
+  /** entries of a batch the server refused and that were sent again (printed: load can time out a hook) */
+  retried: string[] = [];
+
+  async create(ids: string[], retry = true): Promise<void> {
     const r = await this.call('POST', '/v1/nodes', {
       nodes: ids.map((id, k) => ({ node: { id, type: 'task', summary: `Scale task ${id}: importer drops rows on DST boundaries (${k})` } })),
     });
-    if (r.status !== 200) throw new Error(`POST /v1/nodes: ${r.status} ${r.text.slice(0, 500)}`);
+    if (r.status === 200) return;
+    let failed: Array<{ id?: string; status: string; error?: { code?: string; message?: string } }> | null = null;
+    try {
+      failed = (JSON.parse(r.text) as { results: Array<{ id?: string; status: string; error?: { code?: string; message?: string } }> }).results.filter((x) => x.status !== 'created');
+    } catch {
+      // not the batch envelope
+    }
+    if (!retry || !failed || failed.length === 0 || failed.some((f) => !f.id)) throw new Error(`POST /v1/nodes: ${r.status} ${failed ? JSON.stringify(failed).slice(0, 1500) : r.text.slice(0, 500)}`);
+    for (const f of failed) this.retried.push(`${f.id}: ${f.error?.code ?? f.status} ${(f.error?.message ?? '').slice(0, 120)}`);
+    await this.create(failed.map((f) => f.id!), false);
   }
 
   /** Median ms of `runs` GETs of `path` (after one untimed warm-up). */
@@ -104,8 +132,21 @@ export async function main(): Promise<void> {
   console.log(machineNote());
   console.log(`scale: ${N.toLocaleString('en-US')} nodes over HTTP, ${BATCH} per request, fsync on`);
   const dataDir = join(scratchDir('scale'), 'data');
-  let server = await startServerProcess(dataDir, { SVC_FSYNC: '1' });
+  const serverEnv = { SVC_FSYNC: '1', SVC_METRICS_TOKEN: METRICS_TOKEN };
+  let server = await startServerProcess(dataDir, serverEnv);
   const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+  // The seed pack's transition hook runs in the sandbox with a 50 ms limit; on a 2-core machine
+  // shared with other test runs (load average 20+) a starved sandbox process times out, and
+  // three timeouts quarantine the hook, denying every create. The limit is raised for the run
+  // (a tenant setting; the work per write is unchanged).
+  if (HOOK_TIMEOUT_MS > 0) {
+    await server.stop();
+    const configFile = join(dataDir, 'tenants', 'local', 'tenant.json');
+    const config = JSON.parse(readFileSync(configFile, 'utf8')) as { limits?: Record<string, number> };
+    config.limits = { ...(config.limits ?? {}), hook_timeout_ms: HOOK_TIMEOUT_MS };
+    writeFileSync(configFile, JSON.stringify(config, null, 2) + '\n');
+    server = await startServerProcess(dataDir, serverEnv);
+  }
   let api = new Api(server, token);
   await waitQuiet('scale: empty server');
   const emptyKb = rssKb(server.child.pid);
@@ -131,15 +172,27 @@ export async function main(): Promise<void> {
   const lastMs = perRequest.slice(-tenth).reduce((a, b) => a + b, 0);
   const firstRate = (tenth * BATCH) / (firstMs / 1000);
   const lastRate = (tenth * BATCH) / (lastMs / 1000);
-  const commitFirst = median(perRequest.slice(0, tenth));
+  // per-commit cost "at 1k": the requests that wrote nodes 500..1,499 (the first tenth when N < 3,000)
+  const at1k = N >= 3000 ? perRequest.slice(Math.floor(500 / BATCH), Math.ceil(1500 / BATCH)) : perRequest.slice(0, tenth);
+  const commitFirst = median(at1k);
   const commitLast = median(perRequest.slice(-tenth));
+  const commitFirstTenth = median(perRequest.slice(0, tenth));
+  if (api.retried.length) console.log(`  ${api.retried.length} seed entries refused once and sent again, e.g. ${api.retried.slice(0, 3).join('; ')}`);
 
   await waitQuiet('scale: after seed');
   const steadyKb = rssKb(server.child.pid);
   const perNodeKb = (steadyKb - emptyKb) / N;
 
   // concurrent writers (new nodes after the seeded ones)
+  // with one writer: how much of each write is spent in the tenant's write queue (serial), and
+  // how much of that in the journal fdatasync (what group commit could share)
+  const m0 = await writeTimings(server.url);
+  const w1t0 = nowMs();
   const w1 = await concurrentWrites(api, N, WRITES, 1);
+  const w1WallMs = (nowMs() - w1t0) / WRITES;
+  const m1 = await writeTimings(server.url);
+  const queueMs = ((m1.queueS - m0.queueS) * 1000) / (m1.writes - m0.writes);
+  const fsyncMs = ((m1.fsyncS - m0.fsyncS) * 1000) / (m1.fsyncs - m0.fsyncs);
   const w8 = await concurrentWrites(api, N + WRITES, WRITES, 8);
   const w1b = await concurrentWrites(api, N + 2 * WRITES, WRITES, 1);
   const w8b = await concurrentWrites(api, N + 3 * WRITES, WRITES, 8);
@@ -148,13 +201,32 @@ export async function main(): Promise<void> {
 
   // reads
   const nodeMs = await api.timeGet((k) => `/v1/nodes/${scaleId((k * 7919) % N)}`, 200);
-  const queueMs = await api.timeGet(() => '/v1/queue', 20);
+  const decisionQueueMs = await api.timeGet(() => '/v1/queue', 20);
   const analyticsMs = await api.timeGet(() => '/v1/analytics', 10);
+  // the first analytics read after a commit (per-node facts are rebuilt once per head)
+  const afterWrite: number[] = [];
+  for (let k = 0; k < 5; k++) {
+    await api.create([scaleId(N + 4 * WRITES + k)]);
+    const t0 = nowMs();
+    const r = await api.call('GET', '/v1/analytics');
+    afterWrite.push(nowMs() - t0);
+    if (r.status !== 200) throw new Error(`GET /v1/analytics: ${r.status}`);
+  }
+  const analyticsAfterWriteMs = median(afterWrite);
+  // a program tree: a root blocked by 5 nodes, each blocked by 40 seeded nodes (blocked-by edges;
+  // a node carries at most 40 edges)
+  const parts = Array.from({ length: 5 }, (_, j) => ({
+    node: { id: `task-scale-program-${j}`, type: 'task', summary: `Scale program part ${j}`, edges: Array.from({ length: 40 }, (_, k) => ({ type: 'blocked-by', to: scaleId(((j * 40 + k) * 4999) % N) })) },
+  }));
+  const rootNode = { node: { id: 'task-scale-program', type: 'task', summary: 'Scale program root', edges: parts.map((p) => ({ type: 'blocked-by', to: p.node.id })) } };
+  const root = await api.call('POST', '/v1/nodes', { nodes: [...parts, rootNode] });
+  if (root.status !== 200) throw new Error(`program root: ${root.status} ${root.text.slice(0, 300)}`);
+  const programMs = await api.timeGet(() => '/v1/program/task-scale-program', 10);
 
   // restart
   await server.stop();
   const t0 = nowMs();
-  server = await startServerProcess(dataDir, { SVC_FSYNC: '1' });
+  server = await startServerProcess(dataDir, serverEnv);
   const restartSampler = rssSampler(server.child.pid, 50);
   api = new Api(server, token);
   const listenMs = server.readyMs;
@@ -169,6 +241,22 @@ export async function main(): Promise<void> {
   // disk
   const dataKb = duKb(dataDir);
   const gitdir = join(dataDir, 'tenants', 'local', 'graph.git');
+
+  // reference: `git fast-import` appending one-node commits to a copy of the same repository
+  // (same shard trees), one process, streamed, wall time including its start
+  const fiCopy = join(scratchDir('scale-fi'), 'graph.git');
+  cpSync(gitdir, fiCopy, { recursive: true });
+  const fiN = 2 * WRITES;
+  let stream = '';
+  for (let k = 0; k < fiN; k++) {
+    const id = scaleId(10_000_000 + k);
+    const content = `---\nid: ${id}\ntype: task\nstatus: open\nsummary: Scale task ${id}: importer drops rows on DST boundaries (fast-import)\n---\n`;
+    stream += `commit refs/heads/main\ncommitter Bench <b@x> ${1_700_000_000 + k} +0000\ndata 12\nfast-import\n${k === 0 ? 'from refs/heads/main^0\n' : ''}M 100644 inline ${nodePath('task', id)}\ndata ${Buffer.byteLength(content)}\n${content}\n`;
+  }
+  const fi0 = nowMs();
+  const fi = spawnSync('git', ['--git-dir', fiCopy, '-c', 'core.fsync=all', 'fast-import', '--quiet'], { input: stream + 'done\n', maxBuffer: 1 << 30, env: gitEnv() });
+  if (fi.status !== 0) throw new Error(`fast-import failed: ${fi.stderr}`);
+  const fastImportRate = fiN / ((nowMs() - fi0) / 1000);
   const gcCopy = join(scratchDir('scale-gc'), 'graph.git');
   cpSync(gitdir, gcCopy, { recursive: true });
   const gc0 = nowMs();
@@ -179,11 +267,12 @@ export async function main(): Promise<void> {
   const mb = (kb: number): string => `${Math.round(kb / 1024)} MB`;
   const lines = [
     `seed rate, first / last tenth: ${fmtRate(firstRate)} / ${fmtRate(lastRate)} nodes/s (last/first ${fmtRatio(lastRate / firstRate)})`,
-    `per-commit cost (${BATCH} nodes), median first / last tenth: ${commitFirst.toFixed(1)} / ${commitLast.toFixed(1)} ms (${fmtRatio(commitLast / commitFirst)}; target <= 1.3x: ${commitLast / commitFirst <= 1.3 ? 'met' : 'NOT met'})`,
+    `per-commit cost (${BATCH} nodes), median at 1k / last tenth: ${commitFirst.toFixed(1)} / ${commitLast.toFixed(1)} ms (${fmtRatio(commitLast / commitFirst)}; target <= 1.3x: ${commitLast / commitFirst <= 1.3 ? 'met' : 'NOT met'}); first tenth ${commitFirstTenth.toFixed(1)} ms`,
     `RSS empty ${mb(emptyKb)}, seed peak ${mb(seedPeakKb)}, steady ${mb(steadyKb)}: ${perNodeKb.toFixed(2)} KB/node above empty (target <= 2: ${perNodeKb <= 2 ? 'met' : 'NOT met'}); seed peak/steady ${fmtRatio(seedPeakKb / steadyKb)}`,
     `restart: RSS peak ${mb(restartPeakKb)}, steady ${mb(restartSteadyKb)} (peak/steady ${fmtRatio(restartPeakKb / restartSteadyKb)}; target <= 1.5x for both peaks)`,
-    `writes, 1 / 8 concurrent writers: ${fmtRate(one)} / ${fmtRate(eight)} per s (8/1 ${fmtRatio(eight / one)}; target >= 3x: ${eight / one >= 3 ? 'met' : 'NOT met'})`,
-    `reads at ${N.toLocaleString('en-US')}: node ${nodeMs.toFixed(2)} ms, queue ${queueMs.toFixed(1)} ms, analytics ${analyticsMs.toFixed(1)} ms (target <= 100 ms: ${analyticsMs <= 100 ? 'met' : 'NOT met'})`,
+    `writes, 1 / 8 concurrent writers: ${fmtRate(one)} / ${fmtRate(eight)} per s (8/1 ${fmtRatio(eight / one)}; target >= 3x: ${eight / one >= 3 ? 'met' : 'NOT met'}); git fast-import on the same repository ${fmtRate(fastImportRate)} commits/s: 8 writers ${fmtRatio(eight / fastImportRate)} of it (target >= 0.5x: ${eight / fastImportRate >= 0.5 ? 'met' : 'NOT met'})`,
+    `reads at ${N.toLocaleString('en-US')}: node ${nodeMs.toFixed(2)} ms, queue ${decisionQueueMs.toFixed(1)} ms, analytics ${analyticsMs.toFixed(1)} ms, first analytics after a write ${analyticsAfterWriteMs.toFixed(1)} ms, program (200 blockers) ${programMs.toFixed(1)} ms (target <= 100 ms: ${Math.max(analyticsMs, analyticsAfterWriteMs, programMs) <= 100 ? 'met' : 'NOT met'})`,
+    `one writer: ${w1WallMs.toFixed(2)} ms per write, ${queueMs.toFixed(2)} ms of it in the tenant write queue (serial), ${fsyncMs.toFixed(2)} ms of that the journal append + fdatasync: queued writes can run at most ${fmtRatio(w1WallMs / queueMs)} faster than one writer, with fsyncs shared at most ${fmtRatio(w1WallMs / Math.max(0.001, queueMs - fsyncMs))}`,
     `restart: listening after ${fmtMs(listenMs)}, first node read after ${fmtMs(firstReadMs)}`,
     `disk: data dir ${mb(dataKb)}, repository after git gc --aggressive ${mb(gcKb)} (${fmtMs(gcMs)}): ${fmtRatio(dataKb / gcKb)} (target <= 3x: ${dataKb / gcKb <= 3 ? 'met' : 'NOT met'})`,
   ];
@@ -191,7 +280,7 @@ export async function main(): Promise<void> {
   console.log(`scale: ${N} nodes, per-commit last/first ${fmtRatio(commitLast / commitFirst)}, ${perNodeKb.toFixed(2)} KB/node, 8/1 writers ${fmtRatio(eight / one)}, analytics ${analyticsMs.toFixed(0)} ms, disk/gc ${fmtRatio(dataKb / gcKb)}`);
   recordResult('scale', {
     nodes: N, batch: BATCH, firstRate, lastRate, commitFirst, commitLast, emptyKb, seedPeakKb, steadyKb, perNodeKb,
-    restartPeakKb, restartSteadyKb, writers1: one, writers8: eight, nodeMs, queueMs, analyticsMs, listenMs, firstReadMs, dataKb, gcKb, gcMs,
+    restartPeakKb, restartSteadyKb, writers1: one, writers8: eight, fastImportRate, w1WallMs, writeQueueMs: queueMs, fsyncMs, nodeMs, queueMs: decisionQueueMs, analyticsMs, analyticsAfterWriteMs, programMs, commitFirstTenth, retried: api.retried.length, listenMs, firstReadMs, dataKb, gcKb, gcMs,
   });
 }
 
