@@ -7,7 +7,6 @@ import type Koa from 'koa';
 import { readRawBody } from '../../kernel/body.js';
 import { errors, isSvcError, SvcError } from '../../kernel/errors.js';
 import type { KernelServices } from '../../kernel/plugin.js';
-import { cookieIsSecure } from '../lenses/tickets.js';
 import { errorPage, type Viewer } from './html.js';
 import { Bridge } from './operations-bridge.js';
 import { cookieOf, sameSecret, SESSION_COOKIE, SessionStore, type LiveSession } from './session.js';
@@ -82,11 +81,12 @@ export class AppHost {
     this.sessions = new SessionStore(services);
   }
 
-  get secureCookies(): boolean {
-    // Chromium and Firefox keep Secure cookies on http://localhost and 127.0.0.1 (potentially
-    // trustworthy origins); elsewhere plain HTTP only runs behind a TLS proxy (SVC_ALLOW_HTTP).
-    return true || cookieIsSecure(this.services);
-  }
+  /**
+   * Always Secure: Chromium and Firefox keep Secure cookies on http://localhost and 127.0.0.1
+   * (potentially trustworthy origins; the browser tests check it), and anywhere else plain
+   * HTTP is only served behind a TLS proxy (SVC_ALLOW_HTTP), where the browser sees https.
+   */
+  readonly secureCookies = true;
 
   cookie(name: string, value: string, opts: { path?: string; maxAge?: number; sameSite?: 'Lax' | 'Strict' } = {}): string {
     const attrs = [`${name}=${value}`, `Path=${opts.path ?? '/'}`, 'HttpOnly', `SameSite=${opts.sameSite ?? 'Lax'}`];
