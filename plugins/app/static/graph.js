@@ -4,6 +4,15 @@
   const block = document.getElementById('graph-data');
   const box = document.getElementById('graph');
   if (!block || !box || typeof cytoscape === 'undefined') return;
+  // cytoscape injects an inline <style> unless an element with this id exists; the CSP forbids
+  // inline styles, so the same rule comes from a file.
+  if (!document.getElementById('__________cytoscape_stylesheet')) {
+    const link = document.createElement('link');
+    link.id = '__________cytoscape_stylesheet';
+    link.rel = 'stylesheet';
+    link.href = '/app/static/cytoscape.css';
+    document.head.prepend(link);
+  }
   const data = JSON.parse(block.textContent);
   const cy = cytoscape({
     container: box,
