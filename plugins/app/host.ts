@@ -177,7 +177,11 @@ export class AppHost {
       label.value = route.label;
       const params: Record<string, string> = {};
       route.keys.forEach((k, i) => {
-        params[k] = decodeURIComponent(m[i + 1]!);
+        try {
+          params[k] = decodeURIComponent(m[i + 1]!);
+        } catch {
+          throw errors.badRequest('the address is not well-formed (bad percent-encoding)');
+        }
       });
       let form = new URLSearchParams();
       if (route.method === 'POST') {
