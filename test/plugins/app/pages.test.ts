@@ -5,7 +5,7 @@
  * sideways scrolling, and a share ticket is exchanged once into a cookie and leaves the URL.
  */
 import { expect } from 'chai';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { axe, launch, serious, signIn, watch } from './browser.js';
 import { seedGraph } from './seed.js';
