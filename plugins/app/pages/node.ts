@@ -200,7 +200,7 @@ export async function showHistoryEntry(req: AppRequest, s: Signed): Promise<AppR
 <h2>Diff</h2>
 <pre class="diff" tabindex="0" aria-label="Diff of this change">${lines.map((l) => {
     const cls = l.startsWith('+++') || l.startsWith('---') ? 'file' : l.startsWith('+') ? 'add' : l.startsWith('-') ? 'del' : l.startsWith('@@') ? 'hunk' : 'ctx';
-    return html`<span class="${cls}">${l}</span>\n`;
+    return html`<span class="${cls}">${l || ' '}</span>`;
   })}</pre>`;
   return { html: layout({ title: `Change ${d.short} of ${id}`, viewer: s.viewer, flash: s.flash }, body) };
 }

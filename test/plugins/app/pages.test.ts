@@ -8,21 +8,9 @@ import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { axe, launch, serious, signIn, watch } from './browser.js';
+import { PAGES } from './pages-list.js';
 import { seedGraph } from './seed.js';
 
-export const PAGES: Array<{ name: string; path: string; heading: RegExp }> = [
-  { name: 'queue', path: '/app/queue', heading: /My queue/ },
-  { name: 'node', path: '/app/nodes/task-login', heading: /Fix the login redirect loop/ },
-  { name: 'graph', path: '/app/nodes/task-launch/graph?depth=2', heading: /Neighborhood of Launch the new site/ },
-  { name: 'programs', path: '/app/programs', heading: /Programs/ },
-  { name: 'program', path: '/app/programs/task-launch', heading: /Launch the new site/ },
-  { name: 'analytics', path: '/app/analytics', heading: /Analytics/ },
-  { name: 'views', path: '/app/views', heading: /Views/ },
-  { name: 'view', path: '/app/views/lens-open-work', heading: /Open work/ },
-  { name: 'search', path: '/app/search?q=login+redirect', heading: /Search/ },
-  { name: 'orgs', path: '/app/orgs', heading: /Tenants/ },
-  { name: 'not-found', path: '/app/nodes/task-nowhere', heading: /Not found/ },
-];
 
 describe('app: every page in Chromium (axe, CSP, layout, share tickets)', function () {
   this.timeout(180_000);
