@@ -37,21 +37,38 @@ async function timed(server: RunningServer, path: string, headers: Record<string
   return { ms, bytes: Buffer.byteLength(text) };
 }
 
-async function medianOf(server: RunningServer, paths: string[], headers: Record<string, string>): Promise<{ ms: number; bytes: number }> {
-  for (const p of paths) await timed(server, p, headers); // warm
-  const times: number[] = [];
-  let bytes = 0;
-  for (let i = 0; i < RUNS; i++) {
-    let total = 0;
-    bytes = 0;
+/**
+ * Medians of the page and of its reference, measured alternately (page, JSON, page, ...) so
+ * both see the same machine load; five warm-up rounds first (JIT, caches).
+ */
+async function pairedMedians(server: RunningServer, page: string, cookie: Record<string, string>, json: string[], bearer: Record<string, string>) {
+  const round = async (paths: string[], headers: Record<string, string>) => {
+    let ms = 0;
+    let bytes = 0;
     for (const p of paths) {
       const r = await timed(server, p, headers);
-      total += r.ms;
+      ms += r.ms;
       bytes += r.bytes;
     }
-    times.push(total);
+    return { ms, bytes };
+  };
+  for (let i = 0; i < 5; i++) {
+    await round([page], cookie);
+    await round(json, bearer);
   }
-  return { ms: median(times), bytes };
+  const pageMs: number[] = [];
+  const jsonMs: number[] = [];
+  let pageBytes = 0;
+  let jsonBytes = 0;
+  for (let i = 0; i < RUNS; i++) {
+    const h = await round([page], cookie);
+    const j = await round(json, bearer);
+    pageMs.push(h.ms);
+    jsonMs.push(j.ms);
+    pageBytes = h.bytes;
+    jsonBytes = j.bytes;
+  }
+  return { page: { ms: median(pageMs), bytes: pageBytes }, json: { ms: median(jsonMs), bytes: jsonBytes } };
 }
 
 async function seed(server: RunningServer, org: string, admin: WriteActor): Promise<void> {
@@ -110,8 +127,7 @@ export async function main(): Promise<void> {
     const bearer = { authorization: `Bearer ${token}` };
     const rows: Array<{ page: string; html_ms: number; html_kb: number; json_ms: number; json_kb: number; ratio: number }> = [];
     const measure = async (page: string, htmlPath: string, jsonPaths: string[]) => {
-      const h = await medianOf(server, [htmlPath], cookie);
-      const j = await medianOf(server, jsonPaths, bearer);
+      const { page: h, json: j } = await pairedMedians(server, htmlPath, cookie, jsonPaths, bearer);
       rows.push({ page, html_ms: h.ms, html_kb: h.bytes / 1024, json_ms: j.ms, json_kb: j.bytes / 1024, ratio: h.ms / j.ms });
       console.log(`app ${page}: page ${h.ms.toFixed(1)} ms (${(h.bytes / 1024).toFixed(0)} KB) vs JSON ${j.ms.toFixed(1)} ms (${(j.bytes / 1024).toFixed(0)} KB): ${fmtRatio(h.ms / j.ms)}`);
     };
