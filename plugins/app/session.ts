@@ -110,11 +110,11 @@ export class SessionStore {
     const patHash = record.tenants[record.current];
     const token = tenant && patHash ? tenant.tokens.find(patHash) : undefined;
     if (now >= record.expires_ms || !tenant || !token || !isLive(token, now)) {
-      void this.records.delete(key);
+      this.background(this.records.delete(key));
       return null;
     }
     tenant.tokens.touch(token.hash, now);
-    if (now - record.seen_ms > SEEN_EVERY_MS) void this.records.set(key, { ...record, seen_ms: now });
+    if (now - record.seen_ms > SEEN_EVERY_MS) this.background(this.records.set(key, { ...record, seen_ms: now }));
     return { key, record, tenant, actor: actorFor(tenant, token) };
   }
 
@@ -122,6 +122,11 @@ export class SessionStore {
   private sweep(now: number): void {
     const dead: Array<{ key: string; value: null }> = [];
     for (const [key, r] of this.records.entries()) if (now >= r.expires_ms) dead.push({ key, value: null });
-    if (dead.length > 0) void this.records.batch(dead);
+    if (dead.length > 0) this.background(this.records.batch(dead));
+  }
+
+  /** Housekeeping writes nobody waits for: a failure is logged, never an unhandled rejection. */
+  private background(write: Promise<void>): void {
+    write.catch((err: unknown) => this.services.log.error('app session store write failed', { error: err instanceof Error ? err.message : String(err) }));
   }
 }

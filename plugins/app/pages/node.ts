@@ -75,7 +75,7 @@ ${opts.conflict ? conflictPanel(s, id, opts.conflict) : ''}
 <section aria-labelledby="edges-h"><h2 id="edges-h">Edges</h2>
 <div class="two-col"><div><h3>From this node</h3>${outbound.length ? html`<ul class="plain">${outbound.map((e) => html`<li><span class="edge">${e.type}</span> ${nodeLink(e.to, b.tenant.index.get(e.to)?.title ?? e.to)}</li>`)}</ul>` : html`<p class="muted">None.</p>`}</div>
 <div><h3>To this node</h3>${inbound.length ? html`<ul class="plain">${inbound.map((e) => html`<li>${nodeLink(e.from, b.tenant.index.get(e.from)?.title ?? e.from)} <span class="edge">${registry.edgeTypes.get(e.edge.type)?.inverse_label ?? e.edge.type}</span> <span class="muted small">(${e.edge.type})</span></li>`)}</ul>` : html`<p class="muted">None.</p>`}</div></div>
-<p><a href="/app/nodes/${encodeURIComponent(id)}/graph">Picture of the neighborhood</a></p>
+<p><a href="/app/nodes/${encodeURIComponent(id)}/graph">Picture of the neighborhood</a>${b.has('analytics') ? html` · <a href="/app/programs/${encodeURIComponent(id)}">Program tree</a>` : ''}</p>
 </section>
 <section aria-labelledby="fields-h"><h2 id="fields-h">Fields</h2>
 <dl class="fields">${Object.entries(fm).filter(([k]) => !HIDDEN_FIELDS.has(k)).map(([k, v]) => html`<dt>${k}</dt><dd>${fieldValue(v)}</dd>`)}

@@ -76,6 +76,7 @@ export async function showView(req: AppRequest, host: AppHost): Promise<AppResul
   const session = host.sessions.resolve(req.cookie(SESSION_COOKIE));
   if (session) {
     const s = host.signedFor(session);
+    if (!s.bridge.has('app')) throw errors.notFound('the app (its plugin is not enabled for this tenant)');
     return renderView(s.bridge, id, paramsOf(req.query), s);
   }
   const blob = req.cookie(TICKET_COOKIE);
