@@ -94,14 +94,18 @@ describe('app: every page in Chromium (axe, CSP, layout, share tickets)', functi
   });
 
   it('a share ticket is exchanged once into an HttpOnly cookie; the view shows the sharer and nothing else opens', async () => {
+    // SVC_APP_URL names this server's app: minted links land on it (SPEC Lenses rule 4)
+    (t.server.services.config as { appUrl: string | null }).appUrl = `${t.url}/app`;
     const minted = await t.api('POST', '/v1/lens/lens-open-work/ticket', { body: { expires: '2d', label: 'for the board' } });
+    (t.server.services.config as { appUrl: string | null }).appUrl = null;
     expect(minted.status).to.equal(200);
     const ticket: string = minted.body.ticket;
+    expect(minted.body.url).to.equal(`${t.url}/app/views/lens-open-work?ticket=${ticket}`);
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
     const w = watch(page);
-    for (const entry of [`/views/lens-open-work?ticket=${ticket}`, `/app/views/lens-open-work?ticket=${ticket}`]) {
-      await page.goto(t.url + entry);
+    for (const entry of [minted.body.url as string, `${t.url}/views/lens-open-work?ticket=${ticket}`]) {
+      await page.goto(entry);
       expect(page.url()).to.equal(`${t.url}/app/views/lens-open-work`);
       expect(await page.textContent('.banner')).to.include('Shared by').and.include('Admin').and.include('for the board');
       expect(await page.locator('table tbody tr').count()).to.be.greaterThan(0);
