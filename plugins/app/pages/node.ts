@@ -88,7 +88,7 @@ ${history.total > history.count ? html`<p class="muted">${history.total - histor
 </div>
 <aside class="node-side" aria-label="Actions">
 <section aria-labelledby="lease-h"><h2 id="lease-h">Lease</h2>
-${lease ? html`<p>${mine ? 'You hold it' : html`Held by ${nodeLink(lease.by)}`}${lease.agent ? ` (agent ${lease.agent})` : ''}, ${lease.state}, until ${when(lease.expires_at)}.</p>` : html`<p class="muted">Nobody holds it.</p>`}
+${lease ? html`<p>${mine ? 'You hold it' : html`Held by ${nodeLink(lease.by, b.tenant.index.get(lease.by)?.title ?? lease.by)}`}${lease.agent ? ` (agent ${lease.agent})` : ''}, ${lease.state}, until ${when(lease.expires_at)}.</p>` : html`<p class="muted">Nobody holds it.</p>`}
 ${typeDef?.queueable && b.has('leases') ? html`<div class="actions">
 ${!mine ? html`<form method="post" action="${action('claim')}">${csrf}<button type="submit">Claim</button></form>` : ''}
 ${mine ? html`<form method="post" action="${action('release')}">${csrf}<button type="submit">Release</button></form>` : ''}</div>` : ''}

@@ -71,7 +71,7 @@ ${queue.items.length > 0
 <tbody>${queue.items.map(
       (item, i) => html`<tr>
 <td>${queue.offset + i + 1}</td>
-<td>${nodeLink(item.id, item.title)}<div class="muted small"><code>${item.id}</code>${item.project ? ` · ${item.project}` : ''}${item.lease ? ` · held by ${item.lease.by}` : ''}</div></td>
+<td>${nodeLink(item.id, item.title)}<div class="muted small"><code>${item.id}</code>${item.project ? ` · ${item.project}` : ''}${item.lease ? ` · held by ${s.bridge.tenant.index.get(item.lease.by)?.title ?? item.lease.by}` : ''}</div></td>
 <td><span class="suggest suggest-${item.suggest}">${item.suggest}</span></td>
 <td class="why">${item.why}</td>
 <td>${item.status}</td>
