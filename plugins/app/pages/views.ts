@@ -74,13 +74,14 @@ export async function showView(req: AppRequest, host: AppHost): Promise<AppResul
   }
   if (req.path.startsWith('/views/')) return { status: 302, redirect: `/app/views/${id}` };
   const session = host.sessions.resolve(req.cookie(SESSION_COOKIE));
-  if (session) {
+  const blob = req.cookie(TICKET_COOKIE);
+  const shared = blob ? await ticketBridge(host.services, id, blob) : null;
+  // The session outranks the ticket in its own tenant; a ticket of another tenant still opens its view.
+  if (session && (!shared || shared.tenant.org === session.tenant.org)) {
     const s = host.signedFor(session);
     if (!s.bridge.has('app')) throw errors.notFound('the app (its plugin is not enabled for this tenant)');
     return renderView(s.bridge, id, paramsOf(req.query), s);
   }
-  const blob = req.cookie(TICKET_COOKIE);
-  const bridge = blob ? await ticketBridge(host.services, id, blob) : null;
-  if (!bridge) return { redirect: `/app/signin?next=${encodeURIComponent(`/app/views/${id}`)}` };
-  return renderView(bridge, id, paramsOf(req.query), null);
+  if (!shared) return { redirect: `/app/signin?next=${encodeURIComponent(`/app/views/${id}`)}` };
+  return renderView(shared, id, paramsOf(req.query), null);
 }

@@ -160,6 +160,18 @@ describe('app: HTTP behaviour', function () {
     expect((await b.request('GET', '/app/orgs')).text).to.include('You are not signed in to bare');
   });
 
+  it("a share ticket of another tenant opens its view for a person signed in elsewhere", async () => {
+    const minted = await t.api('POST', '/v1/lens/lens-open-work/ticket', { body: {} });
+    const b = new Browserless(t.url);
+    await b.signIn(acme.token);
+    const exchange = await b.request('GET', `/app/views/lens-open-work?ticket=${minted.body.ticket}`);
+    expect(exchange.status).to.equal(302);
+    expect(exchange.location).to.equal('/app/views/lens-open-work');
+    const view = await b.request('GET', '/app/views/lens-open-work');
+    expect(view.status).to.equal(200);
+    expect(view.text).to.include('Shared by').and.include('Open work');
+  });
+
   it('GET /app sends a visitor to sign in and a signed-in person to the queue', async () => {
     const b = new Browserless(t.url);
     expect((await b.request('GET', '/app')).location).to.equal('/app/signin');
