@@ -4,6 +4,7 @@
  */
 import type { PluginDef } from '../kernel/plugin.js';
 import { analyticsPlugin } from '../plugins/analytics/index.js';
+import { appPlugin } from '../plugins/app/index.js';
 import { capturePlugin } from '../plugins/capture/index.js';
 import { corePlugin } from '../plugins/core/index.js';
 import { exportPlugin } from '../plugins/export/index.js';
@@ -19,4 +20,4 @@ import { queuePlugin } from '../plugins/queue/index.js';
 import { questionsPlugin } from '../plugins/questions/index.js';
 import { workflowsPlugin } from '../plugins/workflows/index.js';
 
-export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, leasesPlugin, queuePlugin, historyPlugin, exportPlugin, questionsPlugin, gardenerPlugin, workflowsPlugin, lensesPlugin, capturePlugin, analyticsPlugin, importPlugin, oauthPlugin, openapiPlugin];
+export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, leasesPlugin, queuePlugin, historyPlugin, exportPlugin, questionsPlugin, gardenerPlugin, workflowsPlugin, lensesPlugin, capturePlugin, analyticsPlugin, importPlugin, oauthPlugin, openapiPlugin, appPlugin];

@@ -1,0 +1,62 @@
+/**
+ * The `app` plugin: the web app for people, served by the same server under `/app` (and
+ * `/views/:id`, the share-link host of SPEC Lenses rule 4; `SVC_APP_URL` points ticket links
+ * here). Server-rendered pages with small progressive enhancement (charts, the graph
+ * picture); sessions in an HttpOnly cookie; CSRF tokens on every form; a strict
+ * Content-Security-Policy without inline scripts. Mounted through the plugin `middleware`
+ * hook: HTML pages are not API routes (no RouteDefs, no tools).
+ */
+import { definePlugin } from '../../kernel/plugin.js';
+import { AppHost } from './host.js';
+import { doSignin, doSignout, showOrgs, showSignin, switchOrg } from './pages/auth.js';
+import { showAnalytics, showGraph, showProgram, showPrograms, showSearch } from './pages/explore.js';
+import { claimNode, edgeNode, editNode, priorityNode, readinessNode, releaseNode, showHistoryEntry, showNode, statusNode } from './pages/node.js';
+import { showQueue } from './pages/queue.js';
+import { showLensCatalog, showView } from './pages/views.js';
+import { SESSION_COOKIE } from './session.js';
+import { StaticFiles } from './static-files.js';
+
+function buildHost(host: AppHost): AppHost {
+  const files = new StaticFiles();
+  host.get('/app/static/:file', async (req) => files.serve(req.params.file!));
+  host.get('/app/static/vendor/:file', async (req) => files.serve(`vendor/${req.params.file!}`));
+  host.get('/app', async (req, h) => ({ redirect: h.sessions.resolve(req.cookie(SESSION_COOKIE)) ? '/app/queue' : '/app/signin' }));
+  host.get('/app/signin', showSignin);
+  host.post('/app/signin', doSignin);
+  host.postSigned('/app/signout', doSignout);
+  host.getSigned('/app/orgs', showOrgs);
+  host.postSigned('/app/orgs', switchOrg);
+  host.getSigned('/app/queue', showQueue);
+  host.getSigned('/app/nodes/:id', showNode);
+  host.postSigned('/app/nodes/:id/claim', claimNode);
+  host.postSigned('/app/nodes/:id/release', releaseNode);
+  host.postSigned('/app/nodes/:id/status', statusNode);
+  host.postSigned('/app/nodes/:id/priority', priorityNode);
+  host.postSigned('/app/nodes/:id/readiness', readinessNode);
+  host.postSigned('/app/nodes/:id/edges', edgeNode);
+  host.postSigned('/app/nodes/:id/edit', editNode);
+  host.getSigned('/app/nodes/:id/history/:sha', showHistoryEntry);
+  host.getSigned('/app/nodes/:id/graph', showGraph);
+  host.getSigned('/app/programs', showPrograms);
+  host.getSigned('/app/programs/:id', showProgram);
+  host.getSigned('/app/analytics', showAnalytics);
+  host.getSigned('/app/search', showSearch);
+  host.getSigned('/app/views', showLensCatalog);
+  host.get('/app/views/:id', showView);
+  host.get('/views/:id', showView);
+  return host;
+}
+
+export const appPlugin = definePlugin({
+  name: 'app',
+  version: '1.0.0',
+  dependsOn: ['core'],
+  middleware(services) {
+    let host: AppHost | null = null;
+    return async (ctx, next) => {
+      if (!AppHost.handles(ctx.path)) return next();
+      host ??= buildHost(new AppHost(services));
+      await host.handle(ctx);
+    };
+  },
+});

@@ -1,0 +1,123 @@
+/**
+ * Sign-in by pasting a personal access token once (POST body only; the token is hashed and
+ * never stored, shown or put in a URL), sign-out, and the tenant switch over
+ * GET /v1/me/org-choices.
+ */
+import { hashToken } from '../../../kernel/auth.js';
+import { isSvcError } from '../../../kernel/errors.js';
+import { csrfField, html, layout } from '../html.js';
+import type { AppHost, AppRequest, AppResult, Signed } from '../host.js';
+import { randomToken, sameSecret, SESSION_COOKIE, SESSION_TTL_MS, SIGNIN_CSRF_COOKIE } from '../session.js';
+
+/** Only a local path may be a `next` target (no open redirect). */
+export function safeNext(raw: string | null): string {
+  if (!raw || !raw.startsWith('/app') || raw.startsWith('//') || /[\\\r\n]/.test(raw)) return '/app/queue';
+  return raw;
+}
+
+function signinPage(csrf: string, next: string, error: string | null, org: string | null): string {
+  return layout(
+    { title: 'Sign in', viewer: null },
+    html`<h1>Sign in</h1>
+<p>Paste one of your personal access tokens${org ? html` for the tenant <strong>${org}</strong>` : ''}. The app checks it once and keeps only a
+session cookie; the token itself is never stored, shown again, or put in an address.</p>
+${error ? html`<p class="flash error" role="alert">${error}</p>` : ''}
+<form method="post" action="/app/signin" class="stack">
+${csrfField(csrf)}<input type="hidden" name="next" value="${next}">
+<label for="token">Personal access token</label>
+<input id="token" name="token" type="password" autocomplete="off" required aria-describedby="token-help" spellcheck="false">
+<p id="token-help" class="muted">It starts with <code>svc_pat_</code>. Make one with <code>POST /v1/me/tokens</code> or ask an administrator.</p>
+<button type="submit">Sign in</button>
+</form>`,
+  );
+}
+
+export async function showSignin(req: AppRequest, host: AppHost): Promise<AppResult> {
+  const csrf = randomToken();
+  return {
+    html: signinPage(csrf, safeNext(req.query.get('next')), null, req.query.get('org')),
+    cookies: [host.cookie(SIGNIN_CSRF_COOKIE, csrf, { path: '/app/signin', sameSite: 'Strict', maxAge: 3600 })],
+  };
+}
+
+export async function doSignin(req: AppRequest, host: AppHost): Promise<AppResult> {
+  const next = safeNext(req.form.get('next'));
+  if (!sameSecret(req.form.get('csrf') ?? undefined, req.cookie(SIGNIN_CSRF_COOKIE))) {
+    const csrf = randomToken();
+    return {
+      status: 403,
+      html: signinPage(csrf, next, 'This sign-in form expired or was not sent by this app. Please try again.', null),
+      cookies: [host.cookie(SIGNIN_CSRF_COOKIE, csrf, { path: '/app/signin', sameSite: 'Strict', maxAge: 3600 })],
+    };
+  }
+  const token = (req.form.get('token') ?? '').trim();
+  let identity: ReturnType<typeof host.services.tenants.authenticate>;
+  try {
+    identity = host.services.tenants.authenticate(token);
+    if (identity.actor.token.kind !== 'pat' || identity.actor.agent !== null) throw new Error('not a personal access token');
+    if (!identity.actor.bound) throw new Error('the token is not bound to a person');
+  } catch (err) {
+    if (!(err instanceof Error) && !isSvcError(err)) throw err;
+    return {
+      status: 401,
+      html: signinPage(req.form.get('csrf')!, next, 'That is not a valid personal access token of a person. Check it and try again.', null),
+    };
+  }
+  const patHash = hashToken(token);
+  const existing = host.sessions.resolve(req.cookie(SESSION_COOKIE));
+  if (existing) {
+    // Another tenant in the same browser session: kept beside the first, made current.
+    await host.sessions.addTenant(existing, identity.tenant.org, patHash);
+    return { redirect: next, cookies: [host.cookie(SIGNIN_CSRF_COOKIE, '', { path: '/app/signin', maxAge: 0 })] };
+  }
+  const { id } = await host.sessions.create(identity.tenant.org, patHash);
+  return {
+    redirect: next,
+    cookies: [host.cookie(SESSION_COOKIE, id, { maxAge: SESSION_TTL_MS / 1000 }), host.cookie(SIGNIN_CSRF_COOKIE, '', { path: '/app/signin', maxAge: 0 })],
+  };
+}
+
+export async function doSignout(_req: AppRequest, s: Signed, host: AppHost): Promise<AppResult> {
+  await host.sessions.destroy(s.session);
+  return { redirect: '/app/signin', cookies: [host.cookie(SESSION_COOKIE, '', { maxAge: 0 })] };
+}
+
+export async function showOrgs(_req: AppRequest, s: Signed): Promise<AppResult> {
+  let choices: Array<{ slug: string; label: string; default?: boolean }> = [];
+  let note = '';
+  try {
+    const answer = await s.bridge.orgChoices();
+    choices = answer.org_choices;
+    if (answer.source !== 'idp') note = 'The identity provider did not list your organizations; these are the tenants of this session.';
+  } catch (err) {
+    if (!isSvcError(err)) throw err;
+    note = `The identity provider could not be asked (${err.code}); these are the tenants of this session.`;
+  }
+  const signedIn = Object.keys(s.session.record.tenants);
+  for (const org of signedIn) if (!choices.some((c) => c.slug === org)) choices.push({ slug: org, label: org });
+  const current = s.session.tenant.org;
+  return {
+    html: layout(
+      { title: 'Tenants', viewer: s.viewer, nav: 'orgs', flash: s.flash },
+      html`<h1>Tenants</h1>
+${note ? html`<p class="muted">${note}</p>` : ''}
+<ul class="cards">${choices.map(
+        (c) => html`<li><strong>${c.label}</strong> <code>${c.slug}</code>${c.default ? ' (default)' : ''}
+${c.slug === current
+  ? html` <span class="badge">current</span>`
+  : signedIn.includes(c.slug)
+    ? html`<form method="post" action="/app/orgs" class="inline">${csrfField(s.viewer.csrf)}<input type="hidden" name="org" value="${c.slug}"><button type="submit">Switch to ${c.slug}</button></form>`
+    : html` <a href="/app/signin?org=${encodeURIComponent(c.slug)}">Sign in to ${c.slug}</a>`}</li>`,
+      )}</ul>`,
+    ),
+  };
+}
+
+export async function switchOrg(req: AppRequest, s: Signed, host: AppHost): Promise<AppResult> {
+  const org = req.form.get('org') ?? '';
+  if (!(await host.sessions.switchTo(s.session, org))) {
+    s.setFlash('error', `You are not signed in to ${org}; sign in with a token of that tenant.`);
+    return { redirect: '/app/orgs' };
+  }
+  return { redirect: '/app/queue' };
+}
