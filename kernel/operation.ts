@@ -145,7 +145,11 @@ export const s = {
   number: (description?: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'number', ...(description ? { description } : {}), ...extra }),
   boolean: (description?: string): JsonSchema => ({ type: 'boolean', ...(description ? { description } : {}) }),
   array: (items: JsonSchema, description?: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'array', items, ...(description ? { description } : {}), ...extra }),
-  nullable: (schema: JsonSchema): JsonSchema => ({ anyOf: [schema, { type: 'null' }] }),
+  /** the schema or null: a `type` list when the schema has one plain type, else anyOf */
+  nullable: (schema: JsonSchema): JsonSchema =>
+    typeof schema.type === 'string' && !schema.enum && !schema.const ? { ...schema, type: [schema.type, 'null'] } : { anyOf: [schema, { type: 'null' }] },
+  /** a string or null (optional text answers, ids that may be unset) */
+  stringOrNull: (description?: string): JsonSchema => ({ type: ['string', 'null'], ...(description ? { description } : {}) }),
   enum: (values: unknown[], description?: string): JsonSchema => ({ enum: values, ...(description ? { description } : {}) }),
   /** any JSON object (open) */
   object: (description?: string): JsonSchema => ({ type: 'object', ...(description ? { description } : {}) }),

@@ -12,7 +12,7 @@ import * as ops from './operations.js';
  * accepted). Out-of-range values are clamped by the operation, not rejected (SPEC Limits).
  */
 const ClampedInt = (description: string): JsonSchema => ({ type: ['integer', 'string'], pattern: '^-?\\d+$', description });
-const nullableString: JsonSchema = { type: ['string', 'null'] };
+const nullableString = s.stringOrNull();
 const counts: JsonSchema = { type: 'object', additionalProperties: { type: 'number' } };
 const Stats: JsonSchema = answer({ count: s.integer(), mean: { type: ['number', 'null'] }, median: { type: ['number', 'null'] }, p85: { type: ['number', 'null'] }, min: { type: ['number', 'null'] }, max: { type: ['number', 'null'] } });
 const Text = ['application/json', 'text/plain'];

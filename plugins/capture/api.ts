@@ -13,7 +13,7 @@ import { KEY_MAX, TEXT_MAX_BYTES } from './request.js';
 
 /** A node id or project slug, or empty (read as absent, as the adapters always did). */
 const OptionalId = (description: string): JsonSchema => s.string(description, { pattern: '^([a-z0-9][a-z0-9-]*)?$', maxLength: 200 });
-const nullableString: JsonSchema = { type: ['string', 'null'] };
+const nullableString = s.stringOrNull();
 
 // ---------------------------------------------------------------- capture
 

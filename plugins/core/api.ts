@@ -43,7 +43,7 @@ export const getStatus = defineOperation({
     {
       node_count: s.integer(),
       projects: s.array(s.string()),
-      head: { type: ['string', 'null'] },
+      head: s.stringOrNull(),
       uptime: s.integer(),
       metrics: s.object(),
       titles: s.array(answer({ id: s.string(), type: s.string(), project: {}, title: s.string() }, ['id', 'type', 'title'])),
@@ -59,14 +59,14 @@ export const getMe = defineOperation({
   input: object({}),
   output: answer(
     {
-      person: { type: ['string', 'null'] },
-      name: { type: ['string', 'null'] },
-      email: { type: ['string', 'null'] },
+      person: s.stringOrNull(),
+      name: s.stringOrNull(),
+      email: s.stringOrNull(),
       bound: s.boolean(),
       is_admin: s.boolean(),
       org: s.string(),
       agent: s.string(),
-      session: { type: ['string', 'null'] },
+      session: s.stringOrNull(),
     },
     ['person', 'name', 'email', 'bound', 'is_admin', 'org'],
   ),
@@ -118,8 +118,8 @@ const PutResult: JsonSchema = {
   properties: {
     index: s.integer(),
     status: s.enum(['created', 'updated', 'skipped', 'failed']),
-    id: { type: ['string', 'null'] },
-    revision: { type: ['string', 'null'] },
+    id: s.stringOrNull(),
+    revision: s.stringOrNull(),
     warnings: s.array(s.string()),
     error: answer({ code: s.string(), message: s.string(), details: s.object() }),
     http_status: s.integer(),

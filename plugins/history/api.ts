@@ -11,7 +11,7 @@ import * as ops from './operations.js';
 const Sha = (description: string): JsonSchema => s.string(description, { pattern: '^[0-9a-fA-F]{7,40}$' });
 /** A slug filter: a node id, or empty (no filter, as when the query key is given without a value). */
 const OptionalSlug = (description: string): JsonSchema => s.string(description, { pattern: '^([a-z0-9][a-z0-9-]*)?$', maxLength: 200 });
-const nullableString: JsonSchema = { type: ['string', 'null'] };
+const nullableString = s.stringOrNull();
 
 const historyEntryProps: Record<string, JsonSchema> = {
   sha: s.string(),

@@ -14,8 +14,8 @@ import * as ops from './operations.js';
 
 // ---------------------------------------------------------------- field schemas
 
-const nullable = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type as string, 'null'] });
-const str = (description?: string): JsonSchema => ({ type: ['string', 'null'], ...(description ? { description } : {}) });
+const nullable = s.nullable;
+const str = s.stringOrNull;
 
 /** A single-line text of at most `max` characters. */
 const line = (description: string, max = 200): JsonSchema => s.string(description, { maxLength: max, pattern: '^[^\\r\\n]*$' });
@@ -37,7 +37,7 @@ const SlugList = (what: string): JsonSchema =>
 
 // ---------------------------------------------------------------- answer schemas
 
-const nullStr = { type: ['string', 'null'] };
+const nullStr = s.stringOrNull();
 const OwnTokenEntry = answer({
   hash_prefix: s.string(),
   person: s.string(),

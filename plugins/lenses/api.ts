@@ -12,7 +12,7 @@ import { applyLensAction as applyLensActionRun } from './actions.js';
 import { ACTION_NAMES } from './definition.js';
 import * as ops from './operations.js';
 
-const nullableString: JsonSchema = { type: ['string', 'null'] };
+const nullableString = s.stringOrNull();
 
 /** Render params by name; the lens decides which names it takes and what values are allowed. */
 const Params: JsonSchema = {

@@ -6,7 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import type { TestServer } from '../../helpers/harness.js';
+import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
+import { seedGraph } from './seed.js';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
@@ -62,4 +63,27 @@ export async function axe(page: Page): Promise<AxeViolation[]> {
 
 export function serious(violations: AxeViolation[]): AxeViolation[] {
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+export interface SeededApp {
+  t: TestServer;
+  browser: Browser;
+  /** a second person, for the pages that show someone else's lease or share */
+  bob: { id: string; token: string };
+}
+
+/** Registers the suite's hooks: a real server with the seeded graph, Bob, and Chromium; closed after. */
+export function useSeededApp(): SeededApp {
+  const app = {} as SeededApp;
+  before(async () => {
+    app.t = await startTestServer();
+    await seedGraph(app.t);
+    app.bob = await addPerson(app.t, 'Bob Builder');
+    app.browser = await launch();
+  });
+  after(async () => {
+    await app.browser?.close();
+    await app.t?.close();
+  });
+  return app;
 }

@@ -6,10 +6,9 @@
  */
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
-import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
-import { axe, launch, serious, signIn, watch } from './browser.js';
+import type { TestServer } from '../../helpers/harness.js';
+import { axe, serious, signIn, useSeededApp, watch } from './browser.js';
 import { PAGES } from './pages-list.js';
-import { seedGraph } from './seed.js';
 
 
 describe('app: every page in Chromium (axe, CSP, layout, share tickets)', function () {
@@ -18,15 +17,9 @@ describe('app: every page in Chromium (axe, CSP, layout, share tickets)', functi
   let browser: Browser;
   let bob: { id: string; token: string };
 
-  before(async () => {
-    t = await startTestServer();
-    await seedGraph(t);
-    bob = await addPerson(t, 'Bob Builder');
-    browser = await launch();
-  });
-  after(async () => {
-    await browser?.close();
-    await t?.close();
+  const app = useSeededApp();
+  before(() => {
+    ({ t, browser, bob } = app);
   });
 
   async function visit(page: Page, path: string): Promise<void> {

@@ -6,9 +6,8 @@
  */
 import { expect } from 'chai';
 import type { Browser, BrowserContext } from 'playwright-core';
-import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
-import { launch, signIn, watch } from './browser.js';
-import { seedGraph } from './seed.js';
+import { addPerson, type TestServer } from '../../helpers/harness.js';
+import { signIn, useSeededApp, watch } from './browser.js';
 
 describe('app: the walk of a signed-in person (Chromium)', function () {
   this.timeout(120_000);
@@ -17,15 +16,9 @@ describe('app: the walk of a signed-in person (Chromium)', function () {
   let context: BrowserContext;
   let bob: { id: string; token: string };
 
-  before(async () => {
-    t = await startTestServer();
-    await seedGraph(t);
-    bob = await addPerson(t, 'Bob Builder');
-    browser = await launch();
-  });
-  after(async () => {
-    await browser?.close();
-    await t?.close();
+  const app = useSeededApp();
+  before(() => {
+    ({ t, browser, bob } = app);
   });
   beforeEach(async () => {
     context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
