@@ -96,6 +96,14 @@ export interface ServerConfig {
   jwtAudience: string | null;
   jwtJwksUrl: string | null;
   jwtJwks: string | null;
+  /** cluster mode: the PostgreSQL operational store and ownership (SVC_DATABASE_URL); null = embedded, one process */
+  databaseUrl: string | null;
+  /** cluster mode: ownership lease length in ms (SVC_CLUSTER_LEASE_MS, default 6000) */
+  clusterLeaseMs: number;
+  /** cluster mode: the URL other members forward to (SVC_CLUSTER_URL; default the listening URL) */
+  clusterUrl: string | null;
+  /** the off-site copy: push each tenant to this git remote after each checkpoint (SVC_BACKUP_REMOTE) */
+  backupRemote: string | null;
 }
 
 /** Reads SVC_* names, falling back to the legacy WORKGRAPH_* spellings. */
@@ -133,7 +141,18 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     jwtAudience: env(e, 'JWT_AUDIENCE') ?? null,
     jwtJwksUrl: env(e, 'JWT_JWKS_URL') ?? null,
     jwtJwks: env(e, 'JWT_JWKS') ?? null,
+    databaseUrl: env(e, 'DATABASE_URL') ?? null,
+    clusterLeaseMs: positiveInt(env(e, 'CLUSTER_LEASE_MS'), 'SVC_CLUSTER_LEASE_MS', 6000),
+    clusterUrl: env(e, 'CLUSTER_URL') ?? null,
+    backupRemote: env(e, 'BACKUP_REMOTE') ?? null,
   };
+}
+
+function positiveInt(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 300) throw new Error(`${name} must be an integer of at least 300 (ms), got '${value}'`);
+  return n;
 }
 
 function optionalPort(value: string | undefined, name: string): number | null {

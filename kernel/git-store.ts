@@ -152,6 +152,23 @@ export interface GitStoreOptions {
   packLimit?: number;
   /** told how long each journal fdatasync (one per group of commits) and each checkpoint took (metrics) */
   observe?: StoreObserver;
+  /**
+   * Cluster mode (docs/scale-out.md): the tenant's ownership fence. With it the journal is
+   * always on (fdatasynced only with `fsync`), a commit is acknowledged only after
+   * `acknowledge` recorded it as the tenant's head under this process's fencing token, and a
+   * checkpoint moves `refs/heads/main` only after `check` confirmed the token is still current.
+   * Either rejecting (another process took the tenant over) stops the store taking commits.
+   */
+  fence?: StoreFence;
+  /** told after each checkpoint that moved `refs/heads/main` (the off-site copy: kernel/backup-push.ts) */
+  onCheckpoint?: (head: string) => void;
+}
+
+export interface StoreFence {
+  /** record `commit` (durable in the journal) as the acknowledged head; rejects when the tenant is no longer ours */
+  acknowledge(commit: string): Promise<void>;
+  /** rejects when the tenant is no longer ours */
+  check(): Promise<void>;
 }
 
 /** Thrown by `commit` when `expectedParent` is not the current head. */
@@ -693,6 +710,10 @@ class GitStoreImpl implements GitStore {
   /** pack files in objects/pack (counted at open, then as checkpoints and repacks add and merge them) */
   private packs = 0;
   private repacking: Promise<void> | null = null;
+  /** cluster mode: the newest journal record known durable, and the newest whose acknowledgement reached the fence */
+  private ackTarget = { seq: 0, commit: '' };
+  private ackedSeq = 0;
+  private acking: Promise<void> | null = null;
   /** bounds how long an acknowledged commit stays invisible to git processes */
   private lagTimer: NodeJS.Timeout | null = null;
 
@@ -938,6 +959,8 @@ class GitStoreImpl implements GitStore {
         const objects = batch.flatMap((c) => c.objects);
         await (this.opts.writePack ?? writePack)(this.gitdir, objects, true);
         this.packs++;
+        // cluster mode: a process that lost the tenant never moves the shared ref
+        await this.opts.fence?.check();
         this.writeRef(batch[batch.length - 1]!.commit);
         await fsyncFile(`${this.gitdir}/${MAIN_REF}`, false);
         await fsyncDir(`${this.gitdir}/refs/heads`);
@@ -947,6 +970,7 @@ class GitStoreImpl implements GitStore {
       }
       this.unwrittenCommits = [];
       for (const { objects } of batch) for (const o of objects) if (this.unwritten.get(o.oid) === o) this.unwritten.delete(o.oid);
+      this.opts.onCheckpoint?.(batch[batch.length - 1]!.commit);
     }
     try {
       await this.journal.reset();
@@ -1093,8 +1117,9 @@ class GitStoreImpl implements GitStore {
       for (const o of all) this.unwritten.set(o.oid, o);
       this.unwrittenCommits.push({ commit: commitObj.oid, objects: all });
       this.swapHead(newTrees, rootOid, commitObj.oid);
+      const oid = commitObj.oid;
       const durable = journal.syncTo(seq).then(
-        () => undefined,
+        () => this.acknowledge(seq, oid),
         (err: unknown) => {
           // the head moved past a record whose durability is unknown: no more commits until reopened
           this.broken ??= err as Error;
@@ -1109,7 +1134,37 @@ class GitStoreImpl implements GitStore {
     for (const o of all) this.writeLoose(o);
     this.writeRef(commitObj.oid);
     this.swapHead(newTrees, rootOid, commitObj.oid);
+    this.opts.onCheckpoint?.(commitObj.oid);
     return { commit: commitObj.oid, blobs, durable: Promise.resolve() };
+  }
+
+  /**
+   * Cluster mode: record a durable commit as the tenant's acknowledged head through the fence
+   * before it is acknowledged. Coalesced like the fdatasyncs: one round trip covers every
+   * record that became durable before it started, and they run one at a time, so the head
+   * recorded never moves backwards.
+   */
+  private async acknowledge(seq: number, commit: string): Promise<void> {
+    const fence = this.opts.fence;
+    if (!fence) return;
+    if (seq > this.ackTarget.seq) this.ackTarget = { seq, commit };
+    while (this.ackedSeq < seq) {
+      if (!this.acking) {
+        const target = this.ackTarget;
+        this.acking = fence.acknowledge(target.commit).then(
+          () => {
+            this.ackedSeq = Math.max(this.ackedSeq, target.seq);
+            this.acking = null;
+          },
+          (err: unknown) => {
+            this.acking = null;
+            this.broken ??= err as Error;
+            throw err;
+          },
+        );
+      }
+      await this.acking;
+    }
   }
 
   /** Durable: swap the tree cache and head (the HEAD trees' entry maps are updated in place). */
@@ -1325,7 +1380,7 @@ async function readLooseRef(dir: string): Promise<string | null | 'invalid'> {
  * by someone else and is left alone. A torn or corrupt tail (bad length/crc) was never
  * acknowledged and is dropped.
  */
-async function recoverJournal(dir: string, readRef: () => Promise<string | null>): Promise<JournalWriter> {
+async function recoverJournal(dir: string, readRef: () => Promise<string | null>, doSync: boolean): Promise<JournalWriter> {
   const path = `${dir}/${JOURNAL_NAME}`;
   let image: Buffer | null = null;
   let existed = true;
@@ -1352,7 +1407,7 @@ async function recoverJournal(dir: string, readRef: () => Promise<string | null>
   if (chain.length) {
     // every object of the chain, whether or not a write-out got it to disk before the crash:
     // one durable pack (a duplicate of an object git already has is harmless)
-    await writePack(dir, chain.flatMap((r) => r.objects), true);
+    await writePack(dir, chain.flatMap((r) => r.objects), doSync);
 
     const last = chain[chain.length - 1]!.commit;
     const loose = await readLooseRef(dir);
@@ -1366,9 +1421,17 @@ async function recoverJournal(dir: string, readRef: () => Promise<string | null>
       await fsyncDir(`${dir}/refs/heads`);
     }
   }
+  // Replayed records start a fresh file (a new inode, renamed over the old one) rather than
+  // being cut out of the old one: a process still holding the old file open (in cluster mode,
+  // a paused former owner of the tenant) can then only write into the unlinked inode, never
+  // into the records of the process that replayed it.
+  if (existed && image && image.length > 0) {
+    await writeFileDurable(path, '');
+    image = null;
+  }
   const fh = await fsp.open(path, existed ? 'r+' : 'w+');
   try {
-    const journal = new JournalWriter(fh, image ? image.length : 0, true);
+    const journal = new JournalWriter(fh, image ? image.length : 0, doSync);
     if (journal.bytes > 0) await journal.truncate(0);
     if (!existed) await fsyncDir(dir);
     return journal;
@@ -1405,7 +1468,7 @@ export async function openGitStore(gitdir: string, opts: GitStoreOptions = {}): 
       return null;
     }
   };
-  const journal = doFsync ? await recoverJournal(dir, resolveHead) : null;
+  const journal = doFsync || opts.fence ? await recoverJournal(dir, resolveHead, doFsync) : null;
   try {
     const head = await resolveHead();
     const store = new GitStoreImpl(dir, fs, journal, opts, head, EMPTY_TREE_OID);

@@ -15,6 +15,8 @@ import type { KernelServices, PluginDef } from './plugin.js';
 import { PluginHost } from './plugin-host.js';
 import { KernelMetrics } from './metrics.js';
 import { ORG_PATTERN, TenantManager } from './tenants.js';
+import { openClusterRuntime, type ClusterRuntime } from './cluster/runtime.js';
+import { pgOperational } from './cluster/pg-state.js';
 
 export interface ServerOptions {
   config: ServerConfig;
@@ -45,6 +47,8 @@ export interface Kernel {
   services: KernelServices;
   sandbox: Sandbox;
   bootstrap: RunningServer['bootstrap'];
+  /** cluster mode (SVC_DATABASE_URL): the database, this member and the request router */
+  cluster: ClusterRuntime | null;
   close(): Promise<void>;
 }
 
@@ -154,7 +158,8 @@ export async function startKernel(opts: ServerOptions): Promise<Kernel> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger();
   const host = new PluginHost(opts.plugins);
-  const releaseLock = acquireDataDirLock(config.dataDir);
+  // cluster mode: many processes share the data directory; ownership leases keep them apart
+  const releaseLock = config.databaseUrl ? () => undefined : acquireDataDirLock(config.dataDir);
   try {
     return await openKernel(opts, clock, log, host, releaseLock);
   } catch (err) {
@@ -167,9 +172,23 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
   const { config } = opts;
   let tenants: TenantManager | null = null;
   const metrics = new KernelMetrics(() => tenants?.list().length ?? 0);
+  const runtime = config.databaseUrl ? await openClusterRuntime({ databaseUrl: config.databaseUrl, leaseMs: config.clusterLeaseMs, log, tenants: () => tenants! }) : null;
   const ownSandbox = opts.sandbox ? null : createSandbox();
   const sandbox = metrics.observeSandbox(opts.sandbox ?? ownSandbox!);
-  tenants = new TenantManager({ dataDir: config.dataDir, sandbox, pack: seedPack, plugins: host.plugins, clock, log, fsync: config.fsync, metrics });
+  tenants = new TenantManager({
+    dataDir: config.dataDir,
+    sandbox,
+    pack: seedPack,
+    plugins: host.plugins,
+    clock,
+    log,
+    fsync: config.fsync,
+    metrics,
+    backupRemote: config.backupRemote,
+    creation: runtime?.creation,
+    operational: runtime ? pgOperational(runtime.db, (org) => runtime.cluster.fenceOf(org)) : undefined,
+  });
+  runtime?.cluster.attach(tenants);
   const services: KernelServices = { clock, log, config, tenants, host, ticketAuthenticators: [], metrics, bearerAuthenticators: [], authChallenge: () => 'Bearer', registeredRoutes: [] };
   for (const p of host.plugins) await p.init?.(services);
   tenants!.onTenantChange = async (tenant, added) => {
@@ -177,8 +196,8 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
   };
 
   let bootstrap: Kernel['bootstrap'] = null;
-  if (!hasTenants(config.dataDir)) {
-    const created = await tenants.create({
+  const firstStart = async () => {
+    const created = await tenants!.create({
       org: config.orgSlug,
       adminName: config.adminName,
       adminEmail: config.adminEmail,
@@ -188,15 +207,25 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     bootstrap = { org: config.orgSlug, person: created.person, token: created.token };
     if (!config.bootstrapToken) writeFileSync(join(config.dataDir, 'admin-token'), created.token + '\n', { mode: 0o600 });
     log.info('first start: created tenant', { org: config.orgSlug, admin: created.person, token_file: config.bootstrapToken ? null : join(config.dataDir, 'admin-token') });
+  };
+  if (runtime) {
+    // the cluster's first start: exactly one of the processes starting together creates the tenant
+    await runtime.exclusively(async () => {
+      if (!(await runtime.hasTenants())) await firstStart();
+    });
+  } else {
+    if (!hasTenants(config.dataDir)) await firstStart();
+    await tenants.scan();
   }
-  await tenants.scan();
   return {
     services,
     sandbox,
     bootstrap,
+    cluster: runtime,
     async close() {
       try {
         for (const p of [...host.plugins].reverse()) await p.close?.();
+        await runtime?.close();
         await tenants!.closeAll();
         if (ownSandbox) await ownSandbox.close();
       } finally {
@@ -229,7 +258,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const kernel = await startKernel(opts);
   const { services } = kernel;
   const app = createApp(services);
-  const handler = app.callback();
+  let selfUrl = '';
+  const handler = kernel.cluster ? kernel.cluster.handler(app.callback(), () => selfUrl) : app.callback();
   let server: HttpServer;
   try {
     server = credentials ? createHttpsServer(credentials, handler) : createHttpServer(handler);
@@ -277,6 +307,17 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const shownHost = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `${scheme}://${shownHost}:${port}`;
   services.baseUrl = (config.publicUrl ?? url).replace(/\/+$/, '');
+  selfUrl = url;
+  if (kernel.cluster) {
+    try {
+      await kernel.cluster.join(config.clusterUrl ?? url);
+    } catch (err) {
+      server.close();
+      metricsServer?.close();
+      await kernel.close().catch(() => undefined);
+      throw err;
+    }
+  }
   // The bare `listening on URL` line is the CLI's, on stdout. The log line says it too, with the
   // URL followed by a space, so a reader matching `listening on (\S+)` in either finds the URL.
   services.log.info(`listening on ${url} (pid ${process.pid})`, { url });

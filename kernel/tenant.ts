@@ -11,8 +11,9 @@ import { TokenStore } from './auth.js';
 import { parseStoredNode, serializeNode, type Frontmatter } from './codec.js';
 import type { Clock, Logger } from './config.js';
 import { writeFileDurable } from './durable-fs.js';
+import { BackupPusher } from './backup-push.js';
 import { errors } from './errors.js';
-import { openGitStore, nodePath, type FileChange, type GitStore } from './git-store.js';
+import { openGitStore, nodePath, runGit, type FileChange, type GitStore, type StoreFence } from './git-store.js';
 import { GraphIndex, makeRecord, type CommitEvent, type IndexChange, type NodeRecord } from './graph-index.js';
 import { HookRunner } from './hooks.js';
 import { loadNodeFiles, saveNodeSnapshot, type LoadedFile } from './node-loader.js';
@@ -100,6 +101,10 @@ export interface TenantDeps {
   fsync: boolean;
   /** the kernel's metrics (absent in CLI tools that open tenants without a server) */
   metrics?: KernelMetrics;
+  /** the off-site copy: a git remote each tenant is pushed to after each checkpoint (SVC_BACKUP_REMOTE) */
+  backupRemote?: string | null;
+  /** cluster mode: the operational store of a tenant in PostgreSQL (default: files under the tenant directory) */
+  operational?: (org: string, dir: string) => Promise<{ state: StateStore; tokens: TokenStore }>;
 }
 
 const STAMP_KEYS = ['author', 'authored_via', 'authored_by_agent', 'session'] as const;
@@ -122,6 +127,50 @@ export function schemaLayerOf(record: NodeRecord): GraphSchemaLayer {
   return layer;
 }
 
+export interface OwnedTenant {
+  config: TenantConfig;
+  fence: StoreFence;
+  ackedHead: string | null;
+}
+
+/**
+ * Cluster mode: the repository's head is moved to the head acknowledged under the previous
+ * fence. A head ahead of it holds commits a former owner journaled (or even wrote out) but
+ * never acknowledged: their writers were answered 503 `not_owner`, so they are dropped (left
+ * unreachable). A head behind it (moved back by a former owner paused between its fence
+ * check and its rename) is moved forward. Returns true when the ref was moved: the store is
+ * then closed and must be reopened. A head unrelated to the acknowledged one would lose
+ * acknowledged writes: the tenant is not served.
+ */
+async function ensureAckedHead(store: GitStore, gitdir: string, acked: string, log: Logger): Promise<boolean> {
+  const head = store.head();
+  if (head === acked) return false;
+  const isAncestor = async (a: string, b: string) => {
+    try {
+      await runGit(gitdir, ['merge-base', '--is-ancestor', a, b]);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  // PostgreSQL's record is the authority: any head whose acknowledged commit is in the
+  // repository is moved there (an unrelated head is the tip a paused former owner wrote in
+  // the instant between its fence check and its rename, over a later owner's)
+  let present = true;
+  try {
+    await runGit(gitdir, ['cat-file', '-e', `${acked}^{commit}`]);
+  } catch {
+    present = false;
+  }
+  if (present) {
+    if (head && !(await isAncestor(acked, head)) && !(await isAncestor(head, acked))) log.warn('cluster: the ref pointed off the acknowledged history; moved back', { gitdir, ref: head, acked });
+    await store.close();
+    await writeFileDurable(join(gitdir, 'refs', 'heads', 'main'), `${acked}\n`);
+    return true;
+  }
+  throw new Error(`acknowledged head ${acked} is not in ${gitdir} (head ${head}): refusing to serve a history that lost acknowledged commits`);
+}
+
 export class Tenant {
   readonly index = new GraphIndex();
   registry!: Registry;
@@ -129,6 +178,8 @@ export class Tenant {
   readonly state: StateStore;
   readonly hooks: HookRunner;
   store!: GitStore;
+  /** the off-site copy, when SVC_BACKUP_REMOTE is set */
+  backup: BackupPusher | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private commitsSinceSnapshot = 0;
   private closed = false;
@@ -161,10 +212,19 @@ export class Tenant {
     await writeFileDurable(join(dir, 'tenant.json'), JSON.stringify(config, null, 2) + '\n');
   }
 
-  static async open(dir: string, deps: TenantDeps): Promise<Tenant> {
-    const config = Tenant.readConfig(dir);
+  /**
+   * Open a tenant directory. `owned` is cluster mode's (kernel/cluster/ownership.ts): the
+   * settings from the registry, the ownership fence the store acknowledges commits through,
+   * and the head last acknowledged under an earlier fence, which the repository must contain.
+   */
+  static async open(dir: string, deps: TenantDeps, owned?: OwnedTenant): Promise<Tenant> {
+    const config = owned?.config ?? Tenant.readConfig(dir);
     const tenant = new Tenant(config.org, dir, config, deps);
-    tenant.store = await openGitStore(join(dir, 'graph.git'), { fsync: deps.fsync, observe: deps.metrics?.storeObserver(config.org) });
+    const gitdir = join(dir, 'graph.git');
+    if (deps.backupRemote) tenant.backup = new BackupPusher(gitdir, deps.backupRemote, config.org, deps.log);
+    const storeOptions = { fsync: deps.fsync, observe: deps.metrics?.storeObserver(config.org), fence: owned?.fence, onCheckpoint: tenant.backup ? () => tenant.backup!.checkpointed() : undefined };
+    tenant.store = await openGitStore(gitdir, storeOptions);
+    if (owned?.ackedHead && (await ensureAckedHead(tenant.store, gitdir, owned.ackedHead, deps.log))) tenant.store = await openGitStore(gitdir, storeOptions);
     const snapshot = join(dir, 'state', 'index-snapshot.v8');
     const loaded = await loadNodeFiles(tenant.store, snapshot, (text) => parseStoredNode(text));
     tenant.index.load(

@@ -14,7 +14,8 @@ import { errors } from './errors.js';
 import type { PluginDef } from './plugin.js';
 import type { KernelMetrics } from './metrics.js';
 import type { EdgeTypeDef, NodeTypeDef, SchemaPack } from './registry.js';
-import { DEFAULT_LIMITS, Tenant, type TenantConfig, type TenantDeps, type WriteActor } from './tenant.js';
+import { DEFAULT_LIMITS, Tenant, type OwnedTenant, type TenantConfig, type TenantDeps, type WriteActor } from './tenant.js';
+import type { StoreFence } from './git-store.js';
 
 export const ORG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
 export const ROOT_ID = 'proj-root';
@@ -33,6 +34,12 @@ export interface TenantManagerOptions {
   log: Logger;
   fsync: boolean;
   metrics?: KernelMetrics;
+  /** cluster mode: tenants are reserved and registered in PostgreSQL, and opened only when owned */
+  creation?: TenantCreationHooks;
+  /** the off-site copy's git remote (SVC_BACKUP_REMOTE) */
+  backupRemote?: string | null;
+  /** cluster mode: the PostgreSQL operational store (passed on to every tenant) */
+  operational?: TenantDeps['operational'];
 }
 
 export interface NewTenant {
@@ -42,6 +49,16 @@ export interface NewTenant {
   plugins: string[];
   /** a given admin PAT (SVC_BOOTSTRAP_TOKEN) instead of a generated one */
   adminToken?: string | null;
+}
+
+/** Cluster mode's part in creating a tenant (kernel/cluster/ownership.ts). */
+export interface TenantCreationHooks {
+  /** own the new org before anything is written (its operational writes are fenced); fails when the org is taken */
+  reserve(org: string): Promise<StoreFence>;
+  /** add it to the registry once it is whole (the cluster's tenant.json) */
+  register(config: TenantConfig): Promise<void>;
+  /** creation failed or finished: let the org go (a finished tenant is claimed by its preferred member) */
+  release(org: string): Promise<void>;
 }
 
 export class TenantManager {
@@ -61,7 +78,7 @@ export class TenantManager {
       nativeTypes.push(...(p.schema?.nodeTypes ?? []));
       nativeEdges.push(...(p.schema?.edgeTypes ?? []));
     }
-    this.deps = { sandbox: options.sandbox, pack: options.pack, nativeTypes, nativeEdges, clock: options.clock, log: options.log, fsync: options.fsync, metrics: options.metrics };
+    this.deps = { sandbox: options.sandbox, pack: options.pack, nativeTypes, nativeEdges, clock: options.clock, log: options.log, fsync: options.fsync, metrics: options.metrics, operational: options.operational, backupRemote: options.backupRemote };
     mkdirSync(this.tenantsDir, { recursive: true });
   }
 
@@ -81,8 +98,57 @@ export class TenantManager {
     return [...this.tenants.values()];
   }
 
+  /** Cluster mode: open a tenant this process was given ownership of. */
+  async openOwned(org: string, owned: OwnedTenant): Promise<Tenant> {
+    await this.closeOne(org);
+    const tenant = await Tenant.open(join(this.tenantsDir, org), this.deps, owned);
+    this.tenants.set(org, tenant);
+    this.indexTokens(tenant);
+    await this.onTenantChange(tenant, tenant.config.plugins);
+    return tenant;
+  }
+
+  /** Cluster mode: stop serving a tenant here (writes drain, acknowledged commits are written out). */
+  async closeOne(org: string): Promise<void> {
+    const tenant = this.tenants.get(org);
+    if (!tenant) return;
+    this.tenants.delete(org);
+    for (const [hash, owner] of this.tokenOwners) if (owner === org) this.tokenOwners.delete(hash);
+    this.indexedTokenVersions.delete(org);
+    await tenant.close();
+  }
+
+  /** Cluster mode: settings changed in the registry. */
+  async applyConfig(org: string, config: TenantConfig): Promise<void> {
+    const tenant = this.tenants.get(org);
+    if (!tenant) return;
+    const before = new Set(tenant.config.plugins);
+    tenant.config = { ...config, limits: { ...DEFAULT_LIMITS, ...(config.limits ?? {}) } };
+    const added = tenant.config.plugins.filter((p) => !before.has(p));
+    await this.onTenantChange(tenant, added);
+    this.options.log.info('tenant plugins changed', { org, plugins: tenant.config.plugins });
+  }
+
+  /** Re-read an open tenant's tokens now (cluster mode: a token minted by another process). */
+  async reloadTokens(org: string): Promise<void> {
+    const tenant = this.tenants.get(org);
+    if (!tenant) return;
+    await tenant.tokens.refresh?.();
+    this.refreshTokens(tenant);
+  }
+
+  /** The org a token hash belongs to, among the tenants open here. */
+  orgOfTokenHash(hash: string): string | undefined {
+    return this.tokenOwners.get(hash);
+  }
+
   /** Opens every tenant on disk; later calls pick up new tenants and plugin changes. */
   async scan(): Promise<void> {
+    if (this.options.creation) {
+      // cluster mode: the cluster opens the tenants it owns; only token changes are followed here
+      for (const t of this.tenants.values()) this.refreshTokens(t);
+      return;
+    }
     let names: string[] = [];
     try {
       names = readdirSync(this.tenantsDir);
@@ -178,6 +244,18 @@ export class TenantManager {
     if (spec.adminToken && !(spec.adminToken.startsWith('svc_pat_') && isOpaqueToken(spec.adminToken))) {
       throw new Error('SVC_BOOTSTRAP_TOKEN must be a svc_pat_<opaque> token: svc_pat_ and 16-256 characters of [A-Za-z0-9_-] (`workgraph token generate` makes one)');
     }
+    const hooks = this.options.creation;
+    const fence = hooks ? await hooks.reserve(spec.org) : undefined;
+    try {
+      const created = await this.build(spec, dir, fence);
+      await hooks?.register(created.config);
+      return created;
+    } finally {
+      await hooks?.release(spec.org);
+    }
+  }
+
+  private async build(spec: NewTenant, dir: string, fence: StoreFence | undefined): Promise<{ tenant: Tenant; person: string; token: string; config: TenantConfig }> {
     // Built in a staging directory the scanner ignores, then renamed into place whole,
     // so a running server never opens a half-made tenant.
     const staging = join(this.tenantsDir, `.staging-${spec.org}-${process.pid}`);
@@ -186,7 +264,7 @@ export class TenantManager {
     const now = new Date(this.options.clock.now()).toISOString();
     const config: TenantConfig = { org: spec.org, plugins: [...new Set(['core', ...spec.plugins])], limits: { ...DEFAULT_LIMITS }, created: now };
     await Tenant.writeConfig(staging, config);
-    const tenant = await Tenant.open(staging, this.deps);
+    const tenant = await Tenant.open(staging, this.deps, fence ? { config, fence, ackedHead: null } : undefined);
     const personId = personIdForEmail(spec.adminEmail);
     const actor: WriteActor = { personId, name: spec.adminName, email: spec.adminEmail, agent: null, session: null };
     await tenant.write(actor, { op: 'bootstrap', via: 'rest', internal: true }, async (draft) => {
@@ -214,7 +292,7 @@ export class TenantManager {
     });
     await tenant.close();
     renameSync(staging, dir);
-    return { tenant, person: personId, token };
+    return { tenant, person: personId, token, config };
   }
 
   async closeAll(): Promise<void> {

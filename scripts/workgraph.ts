@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateToken, hashPrefix, newTokenRecord } from '../kernel/auth.js';
 import { configFromEnv, createLogger, systemClock } from '../kernel/config.js';
-import { Tenant } from '../kernel/tenant.js';
+import { Tenant, type TenantConfig } from '../kernel/tenant.js';
 import { ORG_PATTERN, TenantManager } from '../kernel/tenants.js';
 import { startKernel, startServer } from '../kernel/server.js';
 import { createSandbox } from '../sandbox/index.js';
@@ -23,6 +23,7 @@ commands:
   mcp                   speak MCP over stdio: locally on SVC_DATA_DIR, or as a proxy to
                         SVC_SERVER with SVC_TOKEN (SVC_ORG selects the tenant)
   tenant add|list|plugins   manage tenants
+  cluster status        cluster mode (SVC_DATABASE_URL): members and who owns which tenant
   token mint|generate   mint a PAT for a person, or print a fresh token for SVC_BOOTSTRAP_TOKEN
   import <source> <path>  import beads, Backlog.md or GitHub issues (docs/import.md)
   backup|restore <file>   a tenant with its history, tokens and leases, to a file and back
@@ -113,8 +114,16 @@ async function tenantCommand(args: string[]): Promise<void> {
     const email = values['admin-email'];
     if (!email) fail('tenant add needs --admin-email');
     const plugins = values.plugins ? values.plugins.split(',').map((s) => s.trim()).filter(Boolean) : known;
+    if (config.databaseUrl) {
+      const { clusterTenantAdd } = await import('./cluster-cli.js');
+      return out(await clusterTenantAdd({ org, adminEmail: email, adminName: values['admin-name'] ?? email.split('@')[0]!, plugins }));
+    }
     const created = await withManager((m) => m.create({ org, adminEmail: email, adminName: values['admin-name'] ?? email.split('@')[0]!, plugins }));
     return out({ org, person: created.person, token: created.token });
+  }
+  if (sub === 'list' && config.databaseUrl) {
+    const { clusterTenantList } = await import('./cluster-cli.js');
+    return out(await clusterTenantList());
   }
   if (sub === 'list') {
     // Read-only: no kernel, no sandbox, nothing created under SVC_DATA_DIR.
@@ -131,25 +140,33 @@ async function tenantCommand(args: string[]): Promise<void> {
     const org = positionals[0];
     if (!org) fail('tenant plugins needs an org');
     if (!ORG_PATTERN.test(org)) fail(`'${org}' is not an org slug (kebab-case)`);
-    const dir = join(config.dataDir, 'tenants', org);
-    if (!Tenant.exists(dir)) fail(`no tenant '${org}' under ${config.dataDir}`);
-    const tenantConfig = Tenant.readConfig(dir);
     // A server composed with more plugins than this CLI's list (a test kernel, a newer build)
     // records their names in the tenant.json files it writes; those names are known too.
     const accepted = [...new Set([...known, ...pluginNamesOnDisk(join(config.dataDir, 'tenants'))])];
-    const plugins = new Set(tenantConfig.plugins);
-    for (const name of values.enable ?? []) {
-      if (!accepted.includes(name)) fail(`unknown plugin '${name}'; known: ${accepted.join(', ')}`);
-      plugins.add(name);
+    const changed = Boolean(values.enable?.length || values.disable?.length);
+    const edit = (tenantConfig: TenantConfig): TenantConfig => {
+      const plugins = new Set(tenantConfig.plugins);
+      for (const name of values.enable ?? []) {
+        if (!accepted.includes(name)) fail(`unknown plugin '${name}'; known: ${accepted.join(', ')}`);
+        plugins.add(name);
+      }
+      for (const name of values.disable ?? []) {
+        if (name === 'core') fail("'core' is always on");
+        if (!accepted.includes(name)) fail(`unknown plugin '${name}'; known: ${accepted.join(', ')}`);
+        plugins.delete(name);
+      }
+      plugins.add('core');
+      return { ...tenantConfig, plugins: accepted.filter((n) => plugins.has(n)) };
+    };
+    if (config.databaseUrl) {
+      const { clusterTenantPlugins } = await import('./cluster-cli.js');
+      const next = await clusterTenantPlugins(org, (c) => (changed ? edit(c) : null));
+      return out({ org, plugins: next.plugins });
     }
-    for (const name of values.disable ?? []) {
-      if (name === 'core') fail("'core' is always on");
-      if (!accepted.includes(name)) fail(`unknown plugin '${name}'; known: ${accepted.join(', ')}`);
-      plugins.delete(name);
-    }
-    plugins.add('core');
-    tenantConfig.plugins = accepted.filter((n) => plugins.has(n));
-    if (values.enable?.length || values.disable?.length) await Tenant.writeConfig(dir, tenantConfig);
+    const dir = join(config.dataDir, 'tenants', org);
+    if (!Tenant.exists(dir)) fail(`no tenant '${org}' under ${config.dataDir}`);
+    const tenantConfig = edit(Tenant.readConfig(dir));
+    if (changed) await Tenant.writeConfig(dir, tenantConfig);
     return out({ org, plugins: tenantConfig.plugins });
   }
   fail(`unknown tenant command '${sub}'\n${HELP.tenant}`);
@@ -170,14 +187,18 @@ async function tokenCommand(args: string[]): Promise<void> {
   if (!person) fail('token mint needs --person');
   if (values.label && values.label.length > 200) fail('--label is at most 200 characters');
   if (!ORG_PATTERN.test(org)) fail(`'${org}' is not an org slug (kebab-case)`);
-  const dir = join(config.dataDir, 'tenants', org);
-  if (!Tenant.exists(dir)) fail(`no tenant '${org}'`);
   let expires: string;
   try {
     expires = parseExpiry(values.expires, { nowMs: Date.now(), defaultDays: 365, maxDays: 365 });
   } catch (err) {
     fail((err as Error).message);
   }
+  if (config.databaseUrl) {
+    const { clusterTokenMint } = await import('./cluster-cli.js');
+    return clusterTokenMint({ org, person, expires, label: values.label ?? null });
+  }
+  const dir = join(config.dataDir, 'tenants', org);
+  if (!Tenant.exists(dir)) fail(`no tenant '${org}'`);
   await withManager(async (m) => {
     await m.scan();
     const tenant = m.get(org);
@@ -256,6 +277,10 @@ async function main(): Promise<void> {
       return tenantCommand(args);
     case 'token':
       return tokenCommand(args);
+    case 'cluster': {
+      const { clusterCommand } = await import('./cluster-cli.js');
+      return clusterCommand(args);
+    }
     case 'import': {
       const { importCommand } = await import('./import/cli.js');
       return importCommand(args);

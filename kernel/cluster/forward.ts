@@ -1,0 +1,171 @@
+/**
+ * Cluster mode's front door: any process accepts any request. A request is routed by the
+ * tenant of its bearer token (looked up by hash: the open tenants' tokens, then
+ * `wg_tokens`); one for a tenant owned by another member is forwarded to it whole, the
+ * answer streamed back as it comes (MCP's Streamable HTTP SSE streams included), so REST and
+ * MCP clients never see the difference. Requests without a bearer token (public documents,
+ * health, OAuth endpoints, the app's pages) are served where they arrive.
+ *
+ * Why forward rather than redirect: clients (MCP SDKs, curl without -L, browsers posting
+ * JSON) do not follow a 307 reliably, bearer tokens must not be re-sent to an address the
+ * client did not choose, and members' addresses are internal. The cost is one extra local
+ * hop, measured in docs/performance.md.
+ *
+ * A member that refuses the connection (it died) is retried until its lease runs out and the
+ * tenant is taken over (by this process, when it claims it first). A request whose owner died
+ * after it was sent gets 503 `owner_unavailable` unless it is a GET (retried): the write may
+ * or may not have been applied, exactly as with a crash of a single server.
+ */
+import { request as httpRequest, Agent, type IncomingMessage, type ServerResponse } from 'node:http';
+import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
+import type pg from 'pg';
+import { hashTokenBytes, isOpaqueToken } from '../auth.js';
+import type { Logger } from '../config.js';
+import type { TenantManager } from '../tenants.js';
+import type { Cluster } from './ownership.js';
+
+export const HOP_HEADER = 'x-workgraph-hop';
+/** a request is forwarded at most this many times (ownership moving twice while it travels) */
+const MAX_HOPS = 2;
+const RETRYABLE_CONNECT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
+/** request headers that describe one connection, not the request */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
+
+export interface ForwardOptions {
+  cluster: Cluster;
+  tenants: TenantManager;
+  pool: pg.Pool;
+  log: Logger;
+  /** how long a request waits for a take-over or hand-off in progress (ms) */
+  waitMs: number;
+  /** this process's own listener (a request read for forwarding that ends up served here is sent to it) */
+  selfUrl: () => string;
+  /** called for requests served here */
+  local: (req: IncomingMessage, res: ServerResponse) => void;
+  /** cluster mode's token refresh: make sure a token minted elsewhere is known to the open tenant */
+  ensureToken?: (org: string, hash: string) => Promise<void>;
+}
+
+function bearerToken(req: IncomingMessage): string | null {
+  const header = req.headers.authorization;
+  if (!header) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m && isOpaqueToken(m[1]!) ? m[1]! : null;
+}
+
+function sendError(res: ServerResponse, status: number, code: string, message: string, retryAfter?: number): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = JSON.stringify({ error: { code, message, details: {} } });
+  const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) };
+  if (retryAfter) headers['retry-after'] = retryAfter;
+  res.writeHead(status, headers);
+  res.end(body);
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256 });
+  /** token hash -> org, for tokens of tenants open elsewhere (a hash never changes tenant) */
+  const orgCache = new Map<string, string>();
+
+  const orgOf = async (hash: string): Promise<string | null> => {
+    const local = opts.tenants.orgOfTokenHash(hash);
+    if (local) return local;
+    const cached = orgCache.get(hash);
+    if (cached) return cached;
+    const r = await opts.pool.query<{ org: string }>('SELECT org FROM wg_tokens WHERE hash = $1', [hash]);
+    const org = r.rows[0]?.org ?? null;
+    if (org) {
+      if (orgCache.size >= 50_000) orgCache.delete(orgCache.keys().next().value!);
+      orgCache.set(hash, org);
+    }
+    return org;
+  };
+
+  /** One attempt at the owner: resolves 'sent' once the answer is streaming back, or the failure. */
+  const forwardOnce = (req: IncomingMessage, res: ServerResponse, target: string, body: Buffer | null, hop: number): Promise<'sent' | { error: NodeJS.ErrnoException; connected: boolean }> =>
+    new Promise((resolve) => {
+      const url = new URL(req.url ?? '/', target);
+      const headers: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) headers[k] = v;
+      headers[HOP_HEADER] = String(hop + 1);
+      const forwardedFor = req.socket.remoteAddress ?? '';
+      headers['x-forwarded-for'] = req.headers['x-forwarded-for'] ? `${String(req.headers['x-forwarded-for'])}, ${forwardedFor}` : forwardedFor;
+      if (body) headers['content-length'] = String(body.length);
+      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+      let connected = false;
+      const upstream = send(url, { method: req.method, headers, agent: url.protocol === 'https:' ? httpsAgent : agent }, (answer) => {
+        const out: Record<string, string | string[]> = {};
+        for (const [k, v] of Object.entries(answer.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
+        res.writeHead(answer.statusCode ?? 502, out);
+        if (typeof (res as { flushHeaders?: () => void }).flushHeaders === 'function') res.flushHeaders();
+        answer.pipe(res);
+        answer.on('error', () => res.destroy());
+        resolve('sent');
+      });
+      upstream.on('socket', (socket) => {
+        if (!socket.connecting) connected = true;
+        else socket.once('connect', () => (connected = true));
+      });
+      upstream.on('error', (error: NodeJS.ErrnoException) => resolve({ error, connected }));
+      res.on('close', () => {
+        if (!res.writableFinished) upstream.destroy();
+      });
+      if (body) upstream.end(body);
+      else req.pipe(upstream);
+    });
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const token = bearerToken(req);
+    if (!token) return opts.local(req, res);
+    const { hash } = hashTokenBytes(token);
+    const org = await orgOf(hash);
+    if (!org) return opts.local(req, res); // an unknown token: the local 401
+    const hop = Number(req.headers[HOP_HEADER] ?? 0) || 0;
+    const idempotent = req.method === 'GET' || req.method === 'HEAD';
+    // Read only when the request goes elsewhere (so it can be re-sent if that member died);
+    // a request served here streams straight into the app. Once read, a request that ends
+    // up served here after all (this process took the tenant over) is sent to this
+    // process's own listener.
+    let body: Buffer | null = null;
+    const deadline = performance.now() + opts.waitMs;
+    let lastError = '';
+    for (;;) {
+      const route = await opts.cluster.route(org, Math.max(0, deadline - performance.now()));
+      if ((route.kind === 'local' || route.kind === 'unknown') && body === null) {
+        if (route.kind === 'local') await opts.ensureToken?.(org, hash);
+        return opts.local(req, res);
+      }
+      if (route.kind === 'unavailable') return sendError(res, 503, 'owner_unavailable', `${route.reason}${lastError ? ` (${lastError})` : ''}; retry shortly`, Math.ceil(opts.cluster.leaseMs / 1000));
+      const target = route.kind === 'remote' ? route.url : opts.selfUrl();
+      if (route.kind === 'remote' && hop >= MAX_HOPS) return sendError(res, 503, 'owner_unavailable', `tenant ${org} is moving between processes; retry shortly`, 1);
+      if (body === null && !idempotent) body = await readBody(req);
+      const outcome = await forwardOnce(req, res, target, body, hop);
+      if (outcome === 'sent') return;
+      const owner = route.kind === 'remote' ? route.owner : 'this process';
+      lastError = `${owner}: ${outcome.error.code ?? outcome.error.message}`;
+      const retry = RETRYABLE_CONNECT.has(outcome.error.code ?? '') || (idempotent && !res.headersSent) || (!outcome.connected && body !== null);
+      if (!retry || performance.now() >= deadline) {
+        return sendError(res, 503, 'owner_unavailable', `the process serving tenant ${org} failed while handling the request (${lastError}); a write may or may not have been applied`, 1);
+      }
+      opts.log.warn('forward failed; waiting for the tenant to be taken over', { org, owner, error: outcome.error.code ?? outcome.error.message });
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+
+  return (req, res) => {
+    handle(req, res).catch((err) => {
+      opts.log.error('cluster routing failed', { error: String(err) });
+      sendError(res, 503, 'owner_unavailable', 'the cluster could not route this request; retry shortly', 1);
+    });
+  };
+}

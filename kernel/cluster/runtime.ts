@@ -1,0 +1,97 @@
+/**
+ * Cluster mode's wiring (SVC_DATABASE_URL): the database (migrations run at open), the
+ * member (kernel/cluster/ownership.ts), the tenant manager's hooks (tenants reserved and
+ * registered in PostgreSQL, opened only when owned, their operational store in PostgreSQL),
+ * the first-start bootstrap under an advisory lock, and the request router.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../config.js';
+import type { TenantCreationHooks, TenantManager } from '../tenants.js';
+import type { TenantConfig } from '../tenant.js';
+import { openDatabase, type Database } from './db.js';
+import { clusterRequestHandler } from './forward.js';
+import { Cluster } from './ownership.js';
+
+export interface ClusterRuntime {
+  db: Database;
+  cluster: Cluster;
+  creation: TenantCreationHooks;
+  /** runs `fn` (the first-start check and creation) alone across the cluster */
+  exclusively<T>(fn: () => Promise<T>): Promise<T>;
+  hasTenants(): Promise<boolean>;
+  /** join the cluster once the listener is up (its URL is what other members forward to) */
+  join(url: string): Promise<void>;
+  handler(local: (req: IncomingMessage, res: ServerResponse) => void, selfUrl: () => string): (req: IncomingMessage, res: ServerResponse) => void;
+  close(): Promise<void>;
+}
+
+/** Bootstrap advisory lock key ('wgboot' as an integer). */
+const BOOTSTRAP_LOCK = 0x7767626f6f74;
+
+export async function openClusterRuntime(opts: { databaseUrl: string; leaseMs: number; log: Logger; tenants: () => TenantManager }): Promise<ClusterRuntime> {
+  const db = await openDatabase(opts.databaseUrl, opts.log);
+  const { pool } = db;
+  const cluster = new Cluster({ pool, log: opts.log, leaseMs: opts.leaseMs });
+  const creation = creationHooks(cluster, db);
+  let joined = false;
+  return {
+    db,
+    cluster,
+    creation,
+    async exclusively(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('SELECT pg_advisory_lock($1)', [BOOTSTRAP_LOCK]);
+        try {
+          return await fn();
+        } finally {
+          await client.query('SELECT pg_advisory_unlock($1)', [BOOTSTRAP_LOCK]);
+        }
+      } finally {
+        client.release();
+      }
+    },
+    async hasTenants() {
+      return ((await pool.query('SELECT 1 FROM wg_tenants LIMIT 1')).rowCount ?? 0) > 0;
+    },
+    async join(url) {
+      cluster.url = url;
+      await cluster.start();
+      joined = true;
+    },
+    handler(local, selfUrl) {
+      return clusterRequestHandler({
+        cluster,
+        tenants: opts.tenants(),
+        pool,
+        log: opts.log,
+        waitMs: 2 * opts.leaseMs + 5000,
+        local,
+        selfUrl,
+        ensureToken: async (org, hash) => {
+          const tenants = opts.tenants();
+          if (tenants.orgOfTokenHash(hash)) return;
+          await tenants.reloadTokens(org);
+        },
+      });
+    },
+    async close() {
+      try {
+        if (joined) await cluster.stop();
+      } finally {
+        await db.close();
+      }
+    },
+  };
+}
+
+/** Creating a tenant in cluster mode: own the org under a fence while it is built, register it, let it go. */
+export function creationHooks(cluster: Cluster, db: Database): TenantCreationHooks {
+  return {
+    reserve: (org) => cluster.reserve(org),
+    async register(config: TenantConfig) {
+      await db.pool.query('INSERT INTO wg_tenants (org, config) VALUES ($1, $2)', [config.org, JSON.stringify(config)]);
+    },
+    release: (org) => cluster.releaseReserved(org),
+  };
+}

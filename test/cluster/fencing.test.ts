@@ -1,0 +1,131 @@
+/**
+ * Issue 15, item 3: the fencing token makes a former owner's late writes fail instead of
+ * forking the history. Two members in one process on one data directory and one real
+ * PostgreSQL: A owns a tenant; its lease is taken (the fence moves on) while A still runs;
+ * A's next commit and operational write fail with 503 `not_owner`, A never moves the ref,
+ * and the member that takes the tenant over serves exactly the acknowledged history.
+ */
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger, systemClock } from '../../kernel/config.js';
+import { openDatabase, type Database } from '../../kernel/cluster/db.js';
+import { Cluster } from '../../kernel/cluster/ownership.js';
+import { pgOperational } from '../../kernel/cluster/pg-state.js';
+import { creationHooks } from '../../kernel/cluster/runtime.js';
+import { isSvcError } from '../../kernel/errors.js';
+import { TenantManager } from '../../kernel/tenants.js';
+import type { Tenant, WriteActor } from '../../kernel/tenant.js';
+import { createSandbox, type Sandbox } from '../../sandbox/index.js';
+import { seedPack } from '../../seed-pack/index.js';
+import { allPlugins } from '../../scripts/plugins.js';
+import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
+
+const quiet = createLogger(() => undefined, true);
+
+describe('cluster: fencing a former owner', function () {
+  this.timeout(60_000);
+  let db: Database;
+  let dataDir: string;
+  let sandbox: Sandbox;
+  const managers: TenantManager[] = [];
+
+  function member(): { cluster: Cluster; tenants: TenantManager } {
+    const cluster = new Cluster({ pool: db.pool, log: quiet, leaseMs: 60_000 });
+    const tenants = new TenantManager({
+      dataDir,
+      sandbox,
+      pack: seedPack,
+      plugins: allPlugins,
+      clock: systemClock,
+      log: quiet,
+      fsync: true,
+      creation: creationHooks(cluster, db),
+      operational: pgOperational(db, (org) => cluster.fenceOf(org)),
+    });
+    cluster.attach(tenants);
+    managers.push(tenants);
+    return { cluster, tenants };
+  }
+
+  async function ownerRow(org: string): Promise<{ owner: string; fence: number; head: string | null }> {
+    const r = await db.pool.query('SELECT owner, fence, head FROM wg_owners WHERE org = $1', [org]);
+    return { ...r.rows[0], fence: Number(r.rows[0].fence) };
+  }
+
+  const refOf = (org: string) => spawnSync('git', ['--git-dir', join(dataDir, 'tenants', org, 'graph.git'), 'rev-parse', 'refs/heads/main'], { encoding: 'utf8' }).stdout.trim();
+
+  function put(tenant: Tenant, person: string, id: string): Promise<unknown> {
+    const actor: WriteActor = { personId: person, name: 'Admin', email: 'admin@acme.test', agent: null, session: null };
+    return tenant.write(actor, { op: 'test_put', via: 'rest' }, async (draft) => {
+      draft.put({ frontmatter: { id, type: 'task', summary: `node ${id}` }, body: '' });
+    });
+  }
+
+  before(async () => {
+    const pg = await sharedPostgres();
+    db = await openDatabase(await freshSchemaUrl(pg.url), quiet);
+    dataDir = mkdtempSync(join(tmpdir(), 'wg-fence-'));
+    sandbox = createSandbox();
+  });
+
+  after(async () => {
+    for (const m of managers) await m.closeAll().catch(() => undefined);
+    await sandbox?.close();
+    await db?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('a late commit and a late operational write of a former owner fail; the next owner serves the acknowledged history', async () => {
+    const a = member();
+    const created = await a.tenants.create({ org: 'acme', adminName: 'Admin', adminEmail: 'admin@acme.test', plugins: allPlugins.map((p) => p.name) });
+    const registered = await ownerRow('acme');
+    expect(registered.head, 'the creation commit was acknowledged under the reservation fence').to.be.a('string');
+
+    const tenantA = (await a.cluster.claim('acme'))!;
+    expect(tenantA).to.not.equal(null);
+    await put(tenantA, created.person, 'task-before');
+    const acked = await ownerRow('acme');
+    expect(acked.head).to.equal(tenantA.head);
+
+    // another process takes the lease over while A still runs (A was paused, partitioned, slow)
+    await db.pool.query(`UPDATE wg_owners SET owner = 'intruder', fence = fence + 1, expires_at = now() + interval '1 minute' WHERE org = 'acme'`);
+
+    let commitError: unknown = null;
+    await put(tenantA, created.person, 'task-late').catch((err: unknown) => (commitError = err));
+    expect(isSvcError(commitError) && commitError.status === 503 && commitError.code === 'not_owner', String(commitError)).to.equal(true);
+    let stateError: unknown = null;
+    await tenantA.state
+      .collection<{ v: number }>('fence-test')
+      .set('k', { v: 1 })
+      .catch((err: unknown) => (stateError = err));
+    expect(isSvcError(stateError) && stateError.status === 503, String(stateError)).to.equal(true);
+    // A's write-out of the late commit does not move the shared ref
+    await tenantA.store.settled().catch(() => undefined);
+    expect(refOf('acme')).to.not.equal(tenantA.head);
+    expect((await ownerRow('acme')).head).to.equal(acked.head);
+
+    // the lease expires; B takes the tenant over from the shared repository
+    await db.pool.query(`UPDATE wg_owners SET expires_at = now() - interval '1 second' WHERE org = 'acme'`);
+    const b = member();
+    const tenantB = (await b.cluster.claim('acme'))!;
+    expect(tenantB).to.not.equal(null);
+    expect(tenantB.head, 'B serves the acknowledged head').to.equal(acked.head);
+    expect(tenantB.index.has('task-before')).to.equal(true);
+    expect(tenantB.index.has('task-late'), 'the unacknowledged late commit is not in the history').to.equal(false);
+    expect(tenantB.state.collection('fence-test').get('k')).to.equal(undefined);
+    await put(tenantB, created.person, 'task-after');
+    expect((await ownerRow('acme')).head).to.equal(tenantB.head);
+
+    // A still cannot write: its store stopped at the first refused acknowledgement
+    let again: unknown = null;
+    await put(tenantA, created.person, 'task-later').catch((err: unknown) => (again = err));
+    expect(again).to.not.equal(null);
+    await tenantB.store.settled();
+    expect(refOf('acme')).to.equal(tenantB.head);
+    const fsck = spawnSync('git', ['--git-dir', join(dataDir, 'tenants', 'acme', 'graph.git'), 'fsck', '--full', '--strict', '--no-dangling'], { encoding: 'utf8' });
+    expect(fsck.status, fsck.stdout + fsck.stderr).to.equal(0);
+  });
+});

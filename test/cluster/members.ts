@@ -1,0 +1,139 @@
+/**
+ * Cluster test helpers: real `workgraph serve` processes (the CLI shim and the server it
+ * re-executes, one process group each) sharing one data directory and one PostgreSQL schema.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { cleanEnv, groupAlive, killGroup, runCli, SHIM } from '../helpers/processes.js';
+
+export interface Member {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+  exited: boolean;
+}
+
+export interface ClusterEnv {
+  dataDir: string;
+  databaseUrl: string;
+  leaseMs: number;
+  bootstrapToken: string;
+}
+
+export function memberEnv(c: ClusterEnv, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    PORT: '0',
+    SVC_DATA_DIR: c.dataDir,
+    SVC_DATABASE_URL: c.databaseUrl,
+    SVC_CLUSTER_LEASE_MS: String(c.leaseMs),
+    SVC_BOOTSTRAP_TOKEN: c.bootstrapToken,
+    ...extra,
+  };
+}
+
+export const members = new Set<Member>();
+
+/** Starts one member (fsync on, as in production) and resolves once it listens. */
+export function startMember(c: ClusterEnv, extra: Record<string, string> = {}): Promise<Member> {
+  const child = spawn(process.execPath, [SHIM, 'serve'], { env: cleanEnv(memberEnv(c, extra)), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const member: Member = { child, url: '', output: () => out, exited: false };
+  members.add(member);
+  child.once('exit', () => (member.exited = true));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no listening line in 30 s: ${out}`)), 30_000);
+    child.stdout!.on('data', () => {
+      const m = /^listening on (http:\/\/\S+)$/m.exec(out);
+      if (m && !member.url) {
+        clearTimeout(timer);
+        member.url = m[1]!;
+        resolve(member);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`member exited ${code}: ${out}`));
+    });
+  });
+}
+
+export async function stopAll(): Promise<void> {
+  for (const m of members) {
+    if (groupAlive(m.child.pid!)) {
+      try {
+        process.kill(-m.child.pid!, 'SIGCONT');
+      } catch {
+        /* gone */
+      }
+      await killGroup(m.child, 'SIGKILL');
+    }
+  }
+  members.clear();
+}
+
+export interface StatusTenant {
+  org: string;
+  owner: string;
+  fence: number;
+  expired: boolean;
+  url: string | null;
+  head: string | null;
+  preferred: string | null;
+}
+
+export interface Status {
+  members: Array<{ id: string; url: string; pid: number; live: boolean }>;
+  tenants: StatusTenant[];
+}
+
+export async function clusterStatus(c: ClusterEnv): Promise<Status> {
+  const r = await runCli(['cluster', 'status'], memberEnv(c));
+  if (r.code !== 0) throw new Error(`cluster status failed: ${r.stderr}`);
+  return JSON.parse(r.stdout) as Status;
+}
+
+/** Polls `cluster status` until `ok` holds (or throws after `ms`). */
+export async function waitForStatus(c: ClusterEnv, ok: (s: Status) => boolean, ms = 30_000): Promise<Status> {
+  const deadline = Date.now() + ms;
+  let last: Status | null = null;
+  while (Date.now() < deadline) {
+    last = await clusterStatus(c);
+    if (ok(last)) return last;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  throw new Error(`cluster status never settled: ${JSON.stringify(last)}`);
+}
+
+/** The member serving `org` right now, by its URL. */
+export function ownerMember(status: Status, org: string): Member | undefined {
+  const t = status.tenants.find((x) => x.org === org);
+  if (!t || t.expired || !t.url) return undefined;
+  return [...members].find((m) => m.url === t.url && !m.exited);
+}
+
+export async function api(base: string, method: string, path: string, token: string, body?: unknown): Promise<{ status: number; body: any; text: string }> {
+  const res = await fetch(base + path, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: any;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, body: parsed, text };
+}
+
+export function fsck(gitDir: string): { status: number | null; output: string } {
+  const res = spawnSync('git', ['--git-dir', gitDir, 'fsck', '--full', '--strict', '--no-progress', '--no-dangling'], { encoding: 'utf8' });
+  return { status: res.status, output: `${res.stdout}${res.stderr}` };
+}
+
+export function git(gitDir: string, args: string[]): string {
+  const res = spawnSync('git', ['--git-dir', gitDir, ...args], { encoding: 'utf8' });
+  return res.stdout.trim();
+}
