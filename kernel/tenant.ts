@@ -7,7 +7,7 @@ import type { KernelMetrics } from './metrics.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Sandbox } from '../sandbox/index.js';
-import { TokenStore } from './auth.js';
+import { FileTokenStore, type TokenStore } from './auth.js';
 import { parseStoredNode, serializeNode, type Frontmatter } from './codec.js';
 import type { Clock, Logger } from './config.js';
 import { writeFileDurable } from './durable-fs.js';
@@ -17,7 +17,7 @@ import { GraphIndex, makeRecord, type CommitEvent, type IndexChange, type NodeRe
 import { HookRunner } from './hooks.js';
 import { loadNodeFiles, saveNodeSnapshot, type LoadedFile } from './node-loader.js';
 import { LIMITS, Registry, type EdgeTypeDef, type GraphSchemaLayer, type NodeTypeDef, type SchemaPack } from './registry.js';
-import { StateStore } from './state-store.js';
+import { FileStateStore, type StateStore } from './state-store.js';
 
 export interface TenantLimits {
   claim_ttl_ms: number;
@@ -100,6 +100,12 @@ export interface TenantDeps {
   fsync: boolean;
   /** the kernel's metrics (absent in CLI tools that open tenants without a server) */
   metrics?: KernelMetrics;
+  /**
+   * The tenant's operational stores, if not the files under its directory (auth/, state/):
+   * cluster mode passes `pgOperational(db, fenceOf)` (kernel/cluster/pg-state.ts). Awaited
+   * by `Tenant.open` before anything reads them.
+   */
+  operational?: (org: string, dir: string) => Promise<{ state: StateStore; tokens: TokenStore }>;
 }
 
 const STAMP_KEYS = ['author', 'authored_via', 'authored_by_agent', 'session'] as const;
@@ -125,8 +131,8 @@ export function schemaLayerOf(record: NodeRecord): GraphSchemaLayer {
 export class Tenant {
   readonly index = new GraphIndex();
   registry!: Registry;
-  readonly tokens: TokenStore;
-  readonly state: StateStore;
+  tokens: TokenStore;
+  state: StateStore;
   readonly hooks: HookRunner;
   store!: GitStore;
   private queue: Promise<unknown> = Promise.resolve();
@@ -139,8 +145,8 @@ export class Tenant {
     public config: TenantConfig,
     private readonly deps: TenantDeps,
   ) {
-    this.tokens = new TokenStore(join(dir, 'auth'));
-    this.state = new StateStore(join(dir, 'state'));
+    this.tokens = new FileTokenStore(join(dir, 'auth'));
+    this.state = new FileStateStore(join(dir, 'state'));
     this.hooks = new HookRunner(deps.sandbox, org, () => ({
       timeoutMs: this.config.limits.hook_timeout_ms,
       memoryMb: this.config.limits.hook_memory_mb,
@@ -164,6 +170,7 @@ export class Tenant {
   static async open(dir: string, deps: TenantDeps): Promise<Tenant> {
     const config = Tenant.readConfig(dir);
     const tenant = new Tenant(config.org, dir, config, deps);
+    if (deps.operational) ({ state: tenant.state, tokens: tenant.tokens } = await deps.operational(config.org, dir));
     tenant.store = await openGitStore(join(dir, 'graph.git'), { fsync: deps.fsync, observe: deps.metrics?.storeObserver(config.org) });
     const snapshot = join(dir, 'state', 'index-snapshot.v8');
     const loaded = await loadNodeFiles(tenant.store, snapshot, (text) => parseStoredNode(text));
@@ -286,7 +293,9 @@ export class Tenant {
   async close(): Promise<void> {
     await this.drain();
     this.closed = true;
-    this.tokens.flush();
+    await this.tokens.flush().catch((err: unknown) => this.deps.log.warn('token last_used flush failed', { org: this.org, error: String(err) }));
+    await this.tokens.close?.();
+    await this.state.close?.();
     await this.saveSnapshot().catch(() => undefined);
     await this.store.close();
   }
