@@ -3,7 +3,7 @@
  * `svc_ast_...` per-session agent tokens. Only SHA-256 hashes are stored (auth/tokens.json);
  * lookups compare hashes in constant time. The file is shared with the operator CLI,
  * so every mutation re-reads it under a lock, and a running server notices the CLI's
- * changes by mtime. `TokenStore` is the interface; cluster mode keeps tokens in PostgreSQL
+ * changes by the file's identity (inode, mtime, size: each write renames a new file in). `TokenStore` is the interface; cluster mode keeps tokens in PostgreSQL
  * (kernel/cluster/pg-tokens.ts).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
@@ -181,7 +181,8 @@ export function sameHash(record: TokenRecord, cache: WeakMap<TokenRecord, Buffer
 
 export class FileTokenStore implements TokenStore {
   private records = new Map<string, TokenRecord>();
-  private mtimeMs = -1;
+  /** inode:mtime:size of the file last read ('' before the first read, 'none' when absent) */
+  private stamp = '';
   private readonly file: string;
   private pendingLastUsed = new Map<string, string>();
   /** the stored hash of each record as bytes, for the constant-time compare */
@@ -199,17 +200,19 @@ export class FileTokenStore implements TokenStore {
 
   /** Re-read the file if another process changed it. Cheap: one stat. */
   reload(): boolean {
-    let mtime: number;
+    let stamp: string;
     try {
-      mtime = statSync(this.file).mtimeMs;
+      // the inode too: file mtimes are coarse (a few ms), two writes within one tick keep it
+      const st = statSync(this.file);
+      stamp = `${st.ino}:${st.mtimeMs}:${st.size}`;
     } catch {
-      mtime = 0;
+      stamp = 'none';
     }
-    if (mtime === this.mtimeMs) return false;
-    this.mtimeMs = mtime;
+    if (stamp === this.stamp) return false;
+    this.stamp = stamp;
     this.version++;
     this.records = new Map();
-    if (mtime === 0) return true;
+    if (stamp === 'none') return true;
     const list = JSON.parse(readFileSync(this.file, 'utf8')) as TokenRecord[];
     for (const r of list) this.records.set(r.hash, r);
     return true;
@@ -237,19 +240,33 @@ export class FileTokenStore implements TokenStore {
 
   private mutateSync<T>(fn: (records: Map<string, TokenRecord>) => T): T {
     return withLock(this.dir, () => {
-      this.mtimeMs = -1;
+      this.stamp = '';
       this.reload();
-      for (const [hash, at] of this.pendingLastUsed) {
-        const r = this.records.get(hash);
-        if (r) r.last_used = at;
+      this.applyLastUsed();
+      let result: T;
+      try {
+        result = fn(this.records);
+        writeDurableSync(this.file, JSON.stringify([...this.records.values()], null, 1));
+      } catch (err) {
+        // `fn` may have changed records in place before it threw: back to what the file holds
+        this.stamp = '';
+        this.reload();
+        this.applyLastUsed();
+        throw err;
       }
       this.pendingLastUsed.clear();
-      const result = fn(this.records);
-      writeDurableSync(this.file, JSON.stringify([...this.records.values()], null, 1));
-      this.mtimeMs = statSync(this.file).mtimeMs;
+      const st = statSync(this.file);
+      this.stamp = `${st.ino}:${st.mtimeMs}:${st.size}`;
       this.version++;
       return result;
     });
+  }
+
+  private applyLastUsed(): void {
+    for (const [hash, at] of this.pendingLastUsed) {
+      const r = this.records.get(hash);
+      if (r) r.last_used = at;
+    }
   }
 
   touch(hash: string, nowMs: number): void {
