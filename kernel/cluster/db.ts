@@ -94,6 +94,8 @@ export async function migrate(pool: pg.Pool, migrations: Migration[], log: Logge
 class PgDatabase implements Database {
   readonly id = Math.random().toString(36).slice(2, 12);
   private readonly handlers = new Map<string, Set<NotificationHandler>>();
+  /** per channel: resolves once its LISTEN is in effect */
+  private readonly listening = new Map<string, Promise<void>>();
   private client: pg.Client | null = null;
   private connecting: Promise<pg.Client> | null = null;
   private closed = false;
@@ -109,20 +111,26 @@ class PgDatabase implements Database {
   async listen(channel: string, handler: NotificationHandler): Promise<() => void> {
     if (this.closed) throw new Error('database closed');
     let set = this.handlers.get(channel);
-    const fresh = !set;
     if (!set) {
       set = new Set();
       this.handlers.set(channel, set);
     }
     set.add(handler);
-    const client = await this.listener();
-    if (fresh) await client.query(`LISTEN ${quoteIdent(channel)}`);
+    let listening = this.listening.get(channel);
+    if (!listening) {
+      // a (re)connection LISTENs on every channel with handlers itself; this covers a live connection
+      listening = this.listener().then(async (client) => void (await client.query(`LISTEN ${quoteIdent(channel)}`)));
+      this.listening.set(channel, listening);
+      listening.catch(() => this.listening.delete(channel));
+    }
+    await listening;
     return () => {
       const s = this.handlers.get(channel);
       if (!s) return;
       s.delete(handler);
       if (s.size === 0) {
         this.handlers.delete(channel);
+        this.listening.delete(channel);
         this.client?.query(`UNLISTEN ${quoteIdent(channel)}`).catch(() => undefined);
       }
     };

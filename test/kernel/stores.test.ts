@@ -12,6 +12,10 @@ import pg from 'pg';
 import { FileTokenStore, hashTokenBytes, newTokenRecord, generateToken, type TokenRecord, type TokenStore } from '../../kernel/auth.js';
 import { isSvcError } from '../../kernel/errors.js';
 import { FileStateStore, type StateStore } from '../../kernel/state-store.js';
+import { systemClock } from '../../kernel/config.js';
+import { DEFAULT_LIMITS, Tenant } from '../../kernel/tenant.js';
+import type { Sandbox } from '../../sandbox/index.js';
+import { seedPack } from '../../seed-pack/index.js';
 import { migrate, openDatabase, type Database } from '../../kernel/cluster/db.js';
 import { MIGRATIONS } from '../../kernel/cluster/migrations.js';
 import { pgGlobalStore, pgOperational, PgStateStore } from '../../kernel/cluster/pg-state.js';
@@ -462,6 +466,31 @@ describe('operational stores: postgres only', () => {
       await b.close();
     } finally {
       await other.close();
+    }
+  });
+
+  it('Tenant.open takes its stores from deps.operational (pgOperational) and closes them', async () => {
+    const org = await owned();
+    const dir = mkdtempSync(join(tmpdir(), 'wg-tenant-'));
+    try {
+      const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+      const deps = { sandbox: {} as Sandbox, pack: seedPack, nativeTypes: [], nativeEdges: [], clock: systemClock, log: quiet, fsync: false, operational: pgOperational(db, () => 1) };
+      await Tenant.writeConfig(dir, { org, plugins: [], limits: { ...DEFAULT_LIMITS }, created: new Date().toISOString() });
+      const tenant = await Tenant.open(dir, deps);
+      expect(tenant.state).to.be.instanceOf(PgStateStore);
+      expect(tenant.tokens).to.be.instanceOf(PgTokenStore);
+      expect(tenant.tokens.dir).to.equal(join(dir, 'auth'));
+      const rec = record(generateToken('pat'));
+      await tenant.tokens.mutate((records) => void records.set(rec.hash, rec));
+      await tenant.state.collection('leases').set('task-1', { by: 'me' });
+      tenant.tokens.touch(rec.hash, Date.parse('2026-03-04T05:06:07.000Z'));
+      await tenant.close(); // flushes last_used
+      const again = await Tenant.open(dir, deps);
+      expect(again.tokens.find(rec.hash)?.last_used).to.equal('2026-03-04T05:06:07.000Z');
+      expect(again.state.collection('leases').get('task-1')).to.deep.equal({ by: 'me' });
+      await again.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
