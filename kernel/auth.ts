@@ -164,6 +164,11 @@ export interface TokenStore {
   /** last_used is advisory: kept in memory and written with the next mutation or flush. */
   touch(hash: string, nowMs: number): void;
   flush(): Promise<void>;
+  /**
+   * Re-reads the records now, for a caller that can wait for a change another process made a
+   * moment ago (PostgreSQL: before its notification arrived). Absent: `reload()` is exact.
+   */
+  refresh?(): Promise<void>;
   /** Releases what the store holds open (listeners); the file store holds nothing. */
   close?(): Promise<void>;
 }
