@@ -169,8 +169,18 @@ export interface TokenStore {
    * moment ago (PostgreSQL: before its notification arrived). Absent: `reload()` is exact.
    */
   refresh?(): Promise<void>;
+  /**
+   * auth/tokens.json as the file store would hold it, for a store that does not keep that file
+   * (the admin export writes it). Absent: the file is the store.
+   */
+  exportFile?(): Buffer;
   /** Releases what the store holds open (listeners); the file store holds nothing. */
   close?(): Promise<void>;
+}
+
+/** The tokens.json image of a set of records (the file store's format). */
+export function tokensFileImage(records: Iterable<TokenRecord>): string {
+  return JSON.stringify([...records], null, 1);
 }
 
 /** Constant-time comparison of a record's hash with a presented hash (shared by the implementations). */
@@ -251,7 +261,7 @@ export class FileTokenStore implements TokenStore {
       let result: T;
       try {
         result = fn(this.records);
-        writeDurableSync(this.file, JSON.stringify([...this.records.values()], null, 1));
+        writeDurableSync(this.file, tokensFileImage(this.records.values()));
       } catch (err) {
         // `fn` may have changed records in place before it threw: back to what the file holds
         this.stamp = '';

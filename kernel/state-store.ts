@@ -35,6 +35,12 @@ export interface Collection<T> {
 
 export interface StateStore {
   collection<T>(name: string): Collection<T>;
+  /**
+   * Every collection (name -> key -> value), for a store whose data is not the files under the
+   * tenant's state/ directory: the admin export writes them as state/<name>.json. Absent: the
+   * files are the store.
+   */
+  dump?(): Promise<Record<string, Record<string, unknown>>>;
   /** Releases what the store holds open (listeners); the file store holds nothing. */
   close?(): Promise<void>;
 }

@@ -131,8 +131,8 @@ export function schemaLayerOf(record: NodeRecord): GraphSchemaLayer {
 export class Tenant {
   readonly index = new GraphIndex();
   registry!: Registry;
-  tokens: TokenStore;
-  state: StateStore;
+  readonly tokens: TokenStore;
+  readonly state: StateStore;
   readonly hooks: HookRunner;
   store!: GitStore;
   private queue: Promise<unknown> = Promise.resolve();
@@ -144,9 +144,10 @@ export class Tenant {
     readonly dir: string,
     public config: TenantConfig,
     private readonly deps: TenantDeps,
+    stores?: { state: StateStore; tokens: TokenStore },
   ) {
-    this.tokens = new FileTokenStore(join(dir, 'auth'));
-    this.state = new FileStateStore(join(dir, 'state'));
+    this.tokens = stores?.tokens ?? new FileTokenStore(join(dir, 'auth'));
+    this.state = stores?.state ?? new FileStateStore(join(dir, 'state'));
     this.hooks = new HookRunner(deps.sandbox, org, () => ({
       timeoutMs: this.config.limits.hook_timeout_ms,
       memoryMb: this.config.limits.hook_memory_mb,
@@ -169,8 +170,8 @@ export class Tenant {
 
   static async open(dir: string, deps: TenantDeps): Promise<Tenant> {
     const config = Tenant.readConfig(dir);
-    const tenant = new Tenant(config.org, dir, config, deps);
-    if (deps.operational) ({ state: tenant.state, tokens: tenant.tokens } = await deps.operational(config.org, dir));
+    const stores = deps.operational ? await deps.operational(config.org, dir) : undefined;
+    const tenant = new Tenant(config.org, dir, config, deps, stores);
     tenant.store = await openGitStore(join(dir, 'graph.git'), { fsync: deps.fsync, observe: deps.metrics?.storeObserver(config.org) });
     const snapshot = join(dir, 'state', 'index-snapshot.v8');
     const loaded = await loadNodeFiles(tenant.store, snapshot, (text) => parseStoredNode(text));

@@ -17,6 +17,7 @@
  * on a local miss.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TokenStore } from '../auth.js';
 import type { Collection, StateStore } from '../state-store.js';
@@ -162,6 +163,18 @@ SELECT (SELECT count(*) FROM ok)::int AS ok, CASE WHEN $5::text IS NOT NULL AND 
     }
     if (n.o !== this.org || n.f === this.id) return;
     this.collections.get(n.c)?.refresh(n.k ?? null);
+  }
+
+  /** Every collection of the tenant as stored (after the writes queued so far), for the admin export. */
+  async dump(): Promise<Record<string, Record<string, unknown>>> {
+    await Promise.all([...this.collections.values()].map((c) => c.idle()));
+    const { rows } = await this.db.pool.query<{ collection: string; key: string; value: unknown }>(
+      'SELECT collection, key, value FROM wg_state WHERE org = $1 AND starts_with(collection, $2) ORDER BY collection, key',
+      [this.org, this.prefix],
+    );
+    const out: Record<string, Record<string, unknown>> = {};
+    for (const r of rows) (out[r.collection.slice(this.prefix.length)] ??= {})[r.key] = r.value;
+    return out;
   }
 
   async close(): Promise<void> {
@@ -369,6 +382,9 @@ export function pgGlobalStore(db: Database, name: string): PgStateStore {
  */
 export function pgOperational(db: Database, fenceOf: FenceOf): (org: string, dir: string) => Promise<{ state: StateStore; tokens: TokenStore }> {
   return async (org, dir) => {
+    // auth/ stays a directory of the tenant on the shared data directory (file keys: the lens ticket secret)
+    mkdirSync(join(dir, 'auth'), { recursive: true, mode: 0o700 });
+    mkdirSync(join(dir, 'state'), { recursive: true });
     const state = new PgStateStore(db, org, fenceOf);
     const tokens = new PgTokenStore(db, org, fenceOf, join(dir, 'auth'));
     await Promise.all([state.load(), tokens.load()]);

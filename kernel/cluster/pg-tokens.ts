@@ -14,7 +14,7 @@
  * Operator tools write unfenced (`fenceOf` returns undefined).
  */
 import { notOwner, type FenceOf } from './fence.js';
-import { sameHash, type TokenRecord, type TokenStore } from '../auth.js';
+import { sameHash, tokensFileImage, type TokenRecord, type TokenStore } from '../auth.js';
 import { errors } from '../errors.js';
 import type { Database } from './db.js';
 
@@ -88,6 +88,10 @@ export class PgTokenStore implements TokenStore {
 
   async flush(): Promise<void> {
     if (this.pendingLastUsed.size > 0) await this.mutate(() => undefined);
+  }
+
+  exportFile(): Buffer {
+    return Buffer.from(tokensFileImage([...this.records.values()].sort((a, b) => (a.hash < b.hash ? -1 : 1))));
   }
 
   async close(): Promise<void> {

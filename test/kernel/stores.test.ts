@@ -20,6 +20,7 @@ import { migrate, openDatabase, type Database } from '../../kernel/cluster/db.js
 import { MIGRATIONS } from '../../kernel/cluster/migrations.js';
 import { pgGlobalStore, pgOperational, PgStateStore } from '../../kernel/cluster/pg-state.js';
 import { orgOfToken, PgTokenStore } from '../../kernel/cluster/pg-tokens.js';
+import { importTenantFiles } from '../../kernel/cluster/pg-import.js';
 import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
 
 interface Backend {
@@ -489,6 +490,45 @@ describe('operational stores: postgres only', () => {
       expect(again.tokens.find(rec.hash)?.last_used).to.equal('2026-03-04T05:06:07.000Z');
       expect(again.state.collection('leases').get('task-1')).to.deep.equal({ by: 'me' });
       await again.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('importTenantFiles copies the file stores in; the PostgreSQL stores give the export the same files back', async () => {
+    const org = await owned();
+    const dir = mkdtempSync(join(tmpdir(), 'wg-import-'));
+    try {
+      const fileTokens = new FileTokenStore(join(dir, 'auth'));
+      const a = record(generateToken('pat'), 'person-a');
+      const b = record(generateToken('pat'), 'person-b');
+      await fileTokens.mutate((records) => {
+        records.set(a.hash, a);
+        records.set(b.hash, b);
+      });
+      const fileState = new FileStateStore(join(dir, 'state'));
+      await fileState.collection('leases').batch([
+        { key: 'task-1', value: { by: 'person-a', expires_ms: 5 } },
+        { key: 'task-2', value: { by: 'person-b', expires_ms: 6 } },
+      ]);
+      await fileState.collection('queue-mutes').set('person-a', { muted: ['x'] });
+      expect(await importTenantFiles(db, org, dir)).to.deep.equal({ tokens: 2, rows: 3 });
+      const { state, tokens } = await pgOperational(db, () => 1)(org, dir);
+      opened.push(state, tokens);
+      expect(tokens.find(a.hash)?.person).to.equal('person-a');
+      expect(state.collection('leases').get('task-2')).to.deep.equal({ by: 'person-b', expires_ms: 6 });
+      // the export's images, in the file stores' formats
+      const image = JSON.parse(tokens.exportFile!().toString()) as TokenRecord[];
+      expect(image.map((r) => r.hash).sort()).to.deep.equal([a.hash, b.hash].sort());
+      expect(await state.dump!()).to.deep.equal({
+        leases: { 'task-1': { by: 'person-a', expires_ms: 5 }, 'task-2': { by: 'person-b', expires_ms: 6 } },
+        'queue-mutes': { 'person-a': { muted: ['x'] } },
+      });
+      // a restore replaces
+      await fileTokens.mutate((records) => void records.delete(b.hash));
+      await importTenantFiles(db, org, dir, { replace: true });
+      await until(() => tokens.find(b.hash) === undefined, 'the re-read after the import');
+      expect(tokens.hashes()).to.deep.equal([a.hash]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
