@@ -172,6 +172,20 @@ export class Tenant {
     const config = Tenant.readConfig(dir);
     const stores = deps.operational ? await deps.operational(config.org, dir) : undefined;
     const tenant = new Tenant(config.org, dir, config, deps, stores);
+    try {
+      await tenant.load();
+    } catch (err) {
+      // the operational stores may hold listeners: released when the tenant does not open
+      await stores?.tokens.close?.().catch(() => undefined);
+      await stores?.state.close?.().catch(() => undefined);
+      throw err;
+    }
+    return tenant;
+  }
+
+  private async load(): Promise<void> {
+    const { dir, deps, config } = this;
+    const tenant = this;
     tenant.store = await openGitStore(join(dir, 'graph.git'), { fsync: deps.fsync, observe: deps.metrics?.storeObserver(config.org) });
     const snapshot = join(dir, 'state', 'index-snapshot.v8');
     const loaded = await loadNodeFiles(tenant.store, snapshot, (text) => parseStoredNode(text));
@@ -187,7 +201,6 @@ export class Tenant {
       if (event.changes.some((c) => c.before?.type === 'schema' || c.after?.type === 'schema')) tenant.rebuildRegistry();
     });
     if (loaded.head && loaded.source !== 'snapshot') await tenant.saveSnapshot();
-    return tenant;
   }
 
   rebuildRegistry(): void {

@@ -121,7 +121,12 @@ class PgDatabase implements Database {
       // a (re)connection LISTENs on every channel with handlers itself; this covers a live connection
       listening = this.listener().then(async (client) => void (await client.query(`LISTEN ${quoteIdent(channel)}`)));
       this.listening.set(channel, listening);
-      listening.catch(() => this.listening.delete(channel));
+      listening.catch((err: Error) => {
+        // the handler stays subscribed: the reconnection LISTENs and tells it to re-read
+        this.listening.delete(channel);
+        this.log.warn('postgres: LISTEN failed; retrying', { channel, error: err.message });
+        this.scheduleReconnect();
+      });
     }
     await listening;
     return () => {

@@ -72,9 +72,14 @@ export class PgStateStore implements StateStore {
     }
   }
 
+  /** Resolves once a shared store LISTENs (a read after it misses no change: later ones are notified). */
+  async listening(): Promise<void> {
+    await this.unlisten?.catch(() => undefined);
+  }
+
   /** Reads every row of the tenant (of this prefix) into memory. */
   async load(): Promise<void> {
-    await this.unlisten;
+    await this.listening();
     const { rows } = await this.db.pool.query<{ collection: string; key: string; value: unknown }>(
       'SELECT collection, key, value FROM wg_state WHERE org = $1 AND starts_with(collection, $2)',
       [this.org, this.prefix],
@@ -338,6 +343,7 @@ class PgCollection<T> implements Collection<T> {
   /** The first read of a lazily loaded collection (a shared one, or asked for before `load()`). */
   startLoad(): void {
     this.ready = this.enqueue(async () => {
+      await this.store.listening();
       const rows = await this.store.read(this.name, null);
       this.applyRows(rows, null);
     }).catch(() => {
