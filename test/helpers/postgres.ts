@@ -72,7 +72,7 @@ function run(cmd: string, args: string[], user: { uid: number; gid: number } | n
 }
 
 const running = new Set<{ child: ChildProcess; dir: string }>();
-process.on('exit', () => {
+function killAll(): void {
   for (const r of running) {
     try {
       r.child.kill('SIGKILL');
@@ -81,7 +81,16 @@ process.on('exit', () => {
     }
     rmSync(r.dir, { recursive: true, force: true });
   }
-});
+  running.clear();
+}
+process.on('exit', killAll);
+// Interrupted (Ctrl-C, a CI timeout): clean up, then die of the same signal as before.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    killAll();
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  });
+}
 
 /** Starts a throwaway PostgreSQL; `stop()` shuts it down and removes its directory. */
 export async function startPostgres(): Promise<TestPostgres> {
