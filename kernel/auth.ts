@@ -3,7 +3,8 @@
  * `svc_ast_...` per-session agent tokens. Only SHA-256 hashes are stored (auth/tokens.json);
  * lookups compare hashes in constant time. The file is shared with the operator CLI,
  * so every mutation re-reads it under a lock, and a running server notices the CLI's
- * changes by mtime.
+ * changes by the file's identity (inode, mtime, size: each write renames a new file in). `TokenStore` is the interface; cluster mode keeps tokens in PostgreSQL
+ * (kernel/cluster/pg-tokens.ts).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmdirSync, statSync, writeSync, mkdirSync as mkdirLock } from 'node:fs';
@@ -137,9 +138,66 @@ function withLock<T>(dir: string, fn: () => T): T {
   }
 }
 
-export class TokenStore {
+/**
+ * The token records of one tenant. Reads are synchronous (memory); `mutate` is a
+ * read-modify-write of the whole set that resolves once the change is durable. Two
+ * implementations: `FileTokenStore` (auth/tokens.json, below) and the PostgreSQL one of
+ * cluster mode (kernel/cluster/pg-tokens.ts).
+ */
+export interface TokenStore {
+  /** the tenant's auth/ directory (also holds file keys such as the lens ticket secret) */
+  readonly dir: string;
+  /** bumped whenever the set of records may have changed (reload or mutation) */
+  readonly version: number;
+  /** Takes in changes another process made (cheap and synchronous); true if the records changed. */
+  reload(): boolean;
+  all(): TokenRecord[];
+  hashes(): string[];
+  /** Constant-time comparison of the stored hash against the presented one (`digest`: its bytes, when the caller has them). */
+  find(hash: string, digest?: Buffer): TokenRecord | undefined;
+  /**
+   * Read-modify-write: `fn` gets the current records (freshly read, with the pending
+   * `last_used` times applied) and changes them in place; resolves with its result once the
+   * change is durable. Rejects (nothing changed) if `fn` throws or the write fails.
+   */
+  mutate<T>(fn: (records: Map<string, TokenRecord>) => T): Promise<T>;
+  /** last_used is advisory: kept in memory and written with the next mutation or flush. */
+  touch(hash: string, nowMs: number): void;
+  flush(): Promise<void>;
+  /**
+   * Re-reads the records now, for a caller that can wait for a change another process made a
+   * moment ago (PostgreSQL: before its notification arrived). Absent: `reload()` is exact.
+   */
+  refresh?(): Promise<void>;
+  /**
+   * auth/tokens.json as the file store would hold it, for a store that does not keep that file
+   * (the admin export writes it). Absent: the file is the store.
+   */
+  exportFile?(): Buffer;
+  /** Releases what the store holds open (listeners); the file store holds nothing. */
+  close?(): Promise<void>;
+}
+
+/** The tokens.json image of a set of records (the file store's format). */
+export function tokensFileImage(records: Iterable<TokenRecord>): string {
+  return JSON.stringify([...records], null, 1);
+}
+
+/** Constant-time comparison of a record's hash with a presented hash (shared by the implementations). */
+export function sameHash(record: TokenRecord, cache: WeakMap<TokenRecord, Buffer>, hash: string, digest?: Buffer): boolean {
+  let a = cache.get(record);
+  if (!a) {
+    a = Buffer.from(record.hash, 'hex');
+    cache.set(record, a);
+  }
+  const b = digest ?? Buffer.from(hash, 'hex');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export class FileTokenStore implements TokenStore {
   private records = new Map<string, TokenRecord>();
-  private mtimeMs = -1;
+  /** inode:mtime:size of the file last read ('' before the first read, 'none' when absent) */
+  private stamp = '';
   private readonly file: string;
   private pendingLastUsed = new Map<string, string>();
   /** the stored hash of each record as bytes, for the constant-time compare */
@@ -157,17 +215,19 @@ export class TokenStore {
 
   /** Re-read the file if another process changed it. Cheap: one stat. */
   reload(): boolean {
-    let mtime: number;
+    let stamp: string;
     try {
-      mtime = statSync(this.file).mtimeMs;
+      // the inode too: file mtimes are coarse (a few ms), two writes within one tick keep it
+      const st = statSync(this.file);
+      stamp = `${st.ino}:${st.mtimeMs}:${st.size}`;
     } catch {
-      mtime = 0;
+      stamp = 'none';
     }
-    if (mtime === this.mtimeMs) return false;
-    this.mtimeMs = mtime;
+    if (stamp === this.stamp) return false;
+    this.stamp = stamp;
     this.version++;
     this.records = new Map();
-    if (mtime === 0) return true;
+    if (stamp === 'none') return true;
     const list = JSON.parse(readFileSync(this.file, 'utf8')) as TokenRecord[];
     for (const r of list) this.records.set(r.hash, r);
     return true;
@@ -185,34 +245,45 @@ export class TokenStore {
   find(hash: string, digest?: Buffer): TokenRecord | undefined {
     const record = this.records.get(hash);
     if (!record) return undefined;
-    let a = this.hashBytes.get(record);
-    if (!a) {
-      a = Buffer.from(record.hash, 'hex');
-      this.hashBytes.set(record, a);
-    }
-    const b = digest ?? Buffer.from(hash, 'hex');
-    return a.length === b.length && timingSafeEqual(a, b) ? record : undefined;
+    return sameHash(record, this.hashBytes, hash, digest) ? record : undefined;
   }
 
-  /** Read-modify-write under the cross-process lock. */
-  mutate<T>(fn: (records: Map<string, TokenRecord>) => T): T {
+  /** Read-modify-write under the cross-process lock (done synchronously; the promise is already settled). */
+  async mutate<T>(fn: (records: Map<string, TokenRecord>) => T): Promise<T> {
+    return this.mutateSync(fn);
+  }
+
+  private mutateSync<T>(fn: (records: Map<string, TokenRecord>) => T): T {
     return withLock(this.dir, () => {
-      this.mtimeMs = -1;
+      this.stamp = '';
       this.reload();
-      for (const [hash, at] of this.pendingLastUsed) {
-        const r = this.records.get(hash);
-        if (r) r.last_used = at;
+      this.applyLastUsed();
+      let result: T;
+      try {
+        result = fn(this.records);
+        writeDurableSync(this.file, tokensFileImage(this.records.values()));
+      } catch (err) {
+        // `fn` may have changed records in place before it threw: back to what the file holds
+        this.stamp = '';
+        this.reload();
+        this.applyLastUsed();
+        throw err;
       }
       this.pendingLastUsed.clear();
-      const result = fn(this.records);
-      writeDurableSync(this.file, JSON.stringify([...this.records.values()], null, 1));
-      this.mtimeMs = statSync(this.file).mtimeMs;
+      const st = statSync(this.file);
+      this.stamp = `${st.ino}:${st.mtimeMs}:${st.size}`;
       this.version++;
       return result;
     });
   }
 
-  /** last_used is advisory: kept in memory and written with the next mutation or flush. */
+  private applyLastUsed(): void {
+    for (const [hash, at] of this.pendingLastUsed) {
+      const r = this.records.get(hash);
+      if (r) r.last_used = at;
+    }
+  }
+
   touch(hash: string, nowMs: number): void {
     const last = this.touchedAt.get(hash);
     if (last !== undefined && nowMs - last < 1000 && nowMs >= last) return; // last_used is kept to the second
@@ -223,8 +294,8 @@ export class TokenStore {
     this.pendingLastUsed.set(hash, at);
   }
 
-  flush(): void {
-    if (this.pendingLastUsed.size > 0) this.mutate(() => undefined);
+  async flush(): Promise<void> {
+    if (this.pendingLastUsed.size > 0) this.mutateSync(() => undefined);
   }
 }
 

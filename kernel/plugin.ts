@@ -5,6 +5,7 @@
  * duplicate route or tool) and fails the start with a message naming the plugin.
  */
 import type { Middleware } from 'koa';
+import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { EdgeTypeDef, NodeTypeDef } from './registry.js';
 import type { Tenant } from './tenant.js';
@@ -14,6 +15,7 @@ import type { NodeRecord } from './graph-index.js';
 import type { TenantManager } from './tenants.js';
 import type { PluginHost } from './plugin-host.js';
 import type { KernelMetrics } from './metrics.js';
+import { FileStateStore, type StateStore } from './state-store.js';
 import { invoke, isOperationDef, validationError, validatorOf, type JsonSchema, type OperationDef } from './operation.js';
 
 export type Via = 'rest' | 'mcp';
@@ -48,6 +50,17 @@ export interface KernelServices {
   authChallenge: () => string;
   /** every API route the REST adapter registered, with its plugin (filled when the app is built) */
   registeredRoutes: Array<{ plugin: string; method: string; path: string }>;
+  /**
+   * The data-directory-wide operational store `name` (OAuth clients, app sessions): read it
+   * through `globalStore(services, name)`. Unset: files under SVC_DATA_DIR/<name>/; cluster
+   * mode sets it to the PostgreSQL store (org '' of wg_state), shared by every process.
+   */
+  globalStore?: (name: string) => StateStore;
+}
+
+/** The data-directory-wide store `name`: `services.globalStore` if set, else SVC_DATA_DIR/<name>/ files. */
+export function globalStore(services: Pick<KernelServices, 'globalStore' | 'config'>, name: string): StateStore {
+  return services.globalStore ? services.globalStore(name) : new FileStateStore(join(services.config.dataDir, name));
 }
 
 /** What every operation receives: the caller's tenant and identity, and the kernel services. */

@@ -3,7 +3,13 @@
  * committed to the graph. The embedded store keeps each collection as one JSON file
  * under the tenant's state/ directory, written durably (temp + fsync + rename) before
  * a mutation resolves, so an acknowledged change survives a crash. The interface is
- * small on purpose so a shared store (Redis, PostgreSQL) can stand behind it.
+ * small on purpose so a shared store can stand behind it: cluster mode keeps the
+ * collections in PostgreSQL (kernel/cluster/pg-state.ts).
+ *
+ * Contract of every implementation: reads are synchronous, from memory; a write changes
+ * the memory at once (so a decision made synchronously against the map, such as a lease
+ * acquisition, cannot race) and resolves once durable; a write that fails is undone in
+ * memory (unless a later write replaced the value since).
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,6 +26,23 @@ export interface Collection<T> {
   delete(key: string): Promise<void>;
   /** Apply several changes with one durable write. */
   batch(changes: Array<{ key: string; value: T | null }>): Promise<void>;
+  /**
+   * The value of `key`, reading through to the shared store on a local miss (a record another
+   * process wrote a moment ago). The file store has no other writer: the same as `get`.
+   */
+  fetch(key: string): Promise<T | undefined>;
+}
+
+export interface StateStore {
+  collection<T>(name: string): Collection<T>;
+  /**
+   * Every collection (name -> key -> value), for a store whose data is not the files under the
+   * tenant's state/ directory: the admin export writes them as state/<name>.json. Absent: the
+   * files are the store.
+   */
+  dump?(): Promise<Record<string, Record<string, unknown>>>;
+  /** Releases what the store holds open (listeners); the file store holds nothing. */
+  close?(): Promise<void>;
 }
 
 class FileCollection<T> implements Collection<T> {
@@ -52,6 +75,9 @@ class FileCollection<T> implements Collection<T> {
   values(): IterableIterator<T> {
     return this.data.values();
   }
+  async fetch(key: string): Promise<T | undefined> {
+    return this.data.get(key);
+  }
   set(key: string, value: T): Promise<void> {
     this.data.set(key, value);
     return this.flush();
@@ -81,7 +107,7 @@ class FileCollection<T> implements Collection<T> {
   }
 }
 
-export class StateStore {
+export class FileStateStore implements StateStore {
   private readonly collections = new Map<string, FileCollection<unknown>>();
 
   constructor(readonly dir: string) {

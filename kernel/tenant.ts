@@ -7,7 +7,7 @@ import type { KernelMetrics } from './metrics.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Sandbox } from '../sandbox/index.js';
-import { TokenStore } from './auth.js';
+import { FileTokenStore, type TokenStore } from './auth.js';
 import { parseStoredNode, serializeNode, type Frontmatter } from './codec.js';
 import type { Clock, Logger } from './config.js';
 import { writeFileDurable } from './durable-fs.js';
@@ -18,7 +18,7 @@ import { GraphIndex, makeRecord, type CommitEvent, type IndexChange, type NodeRe
 import { HookRunner } from './hooks.js';
 import { loadNodeFiles, saveNodeSnapshot, type LoadedFile } from './node-loader.js';
 import { LIMITS, Registry, type EdgeTypeDef, type GraphSchemaLayer, type NodeTypeDef, type SchemaPack } from './registry.js';
-import { StateStore } from './state-store.js';
+import { FileStateStore, type StateStore } from './state-store.js';
 
 export interface TenantLimits {
   claim_ttl_ms: number;
@@ -103,7 +103,11 @@ export interface TenantDeps {
   metrics?: KernelMetrics;
   /** the off-site copy: a git remote each tenant is pushed to after each checkpoint (SVC_BACKUP_REMOTE) */
   backupRemote?: string | null;
-  /** cluster mode: the operational store of a tenant in PostgreSQL (default: files under the tenant directory) */
+  /**
+   * The tenant's operational stores, if not the files under its directory (auth/, state/):
+   * cluster mode passes `pgOperational(db, fenceOf)` (kernel/cluster/pg-state.ts). Awaited
+   * by `Tenant.open` before anything reads them.
+   */
   operational?: (org: string, dir: string) => Promise<{ state: StateStore; tokens: TokenStore }>;
 }
 
@@ -189,9 +193,10 @@ export class Tenant {
     readonly dir: string,
     public config: TenantConfig,
     private readonly deps: TenantDeps,
+    stores?: { state: StateStore; tokens: TokenStore },
   ) {
-    this.tokens = new TokenStore(join(dir, 'auth'));
-    this.state = new StateStore(join(dir, 'state'));
+    this.tokens = stores?.tokens ?? new FileTokenStore(join(dir, 'auth'));
+    this.state = stores?.state ?? new FileStateStore(join(dir, 'state'));
     this.hooks = new HookRunner(deps.sandbox, org, () => ({
       timeoutMs: this.config.limits.hook_timeout_ms,
       memoryMb: this.config.limits.hook_memory_mb,
@@ -219,7 +224,23 @@ export class Tenant {
    */
   static async open(dir: string, deps: TenantDeps, owned?: OwnedTenant): Promise<Tenant> {
     const config = owned?.config ?? Tenant.readConfig(dir);
-    const tenant = new Tenant(config.org, dir, config, deps);
+    const stores = deps.operational ? await deps.operational(config.org, dir) : undefined;
+    const tenant = new Tenant(config.org, dir, config, deps, stores);
+    try {
+      await tenant.load(owned);
+    } catch (err) {
+      // the operational stores may hold listeners: released when the tenant does not open
+      await stores?.tokens.close?.().catch(() => undefined);
+      await stores?.state.close?.().catch(() => undefined);
+      await tenant.store?.close().catch(() => undefined);
+      throw err;
+    }
+    return tenant;
+  }
+
+  private async load(owned: OwnedTenant | undefined): Promise<void> {
+    const { dir, deps, config } = this;
+    const tenant = this;
     const gitdir = join(dir, 'graph.git');
     if (deps.backupRemote) tenant.backup = new BackupPusher(gitdir, deps.backupRemote, config.org, deps.log);
     const storeOptions = { fsync: deps.fsync, observe: deps.metrics?.storeObserver(config.org), fence: owned?.fence, onCheckpoint: tenant.backup ? () => tenant.backup!.checkpointed() : undefined };
@@ -239,7 +260,6 @@ export class Tenant {
       if (event.changes.some((c) => c.before?.type === 'schema' || c.after?.type === 'schema')) tenant.rebuildRegistry();
     });
     if (loaded.head && loaded.source !== 'snapshot') await tenant.saveSnapshot();
-    return tenant;
   }
 
   rebuildRegistry(): void {
@@ -346,7 +366,9 @@ export class Tenant {
   async close(): Promise<void> {
     await this.drain();
     this.closed = true;
-    this.tokens.flush();
+    await this.tokens.flush().catch((err: unknown) => this.deps.log.warn('token last_used flush failed', { org: this.org, error: String(err) }));
+    await this.tokens.close?.();
+    await this.state.close?.();
     await this.saveSnapshot().catch(() => undefined);
     await this.store.close();
   }

@@ -285,7 +285,7 @@ export class TenantManager {
       });
     });
     const token = spec.adminToken ?? generateToken('pat');
-    tenant.tokens.mutate((records) => {
+    await tenant.tokens.mutate((records) => {
       const rec = newTokenRecord(token, { kind: 'pat', person: personId, created: now, label: 'bootstrap admin token', minted_by: 'bootstrap' });
       rec.expires = null;
       records.set(rec.hash, rec);

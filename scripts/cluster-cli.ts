@@ -10,7 +10,7 @@ import { configFromEnv, createLogger, systemClock, type ServerConfig } from '../
 import { openDatabase, type Database } from '../kernel/cluster/db.js';
 import { clusterTenants, Cluster, type MemberRow } from '../kernel/cluster/ownership.js';
 import { pgOperational } from '../kernel/cluster/pg-state.js';
-import { writePgToken } from '../kernel/cluster/pg-tokens.js';
+import { PgTokenStore } from '../kernel/cluster/pg-tokens.js';
 import { creationHooks } from '../kernel/cluster/runtime.js';
 import { nodePath } from '../kernel/git-store.js';
 import type { TenantConfig } from '../kernel/tenant.js';
@@ -131,7 +131,8 @@ export async function clusterTokenMint(opts: { org: string; person: string; expi
     if (found.status !== 0) fail(`no person node '${opts.person}' in ${opts.org}`);
     const token = generateToken('pat');
     const rec = newTokenRecord(token, { kind: 'pat', person: opts.person, created: new Date().toISOString(), expires: opts.expires, label: opts.label, minted_by: 'cli' });
-    await writePgToken(db, opts.org, rec);
+    // unfenced: the operator writes beside the owner, serialized with it by the store's advisory lock
+    await new PgTokenStore(db, opts.org, () => undefined, join(config.dataDir, 'tenants', opts.org, 'auth')).mutate((records) => void records.set(rec.hash, rec));
     out({ org: opts.org, person: opts.person, token, hash_prefix: hashPrefix(rec.hash), expires: opts.expires });
   });
 }

@@ -207,7 +207,7 @@ async function tokenCommand(args: string[]): Promise<void> {
     if (!node || node.type !== 'person') fail(`no person node '${person}' in ${org}`);
     const token = generateToken('pat');
     const rec = newTokenRecord(token, { kind: 'pat', person, created: new Date().toISOString(), expires, label: values.label ?? null, minted_by: 'cli' });
-    tenant.tokens.mutate((records) => void records.set(rec.hash, rec));
+    await tenant.tokens.mutate((records) => void records.set(rec.hash, rec));
     await m.closeAll();
     out({ org, person, token, hash_prefix: hashPrefix(rec.hash), expires });
   });

@@ -140,7 +140,7 @@ export class AppHost {
     let result: AppResult;
     const label = { value: ctx.path.startsWith('/views/') ? '/views/:id' : '/app (unmatched)' };
     try {
-      session = this.sessions.resolve(cookie(SESSION_COOKIE));
+      session = await this.sessions.resolve(cookie(SESSION_COOKIE));
       result = await this.dispatch(ctx, headers, cookie, session, label);
     } catch (err) {
       const svcErr = isSvcError(err) ? err : errors.internal();

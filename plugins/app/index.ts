@@ -20,7 +20,7 @@ function buildHost(host: AppHost): AppHost {
   const files = new StaticFiles();
   host.get('/app/static/:file', async (req) => files.serve(req.params.file!));
   host.get('/app/static/vendor/:file', async (req) => files.serve(`vendor/${req.params.file!}`));
-  host.get('/app', async (req, h) => ({ redirect: h.sessions.resolve(req.cookie(SESSION_COOKIE)) ? '/app/queue' : '/app/signin' }));
+  host.get('/app', async (req, h) => ({ redirect: (await h.sessions.resolve(req.cookie(SESSION_COOKIE))) ? '/app/queue' : '/app/signin' }));
   host.get('/app/signin', showSignin);
   host.post('/app/signin', doSignin);
   host.postSigned('/app/signout', doSignout);

@@ -4,14 +4,13 @@
  * with (never the token) for each tenant signed in to, the current tenant, and a CSRF token.
  * Every request re-checks the token record, so revoking the token, offboarding, or its expiry
  * ends the session at once. Stored server-wide (a person signs in before a tenant is known)
- * in SVC_DATA_DIR/app/sessions.json through the kernel's state store.
+ * in the global store `app` (SVC_DATA_DIR/app/sessions.json, or PostgreSQL in cluster mode).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { join } from 'node:path';
 import { isLive } from '../../kernel/auth.js';
 import type { Actor } from '../../kernel/actor.js';
-import type { KernelServices } from '../../kernel/plugin.js';
-import { StateStore, type Collection } from '../../kernel/state-store.js';
+import { globalStore, type KernelServices } from '../../kernel/plugin.js';
+import type { Collection } from '../../kernel/state-store.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { actorFor } from '../../kernel/tenants.js';
 
@@ -63,7 +62,7 @@ export class SessionStore {
   private readonly records: Collection<StoredSession>;
 
   constructor(private readonly services: KernelServices) {
-    this.records = new StateStore(join(services.config.dataDir, 'app')).collection<StoredSession>('sessions');
+    this.records = globalStore(services, 'app').collection<StoredSession>('sessions');
   }
 
   private now(): number {
@@ -99,11 +98,12 @@ export class SessionStore {
   /**
    * The live session of a cookie value: unknown, expired, or a token that no longer
    * authenticates (revoked, expired, person gone) is none, and a dead record is dropped.
+   * Reads through on a local miss: a session another server process created.
    */
-  resolve(cookie: string | undefined): LiveSession | null {
+  async resolve(cookie: string | undefined): Promise<LiveSession | null> {
     if (!cookie || cookie.length > 100) return null;
     const key = sha256(cookie);
-    const record = this.records.get(key);
+    const record = await this.records.fetch(key);
     if (!record) return null;
     const now = this.now();
     const tenant = this.services.tenants.get(record.current);

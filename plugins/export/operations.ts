@@ -18,6 +18,7 @@ import tar, { type Header as TarHeader, type Pack } from 'tar-stream';
 import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import { RawResponse, type OpContext } from '../../kernel/plugin.js';
+import type { Tenant } from '../../kernel/tenant.js';
 
 export interface ExportInput {
   gzip?: boolean;
@@ -49,7 +50,7 @@ export async function exportGraph(ctx: OpContext, input: ExportInput): Promise<R
     ]);
   }
   if (!ctx.tenant.head) throw errors.conflict('the graph has no commits yet');
-  return history ? bundleExport(ctx) : tarExport(ctx, gzip, auth);
+  return history ? bundleExport(ctx) : tarExport(ctx, gzip, auth, auth ? await storedAuthFiles(ctx.tenant) : {});
 }
 
 // ---------------------------------------------------------------- tarball
@@ -100,7 +101,26 @@ function addEntry(pack: Pack, header: Partial<TarHeader> & { name: string }, con
   });
 }
 
-function tarExport(ctx: OpContext, gzip: boolean, withAuth: boolean): RawResponse {
+/**
+ * The operational stores' files when they are not files (cluster mode keeps tokens and state
+ * in PostgreSQL): written in the file stores' formats, so a restore is the same either way.
+ */
+async function storedAuthFiles(tenant: Tenant): Promise<{ tokens?: AuthFile; state?: AuthFile[] }> {
+  const tokens = tenant.tokens.exportFile?.();
+  const dump = await tenant.state.dump?.();
+  return {
+    ...(tokens ? { tokens: { name: 'tokens.json', content: tokens } } : {}),
+    ...(dump
+      ? {
+          state: Object.keys(dump)
+            .sort()
+            .map((name) => ({ name: `${name}.json`, content: Buffer.from(JSON.stringify(dump[name])) })),
+        }
+      : {}),
+  };
+}
+
+function tarExport(ctx: OpContext, gzip: boolean, withAuth: boolean, stored: { tokens?: AuthFile; state?: AuthFile[] }): RawResponse {
   const { tenant } = ctx;
   // Taken in one synchronous step, so the list matches this head exactly. It holds
   // references to the index's immutable records, not copies of their content.
@@ -114,14 +134,16 @@ function tarExport(ctx: OpContext, gzip: boolean, withAuth: boolean): RawRespons
     else skipped++;
   }
   records.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  const authFiles = withAuth ? readAuthFiles(join(tenant.dir, 'auth')) : [];
+  let authFiles = withAuth ? readAuthFiles(join(tenant.dir, 'auth')) : [];
+  if (stored.tokens) authFiles = [...authFiles.filter((f) => f.name !== 'tokens.json'), stored.tokens].sort((a, b) => (a.name < b.name ? -1 : 1));
   // auth=1 is the admin's whole-tenant copy: beside the credential files, the operational state
   // (leases, capabilities, journals; not the index snapshot, a start-up cache) as auth/state/*
   // and tenant.json (plugins, limits) as auth/tenant.json, so a restore serves the same tokens
   // and leases (`workgraph backup`). They count in x-svc-auth-files; nodes stay the only
   // entries outside auth/.
   if (withAuth) {
-    for (const f of readAuthFiles(join(tenant.dir, 'state'))) if (!f.name.startsWith('index-snapshot')) authFiles.push({ name: `state/${f.name}`, content: f.content });
+    const stateFiles = stored.state ?? readAuthFiles(join(tenant.dir, 'state')).filter((f) => !f.name.startsWith('index-snapshot'));
+    for (const f of stateFiles) authFiles.push({ name: `state/${f.name}`, content: f.content });
     for (const f of readAuthFiles(tenant.dir)) if (f.name === 'tenant.json') authFiles.push(f);
   }
   const now = new Date(ctx.services.clock.now());

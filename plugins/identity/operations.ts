@@ -140,7 +140,7 @@ export async function mintOwnToken(ctx: OpContext, input: MintInput) {
   const label = input.label || null;
   const token = generateToken('pat');
   const record = newTokenRecord(token, { kind: 'pat', person: ctx.actor.personId, created: new Date(now).toISOString(), expires, label, minted_by: ctx.actor.personId });
-  ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
+  await ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
   return { token, hash_prefix: hashPrefix(record.hash), person: ctx.actor.personId, name: ctx.actor.name, email: ctx.actor.email, label, expires };
 }
 
@@ -150,7 +150,7 @@ export async function revokeOwnToken(ctx: OpContext, input: { prefix: string }) 
   const prefix = input.prefix;
   const own = currentRecords(ctx.tenant).filter((r) => isPersonalToken(r) && r.person === ctx.actor.personId);
   const target = resolvePrefix(own, prefix, 'token');
-  const { grants } = revokeWithCascade(ctx.tenant, [target.hash], nowIso(ctx));
+  const { grants } = await revokeWithCascade(ctx.tenant, [target.hash], nowIso(ctx));
   return { revoked: true, hash_prefix: hashPrefix(target.hash), oauth_grants_revoked: grants };
 }
 
@@ -177,7 +177,7 @@ export async function adminMintToken(ctx: OpContext, input: MintInput & { person
   personNode(ctx, personId);
   const token = generateToken('pat');
   const record = newTokenRecord(token, { kind: 'pat', person: personId, created: new Date(now).toISOString(), expires, label, minted_by: ctx.actor.personId });
-  ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
+  await ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
   const { name, email } = personFields(ctx.tenant, personId);
   return { token, hash_prefix: hashPrefix(record.hash), person: personId, name, email, expires };
 }
@@ -185,7 +185,7 @@ export async function adminMintToken(ctx: OpContext, input: MintInput & { person
 export async function adminRevokeToken(ctx: OpContext, input: { prefix: string }) {
   requireAdmin(ctx);
   const target = resolvePrefix(currentRecords(ctx.tenant), input.prefix, 'token');
-  revokeWithCascade(ctx.tenant, [target.hash], nowIso(ctx));
+  await revokeWithCascade(ctx.tenant, [target.hash], nowIso(ctx));
   return { revoked: true, hash_prefix: hashPrefix(target.hash) };
 }
 
@@ -308,7 +308,7 @@ export async function offboardPerson(ctx: OpContext, input: { id: string }) {
   const hashes = currentRecords(ctx.tenant)
     .filter((r) => r.person === id && r.revoked_at === null)
     .map((r) => r.hash);
-  const { tokens, grants } = revokeWithCascade(ctx.tenant, hashes, nowIso(ctx));
+  const { tokens, grants } = await revokeWithCascade(ctx.tenant, hashes, nowIso(ctx));
   return { offboarded: id, tokens_revoked: tokens, oauth_grants_revoked: grants };
 }
 
@@ -451,7 +451,7 @@ export async function mintAgentToken(ctx: OpContext, input: AgentTokenInput) {
     const label = body.label || null;
     const token = generateToken('pat');
     const record = newTokenRecord(token, { kind: 'agent-standing', person: owner, agent: agent.id, created, expires, label, minted_by: owner });
-    ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
+    await ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
     return { token, hash_prefix: hashPrefix(record.hash), agent: agent.id, owner, label, expires, standing: true };
   }
 
@@ -461,7 +461,7 @@ export async function mintAgentToken(ctx: OpContext, input: AgentTokenInput) {
   const expiresAt = sessionExpiry(body.expires, now);
   const token = generateToken('ast');
   const record = newTokenRecord(token, { kind: 'agent-session', person: owner, agent: agent.id, session, audience, created, expires: expiresAt, minted_by: owner });
-  ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
+  await ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
   return { token, expires_at: expiresAt, agent: agent.id, session };
 }
 
@@ -483,7 +483,7 @@ export async function revokeAgentToken(ctx: OpContext, input: { id: string; pref
   requireOwner(ctx, agent);
   const standing = currentRecords(ctx.tenant).filter((r) => r.kind === 'agent-standing' && r.agent === agent.id);
   const target = resolvePrefix(standing, input.prefix, `standing token of ${agent.id}`);
-  const { grants } = revokeWithCascade(ctx.tenant, [target.hash], nowIso(ctx));
+  const { grants } = await revokeWithCascade(ctx.tenant, [target.hash], nowIso(ctx));
   return { revoked: true, hash_prefix: hashPrefix(target.hash), oauth_grants_revoked: grants };
 }
 
@@ -494,7 +494,7 @@ export async function bindSession(ctx: OpContext, input: { session: string }) {
   if (actor.token.kind !== 'agent-session') throw errors.forbidden('session binding applies to per-session agent tokens; a standing token spans sessions');
   const session = input.session;
   const hash = actor.token.hash;
-  const outcome = ctx.tenant.tokens.mutate((records) => {
+  const outcome = await ctx.tenant.tokens.mutate((records) => {
     const record = records.get(hash);
     if (!record || record.revoked_at !== null) throw errors.unauthorized();
     if (record.session === null) {

@@ -45,10 +45,10 @@ export function resolvePrefix(candidates: TokenRecord[], prefix: string, what: s
 
 /**
  * Revokes the tokens with the given hashes and, transitively, every grant derived from
- * them, in one locked read-modify-write. Returns how many of the named tokens and how
+ * them, in one read-modify-write (resolves once durable). Returns how many of the named tokens and how
  * many derived grants were revoked (already revoked ones are not counted).
  */
-export function revokeWithCascade(tenant: Tenant, hashes: string[], at: string): { tokens: number; grants: number } {
+export function revokeWithCascade(tenant: Tenant, hashes: string[], at: string): Promise<{ tokens: number; grants: number }> {
   return tenant.tokens.mutate((records) => {
     let tokens = 0;
     let grants = 0;

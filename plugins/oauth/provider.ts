@@ -16,10 +16,9 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { OAuthClientInformationFull, OAuthTokenRevocationRequest, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Response } from 'express';
 import { createHash, randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { generateToken, hashToken, isLive, newTokenRecord, type TokenRecord } from '../../kernel/auth.js';
-import type { KernelServices } from '../../kernel/plugin.js';
-import { StateStore, type Collection } from '../../kernel/state-store.js';
+import { globalStore, type KernelServices } from '../../kernel/plugin.js';
+import type { Collection, StateStore } from '../../kernel/state-store.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { revokeWithCascade } from '../identity/tokens.js';
 import { consentPage } from './pages.js';
@@ -57,17 +56,21 @@ interface Code {
 const randomId = () => randomBytes(32).toString('base64url');
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
-/** Clients: registered ones in SVC_DATA_DIR/oauth/clients.json; https (or loopback) client ids are metadata documents. */
+/**
+ * Clients: registered ones in the global store `oauth` (SVC_DATA_DIR/oauth/clients.json, or
+ * PostgreSQL in cluster mode); https (or loopback) client ids are metadata documents.
+ */
 class Clients implements OAuthRegisteredClientsStore {
   private readonly registered: Collection<OAuthClientInformationFull>;
   private readonly documents = new Map<string, { client: OAuthClientInformationFull; at: number }>();
 
-  constructor(dataDir: string) {
-    this.registered = new StateStore(join(dataDir, 'oauth')).collection<OAuthClientInformationFull>('clients');
+  constructor(store: StateStore) {
+    this.registered = store.collection<OAuthClientInformationFull>('clients');
   }
 
   async getClient(clientId: string): Promise<OAuthClientInformationFull | undefined> {
-    const known = this.registered.get(clientId);
+    // read-through: a client another server process registered a moment ago
+    const known = await this.registered.fetch(clientId);
     if (known) return known;
     if (!/^https?:\/\//.test(clientId)) return undefined;
     return this.metadataDocument(clientId);
@@ -122,7 +125,7 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
   private readonly codes = new Map<string, Code>();
 
   constructor(private readonly services: KernelServices) {
-    this.clientsStore = new Clients(services.config.dataDir);
+    this.clientsStore = new Clients(globalStore(services, 'oauth'));
   }
 
   private now(): number {
@@ -184,7 +187,7 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
     if (code.used) {
       // a replayed code: the grant it produced is revoked too (OAuth 2.1 section 4.1.3)
       const tenant = this.services.tenants.get(code.org);
-      if (tenant && code.grant) revokeWithCascade(tenant, [code.grant], new Date(this.now()).toISOString());
+      if (tenant && code.grant) await revokeWithCascade(tenant, [code.grant], new Date(this.now()).toISOString());
       throw new InvalidGrantError('authorization code already used');
     }
     code.used = true;
@@ -200,14 +203,14 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
   }
 
   /** A fresh access + refresh token pair under `grant` (records added in one locked write). */
-  private mint(tenant: Tenant, grant: TokenRecord, extra: TokenRecord[] = [], used?: string): OAuthTokens {
+  private async mint(tenant: Tenant, grant: TokenRecord, extra: TokenRecord[] = [], used?: string): Promise<OAuthTokens> {
     const created = new Date(this.now()).toISOString();
     const access = generateToken('oat');
     const refresh = generateToken('ort');
     const fields = { person: grant.person, created, label: grant.label, audience: grant.audience, parent: grant.hash, minted_by: 'oauth' };
     const accessRecord = newTokenRecord(access, { ...fields, kind: 'oauth-access', expires: new Date(this.now() + ACCESS_TTL_S * 1000).toISOString() });
     const refreshRecord = newTokenRecord(refresh, { ...fields, kind: 'oauth-refresh', expires: new Date(this.now() + REFRESH_TTL_S * 1000).toISOString() });
-    tenant.tokens.mutate((records) => {
+    await tenant.tokens.mutate((records) => {
       for (const r of [...extra, accessRecord, refreshRecord]) records.set(r.hash, r);
       if (used) {
         const old = records.get(used);
@@ -237,7 +240,7 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
     const grant = record.parent ? tenant.tokens.find(record.parent) : undefined;
     if (record.revoked_at !== null) {
       // reuse of a rotated refresh token: someone else may hold it; end the whole grant
-      if (grant && grant.revoked_at === null) revokeWithCascade(tenant, [grant.hash], at);
+      if (grant && grant.revoked_at === null) await revokeWithCascade(tenant, [grant.hash], at);
       throw new InvalidGrantError('refresh token already used; the grant is revoked');
     }
     if (!isLive(record, this.now())) throw new InvalidGrantError('refresh token expired');
@@ -265,8 +268,8 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
     if (!found || found.record.label !== client.client_id) return;
     const { tenant, record } = found;
     const at = new Date(this.now()).toISOString();
-    if (record.kind === 'oauth-refresh' && record.parent) revokeWithCascade(tenant, [record.parent], at);
-    else if (record.kind === 'oauth-access') revokeWithCascade(tenant, [record.hash], at);
+    if (record.kind === 'oauth-refresh' && record.parent) await revokeWithCascade(tenant, [record.parent], at);
+    else if (record.kind === 'oauth-access') await revokeWithCascade(tenant, [record.hash], at);
   }
 }
 

@@ -157,7 +157,7 @@ export async function addPerson(t: TestServer, name: string, opts: { admin?: boo
   });
   const token = generateToken('pat');
   runSecrets.add(token);
-  tenant.tokens.mutate((records) => {
+  await tenant.tokens.mutate((records) => {
     const rec = newTokenRecord(token, { kind: 'pat', person: id, created: new Date().toISOString(), label: 'test' });
     records.set(rec.hash, rec);
   });

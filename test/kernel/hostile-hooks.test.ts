@@ -99,7 +99,7 @@ describe('hostile graph hooks are contained (through the server)', function () {
     await tenantB.write({ personId: other.person, name: 'B', email: 'b@other.test', agent: null, session: null }, { op: 'test', via: 'rest' }, async (draft) => {
       draft.put({ frontmatter: { id: 'person-b2', type: 'person', status: 'active', summary: 'B2', name: 'B2', email: 'b2@other.test' }, body: '' });
     });
-    tenantB.tokens.mutate((records) => {
+    await tenantB.tokens.mutate((records) => {
       const rec = newTokenRecord(reviewerB, { kind: 'pat', person: 'person-b2', created: new Date().toISOString() });
       records.set(rec.hash, rec);
     });

@@ -12,7 +12,7 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanEnv, killGroup, ROOT, runCli, SHIM } from '../helpers/processes.js';
-import { generateToken, hashToken, isWellFormedToken, TokenStore } from '../../kernel/auth.js';
+import { FileTokenStore, generateToken, hashToken, isWellFormedToken } from '../../kernel/auth.js';
 import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -206,7 +206,7 @@ describe('operator contract (real CLI, real HTTP)', function () {
       expect((await call(server.url, 'GET', '/v1/me', { token: revokedToken })).status).to.equal(200);
       // through the token store, as a revoke (no revoke route exists in the kernel's core) and the
       // passing of time would leave them; the running server notices the file change
-      new TokenStore(join(dataDir, 'tenants', 'local', 'auth')).mutate((records) => {
+      await new FileTokenStore(join(dataDir, 'tenants', 'local', 'auth')).mutate((records) => {
         records.get(hashToken(revokedToken))!.revoked_at = new Date().toISOString();
         records.get(hashToken(expiringToken))!.expires = new Date(Date.now() - 1000).toISOString();
       });

@@ -64,7 +64,7 @@ export async function doSignin(req: AppRequest, host: AppHost): Promise<AppResul
     };
   }
   const patHash = hashToken(token);
-  const existing = host.sessions.resolve(req.cookie(SESSION_COOKIE));
+  const existing = await host.sessions.resolve(req.cookie(SESSION_COOKIE));
   if (existing) {
     // Another tenant in the same browser session: kept beside the first, made current.
     await host.sessions.addTenant(existing, identity.tenant.org, patHash);

@@ -73,7 +73,7 @@ export async function showView(req: AppRequest, host: AppHost): Promise<AppResul
     };
   }
   if (req.path.startsWith('/views/')) return { status: 302, redirect: `/app/views/${id}` };
-  const session = host.sessions.resolve(req.cookie(SESSION_COOKIE));
+  const session = await host.sessions.resolve(req.cookie(SESSION_COOKIE));
   const blob = req.cookie(TICKET_COOKIE);
   const shared = blob ? await ticketBridge(host.services, id, blob) : null;
   // The session outranks the ticket in its own tenant; a ticket of another tenant still opens its view.

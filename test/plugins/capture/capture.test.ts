@@ -199,12 +199,12 @@ describe('capture: POST /v1/capture (built-in ingester)', function () {
   });
 
   it('writes need a person: an unbound token is 403', async () => {
-    const res = await capture(t, { text: 'task: a' }, { token: unboundToken(t) });
+    const res = await capture(t, { text: 'task: a' }, { token: await unboundToken(t) });
     expect(res.status).to.equal(403);
   });
 
   it('under an agent token the nodes carry authored_via capture and authored_by_agent', async () => {
-    const token = agentToken(t, bob.id, 'agent-bobs-helper', 'run-42');
+    const token = await agentToken(t, bob.id, 'agent-bobs-helper', 'run-42');
     const res = await capture(t, { text: 'task: Agent found a typo in the docs', source: 'distill' }, { token });
     expect(res.status, res.text).to.equal(200);
     const n = await node(t, res.body.ids[0]);

@@ -86,7 +86,7 @@ describe('capture: corrections and distill reports', function () {
         expect(res.status, JSON.stringify(body)).to.equal(422);
         expect(res.body.error.code).to.equal('validation_failed');
       }
-      expect((await correct({ target: 'global', guidance: 'x' }, unboundToken(t))).status).to.equal(403);
+      expect((await correct({ target: 'global', guidance: 'x' }, await unboundToken(t))).status).to.equal(403);
     });
   });
 
@@ -110,7 +110,7 @@ describe('capture: corrections and distill reports', function () {
         const res = await t.api('POST', '/v1/distill/report', { body });
         expect(res.status, JSON.stringify(body)).to.equal(422);
       }
-      expect((await t.api('POST', '/v1/distill/report', { body: { facts: 1 }, token: unboundToken(t) })).status).to.equal(403);
+      expect((await t.api('POST', '/v1/distill/report', { body: { facts: 1 }, token: await unboundToken(t) })).status).to.equal(403);
     });
   });
 });

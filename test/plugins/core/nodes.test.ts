@@ -195,7 +195,7 @@ describe('core: node reads and writes (POST /v1/nodes, GET /v1/nodes/{id})', () 
     const other = await addPerson(t, 'Ghost');
     const tenant = t.server.services.tenants.get(t.org)!;
     // unbind: the token now names a person that does not exist
-    tenant.tokens.mutate((records) => {
+    await tenant.tokens.mutate((records) => {
       for (const r of records.values()) if (r.person === other.id) r.person = 'person-missing';
     });
     const me = await t.api("GET", "/v1/me", { token: other.token });

@@ -48,7 +48,7 @@ describe('gardener: POST /v1/gardener', function () {
   });
 
   it('a token without a person node is 403 no_person; no token is 401', async () => {
-    expect((await t.api('POST', '/v1/gardener', { token: unboundToken(t) })).status).to.equal(403);
+    expect((await t.api('POST', '/v1/gardener', { token: await unboundToken(t) })).status).to.equal(403);
     expect((await t.api('POST', '/v1/gardener', { token: null })).status).to.equal(401);
   });
 

@@ -103,7 +103,7 @@ describe('identity: team tokens (GET/POST /v1/admin/tokens, DELETE /v1/admin/tok
 
   it('rule 2: admin revoke takes at least 8 hex characters and may revoke any token', async () => {
     const victim = await t.api('POST', '/v1/me/tokens', { token: member.token, body: {} });
-    const grant = oauthGrant(t, victim.body.token);
+    const grant = await oauthGrant(t, victim.body.token);
     for (const bad of ['abc', '0123456', 'ZZZZZZZZ', 'g123456789']) {
       expectError(await t.api('DELETE', `/v1/admin/tokens/${bad}`), 422, 'validation_failed');
     }
@@ -128,7 +128,7 @@ describe('identity: team tokens (GET/POST /v1/admin/tokens, DELETE /v1/admin/tok
   it('rule 2: an ambiguous prefix is 409 and revokes nothing; a longer one resolves it', async () => {
     const [a, b, prefix] = collidingTokens();
     const tenant = t.server.services.tenants.get(t.org)!;
-    tenant.tokens.mutate((records) => {
+    await tenant.tokens.mutate((records) => {
       for (const token of [a, b]) {
         const rec = newTokenRecord(token, { kind: 'pat', person: member.id, created: new Date(t.clock.now()).toISOString() });
         records.set(rec.hash, rec);

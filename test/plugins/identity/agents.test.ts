@@ -54,7 +54,7 @@ describe('identity: agents (POST /v1/agents, POST /v1/admin/agents, GET /v1/agen
     expectError(extra, 422, 'validation_failed');
     expect(extra.body.error.details.errors[0]).to.deep.include({ keyword: 'additionalProperties', params: { additionalProperty: 'color' } });
     expectError(await t.api('GET', '/v1/nodes/agent-extra-bot'), 404);
-    expectError(await t.api('POST', '/v1/agents', { token: unboundToken(t), body: { label: 'Orphan Bot' } }), 403);
+    expectError(await t.api('POST', '/v1/agents', { token: await unboundToken(t), body: { label: 'Orphan Bot' } }), 403);
     expectError(await t.api('GET', '/v1/nodes/agent-orphan-bot'), 404);
     // an agent token cannot create agents
     const agent = await createAgent(t, bob.token, 'Bob Bot');
@@ -94,7 +94,7 @@ describe('identity: agents (POST /v1/agents, POST /v1/admin/agents, GET /v1/agen
     // an agent token lists its owner's agents
     const ast = await sessionToken(t, bob.token, 'agent-bob-fleet');
     expect((await t.api('GET', '/v1/agents', { token: ast })).body.count).to.equal(own.body.count);
-    expectError(await t.api('GET', '/v1/agents', { token: unboundToken(t) }), 403);
+    expectError(await t.api('GET', '/v1/agents', { token: await unboundToken(t) }), 403);
   });
 });
 
@@ -204,7 +204,7 @@ describe('identity: agent tokens (POST /v1/agents/{id}/token, GET/DELETE /v1/age
 
   it("rule 8: standing revoke: a prefix that is not one of this agent's standing tokens is 404; revocation cascades", async () => {
     const standing = await standingToken(t, owner.token, agent);
-    const grant = oauthGrant(t, standing.token);
+    const grant = await oauthGrant(t, standing.token);
     const ast = await sessionToken(t, owner.token, agent);
     const theirs = await standingToken(t, other.token, otherAgent);
     const ownerPat = hashPrefix(hashToken(owner.token));

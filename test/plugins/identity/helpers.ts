@@ -53,10 +53,10 @@ export async function standingToken(t: TestServer, ownerToken: string, agent: st
  * A PAT bound to a person id with no person node (what an operator can mint with the CLI
  * for someone not yet created): the token authenticates but `bound` is false.
  */
-export function unboundToken(t: TestServer, org = t.org): string {
+export async function unboundToken(t: TestServer, org = t.org): Promise<string> {
   const tenant = t.server.services.tenants.get(org)!;
   const token = generateToken('pat');
-  tenant.tokens.mutate((records) => {
+  await tenant.tokens.mutate((records) => {
     const rec = newTokenRecord(token, { kind: 'pat', person: 'person-nobody-here', created: new Date(t.clock.now()).toISOString(), label: 'cli' });
     records.set(rec.hash, rec);
   });
@@ -67,13 +67,13 @@ export function unboundToken(t: TestServer, org = t.org): string {
  * An OAuth grant (`svc_oat_`) derived from `parentToken`, as the OAuth routes would record
  * it: same person, `parent` = the hash of the token it was minted from.
  */
-export function oauthGrant(t: TestServer, parentToken: string, org = t.org): string {
+export async function oauthGrant(t: TestServer, parentToken: string, org = t.org): Promise<string> {
   const tenant = t.server.services.tenants.get(org)!;
   const parentHash = hashToken(parentToken);
   const parent = tenant.tokens.find(parentHash);
   if (!parent) throw new Error('parent token not found');
   const grant = generateToken('pat').replace(/^svc_pat_/, 'svc_oat_');
-  tenant.tokens.mutate((records) => {
+  await tenant.tokens.mutate((records) => {
     const rec = newTokenRecord(grant, { kind: 'pat', person: parent.person, agent: parent.agent, created: new Date(t.clock.now()).toISOString(), parent: parentHash, minted_by: 'oauth' });
     records.set(rec.hash, rec);
   });

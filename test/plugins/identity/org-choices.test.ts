@@ -37,7 +37,7 @@ describe('identity: org choices through the identity provider (GET /v1/me/org-ch
   it('a member with no memberships gets an empty idp list; a token without a person cannot be expanded (bound)', async () => {
     const member = await createPerson(t, 'Lonely');
     expect((await t.api('GET', '/v1/me/org-choices', { token: member.token })).body).to.deep.equal({ org_choices: [], source: 'idp' });
-    const orphan = unboundToken(t);
+    const orphan = await unboundToken(t);
     const requestsBefore = idp.requests.length;
     expect((await t.api('GET', '/v1/me/org-choices', { token: orphan })).body).to.deep.equal({ org_choices: [{ slug: 'local', label: 'local', default: true }], source: 'bound' });
     expect(idp.requests.length).to.equal(requestsBefore);

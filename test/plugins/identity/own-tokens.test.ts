@@ -123,9 +123,9 @@ describe('identity: own personal access tokens (GET/POST /v1/me/tokens, DELETE /
 
   it('rule 1: revoking cascades to OAuth grants minted from that token', async () => {
     const minted = await t.api('POST', '/v1/me/tokens', { token: alice.token, body: { label: 'oauth parent' } });
-    const grant = oauthGrant(t, minted.body.token);
-    const grantOfGrant = oauthGrant(t, grant);
-    const unrelated = oauthGrant(t, alice.token);
+    const grant = await oauthGrant(t, minted.body.token);
+    const grantOfGrant = await oauthGrant(t, grant);
+    const unrelated = await oauthGrant(t, alice.token);
     expect((await t.api('GET', '/v1/me', { token: grant })).status).to.equal(200);
     expect((await t.api('GET', '/v1/me', { token: grantOfGrant })).status).to.equal(200);
     const res = await t.api('DELETE', `/v1/me/tokens/${minted.body.hash_prefix}`, { token: alice.token });
@@ -154,7 +154,7 @@ describe('identity: own personal access tokens (GET/POST /v1/me/tokens, DELETE /
   });
 
   it('rule 1: 403 for list, mint and revoke when the caller has no person node', async () => {
-    const orphan = unboundToken(t);
+    const orphan = await unboundToken(t);
     const me = await t.api('GET', '/v1/me', { token: orphan });
     expect(me.body.bound).to.equal(false);
     expectError(await t.api('GET', '/v1/me/tokens', { token: orphan }), 403);

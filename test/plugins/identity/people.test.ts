@@ -169,7 +169,7 @@ describe('identity: people (GET/POST /v1/admin/people, DELETE /v1/admin/people/{
   it('rule 5: offboarding revokes every PAT and grant of the subject and keeps the node', async () => {
     const olga = await createPerson(t, 'Olga');
     const second = (await t.api('POST', '/v1/me/tokens', { token: olga.token, body: {} })).body.token;
-    const grant = oauthGrant(t, second);
+    const grant = await oauthGrant(t, second);
     const agent = await createAgent(t, olga.token, 'Olga Bot');
     const ast = await sessionToken(t, olga.token, agent);
     const standing = await standingToken(t, olga.token, agent);

@@ -52,8 +52,8 @@ describe('leases: agents of one owner are different claimants', function () {
     const lease = leasesOf(tenantOf(t)).get('task-two-agents')!;
     expect(lease).to.include({ agent: a.id, expires_ms: before });
     // the same bound session: one run, two agents, one lease
-    const s1 = agentToken(t, carol.id, a.id, 'run-shared');
-    const s2 = agentToken(t, carol.id, b.id, 'run-shared');
+    const s1 = await agentToken(t, carol.id, a.id, 'run-shared');
+    const s2 = await agentToken(t, carol.id, b.id, 'run-shared');
     expect((await post(t, '/v1/nodes/task-same-session/claim', s1)).status).to.equal(200);
     const shared = await post(t, '/v1/nodes/task-same-session/renew', s2);
     expect(shared.status, shared.text).to.equal(200);

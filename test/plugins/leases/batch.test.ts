@@ -107,7 +107,7 @@ describe('leases: batch routes', function () {
     expect(runA.body).to.include({ count: 1, skipped_other_session: 1, skipped_reserved: 1 });
     expect(runA.body.renewed).to.deep.equal(['task-3']);
     // an agent token of run-b renews its own run's leases only
-    const agent = agentToken(t, alice.id, 'agent-alice', 'run-b');
+    const agent = await agentToken(t, alice.id, 'agent-alice', 'run-b');
     const runB = await post(t, '/v1/queue/renew', agent);
     expect(runB.body.renewed).to.deep.equal(['task-4']);
     expect(runB.body.skipped_other_session).to.equal(1);
@@ -125,7 +125,7 @@ describe('leases: batch routes', function () {
   it("batch release: never fails on a holder mismatch and drops only the caller's own leases", async () => {
     await post(t, '/v1/queue/claim', alice.token, { ids: ['task-7', 'task-8'] });
     await post(t, '/v1/nodes/task-9/claim', bob.token);
-    const agent = agentToken(t, alice.id, 'agent-alice', 'run-c');
+    const agent = await agentToken(t, alice.id, 'agent-alice', 'run-c');
     await post(t, '/v1/nodes/task-5/claim', agent);
     const bySession = await post(t, '/v1/queue/release', alice.token, { session: 'run-c' });
     expect(bySession.status).to.equal(200);

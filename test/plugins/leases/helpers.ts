@@ -28,9 +28,9 @@ export function tenantOf(t: TestServer) {
 }
 
 /** A per-session agent token acting for `person` (minted directly; the identity plugin is not needed). */
-export function agentToken(t: TestServer, person: string, agent: string, session: string | null): string {
+export async function agentToken(t: TestServer, person: string, agent: string, session: string | null): Promise<string> {
   const token = generateToken('ast');
-  tenantOf(t).tokens.mutate((records) => {
+  await tenantOf(t).tokens.mutate((records) => {
     const rec = newTokenRecord(token, { kind: 'agent-session', person, agent, session, created: new Date().toISOString() });
     records.set(rec.hash, rec);
   });
@@ -38,9 +38,9 @@ export function agentToken(t: TestServer, person: string, agent: string, session
 }
 
 /** A token whose person has no node in the graph (`bound: false`). */
-export function unboundToken(t: TestServer): string {
+export async function unboundToken(t: TestServer): Promise<string> {
   const token = generateToken('pat');
-  tenantOf(t).tokens.mutate((records) => {
+  await tenantOf(t).tokens.mutate((records) => {
     const rec = newTokenRecord(token, { kind: 'pat', person: 'person-ghost', created: new Date().toISOString() });
     records.set(rec.hash, rec);
   });

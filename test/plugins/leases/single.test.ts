@@ -245,7 +245,7 @@ describe('leases: single routes (SPEC lease table)', function () {
       ['/v1/nodes/task-i/claim', alice.token, [1, 2], 422, 'validation_failed'],
       ['/v1/nodes/task-i/claim', alice.token, { force: 'yes' }, 422, 'validation_failed'],
       ['/v1/nodes/task-i/claim', alice.token, { force: true }, 403, 'forbidden'],
-      ['/v1/nodes/task-i/claim', unboundToken(t), {}, 403, 'no_person'],
+      ['/v1/nodes/task-i/claim', await unboundToken(t), {}, 403, 'no_person'],
       ['/v1/nodes/spec-x/release', alice.token, {}, 422, 'validation_failed'],
       ['/v1/nodes/task-nope/renew', alice.token, {}, 404, 'not_found'],
     ];
@@ -295,8 +295,8 @@ describe('leases: single routes (SPEC lease table)', function () {
   });
 
   it('agent tokens: the lease is the owner person, with the agent and its session; other runs are other holders', async () => {
-    const run1 = agentToken(t, carol.id, 'agent-carol-bot', 'run-a');
-    const run2 = agentToken(t, carol.id, 'agent-carol-bot', 'run-b');
+    const run1 = await agentToken(t, carol.id, 'agent-carol-bot', 'run-a');
+    const run2 = await agentToken(t, carol.id, 'agent-carol-bot', 'run-b');
     await tasks(t, ['task-agent']);
     const res = await post(t, '/v1/nodes/task-agent/claim', run1);
     expect(res.status, res.text).to.equal(200);

@@ -68,7 +68,7 @@ describe('leases: status set to in-progress grants the claim lease', function ()
   });
 
   it('issues take the lease too; agent tokens bind it to their session; other statuses and types do not', async () => {
-    const agent = agentToken(t, alice.id, 'agent-alice', 'run-9');
+    const agent = await agentToken(t, alice.id, 'agent-alice', 'run-9');
     const res = await post(t, '/v1/nodes/issue-s5/status', agent, { status: 'in-progress' });
     expect(res.status, res.text).to.equal(200);
     expect(res.body.lease).to.include({ by: alice.id, agent: 'agent-alice', session: 'run-9' });

@@ -93,7 +93,7 @@ describe('lenses: render tickets', function () {
     });
 
     it('a caller not bound to a person node gets 422 no_person', async () => {
-      const res = await mint('lens-board', unboundToken(t));
+      const res = await mint('lens-board', await unboundToken(t));
       expect(res.status).to.equal(422);
       expect(res.body.error.code).to.equal('no_person');
     });

@@ -178,7 +178,7 @@ describe('lenses: render_lens and apply_lens_action', function () {
 
     it('unknown lens 404, a caller without a person node cannot write (403 no_person)', async () => {
       expect((await act(alice, { lens_id: 'lens-nope', item_id: 'task-a', action: 'claim' })).json.error.code).to.equal('not_found');
-      const ghost = await t.mcp(unboundToken(t));
+      const ghost = await t.mcp(await unboundToken(t));
       const res = await act(ghost, { lens_id: 'lens-board', item_id: 'task-a', action: 'set_priority', value: 'p3' });
       expect(res.isError).to.equal(true);
       expect(res.json.error.code).to.equal('no_person');

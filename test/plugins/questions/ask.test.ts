@@ -223,7 +223,7 @@ describe('questions: POST /v1/questions', function () {
     });
 
     it('a token without a person node is 403 no_person', async () => {
-      const res = await ask(t, unboundToken(t), { text: 'who am I?' });
+      const res = await ask(t, await unboundToken(t), { text: 'who am I?' });
       expect(res.status).to.equal(403);
       expect(res.body.error.code).to.equal('no_person');
     });

@@ -195,7 +195,7 @@ describe('queue: GET /v1/queue envelope and rules', function () {
     expect(badDelete.status).to.equal(422);
     expect(badDelete.body.error.details.errors[0]).to.include({ instancePath: '/id', keyword: 'pattern' });
     expect((await t.api('GET', '/v1/queue/mutes', { token: alice.token })).body.count).to.equal(0);
-    expect((await t.api('GET', '/v1/queue/mutes', { token: unboundToken(t) })).status).to.equal(403);
+    expect((await t.api('GET', '/v1/queue/mutes', { token: await unboundToken(t) })).status).to.equal(403);
   });
 
   it('rule 5: project scoping through repo aliases and groupings', async () => {
@@ -235,7 +235,7 @@ describe('queue: GET /v1/queue envelope and rules', function () {
     expect(await ids('?assignee=me', bob.token)).to.deep.equal(['task-web-1']);
     expect(await ids('?assignee=me&project=repo-web')).to.deep.equal(['task-web-2']);
     expect(await ids('?assignee=person-nobody')).to.deep.equal([]);
-    const unbound = await queue(t, unboundToken(t), '?assignee=me');
+    const unbound = await queue(t, await unboundToken(t), '?assignee=me');
     expect(unbound.status).to.equal(200);
     expect(unbound.body).to.include({ total_count: 0 });
     expect((await queue(t, alice.token, '?assignee=Not%20An%20Id')).status).to.equal(422);

@@ -114,7 +114,7 @@ describe('queue: routed sections', function () {
   });
 
   it('an unbound caller gets empty routed sections (and an empty personal queue)', async () => {
-    const res = await queue(t, unboundToken(t), '');
+    const res = await queue(t, await unboundToken(t), '');
     expect(res.status).to.equal(200);
     for (const key of ['questions', 'asked', 'findings', 'pending', 'reviews']) expect(res.body[key], key).to.deep.equal([]);
     expect(res.body.total_count).to.be.greaterThan(0);

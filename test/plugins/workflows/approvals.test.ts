@@ -60,7 +60,7 @@ describe('workflows: approval steps in the decision queue', function () {
   });
 
   it('an agent cannot claim or decide an approval step (403); a person can', async () => {
-    const agent = agentToken(t, bob.id, 'agent-bob-bot');
+    const agent = await agentToken(t, bob.id, 'agent-bob-bot');
     const byAgent = await claim(t, run, 'approve-release', agent);
     expect(byAgent.status).to.equal(403);
     expect(byAgent.body.error.code).to.equal('forbidden');

@@ -84,9 +84,9 @@ export function workKeys(res: ApiResponse): string[] {
 }
 
 /** A per-session agent token acting for `person` (minted into the token store). */
-export function agentToken(t: TestServer, person: string, agent: string, session: string | null = null): string {
+export async function agentToken(t: TestServer, person: string, agent: string, session: string | null = null): Promise<string> {
   const token = generateToken('ast');
-  t.server.services.tenants.get(t.org)!.tokens.mutate((records) => {
+  await t.server.services.tenants.get(t.org)!.tokens.mutate((records) => {
     const rec = newTokenRecord(token, { kind: 'agent-session', person, agent, session, created: new Date().toISOString() });
     records.set(rec.hash, rec);
   });
@@ -94,9 +94,9 @@ export function agentToken(t: TestServer, person: string, agent: string, session
 }
 
 /** A token whose person has no node in the graph. */
-export function unboundToken(t: TestServer): string {
+export async function unboundToken(t: TestServer): Promise<string> {
   const token = generateToken('pat');
-  t.server.services.tenants.get(t.org)!.tokens.mutate((records) => {
+  await t.server.services.tenants.get(t.org)!.tokens.mutate((records) => {
     const rec = newTokenRecord(token, { kind: 'pat', person: 'person-ghost', created: new Date().toISOString() });
     records.set(rec.hash, rec);
   });

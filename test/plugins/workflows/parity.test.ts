@@ -48,7 +48,7 @@ describe('workflows: run_workflow and POST /v1/workflows/{id}/run return the sam
     expect(unknown.error.details.errors).to.deep.equal([
       { instancePath: '', schemaPath: '#/additionalProperties', keyword: 'additionalProperties', params: { additionalProperty: 'input' }, message: 'must NOT have additional properties' },
     ]);
-    const ghost = unboundToken(t);
+    const ghost = await unboundToken(t);
     await same({ id: 'wf-live' }, {}, 403, ghost, await t.mcp(ghost));
   });
 

@@ -158,7 +158,7 @@ describe('workflows: starting a run', function () {
     const retired = await startRun(t, 'wf-old');
     expect(retired.status).to.equal(409);
     expect(retired.body.error.details.status).to.equal('retired');
-    const unbound = await startRun(t, 'wf-deploy', {}, unboundToken(t));
+    const unbound = await startRun(t, 'wf-deploy', {}, await unboundToken(t));
     expect(unbound.status).to.equal(403);
   });
 

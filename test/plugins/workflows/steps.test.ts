@@ -99,7 +99,7 @@ describe('workflows: claiming steps and reporting verdicts', function () {
     expect(unknown.status).to.equal(422);
     expect(unknown.body.error.details.errors[0]).to.include({ keyword: 'additionalProperties' });
     expect(unknown.body.error.details.errors[0].params).to.deep.equal({ additionalProperty: 'force' });
-    expect((await claim(t, run, 'b', unboundToken(t))).status).to.equal(403);
+    expect((await claim(t, run, 'b', await unboundToken(t))).status).to.equal(403);
   });
 
   it('success releases what needed the step; the run succeeds when every step succeeded', async () => {
@@ -273,7 +273,7 @@ describe('workflows: claiming steps and reporting verdicts', function () {
 
   it('agent-held leases: the agent completes; its owner without the agent cannot (403)', async () => {
     const run = await started(t, 'wf-one');
-    const agent = agentToken(t, alice.id, 'agent-alice-bot', 'sess-1');
+    const agent = await agentToken(t, alice.id, 'agent-alice-bot', 'sess-1');
     const res = await claim(t, run, 'x', agent);
     expect(res.status, res.text).to.equal(200);
     expect(res.body.lease).to.include({ by: alice.id, agent: 'agent-alice-bot', session: 'sess-1' });
@@ -294,7 +294,7 @@ describe('workflows: claiming steps and reporting verdicts', function () {
     expect(stored).to.include({ generation: 1 });
     const { readFileSync } = await import('node:fs');
     const { join } = await import('node:path');
-    const onDisk = JSON.parse(readFileSync(join(tenant.state.dir, 'workflow-leases.json'), 'utf8'));
+    const onDisk = JSON.parse(readFileSync(join(tenant.dir, 'state', 'workflow-leases.json'), 'utf8'));
     expect(onDisk[`${run}/x`]).to.include({ generation: 1, by: alice.id });
     expect((await complete(t, run, 'x', { lease, status: 'succeeded' }, alice.token)).status).to.equal(200);
     expect(tenant.state.collection('workflow-leases').has(`${run}/x`)).to.equal(false);
