@@ -1018,7 +1018,11 @@ class GitStoreImpl implements GitStore {
 
   private async doCommit(input: CommitInput): Promise<CommitOutput & { durable: Promise<void> }> {
     if (this.closed) throw new Error('git store is closed');
-    if (this.broken) throw new Error(`git store needs reopening: ${this.broken.message}`);
+    if (this.broken) {
+      // a store stopped by its fence says so (503 not_owner), every write after it alike
+      if ((this.broken as { code?: unknown }).code === 'not_owner') throw this.broken;
+      throw new Error(`git store needs reopening: ${this.broken.message}`);
+    }
     if (input.expectedParent !== this.headOid) throw new HeadMismatchError(input.expectedParent, this.headOid);
     if (!input.changes.length) throw new Error('commit needs at least one change');
     const now = Math.floor(Date.now() / 1000);
