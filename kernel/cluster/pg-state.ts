@@ -382,6 +382,16 @@ export function pgGlobalStore(db: Database, name: string): PgStateStore {
   return new PgStateStore(db, '', () => undefined, { prefix: `${name}/`, shared: true });
 }
 
+/** `services.globalStore` of cluster mode: one `pgGlobalStore` per name, made on first use. */
+export function pgGlobalStores(db: Database): (name: string) => PgStateStore {
+  const stores = new Map<string, PgStateStore>();
+  return (name) => {
+    let store = stores.get(name);
+    if (!store) stores.set(name, (store = pgGlobalStore(db, name)));
+    return store;
+  };
+}
+
 /**
  * `TenantDeps.operational` of cluster mode: each tenant's state and tokens in PostgreSQL,
  * loaded before the tenant opens, writes fenced by `fenceOf(org)`.

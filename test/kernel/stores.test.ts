@@ -16,9 +16,11 @@ import { systemClock } from '../../kernel/config.js';
 import { DEFAULT_LIMITS, Tenant } from '../../kernel/tenant.js';
 import type { Sandbox } from '../../sandbox/index.js';
 import { seedPack } from '../../seed-pack/index.js';
+import type { KernelServices } from '../../kernel/plugin.js';
+import { WorkgraphOAuthProvider } from '../../plugins/oauth/provider.js';
 import { migrate, openDatabase, type Database } from '../../kernel/cluster/db.js';
 import { MIGRATIONS } from '../../kernel/cluster/migrations.js';
-import { pgGlobalStore, pgOperational, PgStateStore } from '../../kernel/cluster/pg-state.js';
+import { pgGlobalStore, pgGlobalStores, pgOperational, PgStateStore } from '../../kernel/cluster/pg-state.js';
 import { orgOfToken, PgTokenStore } from '../../kernel/cluster/pg-tokens.js';
 import { importTenantFiles } from '../../kernel/cluster/pg-import.js';
 import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
@@ -460,11 +462,32 @@ describe('operational stores: postgres only', () => {
       // stored under the store's name: another global store of the same collection name is separate
       const app = pgGlobalStore(db, 'app').collection('clients');
       expect(await app.fetch('client-2')).to.equal(undefined);
+      // the services hook keeps one store a name
+      const hook = pgGlobalStores(db);
+      expect(hook('oauth')).to.equal(hook('oauth'));
+      expect(hook('oauth')).to.not.equal(hook('app'));
+      expect(await hook('oauth').collection<{ id: string }>('clients').fetch('client-3')).to.deep.equal({ id: 'client-3' });
       // a store opened later loads what is there
       const late = pgGlobalStore(other, 'oauth').collection<{ id: string }>('clients');
       expect(await late.fetch('client-3')).to.deep.equal({ id: 'client-3' });
       await until(() => late.size === 2, 'the lazy load');
       await b.close();
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('the OAuth plugin through services.globalStore: a client registered on one process is known on another at once', async () => {
+    const other = await openDatabase(url);
+    try {
+      const services = (database: Database) => ({ config: { dataDir: '/nonexistent' }, clock: systemClock, globalStore: pgGlobalStores(database) }) as unknown as KernelServices;
+      const one = new WorkgraphOAuthProvider(services(db));
+      const two = new WorkgraphOAuthProvider(services(other));
+      const client = { client_id: `client-${orgName()}`, redirect_uris: ['http://127.0.0.1/cb'], client_name: 'test' };
+      await one.clientsStore.registerClient(client as never);
+      expect(await two.clientsStore.getClient(client.client_id)).to.deep.include({ client_name: 'test' });
+      const rows = await db.pool.query("SELECT collection FROM wg_state WHERE org = '' AND key = $1", [client.client_id]);
+      expect(rows.rows).to.deep.equal([{ collection: 'oauth/clients' }]);
     } finally {
       await other.close();
     }
