@@ -116,6 +116,8 @@ export interface GitStore {
   settled(): Promise<void>;
   /** An object read without git: loose, or acknowledged and not yet written; null when packed or missing. */
   readObjectSync(oid: string): { type: string; body: Buffer } | null;
+  /** commits replayed from the commit journal when the store opened */
+  readonly replayedCommits: number;
   close(): Promise<void>;
 }
 
@@ -153,8 +155,7 @@ export interface GitStoreOptions {
   /** told how long each journal fdatasync (one per group of commits) and each checkpoint took (metrics) */
   observe?: StoreObserver;
   /**
-   * Cluster mode (docs/scale-out.md): the tenant's ownership fence. With it the journal is
-   * always on (fdatasynced only with `fsync`), a commit is acknowledged only after
+   * Cluster mode (docs/scale-out.md): the tenant's ownership fence. With it a commit is acknowledged only after
    * `acknowledge` recorded it as the tenant's head under this process's fencing token, and a
    * checkpoint moves `refs/heads/main` only after `check` confirmed the token is still current.
    * Either rejecting (another process took the tenant over) stops the store taking commits.
@@ -713,6 +714,9 @@ class GitStoreImpl implements GitStore {
   /** cluster mode: the newest journal record known durable, and the newest whose acknowledgement reached the fence */
   private ackTarget = { seq: 0, commit: '' };
   private ackedSeq = 0;
+  private lastJournaled = { seq: 0, commit: '' };
+  /** commits replayed from the journal at open (cluster mode: those past the acknowledged head were never acknowledged) */
+  replayedCommits = 0;
   private acking: Promise<void> | null = null;
   /** bounds how long an acknowledged commit stays invisible to git processes */
   private lagTimer: NodeJS.Timeout | null = null;
@@ -949,8 +953,10 @@ class GitStoreImpl implements GitStore {
       // records written but not yet fdatasynced (group commit) first: the ref never moves
       // to a commit whose acknowledgement could still fail
       await this.journal.syncAll();
+      // cluster mode: only acknowledged commits are written out (a take-over drops the others)
+      if (this.opts.fence && this.lastJournaled.seq > this.ackedSeq) await this.acknowledge(this.lastJournaled.seq, this.lastJournaled.commit);
     } catch (err) {
-      this.broken = err as Error;
+      this.broken ??= err as Error;
       return;
     }
     const batch = this.unwrittenCommits;
@@ -1117,6 +1123,7 @@ class GitStoreImpl implements GitStore {
       // fdatasync flushing them too). Until then reads find the objects in `unwritten`.
       const journal = this.journal;
       const seq = journal.write({ commit: commitObj.oid, parent: this.headOid, objects: all }); // throws: nothing changed
+      this.lastJournaled = { seq, commit: commitObj.oid };
       this.recordsSinceCheckpoint++;
       for (const o of all) this.unwritten.set(o.oid, o);
       this.unwrittenCommits.push({ commit: commitObj.oid, objects: all });
@@ -1136,6 +1143,15 @@ class GitStoreImpl implements GitStore {
     // No journal: the loose files are the only copy, so they are written before the ack
     // (objects first: git never sees a ref to a missing object).
     for (const o of all) this.writeLoose(o);
+    if (this.opts.fence) {
+      // cluster mode without fsync (tests, benchmarks): acknowledged through the fence before the ref moves
+      try {
+        await this.opts.fence.acknowledge(commitObj.oid);
+      } catch (err) {
+        this.broken ??= err as Error;
+        throw err;
+      }
+    }
     this.writeRef(commitObj.oid);
     this.swapHead(newTrees, rootOid, commitObj.oid);
     this.opts.onCheckpoint?.(commitObj.oid);
@@ -1384,7 +1400,7 @@ async function readLooseRef(dir: string): Promise<string | null | 'invalid'> {
  * by someone else and is left alone. A torn or corrupt tail (bad length/crc) was never
  * acknowledged and is dropped.
  */
-async function recoverJournal(dir: string, readRef: () => Promise<string | null>, doSync: boolean): Promise<JournalWriter> {
+async function recoverJournal(dir: string, readRef: () => Promise<string | null>, doSync: boolean): Promise<{ journal: JournalWriter; replayed: number }> {
   const path = `${dir}/${JOURNAL_NAME}`;
   let image: Buffer | null = null;
   let existed = true;
@@ -1438,7 +1454,7 @@ async function recoverJournal(dir: string, readRef: () => Promise<string | null>
     const journal = new JournalWriter(fh, image ? image.length : 0, doSync);
     if (journal.bytes > 0) await journal.truncate(0);
     if (!existed) await fsyncDir(dir);
-    return journal;
+    return { journal, replayed: chain.length };
   } catch (err) {
     await fh.close();
     throw err;
@@ -1472,10 +1488,12 @@ export async function openGitStore(gitdir: string, opts: GitStoreOptions = {}): 
       return null;
     }
   };
-  const journal = doFsync || opts.fence ? await recoverJournal(dir, resolveHead, doFsync) : null;
+  const recovered = doFsync ? await recoverJournal(dir, resolveHead, doFsync) : null;
+  const journal = recovered?.journal ?? null;
   try {
     const head = await resolveHead();
     const store = new GitStoreImpl(dir, fs, journal, opts, head, EMPTY_TREE_OID);
+    store.replayedCommits = recovered?.replayed ?? 0;
     if (journal && opts.observe) journal.onSync = (s) => opts.observe!.journalSync(s);
     await store.init();
     openStores.set(dir, store);

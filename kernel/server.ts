@@ -16,7 +16,7 @@ import { PluginHost } from './plugin-host.js';
 import { KernelMetrics } from './metrics.js';
 import { ORG_PATTERN, TenantManager } from './tenants.js';
 import { openClusterRuntime, type ClusterRuntime } from './cluster/runtime.js';
-import { pgOperational } from './cluster/pg-state.js';
+import { pgGlobalStores, pgOperational } from './cluster/pg-state.js';
 
 export interface ServerOptions {
   config: ServerConfig;
@@ -189,7 +189,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     operational: runtime ? pgOperational(runtime.db, (org) => runtime.cluster.fenceOf(org)) : undefined,
   });
   runtime?.cluster.attach(tenants);
-  const services: KernelServices = { clock, log, config, tenants, host, ticketAuthenticators: [], metrics, bearerAuthenticators: [], authChallenge: () => 'Bearer', registeredRoutes: [] };
+  const services: KernelServices = { clock, log, config, tenants, host, ticketAuthenticators: [], metrics, bearerAuthenticators: [], authChallenge: () => 'Bearer', registeredRoutes: [], globalStore: runtime ? pgGlobalStores(runtime.db) : undefined };
   for (const p of host.plugins) await p.init?.(services);
   tenants!.onTenantChange = async (tenant, added) => {
     for (const p of host.plugins) if (added.includes(p.name) && host.usable(tenant, p)) await p.tenantOpen?.(tenant, services);

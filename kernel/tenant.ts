@@ -138,13 +138,15 @@ export interface OwnedTenant {
 }
 
 /**
- * Cluster mode: the repository's head is moved to the head acknowledged under the previous
- * fence. A head ahead of it holds commits a former owner journaled (or even wrote out) but
- * never acknowledged: their writers were answered 503 `not_owner`, so they are dropped (left
- * unreachable). A head behind it (moved back by a former owner paused between its fence
- * check and its rename) is moved forward. Returns true when the ref was moved: the store is
- * then closed and must be reopened. A head unrelated to the acknowledged one would lose
- * acknowledged writes: the tenant is not served.
+ * Cluster mode: the repository's head is brought to the head acknowledged under the previous
+ * fence. Commits past it that the journal replay just brought back were journaled by a former
+ * owner but never acknowledged (their writers were answered 503 `not_owner`; only
+ * acknowledged commits are ever written out): they are dropped, left unreachable. A head past
+ * it with nothing replayed holds commits made outside the server (an operator's `git commit`
+ * while the cluster was down) and is kept. A head behind it (moved back by a former owner
+ * paused between its fence check and its rename), or off it, is moved to it. Returns true when
+ * the ref was moved: the store is then closed and must be reopened. An acknowledged head
+ * missing from the repository would lose acknowledged writes: the tenant is not served.
  */
 async function ensureAckedHead(store: GitStore, gitdir: string, acked: string, log: Logger): Promise<boolean> {
   const head = store.head();
@@ -157,22 +159,19 @@ async function ensureAckedHead(store: GitStore, gitdir: string, acked: string, l
       return false;
     }
   };
-  // PostgreSQL's record is the authority: any head whose acknowledged commit is in the
-  // repository is moved there (an unrelated head is the tip a paused former owner wrote in
-  // the instant between its fence check and its rename, over a later owner's)
+  const ahead = head !== null && (await isAncestor(acked, head));
+  if (ahead && store.replayedCommits === 0) return false;
   let present = true;
   try {
     await runGit(gitdir, ['cat-file', '-e', `${acked}^{commit}`]);
   } catch {
     present = false;
   }
-  if (present) {
-    if (head && !(await isAncestor(acked, head)) && !(await isAncestor(head, acked))) log.warn('cluster: the ref pointed off the acknowledged history; moved back', { gitdir, ref: head, acked });
-    await store.close();
-    await writeFileDurable(join(gitdir, 'refs', 'heads', 'main'), `${acked}\n`);
-    return true;
-  }
-  throw new Error(`acknowledged head ${acked} is not in ${gitdir} (head ${head}): refusing to serve a history that lost acknowledged commits`);
+  if (!present) throw new Error(`acknowledged head ${acked} is not in ${gitdir} (head ${head}): refusing to serve a history that lost acknowledged commits`);
+  if (head && !ahead && !(await isAncestor(head, acked))) log.warn('cluster: the ref pointed off the acknowledged history; moved back', { gitdir, ref: head, acked });
+  await store.close();
+  await writeFileDurable(join(gitdir, 'refs', 'heads', 'main'), `${acked}\n`);
+  return true;
 }
 
 export class Tenant {

@@ -61,4 +61,10 @@ CREATE TABLE wg_members (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'operational values keep their bytes (json, not jsonb)',
+    // An idempotency record replays the original answer byte for byte; jsonb reorders keys.
+    sql: `ALTER TABLE wg_state ALTER COLUMN value TYPE json USING value::json;`,
+  },
 ];

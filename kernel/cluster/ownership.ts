@@ -167,6 +167,8 @@ export class Cluster {
     );
     this.opts.log.info('cluster member up', { member: this.id, url, lease_ms: this.opts.leaseMs });
     await this.tick();
+    // the tenants claimed at start are open before the member reports itself up
+    await Promise.allSettled([...this.pending.values()]);
     this.arm();
   }
 

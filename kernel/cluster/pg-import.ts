@@ -56,7 +56,7 @@ export async function importTenantFiles(db: Database, org: string, dir: string, 
     if (state.length > 0) {
       await client.query(
         `INSERT INTO wg_state (org, collection, key, value)
-         SELECT $1, e->>'c', e->>'k', e->'v' FROM jsonb_array_elements($2::jsonb) AS e
+         SELECT $1, e->>'c', e->>'k', e->'v' FROM json_array_elements($2::json) AS e
          ON CONFLICT (org, collection, key) DO UPDATE SET value = EXCLUDED.value`,
         [org, JSON.stringify(state)],
       );

@@ -129,7 +129,7 @@ export class PgStateStore implements StateStore {
     }
     const sql = `
 WITH ${okCte(fence !== undefined)},
-ch AS (SELECT e->>'k' AS k, e->'v' AS v, coalesce((e->>'d')::boolean, false) AS d FROM jsonb_array_elements($4::jsonb) AS e),
+ch AS (SELECT e->>'k' AS k, e->'v' AS v, coalesce((e->>'d')::boolean, false) AS d FROM json_array_elements($4::json) AS e),
 del AS (
   DELETE FROM wg_state s USING ch
   WHERE EXISTS (SELECT 1 FROM ok) AND ch.d AND s.org = $1 AND s.collection = $3 AND s.key = ch.k

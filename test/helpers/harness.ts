@@ -56,11 +56,30 @@ function collectSecrets(value: unknown, depth = 0): void {
   }
 }
 
+/**
+ * `WG_TEST_STORE=postgres` (`npm run test:pg`) runs the same suites in cluster mode: every
+ * test server is a one-member cluster on the shared test PostgreSQL, its operational store
+ * there, in a schema of its own (the same one again when a test restarts a server on its
+ * data directory).
+ */
+export const onPostgres = process.env.WG_TEST_STORE === 'postgres';
+const clusterSchemas = new Map<string, string>();
+export async function testStoreConfig(dataDir: string): Promise<Partial<ServerConfig>> {
+  if (process.env.WG_TEST_STORE !== 'postgres') return {};
+  let url = clusterSchemas.get(dataDir);
+  if (!url) {
+    const { sharedPostgres, freshSchemaUrl } = await import('./postgres.js');
+    url = await freshSchemaUrl((await sharedPostgres()).url);
+    clusterSchemas.set(dataDir, url);
+  }
+  return { databaseUrl: url, clusterLeaseMs: 3000 };
+}
+
 export async function startTestServer(opts: { plugins?: PluginDef[]; config?: Partial<ServerConfig>; dataDir?: string; keepData?: boolean } = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'wg-test-'));
   const clock = new ManualClock();
   const logs: string[] = [];
-  const config: ServerConfig = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false, tenantPollMs: 200, ...opts.config };
+  const config: ServerConfig = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false, tenantPollMs: 200, ...(await testStoreConfig(dataDir)), ...opts.config };
   const server = await startServer({ config, plugins: opts.plugins ?? allPlugins, clock, log: createLogger((l) => {
     logs.push(l);
     runLog.push(l);

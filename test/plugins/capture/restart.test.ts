@@ -10,7 +10,7 @@ import { startServer, type RunningServer } from '../../../kernel/server.js';
 import { capturePlugin } from '../../../plugins/capture/index.js';
 import { readCaptureJournal } from '../../../plugins/capture/journal.js';
 import { corePlugin } from '../../../plugins/core/index.js';
-import { startTestServer } from '../../helpers/harness.js';
+import { startTestServer, testStoreConfig } from '../../helpers/harness.js';
 
 async function post(server: RunningServer, path: string, token: string, body: unknown): Promise<{ status: number; text: string }> {
   const res = await fetch(server.url + path, {
@@ -34,7 +34,7 @@ describe('capture: durability across a restart', function () {
       await first.api('POST', '/v1/distill/report', { body: { facts: 2 } });
       await first.close();
 
-      const config = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false, tenantPollMs: 200 };
+      const config = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false, tenantPollMs: 200, ...(await testStoreConfig(dataDir)) };
       second = await startServer({ config, plugins: [corePlugin, capturePlugin], clock: new ManualClock(), log: createLogger(() => undefined) });
       const replay = await post(second, '/v1/capture', adminToken, { text: 'task: Durable zeppelin launch', idempotency_key: 'durable-1' });
       expect(replay.text).to.equal(original.text);

@@ -8,7 +8,7 @@ import { nodePath } from '../../../kernel/git-store.js';
 import { startServer } from '../../../kernel/server.js';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { historyPlugin } from '../../../plugins/history/index.js';
-import { addPerson, putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
+import { addPerson, putNodes, startTestServer, type TestServer, testStoreConfig } from '../../helpers/harness.js';
 import { directWrite, ok, tenantOf, relaxHookTimeout } from './helpers.js';
 
 function git(args: string[], cwd?: string, env: Record<string, string> = {}): string {
@@ -221,7 +221,7 @@ describe('history: the per-node commit index is rebuilt at start from git', () =
       rmSync(work, { recursive: true, force: true });
     }
 
-    const config = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false, tenantPollMs: 200 };
+    const config = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false, tenantPollMs: 200, ...(await testStoreConfig(dataDir)) };
     const server = await startServer({ config, plugins: [corePlugin, historyPlugin], clock: new ManualClock(), log: createLogger(() => undefined) });
     try {
       const get = async (path: string) => {
