@@ -4,6 +4,7 @@
  * lifecycle hooks. The kernel validates manifests at boot (unknown dependency, cycle,
  * duplicate route or tool) and fails the start with a message naming the plugin.
  */
+import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -56,6 +57,20 @@ export interface KernelServices {
    * mode sets it to the PostgreSQL store (org '' of wg_state), shared by every process.
    */
   globalStore?: (name: string) => StateStore;
+  /**
+   * Cluster mode's routing of requests that carry no bearer token (docs/scale-out.md): each
+   * router recognises requests of its plugin (a session cookie, a render ticket, a sign-in form,
+   * an OAuth code) and names the tenant whose owner must serve them. Asked in order; the first
+   * answer wins; none: the request is served where it arrived. Unused by a single process.
+   */
+  requestRouters: RequestRouter[];
+}
+
+export interface RequestRouter {
+  /** 'headers': decide from method, URL and headers; 'body': the body is needed too (read whole, at most 1 MiB); false: not this router's */
+  applies(req: IncomingMessage): 'headers' | 'body' | false;
+  /** the tenant's org, or a token's SHA-256 (hex) whose tenant it is, or null */
+  route(req: IncomingMessage, body: Buffer | null): Promise<{ org: string } | { tokenHash: string } | null>;
 }
 
 /** The data-directory-wide store `name`: `services.globalStore` if set, else SVC_DATA_DIR/<name>/ files. */

@@ -189,7 +189,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     operational: runtime ? pgOperational(runtime.db, (org) => runtime.cluster.fenceOf(org)) : undefined,
   });
   runtime?.cluster.attach(tenants);
-  const services: KernelServices = { clock, log, config, tenants, host, ticketAuthenticators: [], metrics, bearerAuthenticators: [], authChallenge: () => 'Bearer', registeredRoutes: [], globalStore: runtime ? pgGlobalStores(runtime.db) : undefined };
+  const services: KernelServices = { clock, log, config, tenants, host, ticketAuthenticators: [], metrics, bearerAuthenticators: [], authChallenge: () => 'Bearer', registeredRoutes: [], requestRouters: [], globalStore: runtime ? pgGlobalStores(runtime.db) : undefined };
   for (const p of host.plugins) await p.init?.(services);
   tenants!.onTenantChange = async (tenant, added) => {
     for (const p of host.plugins) if (added.includes(p.name) && host.usable(tenant, p)) await p.tenantOpen?.(tenant, services);
@@ -259,7 +259,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const { services } = kernel;
   const app = createApp(services);
   let selfUrl = '';
-  const handler = kernel.cluster ? kernel.cluster.handler(app.callback(), () => selfUrl) : app.callback();
+  const handler = kernel.cluster ? kernel.cluster.handler(app.callback(), () => selfUrl, () => services.requestRouters) : app.callback();
   let server: HttpServer;
   try {
     server = credentials ? createHttpsServer(credentials, handler) : createHttpServer(handler);

@@ -18,13 +18,18 @@
  */
 import { request as httpRequest, Agent, type IncomingMessage, type ServerResponse } from 'node:http';
 import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
+import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { hashTokenBytes, isOpaqueToken } from '../auth.js';
 import type { Logger } from '../config.js';
+import type { RequestRouter } from '../plugin.js';
 import type { TenantManager } from '../tenants.js';
 import type { Cluster } from './ownership.js';
 
 export const HOP_HEADER = 'x-workgraph-hop';
+const LOCAL_HEADER = 'x-workgraph-local';
+/** what a router may read of a request without a bearer token (sign-in and OAuth forms are small) */
+const ROUTER_BODY_LIMIT = 1024 * 1024;
 /** a request is forwarded at most this many times (ownership moving twice while it travels) */
 const MAX_HOPS = 2;
 const RETRYABLE_CONNECT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
@@ -42,6 +47,8 @@ export interface ForwardOptions {
   selfUrl: () => string;
   /** called for requests served here */
   local: (req: IncomingMessage, res: ServerResponse) => void;
+  /** the plugins' routers of requests without a bearer token (services.requestRouters) */
+  routers: () => RequestRouter[];
   /** cluster mode's token refresh: make sure a token minted elsewhere is known to the open tenant */
   ensureToken?: (org: string, hash: string) => Promise<void>;
 }
@@ -65,13 +72,21 @@ function sendError(res: ServerResponse, status: number, code: string, message: s
   res.end(body);
 }
 
-async function readBody(req: IncomingMessage): Promise<Buffer> {
+/** The whole body; past `limit` bytes the rest is not read into memory (the served request fails its own size check). */
+async function readBody(req: IncomingMessage, limit = Infinity): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > limit) throw Object.assign(new Error('request body too large to route'), { status: 413 });
+    chunks.push(chunk as Buffer);
+  }
   return Buffer.concat(chunks);
 }
 
 export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  /** marks a request this process sent to its own listener (a client cannot guess it) */
+  const localSecret = randomBytes(16).toString('hex');
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256 });
   /** token hash -> org, for tokens of tenants open elsewhere (a hash never changes tenant) */
@@ -92,12 +107,13 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
   };
 
   /** One attempt at the owner: resolves 'sent' once the answer is streaming back, or the failure. */
-  const forwardOnce = (req: IncomingMessage, res: ServerResponse, target: string, body: Buffer | null, hop: number): Promise<'sent' | { error: NodeJS.ErrnoException; connected: boolean }> =>
+  const forwardOnce = (req: IncomingMessage, res: ServerResponse, target: string, body: Buffer | null, hop: number, toSelf = false): Promise<'sent' | { error: NodeJS.ErrnoException; connected: boolean }> =>
     new Promise((resolve) => {
       const url = new URL(req.url ?? '/', target);
       const headers: Record<string, string | string[]> = {};
       for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) headers[k] = v;
       headers[HOP_HEADER] = String(hop + 1);
+      if (toSelf) headers[LOCAL_HEADER] = localSecret;
       const forwardedFor = req.socket.remoteAddress ?? '';
       headers['x-forwarded-for'] = req.headers['x-forwarded-for'] ? `${String(req.headers['x-forwarded-for'])}, ${forwardedFor}` : forwardedFor;
       if (body) headers['content-length'] = String(body.length);
@@ -124,32 +140,55 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
       else req.pipe(upstream);
     });
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  /** Which tenant a request is for: its bearer token, else the plugins' routers (which may read the body). */
+  const tenantOf = async (req: IncomingMessage): Promise<{ org: string | null; hash: string | null; body: Buffer | null }> => {
     const token = bearerToken(req);
-    if (!token) return opts.local(req, res);
-    const { hash } = hashTokenBytes(token);
-    const org = await orgOf(hash);
-    if (!org) return opts.local(req, res); // an unknown token: the local 401
+    if (token) {
+      const { hash } = hashTokenBytes(token);
+      return { org: await orgOf(hash), hash, body: null };
+    }
+    let body: Buffer | null = null;
+    for (const router of opts.routers()) {
+      const needs = router.applies(req);
+      if (!needs) continue;
+      if (needs === 'body' && body === null) body = await readBody(req, ROUTER_BODY_LIMIT);
+      const found = await router.route(req, body);
+      if (!found) continue;
+      if ('org' in found) return { org: found.org, hash: null, body };
+      const org = await orgOf(found.tokenHash);
+      if (org) return { org, hash: found.tokenHash, body };
+    }
+    return { org: null, hash: null, body };
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    // sent back to this process by itself (below): served here, no routing again
+    if (req.headers[LOCAL_HEADER] === localSecret) return opts.local(req, res);
+    const routed = await tenantOf(req);
+    const { org, hash } = routed;
+    // Read only when the request goes elsewhere (so it can be re-sent if that member died);
+    // a request served here streams straight into the app. Once read, a request that ends
+    // up served here after all (this process took the tenant over, or a router read it) is
+    // sent to this process's own listener.
+    let body: Buffer | null = routed.body;
+    if (!org) return body === null ? opts.local(req, res) : void (await forwardOnce(req, res, opts.selfUrl(), body, 0, true));
     const hop = Number(req.headers[HOP_HEADER] ?? 0) || 0;
     const idempotent = req.method === 'GET' || req.method === 'HEAD';
     // Read only when the request goes elsewhere (so it can be re-sent if that member died);
     // a request served here streams straight into the app. Once read, a request that ends
     // up served here after all (this process took the tenant over) is sent to this
     // process's own listener.
-    let body: Buffer | null = null;
     const deadline = performance.now() + opts.waitMs;
     let lastError = '';
     for (;;) {
       const route = await opts.cluster.route(org, Math.max(0, deadline - performance.now()));
-      if ((route.kind === 'local' || route.kind === 'unknown') && body === null) {
-        if (route.kind === 'local') await opts.ensureToken?.(org, hash);
-        return opts.local(req, res);
-      }
+      if (route.kind === 'local' && hash) await opts.ensureToken?.(org, hash);
+      if ((route.kind === 'local' || route.kind === 'unknown') && body === null) return opts.local(req, res);
       if (route.kind === 'unavailable') return sendError(res, 503, 'owner_unavailable', `${route.reason}${lastError ? ` (${lastError})` : ''}; retry shortly`, Math.ceil(opts.cluster.leaseMs / 1000));
       const target = route.kind === 'remote' ? route.url : opts.selfUrl();
       if (route.kind === 'remote' && hop >= MAX_HOPS) return sendError(res, 503, 'owner_unavailable', `tenant ${org} is moving between processes; retry shortly`, 1);
       if (body === null && !idempotent) body = await readBody(req);
-      const outcome = await forwardOnce(req, res, target, body, hop);
+      const outcome = await forwardOnce(req, res, target, body, hop, route.kind !== 'remote');
       if (outcome === 'sent') return;
       const owner = route.kind === 'remote' ? route.owner : 'this process';
       lastError = `${owner}: ${outcome.error.code ?? outcome.error.message}`;
@@ -164,6 +203,7 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
 
   return (req, res) => {
     handle(req, res).catch((err) => {
+      if ((err as { status?: number }).status === 413) return sendError(res, 413, 'too_large', `request body exceeds ${ROUTER_BODY_LIMIT} bytes`);
       opts.log.error('cluster routing failed', { error: String(err) });
       sendError(res, 503, 'owner_unavailable', 'the cluster could not route this request; retry shortly', 1);
     });

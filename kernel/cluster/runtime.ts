@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../config.js';
+import type { RequestRouter } from '../plugin.js';
 import type { TenantCreationHooks, TenantManager } from '../tenants.js';
 import type { TenantConfig } from '../tenant.js';
 import { openDatabase, type Database } from './db.js';
@@ -21,7 +22,7 @@ export interface ClusterRuntime {
   hasTenants(): Promise<boolean>;
   /** join the cluster once the listener is up (its URL is what other members forward to) */
   join(url: string): Promise<void>;
-  handler(local: (req: IncomingMessage, res: ServerResponse) => void, selfUrl: () => string): (req: IncomingMessage, res: ServerResponse) => void;
+  handler(local: (req: IncomingMessage, res: ServerResponse) => void, selfUrl: () => string, routers: () => RequestRouter[]): (req: IncomingMessage, res: ServerResponse) => void;
   close(): Promise<void>;
 }
 
@@ -59,7 +60,7 @@ export async function openClusterRuntime(opts: { databaseUrl: string; leaseMs: n
       await cluster.start();
       joined = true;
     },
-    handler(local, selfUrl) {
+    handler(local, selfUrl, routers) {
       return clusterRequestHandler({
         cluster,
         tenants: opts.tenants(),
@@ -68,6 +69,7 @@ export async function openClusterRuntime(opts: { databaseUrl: string; leaseMs: n
         waitMs: 2 * opts.leaseMs + 5000,
         local,
         selfUrl,
+        routers,
         ensureToken: async (org, hash) => {
           const tenants = opts.tenants();
           if (tenants.orgOfTokenHash(hash)) return;
