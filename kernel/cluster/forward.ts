@@ -28,6 +28,7 @@ import type { Cluster } from './ownership.js';
 
 export const HOP_HEADER = 'x-workgraph-hop';
 const LOCAL_HEADER = 'x-workgraph-local';
+const LOCAL_ORG_HEADER = 'x-workgraph-local-org';
 /** what a router may read of a request without a bearer token (sign-in and OAuth forms are small) */
 const ROUTER_BODY_LIMIT = 1024 * 1024;
 /** a request is forwarded at most this many times (ownership moving twice while it travels) */
@@ -107,13 +108,16 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
   };
 
   /** One attempt at the owner: resolves 'sent' once the answer is streaming back, or the failure. */
-  const forwardOnce = (req: IncomingMessage, res: ServerResponse, target: string, body: Buffer | null, hop: number, toSelf = false): Promise<'sent' | { error: NodeJS.ErrnoException; connected: boolean }> =>
+  const forwardOnce = (req: IncomingMessage, res: ServerResponse, target: string, body: Buffer | null, hop: number, toSelf = false, org: string | null = null): Promise<'sent' | { error: NodeJS.ErrnoException; connected: boolean }> =>
     new Promise((resolve) => {
       const url = new URL(req.url ?? '/', target);
       const headers: Record<string, string | string[]> = {};
       for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) headers[k] = v;
       headers[HOP_HEADER] = String(hop + 1);
-      if (toSelf) headers[LOCAL_HEADER] = localSecret;
+      if (toSelf) {
+        headers[LOCAL_HEADER] = localSecret;
+        if (org) headers[LOCAL_ORG_HEADER] = org;
+      }
       const forwardedFor = req.socket.remoteAddress ?? '';
       headers['x-forwarded-for'] = req.headers['x-forwarded-for'] ? `${String(req.headers['x-forwarded-for'])}, ${forwardedFor}` : forwardedFor;
       if (body) headers['content-length'] = String(body.length);
@@ -163,7 +167,11 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // sent back to this process by itself (below): served here, no routing again
-    if (req.headers[LOCAL_HEADER] === localSecret) return opts.local(req, res);
+    if (req.headers[LOCAL_HEADER] === localSecret) {
+      const org = req.headers[LOCAL_ORG_HEADER];
+      if (typeof org === 'string') res.once('close', opts.cluster.enter(org));
+      return opts.local(req, res);
+    }
     const routed = await tenantOf(req);
     const { org, hash } = routed;
     // Read only when the request goes elsewhere (so it can be re-sent if that member died);
@@ -183,13 +191,17 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
     for (;;) {
       const route = await opts.cluster.route(org, Math.max(0, deadline - performance.now()));
       if (route.kind === 'local' && hash) await opts.ensureToken?.(org, hash);
-      if ((route.kind === 'local' || route.kind === 'unknown') && body === null) return opts.local(req, res);
+      if ((route.kind === 'local' || route.kind === 'unknown') && body === null) {
+        if (route.kind === 'local') res.once('close', opts.cluster.enter(org));
+        return opts.local(req, res);
+      }
       if (route.kind === 'unavailable') return sendError(res, 503, 'owner_unavailable', `${route.reason}${lastError ? ` (${lastError})` : ''}; retry shortly`, Math.ceil(opts.cluster.leaseMs / 1000));
       const target = route.kind === 'remote' ? route.url : opts.selfUrl();
       if (route.kind === 'remote' && hop >= MAX_HOPS) return sendError(res, 503, 'owner_unavailable', `tenant ${org} is moving between processes; retry shortly`, 1);
       if (body === null && !idempotent) body = await readBody(req);
-      const outcome = await forwardOnce(req, res, target, body, hop, route.kind !== 'remote');
+      const outcome = await forwardOnce(req, res, target, body, hop, route.kind !== 'remote', org);
       if (outcome === 'sent') return;
+      opts.cluster.forget(org);
       const owner = route.kind === 'remote' ? route.owner : 'this process';
       lastError = `${owner}: ${outcome.error.code ?? outcome.error.message}`;
       const retry = RETRYABLE_CONNECT.has(outcome.error.code ?? '') || (idempotent && !res.headersSent) || (!outcome.connected && body !== null);

@@ -82,6 +82,9 @@ export class Cluster {
   private members: MemberRow[] = [];
   private configVersions = new Map<string, string>();
   private readonly startedAt = performance.now();
+  /** where tenants owned elsewhere were found, for a short while (routing reads no table per request) */
+  private readonly remotes = new Map<string, { url: string; owner: string; until: number }>();
+  private readonly inflight = new Map<string, number>();
 
   /** the URL other members forward requests to (set once the listener is up) */
   url = '';
@@ -337,6 +340,9 @@ export class Cluster {
     let release!: (t: Tenant | null) => void;
     this.pending.set(org, new Promise((r) => (release = r)));
     try {
+      // new requests now wait (route); the ones being served here finish first (at most 10 s)
+      const deadline = performance.now() + 10_000;
+      while ((this.inflight.get(org) ?? 0) > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
       await this.opts.tenants.closeOne(org); // drains writes and checkpoints under our fence
       this.owned.delete(org);
       await this.opts.pool.query(
@@ -362,6 +368,8 @@ export class Cluster {
       if (pending) await pending.catch(() => undefined);
       const local = this.fenceOf(org) !== null ? this.opts.tenants.get(org) : undefined;
       if (local) return { kind: 'local', tenant: local };
+      const cached = this.remotes.get(org);
+      if (cached && cached.until > performance.now()) return { kind: 'remote', url: cached.url, owner: cached.owner };
       const row = await this.ownerOf(org);
       if (!row) {
         const known = await this.opts.pool.query('SELECT 1 FROM wg_tenants WHERE org = $1', [org]);
@@ -372,6 +380,8 @@ export class Cluster {
         const t = o && o.fence === row.fence ? this.opts.tenants.get(org) : !o ? await this.adopt(org, row.fence) : null; // !o: assigned here (hand-off), not yet opened
         if (t) return { kind: 'local', tenant: t };
       } else if (row && !row.expired && row.url) {
+        // remembered for a tick: a moved tenant's old owner forwards on, a dead one fails the forward (`forget`)
+        this.remotes.set(org, { url: row.url, owner: row.owner, until: performance.now() + Math.min(1000, this.options.leaseMs / 3) });
         return { kind: 'remote', url: row.url, owner: row.owner };
       } else {
         const t = await this.claim(org).catch(() => null);
@@ -380,6 +390,24 @@ export class Cluster {
       if (performance.now() >= deadline) return { kind: 'unavailable', reason: `no process is serving tenant ${org} yet` };
       await new Promise((r) => setTimeout(r, 100));
     }
+  }
+
+  /** A request for `org` is being served here (a planned hand-off waits for it). */
+  enter(org: string): () => void {
+    this.inflight.set(org, (this.inflight.get(org) ?? 0) + 1);
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      const n = (this.inflight.get(org) ?? 1) - 1;
+      if (n > 0) this.inflight.set(org, n);
+      else this.inflight.delete(org);
+    };
+  }
+
+  /** A forward to the remembered owner of `org` failed: look it up again. */
+  forget(org: string): void {
+    this.remotes.delete(org);
   }
 
   async ownerOf(org: string): Promise<OwnerRow | null> {

@@ -93,7 +93,8 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 }
 
 /** Starts a throwaway PostgreSQL; `stop()` shuts it down and removes its directory. */
-export async function startPostgres(): Promise<TestPostgres> {
+/** `durable`: PostgreSQL's default durability (fsync, synchronous commit) instead of the tests' none (benchmarks). */
+export async function startPostgres(opts: { durable?: boolean } = {}): Promise<TestPostgres> {
   const bin = binDir();
   const user = runAs();
   const dir = mkdtempSync(join(tmpdir(), 'wgpg-'));
@@ -106,7 +107,7 @@ export async function startPostgres(): Promise<TestPostgres> {
       const port = await freePort();
       const child = spawn(
         join(bin, 'postgres'),
-        ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'],
+        ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', ...(opts.durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']), '-c', 'max_connections=200'],
         { stdio: ['ignore', 'ignore', 'pipe'], ...(user ?? {}) },
       );
       let log = '';

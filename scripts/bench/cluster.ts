@@ -1,0 +1,227 @@
+/**
+ * Cluster load (issue 15): the same load against one process and against three, measured in
+ * the same run, on a durable PostgreSQL (the test launcher with PostgreSQL's default fsync and
+ * synchronous commit) and one shared data directory.
+ *
+ * Phases, each on its own fresh data (servers exactly as `npm start` runs them, fsync on):
+ *   embedded   one process, no PostgreSQL (the default deployment): the reference
+ *   cluster-1  SVC_DATABASE_URL, one member
+ *   cluster-3  the same data and database, two more members joined; the load waits until the
+ *              tenants are spread (rebalanced) over the three
+ * Load: TENANTS tenants (the first-start one plus `workgraph tenant add`), autocannon with
+ * CONNECTIONS connections split evenly over the members (so in cluster-3 two thirds of the
+ * requests land on a member that does not own their tenant and are forwarded), every request
+ * for a tenant picked round robin:
+ *   writes  POST /v1/nodes, one new task node a request (a durable commit each)
+ *   reads   GET /v1/nodes/{id} of nodes the write phase made
+ * Printed: requests/s of each phase and the ratios cluster-3 / cluster-1 (scale-out) and
+ * cluster-1 / embedded (the cost of PostgreSQL's acknowledgements and routing), plus read
+ * latency forwarded vs served by the owner.
+ *
+ * Env: BENCH_CLUSTER_SECONDS (default 6), BENCH_CLUSTER_CONNECTIONS (default 24),
+ * BENCH_CLUSTER_TENANTS (default 6).
+ */
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { freshSchemaUrl, startPostgres } from '../../test/helpers/postgres.js';
+import { fmtRate, fmtRatio, machineNote, processCpuMs, recordResult, ROOT, runIfMain, scratchDir, startServerProcess, type ServerChild } from './lib.js';
+
+const SECONDS = Number(process.env.BENCH_CLUSTER_SECONDS ?? 6);
+const CONNECTIONS = Number(process.env.BENCH_CLUSTER_CONNECTIONS ?? 24);
+const TENANTS = Number(process.env.BENCH_CLUSTER_TENANTS ?? 6);
+const LEASE_MS = 3000;
+
+interface AutocannonRequest {
+  method?: string;
+  path?: string;
+  setupRequest?: (req: { method?: string; path: string; headers?: Record<string, string>; body?: string }) => { path: string };
+}
+interface AutocannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number };
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  statusCodeStats?: Record<string, { count: number }>;
+}
+type Autocannon = (opts: { url: string; connections: number; pipelining: number; duration: number; requests: AutocannonRequest[] }) => Promise<AutocannonResult>;
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+const BOOTSTRAP = `svc_pat_${'b'.repeat(32)}`;
+
+function cli(args: string[], env: Record<string, string>): string {
+  const r = spawnSync(process.execPath, ['--no-node-snapshot', join(ROOT, 'dist', 'workgraph.mjs'), ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`workgraph ${args.join(' ')} failed: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** The tenants' tokens: the first-start one plus TENANTS - 1 added with the CLI. */
+function addTenants(env: Record<string, string>): Array<{ org: string; token: string }> {
+  const out = [{ org: 'local', token: BOOTSTRAP }];
+  for (let i = 1; i < TENANTS; i++) {
+    const org = `bench-${i}`;
+    out.push({ org, token: JSON.parse(cli(['tenant', 'add', org, '--admin-email', `admin@${org}.test`], env)).token });
+  }
+  return out;
+}
+
+interface Phase {
+  writes: number;
+  reads: number;
+  /** server CPU (all members) per request, microseconds */
+  writeCpuUs: number;
+  readCpuUs: number;
+  readP50: number;
+  forwardedP50: number | null;
+  ownerP50: number | null;
+  errors: number;
+}
+
+async function drive(members: ServerChild[], tenants: Array<{ org: string; token: string }>, label: string, owners: Map<string, string> | null): Promise<Phase> {
+  const per = Math.max(1, Math.floor(CONNECTIONS / members.length));
+  const made: Array<{ token: string; id: string }> = [];
+  let n = 0;
+  const writeRuns = members.map((m) =>
+    autocannon({
+      url: m.url,
+      connections: per,
+      pipelining: 1,
+      duration: SECONDS,
+      requests: [
+        {
+          method: 'POST',
+          setupRequest: (req) => {
+            const i = n++;
+            const t = tenants[i % tenants.length]!;
+            const id = `task-${label}-${i}`;
+            made.push({ token: t.token, id });
+            return { ...req, method: 'POST', path: '/v1/nodes', headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ nodes: [{ id, type: 'task', summary: `bench ${i}` }] }) };
+          },
+        },
+      ],
+    }),
+  );
+  const cpu = () => members.reduce((a, m) => a + processCpuMs(m.child.pid), 0);
+  const cpu0 = cpu();
+  const w = await Promise.all(writeRuns);
+  const cpu1 = cpu();
+  const ids = made.slice(0, Math.max(1, made.length - CONNECTIONS * 2)); // the last ones may not have been acknowledged
+  let r = 0;
+  const readRuns = members.map((m) =>
+    autocannon({
+      url: m.url,
+      connections: per,
+      pipelining: 1,
+      duration: SECONDS,
+      requests: [
+        {
+          method: 'GET',
+          setupRequest: (req) => {
+            const x = ids[r++ % ids.length]!;
+            return { ...req, method: 'GET', path: `/v1/nodes/${x.id}`, headers: { authorization: `Bearer ${x.token}` } };
+          },
+        },
+      ],
+    }),
+  );
+  const rd = await Promise.all(readRuns);
+  const cpu2 = cpu();
+  // latency of one tenant's reads, from its owner and from a member that forwards
+  let forwardedP50: number | null = null;
+  let ownerP50: number | null = null;
+  if (owners && members.length > 1) {
+    const t = tenants[0]!;
+    const ownerUrl = owners.get(t.org)!;
+    const one = ids.find((x) => x.token === t.token)!;
+    const probe = async (url: string) =>
+      (
+        await autocannon({
+          url,
+          connections: 4,
+          pipelining: 1,
+          duration: Math.max(2, Math.floor(SECONDS / 2)),
+          requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, method: 'GET', path: `/v1/nodes/${one.id}`, headers: { authorization: `Bearer ${t.token}` } }) }],
+        })
+      ).latency.p50;
+    ownerP50 = await probe(ownerUrl);
+    forwardedP50 = await probe(members.find((m) => m.url !== ownerUrl)!.url);
+  }
+  const sum = (xs: AutocannonResult[]) => xs.reduce((a, x) => a + x.requests.average, 0);
+  const errors = [...w, ...rd].reduce((a, x) => a + x.errors + x.timeouts + x.non2xx, 0);
+  if (errors > 0) {
+    const codes: Record<string, number> = {};
+    for (const x of [...w, ...rd]) for (const [code, v] of Object.entries(x.statusCodeStats ?? {})) if (!code.startsWith('2')) codes[code] = (codes[code] ?? 0) + v.count;
+    console.log(`  ${label}: not 2xx by status ${JSON.stringify(codes)}, connection errors ${[...w, ...rd].reduce((a, x) => a + x.errors, 0)}, timeouts ${[...w, ...rd].reduce((a, x) => a + x.timeouts, 0)}`);
+  }
+  const total = (xs: AutocannonResult[]) => Math.max(1, xs.reduce((a, x) => a + x.requests.total, 0));
+  return { writes: sum(w), reads: sum(rd), writeCpuUs: ((cpu1 - cpu0) * 1000) / total(w), readCpuUs: ((cpu2 - cpu1) * 1000) / total(rd), readP50: rd[0]!.latency.p50, forwardedP50, ownerP50, errors };
+}
+
+function status(env: Record<string, string>): { members: Array<{ id: string; url: string; live: boolean }>; tenants: Array<{ org: string; url: string | null; expired: boolean; preferred: string | null }> } {
+  return JSON.parse(cli(['cluster', 'status'], env));
+}
+
+async function spread(env: Record<string, string>, members: ServerChild[], orgs: string[]): Promise<Map<string, string>> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const s = status(env);
+    const owners = new Map(s.tenants.filter((t) => !t.expired && t.url).map((t) => [t.org, t.url!]));
+    const urlOf = new Map(s.members.map((m) => [m.id, m.url]));
+    const placed = s.tenants.every((t) => owners.get(t.org) === urlOf.get(t.preferred ?? ''));
+    if (orgs.every((o) => owners.has(o)) && s.members.filter((m) => m.live).length === members.length && placed) return owners;
+    if (Date.now() > deadline) throw new Error(`tenants never spread over the members: ${JSON.stringify(s)}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+export async function main(): Promise<void> {
+  console.log(`cluster load: ${TENANTS} tenants, ${CONNECTIONS} connections, ${SECONDS} s a run; ${machineNote()}`);
+  const pg = await startPostgres({ durable: true });
+  const dirs: string[] = [];
+  const children: ServerChild[] = [];
+  try {
+    // embedded reference
+    const embeddedDir = scratchDir('cluster-embedded');
+    dirs.push(embeddedDir);
+    const embeddedEnv = { SVC_DATA_DIR: embeddedDir, SVC_BOOTSTRAP_TOKEN: BOOTSTRAP };
+    const single = await startServerProcess(embeddedDir, embeddedEnv);
+    children.push(single);
+    const embeddedTenants = addTenants(embeddedEnv);
+    await new Promise((r) => setTimeout(r, 1500)); // the CLI's tenants are picked up by the server's scan
+    const embedded = await drive([single], embeddedTenants, 'e', null);
+    await single.stop();
+
+    // cluster: one member, then three
+    const clusterDir = scratchDir('cluster-shared');
+    dirs.push(clusterDir);
+    const clusterEnv = { SVC_DATA_DIR: clusterDir, SVC_BOOTSTRAP_TOKEN: BOOTSTRAP, SVC_DATABASE_URL: await freshSchemaUrl(pg.url), SVC_CLUSTER_LEASE_MS: String(LEASE_MS) };
+    const first = await startServerProcess(clusterDir, clusterEnv);
+    children.push(first);
+    const clusterTenants = addTenants(clusterEnv);
+    await spread(clusterEnv, [first], clusterTenants.map((t) => t.org));
+    const one = await drive([first], clusterTenants, 'c1', null);
+    const more = [await startServerProcess(clusterDir, clusterEnv), await startServerProcess(clusterDir, clusterEnv)];
+    children.push(...more);
+    const members = [first, ...more];
+    const owners = await spread(clusterEnv, members, clusterTenants.map((t) => t.org));
+    const three = await drive(members, clusterTenants, 'c3', owners);
+
+    const row = (name: string, p: Phase) =>
+      console.log(`  ${name.padEnd(10)} writes ${fmtRate(p.writes).padStart(7)}/s (${Math.round(p.writeCpuUs)} us CPU each)   reads ${fmtRate(p.reads).padStart(7)}/s (${Math.round(p.readCpuUs)} us CPU each)   read p50 ${p.readP50} ms   errors ${p.errors}`);
+    row('embedded', embedded);
+    row('cluster-1', one);
+    row('cluster-3', three);
+    console.log(`  read p50 of one tenant: from its owner ${three.ownerP50} ms, forwarded by another member ${three.forwardedP50} ms`);
+    console.log(`  server CPU per request, 3 processes / 1: writes ${fmtRatio(three.writeCpuUs / one.writeCpuUs)}, reads ${fmtRatio(three.readCpuUs / one.readCpuUs)} (forwarding two thirds of the requests)`);
+    console.log(`cluster: 3 processes / 1: writes ${fmtRatio(three.writes / one.writes)}, reads ${fmtRatio(three.reads / one.reads)}; cluster-1 / embedded: writes ${fmtRatio(one.writes / embedded.writes)}, reads ${fmtRatio(one.reads / embedded.reads)}`);
+    recordResult('cluster', { embedded, one, three, tenants: TENANTS, connections: CONNECTIONS, seconds: SECONDS });
+  } finally {
+    for (const c of children) await c.stop().catch(() => undefined);
+    await pg.stop();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  }
+}
+
+runIfMain(import.meta.url, main);
