@@ -12,7 +12,7 @@ import { clusterTenants, Cluster, type MemberRow } from '../kernel/cluster/owner
 import { pgOperational } from '../kernel/cluster/pg-state.js';
 import { PgTokenStore } from '../kernel/cluster/pg-tokens.js';
 import { creationHooks } from '../kernel/cluster/runtime.js';
-import { nodePath } from '../kernel/git-store.js';
+import { gitEnv, nodePath } from '../kernel/git-store.js';
 import type { TenantConfig } from '../kernel/tenant.js';
 import { ORG_PATTERN, TenantManager } from '../kernel/tenants.js';
 import { createSandbox } from '../sandbox/index.js';
@@ -127,7 +127,7 @@ export async function clusterTokenMint(opts: { org: string; person: string; expi
     const known = await db.pool.query('SELECT 1 FROM wg_tenants WHERE org = $1', [opts.org]);
     if (known.rowCount !== 1) fail(`no tenant '${opts.org}'`);
     const gitdir = join(config.dataDir, 'tenants', opts.org, 'graph.git');
-    const found = spawnSync('git', ['--git-dir', gitdir, 'cat-file', '-e', `refs/heads/main:${nodePath('person', opts.person)}`]);
+    const found = spawnSync('git', ['--git-dir', gitdir, 'cat-file', '-e', `refs/heads/main:${nodePath('person', opts.person)}`], { env: gitEnv() });
     if (found.status !== 0) fail(`no person node '${opts.person}' in ${opts.org}`);
     const token = generateToken('pat');
     const rec = newTokenRecord(token, { kind: 'pat', person: opts.person, created: new Date().toISOString(), expires: opts.expires, label: opts.label, minted_by: 'cli' });

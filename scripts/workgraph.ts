@@ -5,7 +5,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { generateToken, hashPrefix, newTokenRecord } from '../kernel/auth.js';
+import { spawnSync } from 'node:child_process';
+import { FileTokenStore, generateToken, hashPrefix, newTokenRecord } from '../kernel/auth.js';
+import { gitEnv, nodePath } from '../kernel/git-store.js';
 import { configFromEnv, createLogger, systemClock } from '../kernel/config.js';
 import { Tenant, type TenantConfig } from '../kernel/tenant.js';
 import { ORG_PATTERN, TenantManager } from '../kernel/tenants.js';
@@ -199,18 +201,14 @@ async function tokenCommand(args: string[]): Promise<void> {
   }
   const dir = join(config.dataDir, 'tenants', org);
   if (!Tenant.exists(dir)) fail(`no tenant '${org}'`);
-  await withManager(async (m) => {
-    await m.scan();
-    const tenant = m.get(org);
-    if (!tenant) fail(`no tenant '${org}'`);
-    const node = tenant.index.get(person);
-    if (!node || node.type !== 'person') fail(`no person node '${person}' in ${org}`);
-    const token = generateToken('pat');
-    const rec = newTokenRecord(token, { kind: 'pat', person, created: new Date().toISOString(), expires, label: values.label ?? null, minted_by: 'cli' });
-    await tenant.tokens.mutate((records) => void records.set(rec.hash, rec));
-    await m.closeAll();
-    out({ org, person, token, hash_prefix: hashPrefix(rec.hash), expires });
-  });
+  // The person is looked up read-only with git, never by opening the tenant: opening replays
+  // the commit journal, which a running server is still appending to.
+  const found = spawnSync('git', ['--git-dir', join(dir, 'graph.git'), 'cat-file', '-e', `refs/heads/main:${nodePath('person', person)}`], { env: gitEnv() });
+  if (found.status !== 0) fail(`no person node '${person}' in ${org} (a person created within the last second may not be written out yet: retry)`);
+  const token = generateToken('pat');
+  const rec = newTokenRecord(token, { kind: 'pat', person, created: new Date().toISOString(), expires, label: values.label ?? null, minted_by: 'cli' });
+  await new FileTokenStore(join(dir, 'auth')).mutate((records) => void records.set(rec.hash, rec));
+  out({ org, person, token, hash_prefix: hashPrefix(rec.hash), expires });
 }
 
 async function serve(): Promise<void> {
