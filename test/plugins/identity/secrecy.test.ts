@@ -95,6 +95,27 @@ describe('identity: no plaintext token is ever stored or logged', () => {
     }
   });
 
+  // cluster mode: the same scan over every row of the server's PostgreSQL schema
+  (onPostgres ? it : it.skip)('finds no plaintext token in any row of the operational store (cluster mode), but finds their hashes', async () => {
+    const pg = await import('pg');
+    const client = new pg.default.Client({ connectionString: t.server.services.config.databaseUrl! });
+    await client.connect();
+    try {
+      const rows = await client.query<{ text: string }>(
+        `SELECT record::text AS text FROM wg_tokens UNION ALL SELECT value::text FROM wg_state UNION ALL SELECT config::text FROM wg_tenants UNION ALL SELECT row_to_json(o)::text FROM wg_owners o`,
+      );
+      const all = rows.rows.map((r) => r.text).join('\n');
+      for (const token of Object.values(minted)) expect(all).to.contain(hashToken(token));
+      for (const [kind, token] of Object.entries(minted)) {
+        expect(all.includes(token), `${kind} token in a row`).to.equal(false);
+        expect(all.includes(token.slice('svc_pat_'.length)), `${kind} secret in a row`).to.equal(false);
+      }
+      expect(all.includes(t.adminToken)).to.equal(false);
+    } finally {
+      await client.end();
+    }
+  });
+
   it('the server logs contain none of the tokens', () => {
     expect(t.logs.length).to.be.greaterThan(0);
     const all = t.logs.join('\n');
