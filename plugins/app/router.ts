@@ -21,7 +21,8 @@ const isSignin = (req: IncomingMessage) => req.method === 'POST' && /^\/app\/sig
 export function appRouter(services: KernelServices): RequestRouter {
   return {
     applies(req) {
-      if (!AppHost.handles(pathOf(req))) return false;
+      const path = pathOf(req);
+      if (!AppHost.handles(path) || path.startsWith('/app/static/')) return false; // static files: any process
       if (ticketOrgOf(req)) return false; // the ticket's router
       if (isSignin(req) && String(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) return 'body';
       return cookieOf(req.headers.cookie, SESSION_COOKIE) ? 'headers' : false;

@@ -251,7 +251,12 @@ const VIEW_PATH = /^\/(?:app\/)?views\/[a-z0-9][a-z0-9-]*\/?$/;
 export function ticketOrgOf(req: IncomingMessage): string | null {
   if (req.method !== 'GET' && req.method !== 'HEAD') return null;
   if (req.headers.authorization) return null;
-  const url = new URL(req.url ?? '/', 'http://x');
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', 'http://x');
+  } catch {
+    return null;
+  }
   if (!RENDER_PATH.test(url.pathname) && !VIEW_PATH.test(url.pathname)) return null;
   const fromQuery = url.searchParams.get('ticket');
   const candidates = fromQuery !== null ? [fromQuery] : cookieValues(req.headers.cookie, COOKIE_NAME);
