@@ -31,6 +31,11 @@ export interface Collection<T> {
    * process wrote a moment ago). The file store has no other writer: the same as `get`.
    */
   fetch(key: string): Promise<T | undefined>;
+  /**
+   * Removes `key` and returns the value it had: of several callers (in any process sharing the
+   * store) exactly one gets the value, the others undefined (single-use records: OAuth codes).
+   */
+  take(key: string): Promise<T | undefined>;
 }
 
 export interface StateStore {
@@ -77,6 +82,13 @@ class FileCollection<T> implements Collection<T> {
   }
   async fetch(key: string): Promise<T | undefined> {
     return this.data.get(key);
+  }
+  async take(key: string): Promise<T | undefined> {
+    const value = this.data.get(key);
+    if (value === undefined) return undefined;
+    this.data.delete(key); // synchronously: a second caller finds nothing
+    await this.flush();
+    return value;
   }
   set(key: string, value: T): Promise<void> {
     this.data.set(key, value);

@@ -3,8 +3,10 @@
  * tenant of its bearer token (looked up by hash: the open tenants' tokens, then
  * `wg_tokens`); one for a tenant owned by another member is forwarded to it whole, the
  * answer streamed back as it comes (MCP's Streamable HTTP SSE streams included), so REST and
- * MCP clients never see the difference. Requests without a bearer token (public documents,
- * health, OAuth endpoints, the app's pages) are served where they arrive.
+ * MCP clients never see the difference. Requests without a bearer token are routed by the
+ * plugins' routers (the app's session cookie and sign-in form, render tickets, the OAuth
+ * consent and token requests: `services.requestRouters`); the rest (public documents,
+ * health, OAuth discovery and registration, static files) are served where they arrive.
  *
  * Why forward rather than redirect: clients (MCP SDKs, curl without -L, browsers posting
  * JSON) do not follow a 307 reliably, bearer tokens must not be re-sent to an address the

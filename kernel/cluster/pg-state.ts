@@ -144,6 +144,17 @@ SELECT (SELECT count(*) FROM ok)::int AS ok, CASE WHEN $5::text IS NOT NULL AND 
     if (rows[0]?.ok !== 1) throw notOwner(this.org);
   }
 
+  /** Deletes one row and returns its value (undefined: no row); unfenced shared stores only. NOTIFYs like a write. */
+  async takeRow(collection: string, key: string): Promise<unknown> {
+    const notice = JSON.stringify({ o: this.org, c: collection, k: [key], f: this.id } satisfies Notice);
+    const { rows } = await this.db.pool.query<{ value: unknown }>(
+      `WITH d AS (DELETE FROM wg_state WHERE org = $1 AND collection = $2 AND key = $3 RETURNING value)
+SELECT value, CASE WHEN EXISTS (SELECT 1 FROM d) THEN pg_notify('wg_state', $4::text) END AS notified FROM d`,
+      [this.org, collection, key, notice],
+    );
+    return rows[0]?.value;
+  }
+
   async read(collection: string, keys: string[] | null): Promise<Map<string, unknown>> {
     const { rows } = keys
       ? await this.db.pool.query<{ key: string; value: unknown }>('SELECT key, value FROM wg_state WHERE org = $1 AND collection = $2 AND key = ANY($3::text[])', [
@@ -244,6 +255,25 @@ class PgCollection<T> implements Collection<T> {
       if (value !== undefined && !this.pending(key)) this.data.set(key, value as T);
     });
     return this.data.get(key);
+  }
+
+  async take(key: string): Promise<T | undefined> {
+    await this.ready;
+    if (!this.store.shared) {
+      // a tenant's store: its owner is the only writer, memory decides
+      const value = this.data.get(key);
+      if (value === undefined) return undefined;
+      await this.delete(key);
+      return value;
+    }
+    // shared by processes: the DELETE ... RETURNING decides (one caller gets the row), after
+    // the writes queued before it (a set of this key just made here is in the table first)
+    let taken: T | undefined;
+    await this.enqueue(async () => {
+      taken = (await this.store.takeRow(this.name, key)) as T | undefined;
+      if (!this.pending(key)) this.data.delete(key);
+    });
+    return taken;
   }
 
   set(key: string, value: T): Promise<void> {

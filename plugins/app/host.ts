@@ -9,7 +9,7 @@ import { errors, isSvcError, SvcError } from '../../kernel/errors.js';
 import type { KernelServices } from '../../kernel/plugin.js';
 import { errorPage, type Viewer } from './html.js';
 import { Bridge } from './operations-bridge.js';
-import { cookieOf, sameSecret, SESSION_COOKIE, SessionStore, type LiveSession } from './session.js';
+import { cookieOf, sameSecret, SESSION_COOKIE, sessionStoreOf, type LiveSession, type SessionStore } from './session.js';
 
 /** Scripts only from this origin, never inline; no framing; forms post only here. */
 export const CSP =
@@ -78,7 +78,7 @@ export class AppHost {
   private readonly flashes = new Map<string, { kind: 'ok' | 'error'; text: string }>();
 
   constructor(readonly services: KernelServices) {
-    this.sessions = new SessionStore(services);
+    this.sessions = sessionStoreOf(services);
   }
 
   /**

@@ -8,6 +8,7 @@
  */
 import { definePlugin } from '../../kernel/plugin.js';
 import { AppHost } from './host.js';
+import { appRouter } from './router.js';
 import { doSignin, doSignout, showOrgs, showSignin, switchOrg } from './pages/auth.js';
 import { showAnalytics, showGraph, showProgram, showPrograms, showSearch } from './pages/explore.js';
 import { claimNode, edgeNode, editNode, priorityNode, readinessNode, releaseNode, showHistoryEntry, showNode, statusNode } from './pages/node.js';
@@ -51,6 +52,9 @@ export const appPlugin = definePlugin({
   name: 'app',
   version: '1.0.0',
   dependsOn: ['core'],
+  init(services) {
+    services.requestRouters.push(appRouter(services));
+  },
   middleware(services) {
     let host: AppHost | null = null;
     return async (ctx, next) => {

@@ -5,6 +5,8 @@
  * Every request re-checks the token record, so revoking the token, offboarding, or its expiry
  * ends the session at once. Stored server-wide (a person signs in before a tenant is known)
  * in the global store `app` (SVC_DATA_DIR/app/sessions.json, or PostgreSQL in cluster mode).
+ * In cluster mode a request with the cookie is routed to the process that owns the session's
+ * current tenant (router.ts), which is where the token can be checked.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isLive } from '../../kernel/auth.js';
@@ -58,11 +60,44 @@ export function cookieOf(header: string | undefined, name: string): string | und
   return undefined;
 }
 
+const stores = new WeakMap<KernelServices, SessionStore>();
+
+/** The server's one session store (the app's pages and its cluster router share it). */
+export function sessionStoreOf(services: KernelServices): SessionStore {
+  let store = stores.get(services);
+  if (!store) stores.set(services, (store = new SessionStore(services)));
+  return store;
+}
+
 export class SessionStore {
   private readonly records: Collection<StoredSession>;
 
   constructor(private readonly services: KernelServices) {
     this.records = globalStore(services, 'app').collection<StoredSession>('sessions');
+  }
+
+  /** Cluster mode: a tenant that is not open here is served by another process, not gone. */
+  private get clustered(): boolean {
+    return Boolean(this.services.tenants.options.operational);
+  }
+
+  /**
+   * The unexpired record of a cookie, whichever process serves its tenants (read through):
+   * for routing a request to the owner of the session's current tenant, and for adding a
+   * tenant to a session whose current tenant another process serves. Checks no token.
+   */
+  async recordOf(cookie: string | undefined): Promise<{ key: string; record: StoredSession } | null> {
+    if (!cookie || cookie.length > 100) return null;
+    const key = sha256(cookie);
+    const record = await this.records.fetch(key);
+    return record && this.now() < record.expires_ms ? { key, record } : null;
+  }
+
+  /** Cluster mode: the record of a live-looking session whose current tenant another process serves (else null). */
+  async elsewhere(cookie: string | undefined): Promise<{ key: string; record: StoredSession } | null> {
+    if (!this.clustered) return null;
+    const found = await this.recordOf(cookie);
+    return found && !this.services.tenants.get(found.record.current) ? found : null;
   }
 
   private now(): number {
@@ -80,7 +115,7 @@ export class SessionStore {
   }
 
   /** Adds a tenant to a live session and makes it current. */
-  async addTenant(session: LiveSession, org: string, patHash: string): Promise<void> {
+  async addTenant(session: Pick<LiveSession, 'key' | 'record'>, org: string, patHash: string): Promise<void> {
     const record: StoredSession = { ...session.record, tenants: { ...session.record.tenants, [org]: patHash }, current: org };
     await this.records.set(session.key, record);
   }
@@ -107,6 +142,9 @@ export class SessionStore {
     if (!record) return null;
     const now = this.now();
     const tenant = this.services.tenants.get(record.current);
+    // Cluster mode: the tenant is open in another process (the request should have been routed
+    // there); the session is not this process's to judge, so it stays.
+    if (!tenant && this.clustered && now < record.expires_ms) return null;
     const patHash = record.tenants[record.current];
     const token = tenant && patHash ? tenant.tokens.find(patHash) : undefined;
     if (now >= record.expires_ms || !tenant || !token || !isLive(token, now)) {

@@ -4,7 +4,7 @@
  */
 import { definePlugin } from '../../kernel/plugin.js';
 import * as api from './api.js';
-import { keyFor, ticketAuthenticator } from './tickets.js';
+import { keyFor, ticketAuthenticator, ticketRouter } from './tickets.js';
 
 export const lensesPlugin = definePlugin({
   name: 'lenses',
@@ -22,6 +22,7 @@ export const lensesPlugin = definePlugin({
   ],
   init(services) {
     services.ticketAuthenticators.push(ticketAuthenticator(services));
+    services.requestRouters.push(ticketRouter);
   },
   tenantOpen(tenant) {
     // Create the signing key while the tenant opens, not on the first mint.

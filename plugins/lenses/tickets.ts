@@ -12,7 +12,8 @@ import { decodeJwt, jwtVerify, SignJWT } from 'jose';
 import type { Actor } from '../../kernel/actor.js';
 import type { TokenRecord } from '../../kernel/auth.js';
 import { isLoopback } from '../../kernel/config.js';
-import type { KernelServices, RouteRequest, TicketAuthenticator } from '../../kernel/plugin.js';
+import type { IncomingMessage } from 'node:http';
+import type { KernelServices, RequestRouter, RouteRequest, TicketAuthenticator } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { actorFor } from '../../kernel/tenants.js';
 import { queryString } from '../../kernel/validate.js';
@@ -238,3 +239,44 @@ export function ticketCookie(services: KernelServices, lensId: string, blob: str
   if (cookieIsSecure(services)) attrs.push('Secure');
   return attrs.join('; ');
 }
+
+/** The app's share-link host of a lens view (plugins/app): `/views/:id` and `/app/views/:id`. */
+const VIEW_PATH = /^\/(?:app\/)?views\/[a-z0-9][a-z0-9-]*\/?$/;
+
+/**
+ * The tenant a ticket names (its unverified `iss`), for a request of the render route or of
+ * the app's view pages that carries one (`?ticket=` first, else the `svc_render_ticket`
+ * cookie); null for any other request. Routing only: the owner verifies the signature.
+ */
+export function ticketOrgOf(req: IncomingMessage): string | null {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return null;
+  if (req.headers.authorization) return null;
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', 'http://x');
+  } catch {
+    return null;
+  }
+  if (!RENDER_PATH.test(url.pathname) && !VIEW_PATH.test(url.pathname)) return null;
+  const fromQuery = url.searchParams.get('ticket');
+  const candidates = fromQuery !== null ? [fromQuery] : cookieValues(req.headers.cookie, COOKIE_NAME);
+  for (const blob of candidates) {
+    if (blob.length === 0 || blob.length > MAX_TICKET_CHARS) continue;
+    try {
+      const iss = decodeJwt(blob).iss;
+      if (typeof iss === 'string' && iss.length > 0) return iss;
+    } catch {
+      // not a JWT: the next candidate
+    }
+  }
+  return null;
+}
+
+/** Cluster mode: a ticketed render (or app view) is served by the owner of the ticket's tenant. */
+export const ticketRouter: RequestRouter = {
+  applies: (req) => (ticketOrgOf(req) ? 'headers' : false),
+  route: async (req) => {
+    const org = ticketOrgOf(req);
+    return org ? { org } : null;
+  },
+};

@@ -23,7 +23,8 @@ import express from 'express';
 import { timingSafeEqual } from 'node:crypto';
 import { hashToken } from '../../kernel/auth.js';
 import { isSvcError } from '../../kernel/errors.js';
-import { definePlugin, serialize, type KernelServices } from '../../kernel/plugin.js';
+import type { IncomingMessage } from 'node:http';
+import { definePlugin, serialize, type KernelServices, type RequestRouter } from '../../kernel/plugin.js';
 import { connectorJwtAuthenticator } from './jwt.js';
 import { sendPage, SCOPE, WorkgraphOAuthProvider } from './provider.js';
 
@@ -57,8 +58,67 @@ function metadata(services: KernelServices) {
 
 const sameText = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
+/** One provider per server (the app's handlers and the cluster router share its stores). */
+const providers = new WeakMap<KernelServices, WorkgraphOAuthProvider>();
+function providerOf(services: KernelServices): WorkgraphOAuthProvider {
+  let provider = providers.get(services);
+  if (!provider) providers.set(services, (provider = new WorkgraphOAuthProvider(services)));
+  return provider;
+}
+
+/** The form of a POST (urlencoded; JSON too, as the token endpoint of some clients sends it). */
+function formOf(req: IncomingMessage, body: Buffer | null): Record<string, string> {
+  if (!body) return {};
+  const type = String(req.headers['content-type'] ?? '');
+  try {
+    if (type.startsWith('application/json')) {
+      const parsed = JSON.parse(body.toString('utf8')) as unknown;
+      if (!parsed || typeof parsed !== 'object') return {};
+      return Object.fromEntries(Object.entries(parsed).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
+    }
+    return Object.fromEntries(new URLSearchParams(body.toString('utf8')));
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Cluster mode: the OAuth requests that act on a tenant are served by its owner (docs/scale-out.md).
+ * The sign-in on the consent page by the PAT's tenant, the approval by the tenant signed in to,
+ * the code exchange by the code's tenant, a refresh or a revocation by the token's tenant.
+ * Authorize, registration and metadata need no tenant: served where they arrive.
+ */
+export function oauthRouter(services: KernelServices): RequestRouter {
+  const ROUTED = new Set(['/oauth/consent', '/oauth/token', '/oauth/revoke']);
+  return {
+    applies: (req) => (req.method === 'POST' && ROUTED.has((req.url ?? '').split('?')[0]!) ? 'body' : false),
+    async route(req, body) {
+      const path = (req.url ?? '').split('?')[0]!;
+      const form = formOf(req, body);
+      const provider = providerOf(services);
+      if (path === '/oauth/consent') {
+        if (form.action === 'signin' && form.token) return { tokenHash: hashToken(form.token.trim()) };
+        if (form.action === 'approve' && form.pending) {
+          const org = (await provider.pendingOf(form.pending))?.signedIn?.org;
+          return org ? { org } : null;
+        }
+        return null;
+      }
+      if (path === '/oauth/token') {
+        if (form.grant_type === 'authorization_code' && form.code) {
+          const org = await provider.orgOfCode(form.code);
+          return org ? { org } : null;
+        }
+        if (form.grant_type === 'refresh_token' && form.refresh_token) return { tokenHash: hashToken(form.refresh_token) };
+        return null;
+      }
+      return form.token ? { tokenHash: hashToken(form.token) } : null;
+    },
+  };
+}
+
 function protocolApp(services: KernelServices): express.Express {
-  const provider = new WorkgraphOAuthProvider(services);
+  const provider = providerOf(services);
   const meta = metadata(services);
   const app = express();
   app.disable('x-powered-by');
@@ -70,19 +130,19 @@ function protocolApp(services: KernelServices): express.Express {
   app.use('/.well-known/oauth-authorization-server', metadataHandler(meta.authorizationServer as never));
   for (const path of ['', '/mcp', '/v1']) app.use(`/.well-known/oauth-protected-resource${path}`, metadataHandler(meta.protectedResource as never));
 
-  app.post('/oauth/consent', express.urlencoded({ extended: false, limit: '16kb' }), (req, res) => {
+  app.post('/oauth/consent', express.urlencoded({ extended: false, limit: '16kb' }), async (req, res) => {
     const form = req.body as Record<string, string | undefined>;
-    const pending = typeof form.pending === 'string' ? provider.pending.get(form.pending) : undefined;
+    const pending = typeof form.pending === 'string' ? await provider.pendingOf(form.pending) : undefined;
     const cookie = /(?:^|;\s*)svc_oauth_csrf=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
     if (!pending || pending.expires < services.clock.now() || typeof form.csrf !== 'string' || !cookie || !sameText(form.csrf, pending.csrf) || !sameText(cookie, pending.csrf)) {
       res.status(403).type('html').send('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in expired</title></head><body><main><h1>This sign-in page expired or was not sent by this server</h1><p>Start the connection again from your application.</p></main></body></html>');
       return;
     }
-    const back = (params: Record<string, string>) => {
+    const back = async (params: Record<string, string>) => {
       const url = new URL(pending.params.redirectUri);
       for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
       if (pending.params.state !== undefined) url.searchParams.set('state', pending.params.state);
-      provider.pending.delete(pending.id);
+      await provider.dropPending(pending.id);
       res.setHeader('cache-control', 'no-store');
       res.redirect(302, url.href);
     };
@@ -92,13 +152,15 @@ function protocolApp(services: KernelServices): express.Express {
         const { tenant, actor } = services.tenants.authenticate(typeof form.token === 'string' ? form.token.trim() : undefined);
         if (!actor.bound || actor.token.kind !== 'pat' || actor.token.parent !== null) throw new Error('not a personal access token');
         pending.signedIn = { org: tenant.org, person: actor.personId, name: actor.name, patHash: hashToken(form.token!.trim()) };
-        return sendPage(res, pending, null, services.baseUrl!.startsWith('https:'));
       } catch (err) {
         if (!(err instanceof Error) && !isSvcError(err)) throw err;
         return sendPage(res, pending, { error: 'That is not a valid personal access token. Check it and try again.' }, services.baseUrl!.startsWith('https:'));
       }
+      // stored: the approval may reach another process
+      await provider.savePending(pending);
+      return sendPage(res, pending, null, services.baseUrl!.startsWith('https:'));
     }
-    if (form.action === 'approve' && pending.signedIn) return back({ code: provider.issueCode(pending) });
+    if (form.action === 'approve' && pending.signedIn) return back({ code: await provider.issueCode(pending) });
     res.status(400).type('html').send('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Bad request</title></head><body><main><h1>Sign in first</h1></main></body></html>');
   });
   app.use((req, res) => {
@@ -112,6 +174,7 @@ export const oauthPlugin = definePlugin({
   version: '1.0.0',
   dependsOn: ['core', 'identity'],
   init(services) {
+    services.requestRouters.push(oauthRouter(services));
     services.authChallenge = () => `Bearer resource_metadata="${services.baseUrl}/.well-known/oauth-protected-resource", scope="${SCOPE}"`;
     const jwt = connectorJwtAuthenticator(services);
     if (jwt) services.bearerAuthenticators.push(jwt);

@@ -1,7 +1,8 @@
 /**
  * The authorization server behind the MCP SDK's OAuth handlers (authorize, token, register,
  * revoke): clients (dynamic registration, or client ID metadata documents), the sign-in and
- * consent flow's pending authorizations, single-use PKCE codes, and the tokens.
+ * consent flow's pending authorizations, single-use PKCE codes (both in the global store
+ * `oauth`, so a flow's requests may reach different processes of a cluster), and the tokens.
  *
  * Token model (kernel/auth.ts): a consent makes one `oauth-grant` record whose `parent` is the
  * PAT the person signed in with, in that PAT's tenant. The grant's `svc_oat_` access tokens
@@ -27,6 +28,8 @@ export const ACCESS_TTL_S = 3600;
 export const REFRESH_TTL_S = 30 * 86_400;
 const CODE_TTL_MS = 60_000;
 const PENDING_TTL_MS = 10 * 60_000;
+/** a consumed code is remembered this long past its expiry (a replay revokes its grant) */
+const USED_CODE_KEEP_MS = 10 * 60_000;
 export const SCOPE = 'workgraph';
 
 export interface Pending {
@@ -49,8 +52,6 @@ interface Code {
   patHash: string;
   expires: number;
   used: boolean;
-  /** the grant issued from this code (revoked if the code is replayed) */
-  grant?: string;
 }
 
 const randomId = () => randomBytes(32).toString('base64url');
@@ -119,20 +120,47 @@ class Clients implements OAuthRegisteredClientsStore {
   }
 }
 
+/** A pending authorization as stored (JSON: the requested resource as a string). */
+interface StoredPending extends Omit<Pending, 'params'> {
+  params: Omit<AuthorizationParams, 'resource'> & { resource?: string };
+}
+
+/** A consumed code, kept until a while after its expiry: a replay revokes the grant it produced. */
+interface UsedCode {
+  clientId: string;
+  challenge: string;
+  org: string;
+  grant: string;
+  expires: number;
+}
+
+const toStored = (p: Pending): StoredPending => ({ ...p, params: { ...p.params, resource: p.params.resource?.href } });
+const fromStored = (p: StoredPending): Pending => ({ ...p, params: { ...p.params, resource: p.params.resource === undefined ? undefined : new URL(p.params.resource) } });
+
 export class WorkgraphOAuthProvider implements OAuthServerProvider {
   readonly clientsStore: Clients;
-  readonly pending = new Map<string, Pending>();
-  private readonly codes = new Map<string, Code>();
+  /**
+   * Pending authorizations, codes and consumed codes live in the global store `oauth` (files,
+   * or PostgreSQL shared by every process in cluster mode): the authorize, sign-in, consent
+   * and token requests of one flow may reach different processes.
+   */
+  private readonly pendings: Collection<StoredPending>;
+  private readonly codes: Collection<Code>;
+  private readonly usedCodes: Collection<UsedCode>;
 
   constructor(private readonly services: KernelServices) {
-    this.clientsStore = new Clients(globalStore(services, 'oauth'));
+    const store = globalStore(services, 'oauth');
+    this.clientsStore = new Clients(store);
+    this.pendings = store.collection<StoredPending>('pending');
+    this.codes = store.collection<Code>('codes');
+    this.usedCodes = store.collection<UsedCode>('used-codes');
   }
 
   private now(): number {
     return this.services.clock.now();
   }
 
-  /** The protected resource every token is bound to: this server (REST and /mcp alike). */
+  /** The resource every token is bound to: this server (REST and /mcp alike). */
   get resource(): string {
     return `${this.services.baseUrl}/`;
   }
@@ -145,19 +173,54 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
     return this.resource;
   }
 
+  /** A live pending authorization (read through: another process may have made it). */
+  async pendingOf(id: string): Promise<Pending | undefined> {
+    if (id.length === 0 || id.length > 100) return undefined;
+    const stored = await this.pendings.fetch(id);
+    return stored && stored.expires >= this.now() ? fromStored(stored) : undefined;
+  }
+
+  async savePending(pending: Pending): Promise<void> {
+    await this.pendings.set(pending.id, toStored(pending));
+  }
+
+  async dropPending(id: string): Promise<void> {
+    await this.pendings.delete(id);
+  }
+
+  /** The org of a code (cluster routing of the token request), without consuming it. */
+  async orgOfCode(authorizationCode: string): Promise<string | null> {
+    if (authorizationCode.length === 0 || authorizationCode.length > 200) return null;
+    const key = sha256(authorizationCode);
+    return (await this.codes.fetch(key))?.org ?? (await this.usedCodes.fetch(key))?.org ?? null;
+  }
+
+  /** Drops expired pending authorizations, codes and consumed-code markers (housekeeping nobody waits for). */
+  private sweep(): void {
+    const now = this.now();
+    const drop = <T extends { expires: number }>(c: Collection<T>, graceMs: number) => {
+      const dead: Array<{ key: string; value: null }> = [];
+      for (const [key, v] of c.entries()) if (v.expires + graceMs < now) dead.push({ key, value: null });
+      if (dead.length > 0) c.batch(dead).catch((err: unknown) => this.services.log.warn('oauth sweep failed', { error: err instanceof Error ? err.message : String(err) }));
+    };
+    drop(this.pendings, 0);
+    drop(this.codes, 0);
+    drop(this.usedCodes, USED_CODE_KEEP_MS);
+  }
+
   async authorize(client: OAuthClientInformationFull, params: AuthorizationParams, res: Response): Promise<void> {
     this.resourceOf(params.resource);
-    for (const [id, p] of this.pending) if (p.expires < this.now()) this.pending.delete(id);
+    this.sweep();
     const pending: Pending = { id: randomId(), csrf: randomId(), client, params, expires: this.now() + PENDING_TTL_MS };
-    this.pending.set(pending.id, pending);
+    await this.savePending(pending);
     sendPage(res, pending, null, this.resource.startsWith('https:'));
   }
 
   /** A pending authorization approved by its signed-in person: a single-use code, back to the client. */
-  issueCode(pending: Pending): string {
+  async issueCode(pending: Pending): Promise<string> {
     const code = randomId();
     const who = pending.signedIn!;
-    this.codes.set(sha256(code), {
+    await this.codes.set(sha256(code), {
       clientId: pending.client.client_id,
       redirectUri: pending.params.redirectUri,
       challenge: pending.params.codeChallenge,
@@ -168,37 +231,52 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
       expires: this.now() + CODE_TTL_MS,
       used: false,
     });
-    this.pending.delete(pending.id);
+    await this.pendings.delete(pending.id);
     return code;
   }
 
-  private code(client: OAuthClientInformationFull, authorizationCode: string): Code {
-    const code = this.codes.get(sha256(authorizationCode));
-    if (!code || code.clientId !== client.client_id) throw new InvalidGrantError('unknown authorization code');
-    return code;
+  private async code(client: OAuthClientInformationFull, authorizationCode: string): Promise<Code | undefined> {
+    const code = await this.codes.fetch(sha256(authorizationCode));
+    return code && code.clientId === client.client_id ? code : undefined;
+  }
+
+  private async usedCode(client: OAuthClientInformationFull, authorizationCode: string): Promise<UsedCode | undefined> {
+    const used = await this.usedCodes.fetch(sha256(authorizationCode));
+    return used && used.clientId === client.client_id ? used : undefined;
   }
 
   async challengeForAuthorizationCode(client: OAuthClientInformationFull, authorizationCode: string): Promise<string> {
-    return this.code(client, authorizationCode).challenge;
+    const challenge = (await this.code(client, authorizationCode))?.challenge ?? (await this.usedCode(client, authorizationCode))?.challenge;
+    if (challenge === undefined) throw new InvalidGrantError('unknown authorization code');
+    return challenge;
+  }
+
+  /** A replayed code: the grant it produced is revoked too (OAuth 2.1 section 4.1.3). */
+  private async replayed(used: UsedCode | undefined): Promise<never> {
+    const tenant = used ? this.services.tenants.get(used.org) : undefined;
+    if (tenant && used) await revokeWithCascade(tenant, [used.grant], new Date(this.now()).toISOString());
+    throw new InvalidGrantError('authorization code already used');
   }
 
   async exchangeAuthorizationCode(client: OAuthClientInformationFull, authorizationCode: string, _verifier?: string, redirectUri?: string, resource?: URL): Promise<OAuthTokens> {
-    const code = this.code(client, authorizationCode);
-    if (code.used) {
-      // a replayed code: the grant it produced is revoked too (OAuth 2.1 section 4.1.3)
-      const tenant = this.services.tenants.get(code.org);
-      if (tenant && code.grant) await revokeWithCascade(tenant, [code.grant], new Date(this.now()).toISOString());
-      throw new InvalidGrantError('authorization code already used');
+    const key = sha256(authorizationCode);
+    if (!(await this.code(client, authorizationCode))) {
+      const used = await this.usedCode(client, authorizationCode);
+      if (used) return this.replayed(used);
+      throw new InvalidGrantError('unknown authorization code');
     }
-    code.used = true;
+    // Consumed atomically (DELETE ... RETURNING in the store every process shares): of two
+    // exchanges of one code exactly one gets it; the other is a replay.
+    const code = await this.codes.take(key);
+    if (!code) return this.replayed(await this.usedCode(client, authorizationCode));
+    const grant = newTokenRecord(randomId(), { kind: 'oauth-grant', person: code.person, created: new Date(this.now()).toISOString(), label: client.client_id, audience: code.resource, parent: code.patHash, minted_by: 'oauth' });
+    await this.usedCodes.set(key, { clientId: code.clientId, challenge: code.challenge, org: code.org, grant: grant.hash, expires: code.expires });
     if (code.expires < this.now()) throw new InvalidGrantError('authorization code expired');
     if (redirectUri !== undefined && redirectUri !== code.redirectUri) throw new InvalidGrantError('redirect_uri does not match the authorization request');
     if (this.resourceOf(resource) !== code.resource) throw new InvalidTargetError('resource does not match the authorization request');
     const tenant = this.services.tenants.get(code.org);
     const pat = tenant?.tokens.find(code.patHash);
     if (!tenant || !pat || !isLive(pat, this.now())) throw new InvalidGrantError('the sign-in token is no longer valid');
-    const grant = newTokenRecord(randomId(), { kind: 'oauth-grant', person: code.person, created: new Date(this.now()).toISOString(), label: client.client_id, audience: code.resource, parent: code.patHash, minted_by: 'oauth' });
-    code.grant = grant.hash;
     return this.mint(tenant, grant, [grant]);
   }
 

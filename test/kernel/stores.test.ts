@@ -148,6 +148,11 @@ for (const backend of [fileBackend(), pgBackend()]) {
       const pending = c.set('e', { n: 5 });
       expect(c.get('e')).to.deep.equal({ n: 5 });
       await pending;
+      // take: removes and returns; of two takers one gets the value
+      const [first, second] = await Promise.all([c.take('e'), c.take('e')]);
+      expect([first, second].filter(Boolean)).to.deep.equal([{ n: 5 }]);
+      expect(c.has('e')).to.equal(false);
+      expect(await c.take('never-there')).to.equal(undefined);
     });
 
     it('is durable: a fresh store instance sees every acknowledged write; collections are separate', async () => {
@@ -472,6 +477,28 @@ describe('operational stores: postgres only', () => {
       expect(await late.fetch('client-3')).to.deep.equal({ id: 'client-3' });
       await until(() => late.size === 2, 'the lazy load');
       await b.close();
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('global collections: take is exact across processes (one of racing takers gets each record)', async () => {
+    const other = await openDatabase(url);
+    try {
+      const sa = pgGlobalStore(db, 'oauth');
+      const sb = pgGlobalStore(other, 'oauth');
+      opened.push(sa);
+      const a = sa.collection<{ n: number }>('take-race');
+      const b = sb.collection<{ n: number }>('take-race');
+      for (let i = 0; i < 20; i++) {
+        await a.set(`k${i}`, { n: i });
+        expect(await b.fetch(`k${i}`)).to.deep.equal({ n: i });
+        const got = await Promise.all([a.take(`k${i}`), b.take(`k${i}`), a.take(`k${i}`)]);
+        expect(got.filter(Boolean), `k${i}`).to.deep.equal([{ n: i }]);
+      }
+      await until(() => !b.has('k19'), 'the notification of the take');
+      expect(await b.fetch('k0')).to.equal(undefined);
+      await sb.close();
     } finally {
       await other.close();
     }

@@ -64,7 +64,8 @@ export async function doSignin(req: AppRequest, host: AppHost): Promise<AppResul
     };
   }
   const patHash = hashToken(token);
-  const existing = await host.sessions.resolve(req.cookie(SESSION_COOKIE));
+  // (cluster mode: a session whose current tenant another process serves is added to as well)
+  const existing = (await host.sessions.resolve(req.cookie(SESSION_COOKIE))) ?? (await host.sessions.elsewhere(req.cookie(SESSION_COOKIE)));
   if (existing) {
     // Another tenant in the same browser session: kept beside the first, made current.
     await host.sessions.addTenant(existing, identity.tenant.org, patHash);

@@ -1,0 +1,39 @@
+/**
+ * Cluster mode's routing of the app's requests (docs/scale-out.md): they carry no bearer token,
+ * so the forwarder asks this router which tenant's owner must serve them.
+ *
+ * - `POST /app/signin`: the tenant of the pasted token (its SHA-256; the body is read);
+ * - a view page with a render ticket: the ticket's tenant (plugins/lenses/tickets.ts routes it);
+ * - any other request with the session cookie: the session's current tenant (the tenant
+ *   switch form included: it is served by the current tenant's owner, which rewrites the
+ *   record; the next page goes to the new tenant's owner).
+ */
+import type { IncomingMessage } from 'node:http';
+import { hashToken } from '../../kernel/auth.js';
+import type { KernelServices, RequestRouter } from '../../kernel/plugin.js';
+import { ticketOrgOf } from '../lenses/tickets.js';
+import { AppHost } from './host.js';
+import { cookieOf, SESSION_COOKIE, sessionStoreOf } from './session.js';
+
+const pathOf = (req: IncomingMessage) => (req.url ?? '/').split('?')[0]!;
+const isSignin = (req: IncomingMessage) => req.method === 'POST' && /^\/app\/signin\/?$/.test(pathOf(req));
+
+export function appRouter(services: KernelServices): RequestRouter {
+  return {
+    applies(req) {
+      const path = pathOf(req);
+      if (!AppHost.handles(path) || path.startsWith('/app/static/')) return false; // static files: any process
+      if (ticketOrgOf(req)) return false; // the ticket's router
+      if (isSignin(req) && String(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) return 'body';
+      return cookieOf(req.headers.cookie, SESSION_COOKIE) ? 'headers' : false;
+    },
+    async route(req, body) {
+      if (isSignin(req) && body) {
+        const token = (new URLSearchParams(body.toString('utf8')).get('token') ?? '').trim();
+        if (token) return { tokenHash: hashToken(token) };
+      }
+      const found = await sessionStoreOf(services).recordOf(cookieOf(req.headers.cookie, SESSION_COOKIE));
+      return found ? { org: found.record.current } : null;
+    },
+  };
+}
