@@ -129,7 +129,9 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
         const out: Record<string, string | string[]> = {};
         for (const [k, v] of Object.entries(answer.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
         res.writeHead(answer.statusCode ?? 502, out);
-        if (typeof (res as { flushHeaders?: () => void }).flushHeaders === 'function') res.flushHeaders();
+        // an event stream's headers go out now (its first event may be long in coming); any other
+        // answer's headers leave with its first bytes, in one write (each socket write is a syscall)
+        if (String(answer.headers['content-type'] ?? '').startsWith('text/event-stream')) res.flushHeaders();
         answer.pipe(res);
         answer.on('error', () => res.destroy());
         resolve('sent');
@@ -188,6 +190,12 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
     // a request served here streams straight into the app. Once read, a request that ends
     // up served here after all (this process took the tenant over) is sent to this
     // process's own listener.
+    if (body === null && opts.cluster.localTenant(org)) {
+      // served here (the common case once placement settled): no wait, no table
+      if (hash) await opts.ensureToken?.(org, hash);
+      res.once('close', opts.cluster.enter(org));
+      return opts.local(req, res);
+    }
     const deadline = performance.now() + opts.waitMs;
     let lastError = '';
     for (;;) {

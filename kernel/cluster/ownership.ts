@@ -99,7 +99,17 @@ export class Cluster {
 
   private get opts(): ClusterOptions & { tenants: TenantManager; url: string } {
     if (!this.tenantManager) throw new Error('cluster: no tenant manager attached');
-    return { ...this.options, tenants: this.tenantManager, url: this.url };
+    const { tenantManager: tenants, url } = this;
+    const o = this.optsCache;
+    if (o && o.tenants === tenants && o.url === url) return o;
+    return (this.optsCache = { ...this.options, tenants, url });
+  }
+  private optsCache: (ClusterOptions & { tenants: TenantManager; url: string }) | null = null;
+
+  /** The tenant when this process surely owns it and has it open (the routing fast path, no await). */
+  localTenant(org: string): Tenant | undefined {
+    if (this.pending.has(org) || this.fenceOf(org) === null) return undefined;
+    return this.tenantManager?.get(org);
   }
 
   get leaseMs(): number {
