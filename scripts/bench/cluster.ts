@@ -208,15 +208,35 @@ export async function main(): Promise<void> {
     const owners = await spread(clusterEnv, members, clusterTenants.map((t) => t.org));
     const three = await drive(members, clusterTenants, 'c3', owners);
 
+    // failover: kill -9 the owner of one tenant, then write to it through another member until one is acknowledged
+    const victimUrl = owners.get(clusterTenants[0]!.org)!;
+    const victim = members.find((m) => m.url === victimUrl)!;
+    const survivor = members.find((m) => m !== victim)!;
+    const killedAt = performance.now();
+    await victim.stop(true);
+    let failoverMs = NaN;
+    for (let i = 0; performance.now() - killedAt < 60_000; i++) {
+      const res = await fetch(`${survivor.url}/v1/nodes`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${clusterTenants[0]!.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ nodes: [{ id: `task-failover-${i}`, type: 'task', summary: 'after the kill' }] }),
+      }).catch(() => null);
+      if (res?.status === 200) {
+        failoverMs = performance.now() - killedAt;
+        break;
+      }
+    }
+
     const row = (name: string, p: Phase) =>
       console.log(`  ${name.padEnd(10)} writes ${fmtRate(p.writes).padStart(7)}/s (${Math.round(p.writeCpuUs)} us CPU each)   reads ${fmtRate(p.reads).padStart(7)}/s (${Math.round(p.readCpuUs)} us CPU each)   read p50 ${p.readP50} ms   errors ${p.errors}`);
     row('embedded', embedded);
     row('cluster-1', one);
     row('cluster-3', three);
     console.log(`  read p50 of one tenant: from its owner ${three.ownerP50} ms, forwarded by another member ${three.forwardedP50} ms`);
+    console.log(`  failover: kill -9 of a tenant's owner to its first acknowledged write through another member: ${Math.round(failoverMs)} ms (lease ${LEASE_MS} ms)`);
     console.log(`  server CPU per request, 3 processes / 1: writes ${fmtRatio(three.writeCpuUs / one.writeCpuUs)}, reads ${fmtRatio(three.readCpuUs / one.readCpuUs)} (forwarding two thirds of the requests)`);
     console.log(`cluster: 3 processes / 1: writes ${fmtRatio(three.writes / one.writes)}, reads ${fmtRatio(three.reads / one.reads)}; cluster-1 / embedded: writes ${fmtRatio(one.writes / embedded.writes)}, reads ${fmtRatio(one.reads / embedded.reads)}`);
-    recordResult('cluster', { embedded, one, three, tenants: TENANTS, connections: CONNECTIONS, seconds: SECONDS });
+    recordResult('cluster', { embedded, one, three, failoverMs, leaseMs: LEASE_MS, tenants: TENANTS, connections: CONNECTIONS, seconds: SECONDS });
   } finally {
     for (const c of children) await c.stop().catch(() => undefined);
     await pg.stop();
