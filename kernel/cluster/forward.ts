@@ -199,7 +199,8 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
     const deadline = performance.now() + opts.waitMs;
     let lastError = '';
     for (;;) {
-      const route = await opts.cluster.route(org, Math.max(0, deadline - performance.now()));
+      // a request another member sent here, or a second attempt, reads where the tenant is afresh
+      const route = await opts.cluster.route(org, Math.max(0, deadline - performance.now()), hop > 0 || lastError !== '');
       if (route.kind === 'local' && hash) await opts.ensureToken?.(org, hash);
       if ((route.kind === 'local' || route.kind === 'unknown') && body === null) {
         if (route.kind === 'local') res.once('close', opts.cluster.enter(org));
@@ -207,7 +208,15 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
       }
       if (route.kind === 'unavailable') return sendError(res, 503, 'owner_unavailable', `${route.reason}${lastError ? ` (${lastError})` : ''}; retry shortly`, Math.ceil(opts.cluster.leaseMs / 1000));
       const target = route.kind === 'remote' ? route.url : opts.selfUrl();
-      if (route.kind === 'remote' && hop >= MAX_HOPS) return sendError(res, 503, 'owner_unavailable', `tenant ${org} is moving between processes; retry shortly`, 1);
+      if (route.kind === 'remote' && hop >= MAX_HOPS) {
+        // forwarded here by members that each thought another one served it: the tenant is being
+        // handed over; wait for it to settle rather than bounce the request on
+        opts.cluster.forget(org);
+        lastError = `tenant ${org} is moving between processes`;
+        if (performance.now() >= deadline) return sendError(res, 503, 'owner_unavailable', `${lastError}; retry shortly`, 1);
+        await new Promise((r) => setTimeout(r, 100));
+        continue;
+      }
       if (body === null && !idempotent) body = await readBody(req);
       const outcome = await forwardOnce(req, res, target, body, hop, route.kind !== 'remote', org);
       if (outcome === 'sent') return;

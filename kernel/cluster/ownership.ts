@@ -371,19 +371,27 @@ export class Cluster {
    * when it was just assigned here or is free); remote when a live member owns it; waits up
    * to `waitMs` for a hand-off or take-over in progress.
    */
-  async route(org: string, waitMs: number): Promise<Route> {
+  async route(org: string, waitMs: number, fresh = false): Promise<Route> {
     const deadline = performance.now() + waitMs;
     for (;;) {
       const pending = this.pending.get(org);
       if (pending) await pending.catch(() => undefined);
       const local = this.fenceOf(org) !== null ? this.opts.tenants.get(org) : undefined;
       if (local) return { kind: 'local', tenant: local };
-      const cached = this.remotes.get(org);
+      const cached = fresh ? undefined : this.remotes.get(org);
       if (cached && cached.until > performance.now()) return { kind: 'remote', url: cached.url, owner: cached.owner };
-      const row = await this.ownerOf(org);
-      if (!row) {
-        const known = await this.opts.pool.query('SELECT 1 FROM wg_tenants WHERE org = $1', [org]);
-        if (known.rowCount === 0) return { kind: 'unknown' };
+      let row: OwnerRow | null;
+      try {
+        row = await this.ownerOf(org);
+        if (!row) {
+          const known = await this.opts.pool.query('SELECT 1 FROM wg_tenants WHERE org = $1', [org]);
+          if (known.rowCount === 0) return { kind: 'unknown' };
+        }
+      } catch (err) {
+        // PostgreSQL unreachable for a moment (a connection it ended, a restart): retry until the deadline
+        if (performance.now() >= deadline) return { kind: 'unavailable', reason: `the cluster database is unreachable (${(err as Error).message})` };
+        await new Promise((r) => setTimeout(r, 100));
+        continue;
       }
       if (row && !row.expired && row.owner === this.id) {
         const o = this.owned.get(org);

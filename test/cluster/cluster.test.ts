@@ -147,7 +147,10 @@ describe('cluster: 3 processes on PostgreSQL sharing a data directory', function
         try {
           const r = await api(m.url, 'POST', '/v1/nodes', tokens[org]!, { nodes: [{ id, type: 'task', summary: `burst ${i}` }] });
           if (r.status === 200) acked.set(id, r.body.results[0].revision);
-          else failed.set(id, r.status === 207 ? (r.body.results[0].error?.code ?? '207') : (r.body?.error?.code ?? String(r.status)));
+          else {
+            if (r.body?.error?.code === "owner_unavailable" && process.env.DIAG) console.log("DIAG", r.body.error.message);
+            failed.set(id, r.status === 207 ? (r.body.results[0].error?.code ?? '207') : (r.body?.error?.code ?? String(r.status)));
+          }
         } catch {
           failed.set(id, 'connection'); // connection cut: not acknowledged
         }
