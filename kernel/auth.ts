@@ -194,12 +194,11 @@ export function sameHash(record: TokenRecord, cache: WeakMap<TokenRecord, Buffer
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-export class FileTokenStore implements TokenStore {
-  private records = new Map<string, TokenRecord>();
-  /** inode:mtime:size of the file last read ('' before the first read, 'none' when absent) */
-  private stamp = '';
-  private readonly file: string;
-  private pendingLastUsed = new Map<string, string>();
+/** The in-memory side both token stores share: lookups, the constant-time compare, last_used. */
+export abstract class MemoryTokenRecords {
+  protected records = new Map<string, TokenRecord>();
+  /** last_used values not yet written (they go out with the next mutation or flush) */
+  protected pendingLastUsed = new Map<string, string>();
   /** the stored hash of each record as bytes, for the constant-time compare */
   private hashBytes = new WeakMap<TokenRecord, Buffer>();
   /** when each token's last_used was last moved (ms): it is kept to the second */
@@ -207,7 +206,40 @@ export class FileTokenStore implements TokenStore {
   /** bumped whenever the set of records may have changed (reload or mutation) */
   version = 0;
 
+  all(): TokenRecord[] {
+    return [...this.records.values()];
+  }
+
+  hashes(): string[] {
+    return [...this.records.keys()];
+  }
+
+  /** Constant-time comparison of the stored hash against the presented one (`digest`: its bytes, when the caller has them). */
+  find(hash: string, digest?: Buffer): TokenRecord | undefined {
+    const record = this.records.get(hash);
+    if (!record) return undefined;
+    return sameHash(record, this.hashBytes, hash, digest) ? record : undefined;
+  }
+
+  /** last_used is advisory: kept in memory, to the second, and written with the next mutation or flush. */
+  touch(hash: string, nowMs: number): void {
+    const last = this.touchedAt.get(hash);
+    if (last !== undefined && nowMs - last < 1000 && nowMs >= last) return;
+    this.touchedAt.set(hash, nowMs);
+    const at = new Date(nowMs).toISOString();
+    const r = this.records.get(hash);
+    if (r) r.last_used = at;
+    this.pendingLastUsed.set(hash, at);
+  }
+}
+
+export class FileTokenStore extends MemoryTokenRecords implements TokenStore {
+  /** inode:mtime:size of the file last read ('' before the first read, 'none' when absent) */
+  private stamp = '';
+  private readonly file: string;
+
   constructor(readonly dir: string) {
+    super();
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.file = join(dir, 'tokens.json');
     this.reload();
@@ -233,20 +265,8 @@ export class FileTokenStore implements TokenStore {
     return true;
   }
 
-  all(): TokenRecord[] {
-    return [...this.records.values()];
-  }
 
-  hashes(): string[] {
-    return [...this.records.keys()];
-  }
 
-  /** Constant-time comparison of the stored hash against the presented one (`digest`: its bytes, when the caller has them). */
-  find(hash: string, digest?: Buffer): TokenRecord | undefined {
-    const record = this.records.get(hash);
-    if (!record) return undefined;
-    return sameHash(record, this.hashBytes, hash, digest) ? record : undefined;
-  }
 
   /** Read-modify-write under the cross-process lock (done synchronously; the promise is already settled). */
   async mutate<T>(fn: (records: Map<string, TokenRecord>) => T): Promise<T> {
@@ -284,15 +304,6 @@ export class FileTokenStore implements TokenStore {
     }
   }
 
-  touch(hash: string, nowMs: number): void {
-    const last = this.touchedAt.get(hash);
-    if (last !== undefined && nowMs - last < 1000 && nowMs >= last) return; // last_used is kept to the second
-    this.touchedAt.set(hash, nowMs);
-    const at = new Date(nowMs).toISOString();
-    const r = this.records.get(hash);
-    if (r) r.last_used = at;
-    this.pendingLastUsed.set(hash, at);
-  }
 
   async flush(): Promise<void> {
     if (this.pendingLastUsed.size > 0) this.mutateSync(() => undefined);

@@ -50,20 +50,9 @@ export interface StateStore {
   close?(): Promise<void>;
 }
 
-class FileCollection<T> implements Collection<T> {
-  private readonly data: Map<string, T>;
-  private flushing: Promise<void> = Promise.resolve();
-  private dirty = false;
-
-  constructor(private readonly file: string) {
-    this.data = new Map();
-    try {
-      const parsed = JSON.parse(readFileSync(file, 'utf8')) as Record<string, T>;
-      for (const [k, v] of Object.entries(parsed)) this.data.set(k, v);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-  }
+/** The in-memory side every store shares: reads answer from `data`, never from the backing store. */
+export abstract class MemoryCollection<T> {
+  protected readonly data = new Map<string, T>();
 
   get size(): number {
     return this.data.size;
@@ -80,6 +69,22 @@ class FileCollection<T> implements Collection<T> {
   values(): IterableIterator<T> {
     return this.data.values();
   }
+}
+
+class FileCollection<T> extends MemoryCollection<T> implements Collection<T> {
+  private flushing: Promise<void> = Promise.resolve();
+  private dirty = false;
+
+  constructor(private readonly file: string) {
+    super();
+    try {
+      const parsed = JSON.parse(readFileSync(file, 'utf8')) as Record<string, T>;
+      for (const [k, v] of Object.entries(parsed)) this.data.set(k, v);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+
   async fetch(key: string): Promise<T | undefined> {
     return this.data.get(key);
   }

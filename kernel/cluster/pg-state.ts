@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TokenStore } from '../auth.js';
-import type { Collection, StateStore } from '../state-store.js';
+import { MemoryCollection, type Collection, type StateStore } from '../state-store.js';
 import type { Database } from './db.js';
 import { notOwner, okCte, type FenceOf } from './fence.js';
 import { PgTokenStore } from './pg-tokens.js';
@@ -210,8 +210,7 @@ interface Batch {
   reject(err: unknown): void;
 }
 
-class PgCollection<T> implements Collection<T> {
-  private readonly data = new Map<string, T>();
+class PgCollection<T> extends MemoryCollection<T> implements Collection<T> {
   /** writes and refreshes, one at a time, in order */
   private chain: Promise<void> = Promise.resolve();
   /** the changes not yet sent */
@@ -225,22 +224,8 @@ class PgCollection<T> implements Collection<T> {
   constructor(
     private readonly store: PgStateStore,
     private readonly name: string,
-  ) {}
-
-  get size(): number {
-    return this.data.size;
-  }
-  get(key: string): T | undefined {
-    return this.data.get(key);
-  }
-  has(key: string): boolean {
-    return this.data.has(key);
-  }
-  entries(): IterableIterator<[string, T]> {
-    return this.data.entries();
-  }
-  values(): IterableIterator<T> {
-    return this.data.values();
+  ) {
+    super();
   }
 
   async fetch(key: string): Promise<T | undefined> {

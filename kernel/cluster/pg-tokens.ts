@@ -14,16 +14,11 @@
  * Operator tools write unfenced (`fenceOf` returns undefined).
  */
 import { notOwner, type FenceOf } from './fence.js';
-import { sameHash, tokensFileImage, type TokenRecord, type TokenStore } from '../auth.js';
+import { MemoryTokenRecords, tokensFileImage, type TokenRecord, type TokenStore } from '../auth.js';
 import { errors } from '../errors.js';
 import type { Database } from './db.js';
 
-export class PgTokenStore implements TokenStore {
-  private records = new Map<string, TokenRecord>();
-  private pendingLastUsed = new Map<string, string>();
-  private hashBytes = new WeakMap<TokenRecord, Buffer>();
-  private touchedAt = new Map<string, number>();
-  version = 0;
+export class PgTokenStore extends MemoryTokenRecords implements TokenStore {
   private reported = 0;
   /** mutations and re-reads, one at a time, in order */
   private chain: Promise<unknown> = Promise.resolve();
@@ -37,7 +32,9 @@ export class PgTokenStore implements TokenStore {
     readonly fenceOf: FenceOf,
     /** the tenant's auth/ directory on the shared data directory (file keys such as the lens ticket secret) */
     readonly dir: string,
-  ) {}
+  ) {
+    super();
+  }
 
   /** LISTENs for changes, then reads the tenant's records. */
   async load(): Promise<void> {
@@ -58,33 +55,13 @@ export class PgTokenStore implements TokenStore {
     await this.enqueue(() => this.reread());
   }
 
-  all(): TokenRecord[] {
-    return [...this.records.values()];
-  }
 
-  hashes(): string[] {
-    return [...this.records.keys()];
-  }
 
-  find(hash: string, digest?: Buffer): TokenRecord | undefined {
-    const record = this.records.get(hash);
-    if (!record) return undefined;
-    return sameHash(record, this.hashBytes, hash, digest) ? record : undefined;
-  }
 
   mutate<T>(fn: (records: Map<string, TokenRecord>) => T): Promise<T> {
     return this.enqueue(() => this.transact(fn));
   }
 
-  touch(hash: string, nowMs: number): void {
-    const last = this.touchedAt.get(hash);
-    if (last !== undefined && nowMs - last < 1000 && nowMs >= last) return;
-    this.touchedAt.set(hash, nowMs);
-    const at = new Date(nowMs).toISOString();
-    const r = this.records.get(hash);
-    if (r) r.last_used = at;
-    this.pendingLastUsed.set(hash, at);
-  }
 
   async flush(): Promise<void> {
     if (this.pendingLastUsed.size > 0) await this.mutate(() => undefined);
