@@ -19,7 +19,7 @@ import { api, clusterStatus, fsck, git, memberEnv, members, ownerMember, startMe
 const LEASE_MS = 1500;
 
 describe('cluster: 3 processes on PostgreSQL sharing a data directory', function () {
-  this.timeout(180_000);
+  this.timeout(300_000);
   let env: ClusterEnv;
   const tokens: Record<string, string> = {};
   const orgs = ['local', 'beta', 'gamma'];

@@ -42,7 +42,7 @@ export function startMember(c: ClusterEnv, extra: Record<string, string> = {}): 
   members.add(member);
   child.once('exit', () => (member.exited = true));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line in 30 s: ${out}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`no listening line in 60 s: ${out}`)), 60_000);
     child.stdout!.on('data', () => {
       const m = /^listening on (http:\/\/\S+)$/m.exec(out);
       if (m && !member.url) {
@@ -94,7 +94,7 @@ export async function clusterStatus(c: ClusterEnv): Promise<Status> {
 }
 
 /** Polls `cluster status` until `ok` holds (or throws after `ms`). */
-export async function waitForStatus(c: ClusterEnv, ok: (s: Status) => boolean, ms = 30_000): Promise<Status> {
+export async function waitForStatus(c: ClusterEnv, ok: (s: Status) => boolean, ms = 60_000): Promise<Status> {
   const deadline = Date.now() + ms;
   let last: Status | null = null;
   while (Date.now() < deadline) {
