@@ -40,7 +40,7 @@ const formPost = (url: string, form: Record<string, string>, cookie?: string) =>
 const get = (url: string, cookie?: string) => fetch(url, { redirect: 'manual', headers: cookie ? { cookie } : {} });
 
 describe('cluster: cookie, ticket and OAuth requests reach the tenant owner', function () {
-  this.timeout(90_000);
+  this.timeout(180_000);
   let env: ClusterEnv;
   const tokens: Record<string, string> = {};
 
