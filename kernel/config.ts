@@ -42,8 +42,31 @@ export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', '
  * it warn). Every line passes through `redact()` last, so a token-shaped string in any field
  * is masked whatever logged it.
  */
+/**
+ * stderr, one write per event-loop turn: every line logged in a turn goes out in one write
+ * (stderr is synchronous on a pipe or file, a system call per write; an access line per
+ * request made that a measurable part of a read). Lines still pending when the process exits
+ * are written then; a kill -9 can lose at most the current turn's.
+ */
+const pendingStderr: string[] = [];
+let stderrScheduled = false;
+function flushStderr(): void {
+  stderrScheduled = false;
+  if (pendingStderr.length === 0) return;
+  const text = pendingStderr.join('');
+  pendingStderr.length = 0;
+  process.stderr.write(text);
+}
+function writeStderr(line: string): void {
+  pendingStderr.push(line + '\n');
+  if (stderrScheduled) return;
+  stderrScheduled = true;
+  setImmediate(flushStderr);
+}
+process.once('exit', flushStderr);
+
 export function createLogger(
-  write: (line: string) => void = (l) => process.stderr.write(l + '\n'),
+  write: (line: string) => void = writeStderr,
   quiet = false,
   level: string = process.env.LOG_LEVEL || (quiet ? 'warn' : 'info'),
 ): Logger {

@@ -121,6 +121,17 @@ export function pathParamsOf(path: string): string[] {
 
 /** The input fields a route reads from the query string: every non-path field on GET (less those gathered from prefixed keys), the declared ones elsewhere. */
 export function queryFieldsOf(op: OperationDef, route: RouteDef): string[] {
+  // a route's query fields are a function of its declaration: computed once (the REST adapter asks per request)
+  let byOp = queryFieldsCache.get(route);
+  if (!byOp) queryFieldsCache.set(route, (byOp = new WeakMap()));
+  let fields = byOp.get(op);
+  if (!fields) byOp.set(op, (fields = computeQueryFields(op, route)));
+  return fields;
+}
+
+const queryFieldsCache = new WeakMap<RouteDef, WeakMap<OperationDef, string[]>>();
+
+function computeQueryFields(op: OperationDef, route: RouteDef): string[] {
   const params = new Set([...pathParamsOf(route.path), ...Object.values(route.queryPrefixes ?? {})]);
   const props = Object.keys((op.input.properties as Record<string, unknown> | undefined) ?? {});
   if (route.method === 'GET') return props.filter((p) => !params.has(p));
