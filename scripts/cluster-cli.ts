@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { generateToken, hashPrefix, newTokenRecord } from '../kernel/auth.js';
 import { configFromEnv, createLogger, systemClock, type ServerConfig } from '../kernel/config.js';
 import { openDatabase, type Database } from '../kernel/cluster/db.js';
-import { clusterTenants, Cluster, type MemberRow } from '../kernel/cluster/ownership.js';
+import { clusterStatus, Cluster } from '../kernel/cluster/ownership.js';
 import { pgOperational } from '../kernel/cluster/pg-state.js';
 import { PgTokenStore } from '../kernel/cluster/pg-tokens.js';
 import { creationHooks } from '../kernel/cluster/runtime.js';
@@ -49,15 +49,7 @@ export async function clusterCommand(args: string[]): Promise<void> {
   const config = configFromEnv();
   if (!config.databaseUrl) fail('cluster commands need SVC_DATABASE_URL (cluster mode: docs/scale-out.md)');
   if (sub !== 'status') fail(`unknown cluster command '${sub}'\n${CLUSTER_HELP}`);
-  await withDatabase(config, async (db) => {
-    const members = (
-      await db.pool.query<MemberRow>(
-        `SELECT id, url, pid, host, started_at::text, heartbeat_at::text, heartbeat_at > now() - $1 * interval '1 millisecond' AS live FROM wg_members ORDER BY id`,
-        [config.clusterLeaseMs],
-      )
-    ).rows;
-    out({ members, tenants: await clusterTenants(db.pool, members) });
-  });
+  await withDatabase(config, async (db) => out(await clusterStatus(db.pool, config.clusterLeaseMs)));
 }
 
 /** `workgraph tenant add` in cluster mode: built on the shared data directory, registered in PostgreSQL. */

@@ -245,13 +245,8 @@ export class Cluster {
   }
 
   private async liveMembers(): Promise<MemberRow[]> {
-    const r = await this.opts.pool.query<MemberRow>(
-      `SELECT id, url, pid, host, started_at::text, heartbeat_at::text, heartbeat_at > now() - $1 * interval '1 millisecond' AS live
-         FROM wg_members ORDER BY id`,
-      [this.opts.leaseMs],
-    );
-    this.members = r.rows;
-    return r.rows.filter((m) => m.live);
+    this.members = await clusterMembers(this.opts.pool, this.opts.leaseMs);
+    return this.members.filter((m) => m.live);
   }
 
   /** Plugin and limit changes (`workgraph tenant plugins` writes wg_tenants) reach the tenants served here. */
@@ -438,16 +433,9 @@ export class Cluster {
     return row ? { ...row, fence: Number(row.fence) } : null;
   }
 
-  /** Who owns what (`workgraph cluster status`, GET /v1/cluster). */
-  async status(): Promise<{ members: MemberRow[]; tenants: Array<OwnerRow & { preferred: string | null; expires_at: string }> }> {
-    const { pool } = this.opts;
-    const members = (
-      await pool.query<MemberRow>(
-        `SELECT id, url, pid, host, started_at::text, heartbeat_at::text, heartbeat_at > now() - $1 * interval '1 millisecond' AS live FROM wg_members ORDER BY id`,
-        [this.opts.leaseMs],
-      )
-    ).rows;
-    return { members, tenants: await clusterTenants(pool, members) };
+  /** Who owns what (`workgraph cluster status`). */
+  status(): ReturnType<typeof clusterStatus> {
+    return clusterStatus(this.options.pool, this.options.leaseMs);
   }
 
   /** Graceful stop: close every tenant served here and release its lease so others take over at once. */
@@ -484,7 +472,23 @@ export class Cluster {
   }
 }
 
-/** Every registered tenant with its owner and the member it prefers (also used by the CLI without a Cluster). */
+/** Every member, live when its heartbeat is younger than a lease. */
+export async function clusterMembers(pool: pg.Pool, leaseMs: number): Promise<MemberRow[]> {
+  const r = await pool.query<MemberRow>(
+    `SELECT id, url, pid, host, started_at::text, heartbeat_at::text, heartbeat_at > now() - $1 * interval '1 millisecond' AS live
+       FROM wg_members ORDER BY id`,
+    [leaseMs],
+  );
+  return r.rows;
+}
+
+/** The members and every tenant's owner and preferred member (`workgraph cluster status`, with or without a running member). */
+export async function clusterStatus(pool: pg.Pool, leaseMs: number): Promise<{ members: MemberRow[]; tenants: Array<OwnerRow & { preferred: string | null; expires_at: string }> }> {
+  const members = await clusterMembers(pool, leaseMs);
+  return { members, tenants: await clusterTenants(pool, members) };
+}
+
+/** Every registered tenant with its owner and the member it prefers. */
 export async function clusterTenants(pool: pg.Pool, members: MemberRow[]): Promise<Array<OwnerRow & { preferred: string | null; expires_at: string }>> {
   const live = members.filter((m) => m.live).map((m) => m.id);
   const r = await pool.query<{ org: string; owner: string | null; fence: string | null; expired: boolean | null; url: string | null; head: string | null; expires_at: string | null }>(

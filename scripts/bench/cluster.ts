@@ -83,50 +83,25 @@ async function drive(members: ServerChild[], tenants: Array<{ org: string; token
   const per = Math.max(1, Math.floor(CONNECTIONS / members.length));
   const made: Array<{ token: string; id: string }> = [];
   let n = 0;
-  const writeRuns = members.map((m) =>
-    autocannon({
-      url: m.url,
-      connections: per,
-      pipelining: 1,
-      duration: SECONDS,
-      requests: [
-        {
-          method: 'POST',
-          setupRequest: (req) => {
-            const i = n++;
-            const t = tenants[i % tenants.length]!;
-            const id = `task-${label}-${i}`;
-            made.push({ token: t.token, id });
-            return { ...req, method: 'POST', path: '/v1/nodes', headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ nodes: [{ id, type: 'task', summary: `bench ${i}` }] }) };
-          },
-        },
-      ],
-    }),
-  );
   const cpu = () => members.reduce((a, m) => a + processCpuMs(m.child.pid), 0);
+  /** One autocannon run per member at once, every request built by `setup`. */
+  const loadAll = (method: string, setup: (req: { path: string }) => { path: string }) =>
+    Promise.all(members.map((m) => autocannon({ url: m.url, connections: per, pipelining: 1, duration: SECONDS, requests: [{ method, setupRequest: setup }] })));
   const cpu0 = cpu();
-  const w = await Promise.all(writeRuns);
+  const w = await loadAll('POST', (req) => {
+    const i = n++;
+    const t = tenants[i % tenants.length]!;
+    const id = `task-${label}-${i}`;
+    made.push({ token: t.token, id });
+    return { ...req, method: 'POST', path: '/v1/nodes', headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ nodes: [{ id, type: 'task', summary: `bench ${i}` }] }) };
+  });
   const cpu1 = cpu();
   const ids = made.slice(0, Math.max(1, made.length - CONNECTIONS * 2)); // the last ones may not have been acknowledged
   let r = 0;
-  const readRuns = members.map((m) =>
-    autocannon({
-      url: m.url,
-      connections: per,
-      pipelining: 1,
-      duration: SECONDS,
-      requests: [
-        {
-          method: 'GET',
-          setupRequest: (req) => {
-            const x = ids[r++ % ids.length]!;
-            return { ...req, method: 'GET', path: `/v1/nodes/${x.id}`, headers: { authorization: `Bearer ${x.token}` } };
-          },
-        },
-      ],
-    }),
-  );
-  const rd = await Promise.all(readRuns);
+  const rd = await loadAll('GET', (req) => {
+    const x = ids[r++ % ids.length]!;
+    return { ...req, method: 'GET', path: `/v1/nodes/${x.id}`, headers: { authorization: `Bearer ${x.token}` } };
+  });
   const cpu2 = cpu();
   // latency of one tenant's reads, from its owner and from a member that forwards
   let forwardedP50: number | null = null;

@@ -3,6 +3,7 @@
  * re-executes, one process group each) sharing one data directory and one PostgreSQL schema.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import type { Cluster } from '../../kernel/cluster/ownership.js';
 import { cleanEnv, groupAlive, killGroup, runCli, SHIM } from '../helpers/processes.js';
 
 export interface Member {
@@ -72,20 +73,8 @@ export async function stopAll(): Promise<void> {
   members.clear();
 }
 
-export interface StatusTenant {
-  org: string;
-  owner: string;
-  fence: number;
-  expired: boolean;
-  url: string | null;
-  head: string | null;
-  preferred: string | null;
-}
-
-export interface Status {
-  members: Array<{ id: string; url: string; pid: number; live: boolean }>;
-  tenants: StatusTenant[];
-}
+/** What `workgraph cluster status` prints. */
+export type Status = Awaited<ReturnType<Cluster['status']>>;
 
 export async function clusterStatus(c: ClusterEnv): Promise<Status> {
   const r = await runCli(['cluster', 'status'], memberEnv(c));
