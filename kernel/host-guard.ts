@@ -22,6 +22,7 @@
  * request), SVC_PUBLIC_URL's origin, an SVC_ALLOWED_ORIGINS entry, or, bound to loopback, a
  * loopback origin with the listening port. A request without Origin (curl, server-to-server
  * MCP clients, top-level GET navigations) is not a browser cross-origin request and passes.
+ * `Origin: null` passes only with the browser's `Sec-Fetch-Site: same-origin`.
  *
  * `/healthz` and `/metrics` skip the Host check: load balancers and scrapers call them by IP
  * address; neither answers anything a rebinding page could use (/metrics needs its token).
@@ -88,7 +89,13 @@ function hostAllowed(rules: HostRules, host: { name: string; host: string }): bo
  * The refusal for a request, or null when it may go on. `hostHeader` is the raw Host header
  * (HTTP/1.1 requires it; HTTP/1.0 without one is refused once Host is checked).
  */
-export function checkHostAndOrigin(rules: HostRules, path: string, hostHeader: string | undefined, originHeader: string | undefined): SvcError | null {
+export function checkHostAndOrigin(
+  rules: HostRules,
+  path: string,
+  hostHeader: string | undefined,
+  originHeader: string | undefined,
+  fetchSite?: string | undefined,
+): SvcError | null {
   const host = hostHeader === undefined ? null : parseHost(hostHeader);
   if (!HOST_EXEMPT.has(path) && rules.anyPortNames !== null && (!host || !hostAllowed(rules, host))) {
     return new SvcError(403, 'forbidden_host', `the Host header '${(hostHeader ?? '').slice(0, 100)}' does not name this service; add the name to SVC_ALLOWED_HOSTS if it should`, {
@@ -96,6 +103,11 @@ export function checkHostAndOrigin(rules: HostRules, path: string, hostHeader: s
     });
   }
   if (originHeader === undefined) return null;
+  // `Origin: null` is what browsers send for a same-origin form post from a page whose
+  // Referrer-Policy is no-referrer (the app's and the consent page's); the browser's own
+  // `Sec-Fetch-Site: same-origin` (a header no page can set) tells it apart from an opaque
+  // origin (a sandboxed frame, a file, a cross-site redirect), which stays refused.
+  if (originHeader === 'null' && fetchSite === 'same-origin' && host) return null;
   let origin: URL | null = null;
   try {
     origin = originHeader === 'null' ? null : new URL(originHeader);

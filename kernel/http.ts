@@ -203,7 +203,7 @@ export function createApp(services: KernelServices): Koa {
     const port = ctx.req.socket.localPort ?? services.config.port;
     let rules = rulesByPort.get(port);
     if (!rules) rulesByPort.set(port, (rules = hostRules(services.config, port)));
-    const refusal = checkHostAndOrigin(rules, ctx.path, ctx.req.headers.host, ctx.req.headers.origin);
+    const refusal = checkHostAndOrigin(rules, ctx.path, ctx.req.headers.host, ctx.req.headers.origin, ctx.req.headers['sec-fetch-site'] as string | undefined);
     if (refusal) {
       services.log.warn('request refused by the Host/Origin check', { code: refusal.code, route: ctx.path === '/mcp' ? '/mcp' : 'unmatched', request_id: ctx.state.requestId, ...refusal.details });
       throw refusal;

@@ -93,6 +93,15 @@ describe('kernel: Host and Origin validation (DNS rebinding)', function () {
     expect(r.json.error.code).to.equal('forbidden_origin');
     const nullOrigin = await raw(t.url, 'GET', '/v1/me', { ...auth, origin: 'null' });
     expect(nullOrigin.status).to.equal(403);
+    const nullCrossSite = await raw(t.url, 'GET', '/v1/me', { ...auth, origin: 'null', 'sec-fetch-site': 'cross-site' });
+    expect(nullCrossSite.status).to.equal(403);
+  });
+
+  it('accepts Origin: null on a same-origin form post (what Chromium sends under Referrer-Policy: no-referrer)', async () => {
+    const r = await raw(t.url, 'GET', '/v1/me', { ...auth, origin: 'null', 'sec-fetch-site': 'same-origin' });
+    expect(r.status).to.equal(200);
+    const foreign = await raw(t.url, 'GET', '/v1/me', { ...auth, host: 'evil.example', origin: 'null', 'sec-fetch-site': 'same-origin' });
+    expect(foreign.status).to.equal(403);
   });
 
   it('accepts loopback names (any port: cluster members forward the Host they got) and same-origin browsers', async () => {
