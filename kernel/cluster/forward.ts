@@ -69,7 +69,7 @@ function sendError(res: ServerResponse, status: number, code: string, message: s
     return;
   }
   const body = JSON.stringify({ error: { code, message, details: {} } });
-  const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) };
+  const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-content-type-options': 'nosniff' };
   if (retryAfter) headers['retry-after'] = retryAfter;
   res.writeHead(status, headers);
   res.end(body);
