@@ -351,6 +351,8 @@ describe('authorization matrix: every operation x every credential kind, REST an
   /** Runs one row over every transport the operation has; `check` judges each answer. */
   /** Every row's failure, reported together at the end of a test (one broken gate shows all its rows). */
   let failures: string[] = [];
+  /** tool calls answered with the 403 envelope (the MCP side of the refusals) */
+  let mcpRefusals = 0;
   beforeEach(() => {
     failures = [];
   });
@@ -374,7 +376,9 @@ describe('authorization matrix: every operation x every credential kind, REST an
     }
     const client = clients.get(cred.label);
     for (const tool of client ? c.tools : []) {
-      check(await mcpCall(t, client!, tool, input), `${c.plugin.name}.${c.op.name} tool ${tool} as ${cred.label}`);
+      const a = await mcpCall(t, client!, tool, input);
+      if (a.status === 403) mcpRefusals++;
+      check(a, `${c.plugin.name}.${c.op.name} tool ${tool} as ${cred.label}`);
       n++;
     }
     return n;
@@ -389,7 +393,7 @@ describe('authorization matrix: every operation x every credential kind, REST an
       const started = performance.now();
       const counts = await Promise.all(
         creds.map(async (cred) => {
-          const ok = allowedFor(c.access, cred, c.op.name);
+          const ok = allowedFor(c.access, cred);
           if (!ok) refused++;
           return each(c, cred, inputFor(c.op, cred, fx), (a, where) => (ok ? expectAllowed(a, where) : expectRefused(a, cred, where)));
         }),
@@ -409,7 +413,7 @@ describe('authorization matrix: every operation x every credential kind, REST an
       for (const condition of c.access.when ?? []) {
         const access = underCondition(c.access, condition);
         for (const cred of creds) {
-          const ok = allowedFor(access, cred, c.op.name);
+          const ok = allowedFor(access, cred);
           const input = { ...inputFor(c.op, cred, fx), ...condition.input };
           checked += await each(c, cred, input, (a, where) => (ok ? expectAllowed(a, `${where} [when]`) : expectRefused(a, cred, `${where} [when]`)));
         }
@@ -417,6 +421,8 @@ describe('authorization matrix: every operation x every credential kind, REST an
     }
     noFailures();
     expect(checked).to.be.above(40);
+    // the claim tool with force: an error result carrying the 403 envelope for every non-admin
+    expect(mcpRefusals).to.be.at.least(5);
   });
 
   it("ownership gates: another person's agent is 403 for every credential the gate does not admit", async () => {
@@ -445,7 +451,7 @@ describe('authorization matrix: every operation x every credential kind, REST an
         checked += await each(c, cred, input, (a, where) => {
           expect(a.text, `${where}: another tenant's data`).to.not.contain(B_MARKER);
           if (NOT_A_LOOKUP[c.op.name]) expect(a.status === 404 || (a.status === 200 && /"status":"skipped"/.test(a.text)), `${where} [other tenant]: ${a.text.slice(0, 200)}`).to.equal(true);
-          else if (allowedFor(c.access, cred, c.op.name)) expect(a.status, `${where} [other tenant]: ${a.text.slice(0, 200)}`).to.equal(404);
+          else if (allowedFor(c.access, cred)) expect(a.status, `${where} [other tenant]: ${a.text.slice(0, 200)}`).to.equal(404);
           else expect(a.status, `${where} [other tenant]: ${a.text.slice(0, 200)}`).to.be.oneOf([403, 404]);
         });
       }
@@ -540,6 +546,6 @@ describe('authorization matrix: every operation x every credential kind, REST an
 });
 
 /** The declaration's verdict for one credential (a ticket counts only where declared: the render route). */
-function allowedFor(access: OperationAccess, cred: Cred, _op?: string): boolean {
+function allowedFor(access: OperationAccess, cred: Cred): boolean {
   return allows(access, cred.kind, cred.admin);
 }
