@@ -33,7 +33,7 @@ function personKindCell(a: OperationAccess, kind: CredentialKind): string {
 const escapeCell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 function onWhat(access: OperationAccess): string {
-  const parts = [access.scope];
+  const parts = [`${access.scope}.`];
   if (access.owns) parts.push(OWNERSHIP_TEXT[access.owns]);
   for (const c of access.when ?? []) {
     const eff = underCondition(access, c);
