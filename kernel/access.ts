@@ -58,6 +58,11 @@ export interface OperationAccess {
   callers: readonly CredentialKind[];
   /** the person behind the credential must be an admin (stewards edge to proj-root) */
   admin?: boolean;
+  /**
+   * the credential must be bound to an existing person node (403 `no_person` otherwise: a token
+   * whose person was never created or was removed); writes always are
+   */
+  person?: boolean;
   /** an ownership gate on the agent named by the `id` input */
   owns?: Ownership;
   /** on what, in words: "any node of the tenant", "own tokens", "read-only" */
@@ -109,9 +114,13 @@ export const NON_OPERATION_ROUTES: readonly RouteAccess[] = [
   { route: 'GET /views/:id, /app/views/:id', plugin: 'app', callers: ['app session cookie', 'ticket'], scope: 'one saved view; a ticket only its own lens, read-only' },
 ];
 
-/** Whether `kind` held by a person (admin or not) may call an operation with this declaration. */
-export function allows(access: Pick<OperationAccess, 'callers' | 'admin'>, kind: CredentialKind, personIsAdmin: boolean): boolean {
+/**
+ * Whether `kind` may call an operation with this declaration, held for a person who is an admin
+ * or not, and whose person node exists or not (`personBound`).
+ */
+export function allows(access: Pick<OperationAccess, 'callers' | 'admin' | 'person'>, kind: CredentialKind, personIsAdmin: boolean, personBound = true): boolean {
   if (!access.callers.includes(kind)) return false;
+  if (access.person && !personBound) return false;
   return !access.admin || personIsAdmin;
 }
 
@@ -123,7 +132,7 @@ export function underCondition(access: OperationAccess, condition: AccessConditi
 /** One line saying who may call, for the OpenAPI description and the table. */
 export function describeAccess(access: OperationAccess): string {
   const who = access.callers.length === 0 ? 'nobody' : access.callers.map(kindLabel).join(', ');
-  const parts = [`Callers: ${who}${access.admin ? ' (the person must be an admin)' : ''}; on: ${access.scope}.`];
+  const parts = [`Callers: ${who}${access.admin ? ' (the person must be an admin)' : access.person ? ' (bound to an existing person node)' : ''}; on: ${access.scope}.`];
   if (access.owns) parts.push(OWNERSHIP_TEXT[access.owns]);
   for (const c of access.when ?? []) parts.push(`With ${Object.entries(c.input).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(', ')}: ${c.note}.`);
   return parts.join(' ');
@@ -154,6 +163,7 @@ export function openApiCallers(access: OperationAccess): Record<string, unknown>
   return {
     callers: [...access.callers],
     admin: access.admin === true,
+    person: access.person === true || access.admin === true,
     ...(access.owns ? { owns: access.owns } : {}),
     scope: access.scope,
     ...(access.when?.length ? { when: access.when.map((c) => ({ input: c.input, ...(c.callers ? { callers: [...c.callers] } : {}), ...(c.admin !== undefined ? { admin: c.admin } : {}), note: c.note })) } : {}),

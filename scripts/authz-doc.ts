@@ -15,6 +15,7 @@ import { allPlugins } from './plugins.js';
 const COLUMNS: Array<{ title: string; cell: (a: OperationAccess) => string }> = [
   { title: 'admin', cell: (a) => (allows(a, 'pat', true) ? 'yes' : 'no') },
   { title: 'member', cell: (a) => (allows(a, 'pat', false) ? 'yes' : 'no') },
+  { title: 'no person node', cell: (a) => (allows(a, 'pat', false, false) ? 'yes' : 'no') },
   ...(['agent-standing', 'agent-session', 'oauth', 'connector-jwt'] as const).map((kind) => ({
     title: { 'agent-standing': 'agent standing', 'agent-session': 'agent session', oauth: 'OAuth', 'connector-jwt': 'connector JWT' }[kind],
     cell: (a: OperationAccess) => personKindCell(a, kind),
@@ -57,6 +58,7 @@ export function renderAuthorizationDoc(plugins: PluginDef[] = allPlugins): strin
   out.push('|---|---|---|');
   out.push('| admin | personal access token (`svc_pat_`) of a person with a `stewards` edge to `proj-root` | TokenRecord kind `pat`; `actor.isAdmin` |');
   out.push('| member | personal access token of any other person | kind `pat` |');
+  out.push('| no person node | a PAT whose person node does not exist (never created, or removed) | `actor.bound` false: reads work; writes, leases, mutes and own-token routes are 403 `no_person` |');
   out.push('| agent standing | an agent\'s standing token (`svc_pat_`) | kind `agent-standing`; `actor.agent` set, acts for the agent\'s owner |');
   out.push('| agent session | a per-session agent token (`svc_ast_`) | kind `agent-session`; `actor.agent` and, once bound, `actor.session` |');
   out.push('| OAuth | an OAuth access token (`svc_oat_`) from a consent signed in with a PAT | kind `oauth-access`, acts for that PAT\'s person |');
@@ -94,7 +96,7 @@ export function renderAuthorizationDoc(plugins: PluginDef[] = allPlugins): strin
   out.push('');
   out.push('## Declaring a new operation');
   out.push('');
-  out.push("Every `defineOperation` a plugin exposes (route or tool) needs an entry in its plugin's `access` map, keyed by the operation name: `{callers, admin?, owns?, scope, when?}` (kernel/access.ts). The plugin host refuses to boot without one, naming the plugin and the operation. The entry must say what `run` enforces; the matrix test (test/kernel/authorization-matrix.test.ts) then needs a valid input for it (its `example`, or a line in the test's input table), and `npm run docs:authz` regenerates this file.");
+  out.push("Every `defineOperation` a plugin exposes (route or tool) needs an entry in its plugin's `access` map, keyed by the operation name: `{callers, admin?, person?, owns?, scope, when?}` (kernel/access.ts). The plugin host refuses to boot without one, naming the plugin and the operation. The entry must say what `run` enforces; the matrix test (test/kernel/authorization-matrix.test.ts) then needs a valid input for it (its `example`, or a line in the test's input table), and `npm run docs:authz` regenerates this file.");
   out.push('');
   return out.join('\n');
 }

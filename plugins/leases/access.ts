@@ -10,15 +10,15 @@ const FORCE = { input: { force: true }, admin: true, note: "takes over another h
 const HELD = "leases the caller holds (another holder's is 409)";
 
 export const leasesAccess: AccessMap = {
-  claim_node: { callers: callers.anyPerson, scope: 'any claimable work node of the tenant', when: [FORCE] },
-  renew_node: { callers: callers.anyPerson, scope: HELD },
-  extend: { callers: callers.anyPerson, scope: HELD },
-  reserve: { callers: callers.anyPerson, scope: 'any work node of the tenant (a grace-window hold for the caller)' },
-  release_node: { callers: callers.anyPerson, scope: HELD },
-  claim_batch: { callers: callers.anyPerson, scope: 'any claimable work nodes of the tenant' },
-  renew_batch: { callers: callers.anyPerson, scope: HELD },
-  release_batch: { callers: callers.anyPerson, scope: HELD },
-  claim: { callers: callers.anyPerson, scope: 'any claimable work node of the tenant', when: [FORCE] },
-  renew: { callers: callers.anyPerson, scope: HELD },
-  release: { callers: callers.anyPerson, scope: HELD },
+  claim_node: { callers: callers.anyPerson, person: true, scope: 'any claimable work node of the tenant', when: [FORCE] },
+  renew_node: { callers: callers.anyPerson, person: true, scope: HELD },
+  extend: { callers: callers.anyPerson, person: true, scope: HELD },
+  reserve: { callers: callers.anyPerson, person: true, scope: 'any work node of the tenant (a grace-window hold for the caller)' },
+  release_node: { callers: callers.anyPerson, person: true, scope: HELD },
+  claim_batch: { callers: callers.anyPerson, person: true, scope: 'any claimable work nodes of the tenant' },
+  renew_batch: { callers: callers.anyPerson, person: true, scope: HELD },
+  release_batch: { callers: callers.anyPerson, person: true, scope: HELD },
+  claim: { callers: callers.anyPerson, person: true, scope: 'any claimable work node of the tenant', when: [FORCE] },
+  renew: { callers: callers.anyPerson, person: true, scope: HELD },
+  release: { callers: callers.anyPerson, person: true, scope: HELD },
 };

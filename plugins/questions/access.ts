@@ -2,5 +2,5 @@
 import { callers, type AccessMap } from '../../kernel/access.js';
 
 export const questionsAccess: AccessMap = {
-  ask_question: { callers: callers.anyPerson, scope: 'files a question node in the tenant, attributed to the caller' },
+  ask_question: { callers: callers.anyPerson, person: true, scope: 'files a question node in the tenant, attributed to the caller' },
 };

@@ -4,7 +4,7 @@ import { callers, type AccessMap } from '../../kernel/access.js';
 export const queueAccess: AccessMap = {
   show_queue: { callers: callers.anyPerson, scope: "the tenant's work queue, read-only" },
   render_queue: { callers: callers.anyPerson, scope: "the tenant's work queue, read-only" },
-  list_mutes: { callers: callers.anyPerson, scope: "the caller's person's own mute list" },
-  add_mute: { callers: callers.anyPerson, scope: "the caller's person's own mute list (any node of the tenant)" },
-  remove_mute: { callers: callers.anyPerson, scope: "the caller's person's own mute list" },
+  list_mutes: { callers: callers.anyPerson, person: true, scope: "the caller's person's own mute list" },
+  add_mute: { callers: callers.anyPerson, person: true, scope: "the caller's person's own mute list (any node of the tenant)" },
+  remove_mute: { callers: callers.anyPerson, person: true, scope: "the caller's person's own mute list" },
 };
