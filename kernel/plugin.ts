@@ -18,6 +18,7 @@ import type { PluginHost } from './plugin-host.js';
 import type { KernelMetrics } from './metrics.js';
 import { FileStateStore, type StateStore } from './state-store.js';
 import { invoke, isOperationDef, validationError, validatorOf, type JsonSchema, type OperationDef } from './operation.js';
+import { CREDENTIAL_KINDS, type AccessMap } from './access.js';
 
 export type Via = 'rest' | 'mcp';
 
@@ -236,6 +237,12 @@ export interface PluginDef {
   /** Lines this plugin adds to the MCP server's `instructions` (how an agent uses its tools), when enabled. */
   instructions?: string[];
   schema?: { nodeTypes?: NodeTypeDef[]; edgeTypes?: EdgeTypeDef[] };
+  /**
+   * Who may call each declared operation, keyed by operation name (kernel/access.ts; kept in
+   * `plugins/<name>/access.ts`). Every declared operation of the plugin needs an entry: the
+   * host refuses to boot without one.
+   */
+  access?: AccessMap;
   statusEffects?: StatusEffect[];
   init?: (services: KernelServices) => Promise<void> | void;
   /**
@@ -274,6 +281,7 @@ export function checkManifests(plugins: PluginDef[]): void {
     state.set(name, 'done');
   };
   for (const p of plugins) visit(p.name, []);
+  for (const p of plugins) checkAccess(p);
   const routes = new Map<string, string>();
   const tools = new Map<string, string>();
   for (const p of plugins) {
@@ -290,6 +298,38 @@ export function checkManifests(plugins: PluginDef[]): void {
       if (owner) throw new Error(`plugin '${p.name}': duplicate tool ${t.name} (already registered by '${owner}')`);
       tools.set(t.name, p.name);
     }
+  }
+}
+
+/** The declared operations of a plugin (routes and tools), each once, by name. */
+export function declaredOperations(plugin: PluginDef): OperationDef[] {
+  const out = new Map<string, OperationDef>();
+  for (const op of [...(plugin.routes ?? []).map((r) => r.operation), ...(plugin.tools ?? []).map((t) => t.operation)]) {
+    if (isOperationDef(op) && !out.has(op.name)) out.set(op.name, op);
+  }
+  return [...out.values()];
+}
+
+/**
+ * Every declared operation has an access declaration (kernel/access.ts), and every declaration
+ * names an operation of the plugin with known credential kinds. Undeclared function operations
+ * (deprecated; test plugins) are not covered.
+ */
+function checkAccess(plugin: PluginDef): void {
+  const access = plugin.access ?? {};
+  const names = new Set<string>();
+  for (const op of declaredOperations(plugin)) {
+    names.add(op.name);
+    if (!Object.hasOwn(access, op.name)) {
+      throw new Error(`plugin '${plugin.name}': operation '${op.name}' has no access declaration (add it to plugins/${plugin.name}/access.ts: who may call it and on what; see docs/authorization.md)`);
+    }
+  }
+  for (const [name, entry] of Object.entries(access)) {
+    if (!names.has(name)) throw new Error(`plugin '${plugin.name}': access declaration '${name}' names no operation of the plugin`);
+    const kinds = [...entry.callers, ...(entry.when ?? []).flatMap((c) => c.callers ?? [])];
+    const unknown = kinds.filter((k) => !(CREDENTIAL_KINDS as readonly string[]).includes(k));
+    if (unknown.length > 0) throw new Error(`plugin '${plugin.name}': operation '${name}' declares unknown credential kind(s) ${unknown.join(', ')} (known: ${CREDENTIAL_KINDS.join(', ')})`);
+    if (!entry.scope) throw new Error(`plugin '${plugin.name}': operation '${name}' declares no scope (on what it may be called)`);
   }
 }
 

@@ -5,11 +5,13 @@
  * seeds the per-node status timelines when a tenant opens.
  */
 import { definePlugin } from '../../kernel/plugin.js';
+import { analyticsAccess } from './access.js';
 import * as api from './api.js';
 import { timelinesOf } from './timeline.js';
 
 export const analyticsPlugin = definePlugin({
   name: 'analytics',
+  access: analyticsAccess,
   version: '1.0.0',
   dependsOn: ['core', 'history'],
   // The timelines replay the history once, in the background; analytics reads wait for it.

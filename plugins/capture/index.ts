@@ -4,11 +4,13 @@
  * `query_graph` and `explore_graph`.
  */
 import { definePlugin } from '../../kernel/plugin.js';
+import { captureAccess } from './access.js';
 import * as api from './api.js';
 import { searchOf } from './search.js';
 
 export const capturePlugin = definePlugin({
   name: 'capture',
+  access: captureAccess,
   version: '1.0.0',
   dependsOn: ['core'],
   routes: [

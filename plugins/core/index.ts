@@ -5,6 +5,7 @@
 import type { RESOURCE_MIME_TYPE as EXT_APPS_MIME_TYPE, RESOURCE_URI_META_KEY as EXT_APPS_URI_META_KEY } from '@modelcontextprotocol/ext-apps/server';
 import { answer, defineOperation, object, s } from '../../kernel/operation.js';
 import { definePlugin, type OpContext } from '../../kernel/plugin.js';
+import { coreAccess } from './access.js';
 import * as api from './api.js';
 
 const HELLO_URI = 'ui://workgraph/hello.html';
@@ -54,6 +55,7 @@ const hello = defineOperation({
 
 export const corePlugin = definePlugin({
   name: 'core',
+  access: coreAccess,
   version: '1.0.0',
   dependsOn: [],
   routes: [

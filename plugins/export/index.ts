@@ -4,10 +4,12 @@
  * git bundle of the whole repository. There is no tool twin (SPEC lists none).
  */
 import { definePlugin } from '../../kernel/plugin.js';
+import { exportAccess } from './access.js';
 import * as api from './api.js';
 
 export const exportPlugin = definePlugin({
   name: 'export',
+  access: exportAccess,
   version: '1.0.0',
   dependsOn: ['core'],
   routes: [

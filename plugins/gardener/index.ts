@@ -3,10 +3,12 @@
  * DESIGN.md §9). Any valid team token may run it (not admin-gated). SPEC names no tool twin.
  */
 import { definePlugin } from '../../kernel/plugin.js';
+import { gardenerAccess } from './access.js';
 import * as api from './api.js';
 
 export const gardenerPlugin = definePlugin({
   name: 'gardener',
+  access: gardenerAccess,
   version: '1.0.0',
   dependsOn: ['core'],
   // The body is "none" per SPEC: an empty or absent body; a field in it is 422 (closed input).

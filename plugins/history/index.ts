@@ -3,6 +3,7 @@
  * feed and project briefings, with the MCP twins `node_history` and `recent_changes`.
  */
 import { definePlugin } from '../../kernel/plugin.js';
+import { historyAccess } from './access.js';
 import * as api from './api.js';
 import { codeCommitIndexOf } from './code-commits.js';
 import { commitIndexOf } from './commit-index.js';
@@ -10,6 +11,7 @@ import * as ops from './operations.js';
 
 export const historyPlugin = definePlugin({
   name: 'history',
+  access: historyAccess,
   version: '1.0.0',
   dependsOn: ['core'],
   // Both indexes start when the tenant opens. The commit index reads the log in the

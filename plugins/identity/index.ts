@@ -5,12 +5,14 @@
  * Every route is REST only; SPEC names no tool twins for these operations.
  */
 import { definePlugin } from '../../kernel/plugin.js';
+import { identityAccess } from './access.js';
 import { orgChoiceProviders } from '../core/org-choices.js';
 import * as api from './api.js';
 import { idpOrgChoices } from './idp.js';
 
 export const identityPlugin = definePlugin({
   name: 'identity',
+  access: identityAccess,
   version: '1.0.0',
   dependsOn: ['core'],
   routes: [

@@ -6,10 +6,12 @@
  * agent's (docs/decisions.md).
  */
 import { definePlugin } from '../../kernel/plugin.js';
+import { importAccess } from './access.js';
 import * as api from './api.js';
 
 export const importPlugin = definePlugin({
   name: 'import',
+  access: importAccess,
   version: '1.0.0',
   dependsOn: ['core'],
   routes: [{ method: 'POST', path: '/v1/import', operation: api.importItems }],

@@ -4,12 +4,14 @@
  * status effect that grants the same lease.
  */
 import { definePlugin } from '../../kernel/plugin.js';
+import { leasesAccess } from './access.js';
 import * as api from './api.js';
 import * as ops from './operations.js';
 import { leasesOf } from './store.js';
 
 export const leasesPlugin = definePlugin({
   name: 'leases',
+  access: leasesAccess,
   version: '1.0.0',
   dependsOn: ['core'],
   routes: [

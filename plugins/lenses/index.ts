@@ -3,11 +3,13 @@
  * share tickets for the render route, and the MCP tools `render_lens` and `apply_lens_action`.
  */
 import { definePlugin } from '../../kernel/plugin.js';
+import { lensesAccess } from './access.js';
 import * as api from './api.js';
 import { keyFor, ticketAuthenticator, ticketRouter } from './tickets.js';
 
 export const lensesPlugin = definePlugin({
   name: 'lenses',
+  access: lensesAccess,
   version: '1.0.0',
   dependsOn: ['core'],
   routes: [

@@ -7,6 +7,7 @@
  */
 import { isOperationDef, pathParamsOf, queryFieldsOf, type JsonSchema, type OperationDef } from '../../kernel/operation.js';
 import type { PluginDef, RouteDef } from '../../kernel/plugin.js';
+import { describeAccess, openApiCallers } from '../../kernel/access.js';
 
 export const ErrorEnvelope: JsonSchema = {
   type: 'object',
@@ -82,6 +83,12 @@ export function operationObject(plugin: PluginDef, route: RouteDef, op: Operatio
     ...(op.description && op.description !== op.summary ? { description: op.description } : {}),
     tags: [plugin.name],
   };
+  // who may call it (kernel/access.ts): the declaration as an extension, and a sentence for readers
+  const access = plugin.access?.[op.name];
+  if (access) {
+    out['x-callers'] = openApiCallers(access);
+    out.description = `${(out.description as string | undefined) ?? op.summary}\n\n${describeAccess(access)}`;
+  }
   if (parameters.length > 0) out.parameters = parameters;
   for (const [prefix, field] of prefixed) {
     out['x-query-prefixes'] = { ...((out['x-query-prefixes'] as Json | undefined) ?? {}), [prefix]: field };

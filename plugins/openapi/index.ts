@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { answer, defineOperation, object, s } from '../../kernel/operation.js';
 import { definePlugin, serialize, type KernelServices, type OpContext, type PluginDef } from '../../kernel/plugin.js';
+import { openapiAccess } from './access.js';
 import { buildDocument } from './document.js';
 
 const API_VERSION = '1.0.0';
@@ -78,6 +79,7 @@ const referencePage = `<!doctype html>
 
 export const openapiPlugin = definePlugin({
   name: 'openapi',
+  access: openapiAccess,
   version: '1.0.0',
   alwaysOn: true,
   routes: [{ method: 'GET', path: '/v1/openapi.json', operation: getOpenApi }],

@@ -4,10 +4,12 @@
  * routes its `questions` and `asked` sections by.
  */
 import { definePlugin } from '../../kernel/plugin.js';
+import { questionsAccess } from './access.js';
 import * as api from './api.js';
 
 export const questionsPlugin = definePlugin({
   name: 'questions',
+  access: questionsAccess,
   version: '1.0.0',
   dependsOn: ['core'],
   routes: [{ method: 'POST', path: '/v1/questions', operation: api.askQuestion, status: 201 }],

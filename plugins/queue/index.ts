@@ -3,11 +3,13 @@
  * `show_queue` (same JSON) and `render_queue` (markdown), and per-person mute lists.
  */
 import { definePlugin } from '../../kernel/plugin.js';
+import { queueAccess } from './access.js';
 import * as api from './api.js';
 import { bookOf } from './book.js';
 
 export const queuePlugin = definePlugin({
   name: 'queue',
+  access: queueAccess,
   version: '1.0.0',
   dependsOn: ['core', 'leases'],
   routes: [

@@ -5,6 +5,7 @@
  * the decision queue as `approve` items. Tool twin: `run_workflow`.
  */
 import { definePlugin } from '../../kernel/plugin.js';
+import { workflowsAccess } from './access.js';
 import { registerApprovalSource } from '../queue/approvals.js';
 import * as api from './api.js';
 import { runApprovals } from './approvals.js';
@@ -12,6 +13,7 @@ import { runBookOf } from './store.js';
 
 export const workflowsPlugin = definePlugin({
   name: 'workflows',
+  access: workflowsAccess,
   version: '1.0.0',
   dependsOn: ['core'],
   routes: [

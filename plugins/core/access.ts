@@ -1,0 +1,24 @@
+/**
+ * Who may call each core operation (kernel/access.ts). Reads are open to every credential that
+ * acts for a person; writes too, attributed to that person (an agent token's owner, with the
+ * agent stamped). Held to the code by test/kernel/authorization-matrix.test.ts.
+ */
+import { callers, type AccessMap } from '../../kernel/access.js';
+
+const ANY_NODE = 'any node of the caller\'s tenant';
+
+export const coreAccess: AccessMap = {
+  get_status: { callers: callers.anyPerson, scope: "the tenant's status, read-only" },
+  get_me: { callers: callers.anyPerson, scope: "the caller's own identity, read-only" },
+  get_org_choices: { callers: callers.anyPerson, scope: "the orgs the caller's person may choose (identity provider), read-only" },
+  schema: { callers: callers.anyPerson, scope: "the tenant's live schema, read-only" },
+  get_node: { callers: callers.anyPerson, scope: `${ANY_NODE}, read-only` },
+  put_node: { callers: callers.anyPerson, person: true, scope: `${ANY_NODE} except person nodes (403: people are written through the admin people routes)` },
+  add_edge: { callers: callers.anyPerson, person: true, scope: `${ANY_NODE} (identity edges such as stewards to proj-root and owned-by are not yet refused: the write guard's rows in the matrix test)` },
+  remove_edge: { callers: callers.anyPerson, person: true, scope: `${ANY_NODE} (identity edges not yet refused, as add_edge)` },
+  set_status: { callers: callers.anyPerson, person: true, scope: `${ANY_NODE}, along its type's transitions` },
+  set_priority: { callers: callers.anyPerson, person: true, scope: ANY_NODE },
+  set_readiness: { callers: callers.anyPerson, person: true, scope: ANY_NODE },
+  link_commit: { callers: callers.anyPerson, person: true, scope: ANY_NODE },
+  hello_mcp_app: { callers: callers.anyPerson, scope: 'a connectivity probe, read-only' },
+};
