@@ -26,7 +26,8 @@ import { isSvcError } from '../../kernel/errors.js';
 import type { IncomingMessage } from 'node:http';
 import { definePlugin, serialize, type KernelServices, type RequestRouter } from '../../kernel/plugin.js';
 import { connectorJwtAuthenticator } from './jwt.js';
-import { sendPage, SCOPE, WorkgraphOAuthProvider } from './provider.js';
+import { returnPage } from './pages.js';
+import { formActionSource, sendPage, SCOPE, WorkgraphOAuthProvider } from './provider.js';
 
 function metadata(services: KernelServices) {
   const base = services.baseUrl!;
@@ -144,7 +145,11 @@ function protocolApp(services: KernelServices): express.Express {
       if (pending.params.state !== undefined) url.searchParams.set('state', pending.params.state);
       await provider.dropPending(pending.id);
       res.setHeader('cache-control', 'no-store');
-      res.redirect(302, url.href);
+      if (formActionSource(url.href) !== null) return res.redirect(302, url.href);
+      // an origin CSP cannot name (an IPv6 loopback): a page that navigates on, which form-action does not govern
+      res.setHeader('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'");
+      res.setHeader('referrer-policy', 'no-referrer');
+      res.status(200).type('html').send(returnPage(url.href));
     };
     if (form.action === 'deny') return back({ error: 'access_denied', error_description: 'the person declined' });
     if (form.action === 'signin') {

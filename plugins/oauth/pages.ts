@@ -58,3 +58,12 @@ ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}
 <body><main>${body}</main></body></html>
 `;
 }
+
+/** The answer to a consent form whose redirect CSP cannot allow: the browser goes on by itself (no script), with a link as well. */
+export function returnPage(url: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${esc(url)}">
+<title>Returning to the application</title><style>${STYLE}</style></head>
+<body><main><h1>Returning to the application</h1><p><a href="${esc(url)}">Continue</a> if nothing happens.</p></main></body></html>
+`;
+}

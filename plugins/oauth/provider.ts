@@ -351,9 +351,34 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
   }
 }
 
+/**
+ * The CSP source naming a redirect URI's origin, or null where CSP cannot name it. Chromium
+ * checks `form-action` against every redirect that answers a form submission too (CSP 3), so
+ * the consent forms' 302 to the client needs its origin in the list. CSP's host grammar has no
+ * IPv6 literals: an `http://[::1]` redirect URI gets null, and the answer to the form is a page
+ * that navigates on (`returnPage`).
+ */
+export function formActionSource(redirectUri: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(redirectUri);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return null;
+  if (!/^[A-Za-z0-9.-]+$/.test(url.hostname)) return null;
+  return url.origin;
+}
+
+/** The consent pages' policy: nothing loads, forms post to this server or (its redirect) to the client's validated redirect URI only. */
+export function consentCsp(redirectUri: string): string {
+  const back = formActionSource(redirectUri);
+  return `default-src 'none'; style-src 'unsafe-inline'; form-action 'self'${back ? ` ${back}` : ''}; frame-ancestors 'none'; base-uri 'none'`;
+}
+
 export function sendPage(res: Response, pending: Pending, step: { error?: string } | null, secure: boolean): void {
   res.setHeader('cache-control', 'no-store');
-  res.setHeader('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'");
+  res.setHeader('content-security-policy', consentCsp(pending.params.redirectUri));
   res.setHeader('x-frame-options', 'DENY');
   res.cookie('svc_oauth_csrf', pending.csrf, { httpOnly: true, sameSite: 'strict', path: '/oauth', secure, maxAge: PENDING_TTL_MS });
   res.status(step?.error ? 401 : 200).type('html').send(consentPage(pending, step?.error ?? null));
