@@ -127,6 +127,16 @@ export interface ServerConfig {
   clusterUrl: string | null;
   /** the off-site copy: push each tenant to this git remote after each checkpoint (SVC_BACKUP_REMOTE) */
   backupRemote: string | null;
+  /**
+   * OAuth: requests a minute from one client address to each of /oauth/authorize and
+   * /oauth/consent (SVC_OAUTH_RATE_LIMIT, default 120); /oauth/register gets a quarter of it
+   */
+  oauthRateLimit: number;
+  /**
+   * OAuth client ID metadata documents from loopback or private addresses, over http too
+   * (SVC_OAUTH_ALLOW_PRIVATE_METADATA=1): for tests and closed networks only; off by default
+   */
+  oauthAllowPrivateMetadata: boolean;
 }
 
 /** Reads SVC_* names, falling back to the legacy WORKGRAPH_* spellings. */
@@ -168,6 +178,8 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     clusterLeaseMs: positiveInt(env(e, 'CLUSTER_LEASE_MS'), 'SVC_CLUSTER_LEASE_MS', 6000),
     clusterUrl: env(e, 'CLUSTER_URL') ?? null,
     backupRemote: env(e, 'BACKUP_REMOTE') ?? null,
+    oauthRateLimit: countOf(env(e, 'OAUTH_RATE_LIMIT'), 'SVC_OAUTH_RATE_LIMIT', 120),
+    oauthAllowPrivateMetadata: env(e, 'OAUTH_ALLOW_PRIVATE_METADATA') === '1',
   };
 }
 
@@ -175,6 +187,13 @@ function positiveInt(value: string | undefined, name: string, fallback: number):
   if (value === undefined) return fallback;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 300) throw new Error(`${name} must be an integer of at least 300 (ms), got '${value}'`);
+  return n;
+}
+
+function countOf(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got '${value}'`);
   return n;
 }
 
