@@ -193,7 +193,10 @@ interface UsedCode {
 }
 
 const toStored = (p: Pending): StoredPending => ({ ...p, params: { ...p.params, resource: p.params.resource?.href } });
-const fromStored = (p: StoredPending): Pending => ({ ...p, params: { ...p.params, resource: p.params.resource === undefined ? undefined : new URL(p.params.resource) } });
+/** A record stored before pending authorizations held a client reference held the whole client (PostgreSQL keeps them across an upgrade for their ten minutes). */
+const clientRef = (c: Pending['client'] | Partial<OAuthClientInformationFull>): Pending['client'] =>
+  'id' in c && typeof c.id === 'string' ? (c as Pending['client']) : { id: String((c as OAuthClientInformationFull).client_id), name: cut(String((c as OAuthClientInformationFull).client_name ?? (c as OAuthClientInformationFull).client_id), MAX_CLIENT_NAME) };
+const fromStored = (p: StoredPending): Pending => ({ ...p, client: clientRef(p.client), params: { ...p.params, resource: p.params.resource === undefined ? undefined : new URL(p.params.resource) } });
 
 export class WorkgraphOAuthProvider implements OAuthServerProvider {
   readonly clientsStore: Clients;
