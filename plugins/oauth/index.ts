@@ -5,10 +5,11 @@
  * - Discovery: `/.well-known/oauth-protected-resource` (RFC 9728; also under `/mcp` and
  *   `/v1`), `/.well-known/oauth-authorization-server` (RFC 8414), and a
  *   `WWW-Authenticate: Bearer resource_metadata=...` on every 401 from /mcp and /v1/*.
- * - `/oauth/authorize`, `/oauth/token`, `/oauth/register` (RFC 7591), `/oauth/revoke`
- *   (RFC 7009): the MCP SDK's handlers (PKCE S256, exact redirect URIs with the loopback port
- *   rule, client authentication) over provider.ts; `/oauth/consent`: the sign-in and consent
- *   forms (pages.ts).
+ * - `/oauth/token`, `/oauth/register` (RFC 7591), `/oauth/revoke` (RFC 7009): the MCP SDK's
+ *   handlers (PKCE S256, client authentication) over provider.ts; `/oauth/authorize`: ours
+ *   (the SDK's checks plus bounded fields, and errors redirected to loopback clients only);
+ *   `/oauth/consent`: the sign-in and consent forms (pages.ts). Authorize, consent and
+ *   registration are rate limited per client address.
  * - Connector JWTs (SVC_JWT_ISSUER, SVC_JWT_AUDIENCE, SVC_JWT_JWKS_URL or SVC_JWT_JWKS),
  *   verified with jose; the `org` claim picks the tenant, `sub` (a person id) or `email` the
  *   person.
