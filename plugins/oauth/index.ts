@@ -191,7 +191,13 @@ function authorizeHandler(services: KernelServices, provider: WorkgraphOAuthProv
     // Phase 1: whom to answer. Nothing here is redirected.
     const clientId = text('client_id');
     if (!clientId) return page(res, 400, 'invalid_request', 'The request names no client (client_id).');
-    const client = await provider.clientsStore.getClient(clientId);
+    let client: Awaited<ReturnType<typeof provider.clientsStore.getClient>>;
+    try {
+      client = await provider.clientsStore.getClient(clientId);
+    } catch (err) {
+      services.log.error('oauth client lookup failed', { error: err instanceof Error ? err.message : String(err) });
+      return page(res, 500, 'server_error', 'The sign-in service could not look the application up. Try again in a moment.');
+    }
     if (!client) return page(res, 400, 'invalid_client', 'The application is not registered here, or its client metadata document could not be fetched from a public https address.');
     let redirectUri = text('redirect_uri');
     if (redirectUri !== undefined) {

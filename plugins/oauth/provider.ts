@@ -278,8 +278,8 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
     this.resourceOf(params.resource);
     this.sweep();
     if (this.pendings.size >= MAX_PENDING) {
-      this.sweep(true);
-      throw new TemporarilyUnavailableError('too many sign-ins in progress; try again in a minute');
+      this.sweep(true); // drops the expired ones from memory at once
+      if (this.pendings.size >= MAX_PENDING) throw new TemporarilyUnavailableError('too many sign-ins in progress; try again in a minute');
     }
     const name = cut(client.client_name || client.client_id, MAX_CLIENT_NAME);
     const pending: Pending = { id: randomId(), csrf: randomId(), client: { id: client.client_id, name }, params, expires: this.now() + PENDING_TTL_MS };
