@@ -22,7 +22,6 @@ import { clientRegistrationHandler } from '@modelcontextprotocol/sdk/server/auth
 import { revocationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/revoke.js';
 import { tokenHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/token.js';
 import express from 'express';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { timingSafeEqual } from 'node:crypto';
 import { hashToken } from '../../kernel/auth.js';
 import { isSvcError } from '../../kernel/errors.js';
@@ -30,6 +29,7 @@ import type { IncomingMessage } from 'node:http';
 import { definePlugin, serialize, type KernelServices, type RequestRouter } from '../../kernel/plugin.js';
 import { connectorJwtAuthenticator } from './jwt.js';
 import { errorPage, returnPage } from './pages.js';
+import { rateLimit } from './rate-limit.js';
 import { allowedRedirectUri, formActionSource, loopbackRedirectUri, MAX_URI, sendPage, SCOPE, WorkgraphOAuthProvider } from './provider.js';
 
 function metadata(services: KernelServices) {
@@ -118,27 +118,6 @@ export function oauthRouter(services: KernelServices): RequestRouter {
       }
       return form.token ? { tokenHash: hashToken(form.token) } : null;
     },
-  };
-}
-
-/**
- * Requests a minute per client address (the socket's peer: the kernel trusts no forwarding
- * header). In memory, per process: a cluster of N processes behind a balancer allows up to N
- * times as much (docs/decisions.md). Over the limit: 429 with the error envelope and Retry-After.
- */
-function rateLimit(name: string, perMinute: number): express.RequestHandler {
-  const limiter = new RateLimiterMemory({ keyPrefix: `oauth-${name}`, points: perMinute, duration: 60 });
-  return (req, res, next) => {
-    limiter.consume(req.socket.remoteAddress ?? 'unknown').then(
-      () => next(),
-      (rejected: unknown) => {
-        if (!(rejected instanceof RateLimiterRes)) return next(rejected);
-        const retryAfter = Math.max(1, Math.ceil(rejected.msBeforeNext / 1000));
-        res.setHeader('retry-after', String(retryAfter));
-        res.setHeader('cache-control', 'no-store');
-        res.status(429).type('application/json').send(serialize({ error: { code: 'rate_limited', message: `too many ${name} requests from this address; try again in ${retryAfter} s`, details: { limit_per_minute: perMinute, retry_after_s: retryAfter } } }));
-      },
-    );
   };
 }
 

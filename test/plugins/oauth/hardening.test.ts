@@ -12,6 +12,8 @@ import { createServer as createTcpServer, type Server as TcpServer } from 'node:
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { request } from 'node:http';
+import { addressKey } from '../../../plugins/oauth/rate-limit.js';
 import { allPlugins } from '../../../scripts/plugins.js';
 import { startTestServer, type TestServer } from '../../helpers/harness.js';
 
@@ -37,6 +39,18 @@ function pendingStorage(dataDir: string): { bytes: number; files: number } {
   };
   for (const name of readdirSync(root)) if (name.startsWith('pending')) walk(join(root, name));
   return { bytes, files };
+}
+
+/** The status of a GET sent from a chosen local address (a second client on this machine). */
+function statusFrom(url: string, localAddress: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { localAddress }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 async function until(what: string, check: () => boolean, ms = 10_000): Promise<void> {
@@ -147,6 +161,13 @@ describe('oauth hardening: redirect URIs, metadata documents, pending authorizat
       expect(body.error.code, what).to.equal('rate_limited');
     };
 
+    it('an address counts as itself (IPv4), its IPv4 form (mapped), or its /64 (IPv6)', () => {
+      expect(addressKey('203.0.113.7')).to.equal('203.0.113.7');
+      expect(addressKey('::ffff:203.0.113.7')).to.equal('203.0.113.7');
+      expect(addressKey('2001:db8:1:2:aaaa::1')).to.equal(addressKey('2001:db8:1:2:bbbb::9'));
+      expect(addressKey('2001:db8:1:2::1')).to.not.equal(addressKey('2001:db8:1:3::1'));
+    });
+
     it('authorize, consent and registration answer 429 rate_limited with Retry-After past the limit', async () => {
       const reg = await register(t, { client_name: 'Limited', redirect_uris: ['http://127.0.0.1/cb'] });
       expect(reg.status).to.equal(201);
@@ -155,6 +176,8 @@ describe('oauth hardening: redirect URIs, metadata documents, pending authorizat
       await expectLimited(await register(t, { client_name: 'Limited 2', redirect_uris: ['http://127.0.0.1/cb'] }), 'registration');
       for (let i = 0; i < 4; i++) expect((await fetch(authorizeUrl(t, { client_id, redirect_uri: 'http://127.0.0.1:1234/cb' }), { redirect: 'manual' })).status).to.equal(200);
       await expectLimited(await fetch(authorizeUrl(t, { client_id, redirect_uri: 'http://127.0.0.1:1234/cb' }), { redirect: 'manual' }), 'authorize');
+      // per address: another client address (127.0.0.2, also loopback) is not limited
+      expect(await statusFrom(authorizeUrl(t, { client_id, redirect_uri: 'http://127.0.0.1:1234/cb' }), '127.0.0.2')).to.equal(200);
       const consent = () => fetch(`${t.url}/oauth/consent`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'pending=x&csrf=y&action=signin&token=svc_pat_guess' });
       for (let i = 0; i < 4; i++) expect((await consent()).status).to.equal(403);
       await expectLimited(await consent(), 'consent');
