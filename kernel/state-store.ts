@@ -12,7 +12,7 @@
  * memory (unless a later write replaced the value since).
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, promises as fsp, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, promises as fsp, readdirSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileDurable } from './durable-fs.js';
 
@@ -46,7 +46,8 @@ export interface CollectionOptions {
    * (<name>/<sha256 of the key>.json), so a write costs the size of one record however many
    * there are: for collections that requests from anyone can grow (OAuth pending
    * authorizations). `batch` is then one durable write per key, not one for all. Stores that
-   * already write one row per key (PostgreSQL) ignore it.
+   * already write one row per key (PostgreSQL) ignore it. A collection that switches to it
+   * from 'file' finds its old `<name>.json` imported at open (then renamed `.imported`).
    */
   layout?: 'file' | 'file-per-key';
 }
@@ -145,15 +146,47 @@ class FileCollection<T> extends MemoryCollection<T> implements Collection<T> {
 class KeyedFileCollection<T> extends MemoryCollection<T> implements Collection<T> {
   private readonly writing = new Map<string, Promise<void>>();
 
-  constructor(private readonly dir: string) {
+  constructor(
+    private readonly dir: string,
+    legacyFile?: string,
+  ) {
     super();
     mkdirSync(dir, { recursive: true });
+    if (legacyFile && existsSync(legacyFile)) this.importLegacy(legacyFile);
     for (const name of readdirSync(dir)) {
       // dot-prefixed names are temp files a crash left behind (durable-fs)
       if (name.startsWith('.') || !name.endsWith('.json')) continue;
       const record = JSON.parse(readFileSync(join(dir, name), 'utf8')) as { k: string; v: T };
       this.data.set(record.k, record.v);
     }
+  }
+
+  /**
+   * The collection as one file (the 'file' layout), written out a file per key before the file
+   * is renamed away: a crash in between leaves the file, and the next open imports it again
+   * (the same values).
+   */
+  private importLegacy(file: string): void {
+    const entries = JSON.parse(readFileSync(file, 'utf8')) as Record<string, T>;
+    for (const [k, v] of Object.entries(entries)) {
+      const target = this.fileOf(k);
+      const temp = join(this.dir, `.import.${process.pid}.tmp.lock`);
+      const fd = openSync(temp, 'w');
+      try {
+        writeSync(fd, JSON.stringify({ k, v }));
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(temp, target);
+    }
+    const dirFd = openSync(this.dir, 'r');
+    try {
+      fsyncSync(dirFd);
+    } finally {
+      closeSync(dirFd);
+    }
+    renameSync(file, `${file}.imported`);
   }
 
   private fileOf(key: string): string {
@@ -214,7 +247,7 @@ export class FileStateStore implements StateStore {
   collection<T>(name: string, options: CollectionOptions = {}): Collection<T> {
     let c = this.collections.get(name);
     if (!c) {
-      c = options.layout === 'file-per-key' ? new KeyedFileCollection<unknown>(join(this.dir, name)) : new FileCollection<unknown>(join(this.dir, `${name}.json`));
+      c = options.layout === 'file-per-key' ? new KeyedFileCollection<unknown>(join(this.dir, name), join(this.dir, `${name}.json`)) : new FileCollection<unknown>(join(this.dir, `${name}.json`));
       this.collections.set(name, c);
     }
     return c as Collection<T>;

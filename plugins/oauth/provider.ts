@@ -107,7 +107,7 @@ export function loopbackRedirectUri(uri: string): boolean {
 const cut = (s: string, max: number) => (s.length > max ? `${s.slice(0, max - 1)}…` : s);
 
 /**
- * Clients: registered ones in the global store `oauth` (SVC_DATA_DIR/oauth/clients.json, or
+ * Clients: registered ones in the global store `oauth` (SVC_DATA_DIR/oauth/clients/, or
  * PostgreSQL in cluster mode); https client ids are metadata documents (metadata-fetch.ts).
  * Whatever a client was stored with, only its allowed redirect URIs are ever used (a client
  * registered before the rule keeps the rest on disk but is never redirected there).
@@ -120,7 +120,8 @@ class Clients implements OAuthRegisteredClientsStore {
     store: StateStore,
     private readonly services: KernelServices,
   ) {
-    this.registered = store.collection<OAuthClientInformationFull>('clients');
+    // one file per client: registration is open to anyone (rate limited), so a registration must not rewrite every client
+    this.registered = store.collection<OAuthClientInformationFull>('clients', { layout: 'file-per-key' });
   }
 
   async getClient(clientId: string): Promise<OAuthClientInformationFull | undefined> {

@@ -44,6 +44,18 @@ describe('file state store: one file per key', () => {
     expect(readdirSync(join(dir, 'pending')).filter((n) => !n.startsWith('.'))).to.have.length(1);
   });
 
+  it('a collection switching from one file imports it at open, once', async () => {
+    writeFileSync(join(dir, 'pending.json'), JSON.stringify({ a: { n: 1 }, 'b c': { n: 2 } }));
+    const c = open();
+    expect([...c.entries()].sort()).to.deep.equal([
+      ['a', { n: 1 }],
+      ['b c', { n: 2 }],
+    ]);
+    expect(readdirSync(dir).sort()).to.deep.equal(['pending', 'pending.json.imported']);
+    await c.delete('a');
+    expect([...open().entries()]).to.deep.equal([['b c', { n: 2 }]]);
+  });
+
   it('writes of one key keep their order; the last one wins on disk', async () => {
     const c = open();
     const writes: Array<Promise<void>> = [];

@@ -143,7 +143,11 @@ describe('oauth hardening: redirect URIs, metadata documents, pending authorizat
         const res = await fetch(authorizeUrl(t, { client_id: 'legacy-client', ...extra }), { redirect: 'manual' });
         expect(res.status, JSON.stringify(extra)).to.equal(400);
         expect(res.headers.get('location'), JSON.stringify(extra)).to.equal(null);
+        // the client is known (not an unknown-client page): its redirect URI is what is refused
+        expect(await res.text(), JSON.stringify(extra)).to.include('redirect URI').and.not.include('not registered here');
       }
+      // its record moved to the one-file-per-client layout, and the old file was kept aside
+      expect(readdirSync(join(t.dataDir, 'oauth'))).to.include('clients').and.include('clients.json.imported').and.not.include('clients.json');
     });
   });
 
