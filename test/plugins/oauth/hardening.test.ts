@@ -106,8 +106,11 @@ describe('oauth hardening: redirect URIs, metadata documents, pending authorizat
       expect(bad.headers.get('location')).to.equal(null);
       expect(bad.headers.get('content-type')).to.include('text/html');
       expect(await bad.text()).to.include('invalid_request');
-      // the same request, well formed, shows the sign-in page
-      expect((await fetch(authorizeUrl(t, { client_id, redirect_uri: 'https://app.example/cb' }), { redirect: 'manual' })).status).to.equal(200);
+      // the same request, well formed, shows the sign-in page, whose forms may lead to this server and that origin only
+      const ok = await fetch(authorizeUrl(t, { client_id, redirect_uri: 'https://app.example/cb' }), { redirect: 'manual' });
+      expect(ok.status).to.equal(200);
+      const csp = ok.headers.get('content-security-policy')!;
+      expect(csp).to.include("form-action 'self' https://app.example;").and.include("default-src 'none'").and.include("frame-ancestors 'none'");
     });
 
     it('a client ID metadata document on loopback or a private address is never fetched', async () => {
