@@ -128,10 +128,20 @@ export interface ServerConfig {
   /** the off-site copy: push each tenant to this git remote after each checkpoint (SVC_BACKUP_REMOTE) */
   backupRemote: string | null;
   /**
-   * OAuth: requests a minute from one client address to each of /oauth/authorize and
-   * /oauth/consent (SVC_OAUTH_RATE_LIMIT, default 120); /oauth/register gets a quarter of it
+   * DNS-rebinding protection (kernel/host-guard.ts): further `Host` names a request may carry
+   * besides SVC_PUBLIC_URL's and, when bound to loopback, the loopback names (SVC_ALLOWED_HOSTS,
+   * comma list; `name` allows any port, `name:port` that port only)
    */
-  oauthRateLimit: number;
+  allowedHosts: string[];
+  /** further `Origin`s a browser request may come from (SVC_ALLOWED_ORIGINS, comma list of `scheme://host[:port]`) */
+  allowedOrigins: string[];
+  /** sign-in attempts allowed per client address and minute on the app's token form (SVC_SIGNIN_RATE, default 30) */
+  signinRatePerMinute: number;
+  /**
+   * OAuth: requests a minute from one client address to each of /oauth/authorize and
+   * /oauth/consent (SVC_OAUTH_RATE, default 120); /oauth/register gets a quarter of it
+   */
+  oauthRatePerMinute: number;
   /**
    * OAuth client ID metadata documents from loopback or private addresses, over http too
    * (SVC_OAUTH_ALLOW_PRIVATE_METADATA=1): for tests and closed networks only; off by default
@@ -178,22 +188,59 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     clusterLeaseMs: positiveInt(env(e, 'CLUSTER_LEASE_MS'), 'SVC_CLUSTER_LEASE_MS', 6000),
     clusterUrl: env(e, 'CLUSTER_URL') ?? null,
     backupRemote: env(e, 'BACKUP_REMOTE') ?? null,
-    oauthRateLimit: countOf(env(e, 'OAUTH_RATE_LIMIT'), 'SVC_OAUTH_RATE_LIMIT', 120),
+    allowedHosts: hostList(env(e, 'ALLOWED_HOSTS')),
+    allowedOrigins: originList(env(e, 'ALLOWED_ORIGINS')),
+    signinRatePerMinute: countOf(env(e, 'SIGNIN_RATE'), 'SVC_SIGNIN_RATE', 30),
+    oauthRatePerMinute: countOf(env(e, 'OAUTH_RATE'), 'SVC_OAUTH_RATE', 120),
     oauthAllowPrivateMetadata: env(e, 'OAUTH_ALLOW_PRIVATE_METADATA') === '1',
   };
 }
 
-function positiveInt(value: string | undefined, name: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 300) throw new Error(`${name} must be an integer of at least 300 (ms), got '${value}'`);
-  return n;
+const commaList = (value: string | undefined): string[] => (value ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+
+/** `name` or `name:port` (IPv6 in brackets), lower-cased; anything else stops the start with its reason. */
+function hostList(value: string | undefined): string[] {
+  return commaList(value).map((raw) => {
+    let url: URL | null = null;
+    try {
+      url = new URL(`http://${raw}`);
+    } catch {
+      url = null;
+    }
+    if (!url || url.host === '' || url.username || url.password || `${url.host}` !== raw.toLowerCase().replace(/:80$/, '')) {
+      throw new Error(`SVC_ALLOWED_HOSTS: '${raw}' is not a host name or host:port`);
+    }
+    return raw.toLowerCase();
+  });
+}
+
+/** `scheme://host[:port]` (an origin: no path, query or credentials), normalized as browsers send it. */
+function originList(value: string | undefined): string[] {
+  return commaList(value).map((raw) => {
+    let url: URL | null = null;
+    try {
+      url = new URL(raw);
+    } catch {
+      url = null;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin === 'null' || raw.replace(/\/+$/, '').toLowerCase() !== url.origin.toLowerCase()) {
+      throw new Error(`SVC_ALLOWED_ORIGINS: '${raw}' is not an origin (scheme://host[:port], nothing after)`);
+    }
+    return url.origin;
+  });
 }
 
 function countOf(value: string | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got '${value}'`);
+  return n;
+}
+
+function positiveInt(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 300) throw new Error(`${name} must be an integer of at least 300 (ms), got '${value}'`);
   return n;
 }
 

@@ -10,6 +10,7 @@ import { Readable } from 'node:stream';
 import type { Actor } from './actor.js';
 import { parseJsonBody, readRawBody } from './body.js';
 import { errors, isSvcError, SvcError } from './errors.js';
+import { checkHostAndOrigin, hostRules, type HostRules } from './host-guard.js';
 import { buildMcpServer } from './mcp.js';
 import { invoke, isOperationDef, queryFieldsOf, type JsonSchema, type OperationDef } from './operation.js';
 import { RawResponse, serialize, StatusPayload, type KernelServices, type OpContext, type PluginDef, type RouteDef, type RouteRequest } from './plugin.js';
@@ -59,7 +60,10 @@ function sendErrorPage(ctx: Koa.Context, err: SvcError): void {
   const text = ERROR_PAGE_TEXT[err.status] ?? { title: err.status >= 500 ? 'Something went wrong' : 'This request could not be served', hint: err.message };
   ctx.status = err.status;
   ctx.type = 'text/html; charset=utf-8';
-  ctx.set('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'");
+  // the page is never to be framed (clickjacking); X-Frame-Options for browsers without CSP 2
+  ctx.set('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+  ctx.set('x-frame-options', 'DENY');
+  ctx.set('referrer-policy', 'no-referrer');
   ctx.set('cache-control', 'no-store');
   if (err.status === 401) ctx.set('WWW-Authenticate', 'Bearer');
   ctx.body = `<!doctype html>
@@ -147,6 +151,8 @@ export function createApp(services: KernelServices): Koa {
     const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
     ctx.state.requestId = requestId;
     ctx.set('x-request-id', requestId);
+    // no answer of this server is to be content-sniffed into something else (JSON as HTML)
+    ctx.set('x-content-type-options', 'nosniff');
     ctx.res.once('close', () => {
       const route = routePattern(ctx);
       const status = ctx.res.headersSent ? ctx.res.statusCode : 499;
@@ -187,6 +193,22 @@ export function createApp(services: KernelServices): Koa {
       services.log.error('unhandled error', { method: ctx.method, path: ctx.path, error: err instanceof Error ? err.stack ?? err.message : String(err) });
       sendError(ctx, errors.internal(), services);
     }
+  });
+
+  // DNS-rebinding protection (kernel/host-guard.ts): Host and Origin are checked before any
+  // route, plugin middleware (OAuth, the app) or MCP runs. The rules depend on the port the
+  // request arrived on (the listener's actual port, also when PORT=0).
+  const rulesByPort = new Map<number, HostRules>();
+  app.use(async (ctx, next) => {
+    const port = ctx.req.socket.localPort ?? services.config.port;
+    let rules = rulesByPort.get(port);
+    if (!rules) rulesByPort.set(port, (rules = hostRules(services.config, port)));
+    const refusal = checkHostAndOrigin(rules, ctx.path, ctx.req.headers.host, ctx.req.headers.origin, ctx.req.headers['sec-fetch-site'] as string | undefined);
+    if (refusal) {
+      services.log.warn('request refused by the Host/Origin check', { code: refusal.code, route: ctx.path === '/mcp' ? '/mcp' : 'unmatched', request_id: ctx.state.requestId, ...refusal.details });
+      throw refusal;
+    }
+    await next();
   });
 
   // Protocol endpoints of plugins outside /v1 (OAuth, /.well-known/*), before the API routers.

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import { seedPack } from '../seed-pack/index.js';
 import { createLogger, isLoopback, systemClock, type Clock, type Logger, type ServerConfig } from './config.js';
+import { hostRules } from './host-guard.js';
 import { createApp, createMetricsApp } from './http.js';
 import type { KernelServices, PluginDef } from './plugin.js';
 import { PluginHost } from './plugin-host.js';
@@ -321,6 +322,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   // The bare `listening on URL` line is the CLI's, on stdout. The log line says it too, with the
   // URL followed by a space, so a reader matching `listening on (\S+)` in either finds the URL.
   services.log.info(`listening on ${url} (pid ${process.pid})`, { url });
+  if (hostRules(config, port).anyPortNames === null) {
+    services.log.warn('DNS-rebinding protection: the Host header is not checked (bound to a non-loopback address without SVC_PUBLIC_URL or SVC_ALLOWED_HOSTS); set one of them');
+  }
 
   let scanning = false;
   const timer = setInterval(() => {

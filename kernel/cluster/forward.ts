@@ -69,7 +69,7 @@ function sendError(res: ServerResponse, status: number, code: string, message: s
     return;
   }
   const body = JSON.stringify({ error: { code, message, details: {} } });
-  const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) };
+  const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-content-type-options': 'nosniff' };
   if (retryAfter) headers['retry-after'] = retryAfter;
   res.writeHead(status, headers);
   res.end(body);
@@ -140,9 +140,15 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
         if (!socket.connecting) connected = true;
         else socket.once('connect', () => (connected = true));
       });
-      upstream.on('error', (error: NodeJS.ErrnoException) => resolve({ error, connected }));
-      res.on('close', () => {
+      // one close listener per live attempt: a failed attempt removes its own before the retry
+      // adds the next (a fail-over retries many times on the same response)
+      const abandonUpstream = () => {
         if (!res.writableFinished) upstream.destroy();
+      };
+      res.on('close', abandonUpstream);
+      upstream.on('error', (error: NodeJS.ErrnoException) => {
+        res.off('close', abandonUpstream);
+        resolve({ error, connected });
       });
       if (body) upstream.end(body);
       else req.pipe(upstream);

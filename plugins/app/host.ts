@@ -4,6 +4,7 @@
  * errors turned into readable pages. Pages are functions from a request to a result.
  */
 import type Koa from 'koa';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { readRawBody } from '../../kernel/body.js';
 import { errors, isSvcError, SvcError } from '../../kernel/errors.js';
 import type { KernelServices } from '../../kernel/plugin.js';
@@ -26,6 +27,8 @@ export interface AppRequest {
   form: URLSearchParams;
   headers: Record<string, string | undefined>;
   cookie: (name: string) => string | undefined;
+  /** the client's address (the connection's; the app trusts no X-Forwarded-For) */
+  ip: string;
 }
 
 /** A signed-in request: the person's operations and what the layout shows. */
@@ -46,6 +49,8 @@ export interface AppResult {
   type?: string;
   cookies?: string[];
   cache?: string;
+  /** further response headers (Retry-After) */
+  headers?: Record<string, string>;
 }
 
 export type PublicHandler = (req: AppRequest, host: AppHost) => Promise<AppResult>;
@@ -63,6 +68,21 @@ interface Route {
   ownCsrf?: boolean;
 }
 
+/**
+ * A redirect target as a header may carry it: anything outside printable ASCII (a decoded
+ * path parameter with `Ā` or a control character) percent-encoded, never a thrown
+ * ERR_INVALID_CHAR (a 500); a lone surrogate, which has no encoding, is dropped.
+ */
+export function headerSafe(location: string): string {
+  return location.replace(/[^\x21-\x7e]/gu, (c) => {
+    try {
+      return encodeURIComponent(c);
+    } catch {
+      return '';
+    }
+  });
+}
+
 function compile(path: string): { pattern: RegExp; keys: string[] } {
   const keys: string[] = [];
   const source = path.replace(/:([a-z]+)/g, (_m, k: string) => {
@@ -77,8 +97,15 @@ export class AppHost {
   private readonly routes: Route[] = [];
   private readonly flashes = new Map<string, { kind: 'ok' | 'error'; text: string }>();
 
+  /**
+   * Sign-in attempts per client address (SVC_SIGNIN_RATE a minute): each attempt takes a
+   * point, a successful one gives it back, so only failures add up. In memory, per process.
+   */
+  readonly signinLimiter: RateLimiterMemory;
+
   constructor(readonly services: KernelServices) {
     this.sessions = sessionStoreOf(services);
+    this.signinLimiter = new RateLimiterMemory({ keyPrefix: 'app-signin', points: services.config.signinRatePerMinute, duration: 60 });
   }
 
   /**
@@ -189,7 +216,7 @@ export class AppHost {
         if (!type.startsWith('application/x-www-form-urlencoded')) throw errors.badRequest('forms are posted as application/x-www-form-urlencoded');
         form = new URLSearchParams((await readRawBody(ctx.req, FORM_LIMIT)).toString('utf8'));
       }
-      const req: AppRequest = { method: ctx.method, path, params, query: new URLSearchParams(ctx.querystring), form, headers, cookie };
+      const req: AppRequest = { method: ctx.method, path, params, query: new URLSearchParams(ctx.querystring), form, headers, cookie, ip: ctx.ip };
       if (!route.signed) return (route.handler as PublicHandler)(req, this);
       if (!session) {
         if (route.method === 'GET') return { redirect: `/app/signin?next=${encodeURIComponent(ctx.path + (ctx.querystring ? `?${ctx.querystring}` : ''))}` };
@@ -212,9 +239,10 @@ export class AppHost {
     ctx.set('x-frame-options', 'DENY');
     ctx.set('content-security-policy', CSP);
     if (result.cookies?.length) ctx.set('set-cookie', result.cookies);
+    for (const [k, v] of Object.entries(result.headers ?? {})) ctx.set(k, v);
     if (result.redirect) {
       ctx.status = result.status ?? 303;
-      ctx.set('location', result.redirect);
+      ctx.set('location', headerSafe(result.redirect));
       ctx.set('cache-control', 'no-store');
       ctx.body = '';
       return;

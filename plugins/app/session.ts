@@ -104,20 +104,26 @@ export class SessionStore {
     return this.services.clock.now();
   }
 
-  /** A new session for a tenant and token hash; returns the cookie value (shown to nobody else). */
-  async create(org: string, patHash: string): Promise<{ id: string; record: StoredSession }> {
+  /**
+   * A sign-in: always a new session id and CSRF token (a session id known before the sign-in,
+   * say a cookie planted by someone else, must never become a signed-in session). The tenants
+   * of the browser's previous session, if any, are carried into the new record beside the one
+   * signed in to now, which becomes current; the previous record is deleted, so its id is dead.
+   */
+  async signIn(previous: Pick<LiveSession, 'key' | 'record'> | null, org: string, patHash: string): Promise<{ id: string; record: StoredSession }> {
     const id = randomToken();
     const now = this.now();
-    const record: StoredSession = { tenants: { [org]: patHash }, current: org, csrf: randomToken(), created_ms: now, expires_ms: now + SESSION_TTL_MS, seen_ms: now };
+    const record: StoredSession = {
+      tenants: { ...(previous?.record.tenants ?? {}), [org]: patHash },
+      current: org,
+      csrf: randomToken(),
+      created_ms: now,
+      expires_ms: now + SESSION_TTL_MS,
+      seen_ms: now,
+    };
     this.sweep(now);
-    await this.records.set(sha256(id), record);
+    await this.records.batch([{ key: sha256(id), value: record }, ...(previous ? [{ key: previous.key, value: null }] : [])]);
     return { id, record };
-  }
-
-  /** Adds a tenant to a live session and makes it current. */
-  async addTenant(session: Pick<LiveSession, 'key' | 'record'>, org: string, patHash: string): Promise<void> {
-    const record: StoredSession = { ...session.record, tenants: { ...session.record.tenants, [org]: patHash }, current: org };
-    await this.records.set(session.key, record);
   }
 
   async switchTo(session: LiveSession, org: string): Promise<boolean> {

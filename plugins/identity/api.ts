@@ -196,9 +196,17 @@ export const createPerson = defineOperation({
 export const offboardPerson = defineOperation({
   name: 'offboard_person',
   summary: "Offboard a person: revoke every token and OAuth grant bound to them (admin)",
-  description: 'Revokes every personal token and OAuth grant bound to the person and keeps the person node. Offboarding oneself is 422.',
+  description:
+    'Revokes every personal token and OAuth grant bound to the person and keeps the person node. Share tickets the person minted cannot be revoked: they stay valid until they expire (at most 30 days); `render_tickets` says so and `render_tickets_valid_until` is the latest such expiry. Offboarding oneself is 422.',
   input: object({ id: PersonId }, ['id']),
-  output: answer({ offboarded: s.string(), tokens_revoked: s.integer(), oauth_grants_revoked: s.integer() }),
+  output: answer(
+    {
+      offboarded: s.string(),
+      tokens_revoked: s.integer(),
+      oauth_grants_revoked: s.integer(),
+      render_tickets: s.string('how the share tickets the person minted behave: they are not revoked and stay valid until they expire'),
+      render_tickets_valid_until: s.string('the latest moment a share ticket the person minted before offboarding can still be used (now + 30 days)', { format: 'date-time' }),
+    }),
   errors: [403],
   example: { id: 'person-alice' },
   run: ops.offboardPerson,

@@ -19,6 +19,7 @@ import {
   unmetRequirements,
   type CapabilityRecord,
 } from './capabilities.js';
+import { TICKET_MAX_DAYS } from '../lenses/tickets.js';
 import { IdpCallError, issueInvitation } from './idp.js';
 import {
   agentEntry,
@@ -309,7 +310,17 @@ export async function offboardPerson(ctx: OpContext, input: { id: string }) {
     .filter((r) => r.person === id && r.revoked_at === null)
     .map((r) => r.hash);
   const { tokens, grants } = await revokeWithCascade(ctx.tenant, hashes, nowIso(ctx));
-  return { offboarded: id, tokens_revoked: tokens, oauth_grants_revoked: grants };
+  // Share tickets are signed, not stored, and cannot be revoked (SPEC Lenses rule 3: expiry is
+  // their only bound), so offboarding cannot end them: the answer tells the admin so, with the
+  // latest moment one minted before now can still open its view.
+  const latest = new Date(ctx.services.clock.now() + TICKET_MAX_DAYS * 24 * 3600 * 1000).toISOString();
+  return {
+    offboarded: id,
+    tokens_revoked: tokens,
+    oauth_grants_revoked: grants,
+    render_tickets: `share tickets this person minted are not revoked: each stays valid until it expires (at most ${TICKET_MAX_DAYS} days after minting, so by ${latest} at the latest)`,
+    render_tickets_valid_until: latest,
+  };
 }
 
 // ---------------------------------------------------------------- agents

@@ -4,6 +4,10 @@
  * stored: the signature, the lens it names and its expiry are the whole authority, so a
  * ticket cannot be revoked, only outlived. It authenticates only the render route of the
  * lens it was minted for, as the sharer, through the kernel's ticket authenticators.
+ *
+ * Offboarding the sharer does not end a ticket (nothing is stored to revoke; SPEC Lenses rule 3
+ * makes expiry the only bound): `offboard_person` tells the admin so in its answer
+ * (`render_tickets`, `render_tickets_valid_until`) and docs/operator.md says how to end them all.
  */
 import { randomBytes, createHash } from 'node:crypto';
 import { closeSync, fsyncSync, linkSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';

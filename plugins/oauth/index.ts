@@ -223,7 +223,7 @@ function protocolApp(services: KernelServices): express.Express {
   app.disable('x-powered-by');
   // Our own limits per client address on the endpoints anyone can call to make the server store
   // something or fetch something (docs/decisions.md); the SDK's (express-rate-limit) are off.
-  const perMinute = services.config.oauthRateLimit;
+  const perMinute = services.config.oauthRatePerMinute;
   app.use('/oauth/authorize', rateLimit('authorize', perMinute), express.urlencoded({ extended: false, limit: '16kb' }), authorizeHandler(services, provider));
   app.use('/oauth/token', tokenHandler({ provider, rateLimit: false }));
   app.use('/oauth/register', rateLimit('registration', Math.max(1, Math.floor(perMinute / 4))), express.json({ limit: '16kb' }), registrationPrecheck, clientRegistrationHandler({ clientsStore: provider.clientsStore, rateLimit: false }));

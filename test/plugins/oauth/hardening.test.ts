@@ -154,10 +154,10 @@ describe('oauth hardening: redirect URIs, metadata documents, pending authorizat
     });
   });
 
-  describe('rate limits (SVC_OAUTH_RATE_LIMIT lowered to 4 a minute)', () => {
+  describe('rate limits (SVC_OAUTH_RATE lowered to 4 a minute)', () => {
     let t: TestServer;
     before(async () => {
-      t = await startTestServer({ plugins: allPlugins, config: { oauthRateLimit: 4 } });
+      t = await startTestServer({ plugins: allPlugins, config: { oauthRatePerMinute: 4 } });
     });
     after(async () => t.close());
 
@@ -202,7 +202,7 @@ describe('oauth hardening: redirect URIs, metadata documents, pending authorizat
       });
       await new Promise<void>((r) => doc.listen(0, '127.0.0.1', r));
       docUrl = `http://127.0.0.1:${(doc.address() as AddressInfo).port}/client.json`;
-      t = await startTestServer({ plugins: allPlugins, config: { oauthAllowPrivateMetadata: true, oauthRateLimit: 10_000 } });
+      t = await startTestServer({ plugins: allPlugins, config: { oauthAllowPrivateMetadata: true, oauthRatePerMinute: 10_000 } });
     });
     after(async () => {
       await t.close();
