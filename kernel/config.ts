@@ -137,6 +137,16 @@ export interface ServerConfig {
   allowedOrigins: string[];
   /** sign-in attempts allowed per client address and minute on the app's token form (SVC_SIGNIN_RATE, default 30) */
   signinRatePerMinute: number;
+  /**
+   * OAuth: requests a minute from one client address to each of /oauth/authorize and
+   * /oauth/consent (SVC_OAUTH_RATE, default 120); /oauth/register gets a quarter of it
+   */
+  oauthRatePerMinute: number;
+  /**
+   * OAuth client ID metadata documents from loopback or private addresses, over http too
+   * (SVC_OAUTH_ALLOW_PRIVATE_METADATA=1): for tests and closed networks only; off by default
+   */
+  oauthAllowPrivateMetadata: boolean;
 }
 
 /** Reads SVC_* names, falling back to the legacy WORKGRAPH_* spellings. */
@@ -181,6 +191,8 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     allowedHosts: hostList(env(e, 'ALLOWED_HOSTS')),
     allowedOrigins: originList(env(e, 'ALLOWED_ORIGINS')),
     signinRatePerMinute: countOf(env(e, 'SIGNIN_RATE'), 'SVC_SIGNIN_RATE', 30),
+    oauthRatePerMinute: countOf(env(e, 'OAUTH_RATE'), 'SVC_OAUTH_RATE', 120),
+    oauthAllowPrivateMetadata: env(e, 'OAUTH_ALLOW_PRIVATE_METADATA') === '1',
   };
 }
 

@@ -5,16 +5,18 @@
  * - Discovery: `/.well-known/oauth-protected-resource` (RFC 9728; also under `/mcp` and
  *   `/v1`), `/.well-known/oauth-authorization-server` (RFC 8414), and a
  *   `WWW-Authenticate: Bearer resource_metadata=...` on every 401 from /mcp and /v1/*.
- * - `/oauth/authorize`, `/oauth/token`, `/oauth/register` (RFC 7591), `/oauth/revoke`
- *   (RFC 7009): the MCP SDK's handlers (PKCE S256, exact redirect URIs with the loopback port
- *   rule, client authentication) over provider.ts; `/oauth/consent`: the sign-in and consent
- *   forms (pages.ts).
+ * - `/oauth/token`, `/oauth/register` (RFC 7591), `/oauth/revoke` (RFC 7009): the MCP SDK's
+ *   handlers (PKCE S256, client authentication) over provider.ts; `/oauth/authorize`: ours
+ *   (the SDK's checks plus bounded fields, and errors redirected to loopback clients only);
+ *   `/oauth/consent`: the sign-in and consent forms (pages.ts). Authorize, consent and
+ *   registration are rate limited per client address.
  * - Connector JWTs (SVC_JWT_ISSUER, SVC_JWT_AUDIENCE, SVC_JWT_JWKS_URL or SVC_JWT_JWKS),
  *   verified with jose; the `org` claim picks the tenant, `sub` (a person id) or `email` the
  *   person.
  * Server-wide, not per tenant: a client signs in before a tenant is chosen.
  */
-import { authorizationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/authorize.js';
+import { InvalidRequestError, OAuthError, ServerError, TemporarilyUnavailableError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { redirectUriMatches } from '@modelcontextprotocol/sdk/server/auth/handlers/authorize.js';
 import { metadataHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/metadata.js';
 import { clientRegistrationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/register.js';
 import { revocationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/revoke.js';
@@ -26,7 +28,9 @@ import { isSvcError } from '../../kernel/errors.js';
 import type { IncomingMessage } from 'node:http';
 import { definePlugin, serialize, type KernelServices, type RequestRouter } from '../../kernel/plugin.js';
 import { connectorJwtAuthenticator } from './jwt.js';
-import { sendPage, SCOPE, WorkgraphOAuthProvider } from './provider.js';
+import { errorPage, returnPage } from './pages.js';
+import { rateLimit } from './rate-limit.js';
+import { allowedRedirectUri, formActionSource, loopbackRedirectUri, MAX_URI, sendPage, SCOPE, WorkgraphOAuthProvider } from './provider.js';
 
 function metadata(services: KernelServices) {
   const base = services.baseUrl!;
@@ -117,20 +121,118 @@ export function oauthRouter(services: KernelServices): RequestRouter {
   };
 }
 
+/**
+ * Before the SDK's registration handler (which finds the body parsed): every redirect URI must
+ * be allowed, else `invalid_redirect_uri` (RFC 7591), whatever the SDK's schema would say of it;
+ * the body is at most 16 KB.
+ */
+const registrationPrecheck: express.RequestHandler = (req, res, next) => {
+  const uris = (req.body as { redirect_uris?: unknown } | undefined)?.redirect_uris;
+  const refused = Array.isArray(uris) ? uris.find((u) => typeof u !== 'string' || !allowedRedirectUri(u)) : undefined;
+  if (refused === undefined) return next();
+  res.setHeader('cache-control', 'no-store');
+  res.status(400).json({ error: 'invalid_redirect_uri', error_description: 'redirect URIs must be https, or http on a loopback host (127.0.0.1, [::1], localhost) for a native app, without a fragment' });
+};
+
+/** A registration body that is not JSON or too large: the RFC 7591 error (400 invalid_client_metadata), not express's HTML page. */
+const registrationBodyError: express.ErrorRequestHandler = (err: { status?: number; message?: string }, _req, res, _next) => {
+  res.setHeader('cache-control', 'no-store');
+  res.status(400).json({ error: 'invalid_client_metadata', error_description: err.status === 413 ? 'the client metadata is at most 16 KB' : 'the body is not valid JSON' });
+};
+
+const MAX_STATE = 1024;
+const MAX_SCOPE = 1024;
+/** RFC 7636: an S256 challenge is 43 base64url characters; the verifier alphabet up to 128 */
+const CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/;
+
+/**
+ * GET/POST /oauth/authorize, in place of the SDK's handler: the same checks (client, exact
+ * redirect URI with the loopback port rule, PKCE S256, response_type code), plus bounded
+ * fields, and errors are redirected back to the client only when its redirect URI is a
+ * loopback one (a native app on the person's machine). An https redirect URI of an openly
+ * registered client is whatever a stranger chose, so an error there is a page, not an
+ * automatic redirect (RFC 9700 section 4.11.2); a redirect URI that is not the client's, or
+ * not allowed (legacy records), never gets one.
+ */
+function authorizeHandler(services: KernelServices, provider: WorkgraphOAuthProvider): express.RequestHandler {
+  const page = (res: express.Response, status: number, code: string, message: string) => {
+    res.setHeader('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'");
+    res.status(status).type('html').send(errorPage(code, message));
+  };
+  return async (req, res) => {
+    res.setHeader('cache-control', 'no-store');
+    if (req.method !== 'GET' && req.method !== 'POST') {
+      res.setHeader('allow', 'GET, POST');
+      return page(res, 405, 'method_not_allowed', `${req.method} is not allowed here`);
+    }
+    const source = (req.method === 'POST' ? req.body : req.query) as Record<string, unknown> | undefined;
+    const text = (k: string) => (typeof source?.[k] === 'string' ? (source[k] as string) : undefined);
+    // Phase 1: whom to answer. Nothing here is redirected.
+    const clientId = text('client_id');
+    if (!clientId) return page(res, 400, 'invalid_request', 'The request names no client (client_id).');
+    let client: Awaited<ReturnType<typeof provider.clientsStore.getClient>>;
+    try {
+      client = await provider.clientsStore.getClient(clientId);
+    } catch (err) {
+      services.log.error('oauth client lookup failed', { error: err instanceof Error ? err.message : String(err) });
+      return page(res, 500, 'server_error', 'The sign-in service could not look the application up. Try again in a moment.');
+    }
+    if (!client) return page(res, 400, 'invalid_client', 'The application is not registered here, or its client metadata document could not be fetched from a public https address.');
+    let redirectUri = text('redirect_uri');
+    if (redirectUri !== undefined) {
+      const requested = redirectUri;
+      if (!allowedRedirectUri(requested) || !client.redirect_uris.some((registered) => redirectUriMatches(requested, registered))) {
+        return page(res, 400, 'invalid_request', 'The redirect URI is not one this application registered (https, or http on a loopback address).');
+      }
+    } else if (client.redirect_uris.length === 1) redirectUri = client.redirect_uris[0]!;
+    else return page(res, 400, 'invalid_request', 'The application has no single registered redirect URI, and the request names none.');
+    const back = redirectUri;
+    // Phase 2: the request itself. Errors go back to a loopback client, else on a page.
+    const rawState = text('state');
+    const fail = (error: OAuthError) => {
+      if (!loopbackRedirectUri(back)) return page(res, error instanceof TemporarilyUnavailableError ? 503 : 400, error.errorCode, error.message);
+      const url = new URL(back);
+      url.searchParams.set('error', error.errorCode);
+      url.searchParams.set('error_description', error.message);
+      if (rawState !== undefined && rawState.length <= MAX_STATE) url.searchParams.set('state', rawState);
+      res.redirect(302, url.href);
+    };
+    try {
+      if (rawState !== undefined && rawState.length > MAX_STATE) throw new InvalidRequestError(`state is at most ${MAX_STATE} characters`);
+      if (text('response_type') !== 'code') throw new InvalidRequestError('response_type must be code (the authorization code flow)');
+      if (text('code_challenge_method') !== 'S256') throw new InvalidRequestError('code_challenge_method must be S256');
+      const challenge = text('code_challenge');
+      if (!challenge || !CHALLENGE.test(challenge)) throw new InvalidRequestError('code_challenge must be an S256 PKCE challenge (43 to 128 characters of A-Z a-z 0-9 - . _ ~)');
+      const scope = text('scope');
+      if (scope !== undefined && scope.length > MAX_SCOPE) throw new InvalidRequestError(`scope is at most ${MAX_SCOPE} characters`);
+      const resource = text('resource');
+      if (resource !== undefined && (resource.length > MAX_URI || !URL.canParse(resource))) throw new InvalidRequestError(`resource must be a URL of at most ${MAX_URI} characters`);
+      await provider.authorize(client, { state: rawState, scopes: scope ? scope.split(' ').filter(Boolean) : [], redirectUri: back, codeChallenge: challenge, resource: resource ? new URL(resource) : undefined }, res);
+    } catch (err) {
+      if (err instanceof OAuthError) return fail(err);
+      services.log.error('oauth authorize failed', { error: err instanceof Error ? err.message : String(err) });
+      return fail(new ServerError('internal error'));
+    }
+  };
+}
+
 function protocolApp(services: KernelServices): express.Express {
   const provider = providerOf(services);
   const meta = metadata(services);
   const app = express();
   app.disable('x-powered-by');
-  // Rate limits belong to the proxy in front (docs/decisions.md); the SDK's in-memory ones are off.
-  app.use('/oauth/authorize', authorizationHandler({ provider, rateLimit: false }));
+  // Our own limits per client address on the endpoints anyone can call to make the server store
+  // something or fetch something (docs/decisions.md); the SDK's (express-rate-limit) are off.
+  const perMinute = services.config.oauthRatePerMinute;
+  app.use('/oauth/authorize', rateLimit('authorize', perMinute), express.urlencoded({ extended: false, limit: '16kb' }), authorizeHandler(services, provider));
   app.use('/oauth/token', tokenHandler({ provider, rateLimit: false }));
-  app.use('/oauth/register', clientRegistrationHandler({ clientsStore: provider.clientsStore, rateLimit: false }));
+  app.use('/oauth/register', rateLimit('registration', Math.max(1, Math.floor(perMinute / 4))), express.json({ limit: '16kb' }), registrationPrecheck, clientRegistrationHandler({ clientsStore: provider.clientsStore, rateLimit: false }));
+  app.use('/oauth/register', registrationBodyError);
   app.use('/oauth/revoke', revocationHandler({ provider, rateLimit: false }));
   app.use('/.well-known/oauth-authorization-server', metadataHandler(meta.authorizationServer as never));
   for (const path of ['', '/mcp', '/v1']) app.use(`/.well-known/oauth-protected-resource${path}`, metadataHandler(meta.protectedResource as never));
 
-  app.post('/oauth/consent', express.urlencoded({ extended: false, limit: '16kb' }), async (req, res) => {
+  app.post('/oauth/consent', rateLimit('consent', perMinute), express.urlencoded({ extended: false, limit: '16kb' }), async (req, res) => {
     const form = req.body as Record<string, string | undefined>;
     const pending = typeof form.pending === 'string' ? await provider.pendingOf(form.pending) : undefined;
     const cookie = /(?:^|;\s*)svc_oauth_csrf=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
@@ -144,7 +246,11 @@ function protocolApp(services: KernelServices): express.Express {
       if (pending.params.state !== undefined) url.searchParams.set('state', pending.params.state);
       await provider.dropPending(pending.id);
       res.setHeader('cache-control', 'no-store');
-      res.redirect(302, url.href);
+      if (formActionSource(url.href) !== null) return res.redirect(302, url.href);
+      // an origin CSP cannot name (an IPv6 loopback): a page that navigates on, which form-action does not govern
+      res.setHeader('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'");
+      res.setHeader('referrer-policy', 'no-referrer');
+      res.status(200).type('html').send(returnPage(url.href));
     };
     if (form.action === 'deny') return back({ error: 'access_denied', error_description: 'the person declined' });
     if (form.action === 'signin') {

@@ -19,7 +19,7 @@ function hidden(p: Pending): string {
 }
 
 export function consentPage(p: Pending, error: string | null): string {
-  const client = p.client.client_name ?? p.client.client_id;
+  const client = p.client.name || p.client.id;
   const redirect = (() => {
     try {
       return new URL(p.params.redirectUri).host || p.params.redirectUri;
@@ -30,7 +30,7 @@ export function consentPage(p: Pending, error: string | null): string {
   const who = p.signedIn;
   const body = who
     ? `<h1>Allow ${esc(client)}?</h1>
-<dl><dt>Application</dt><dd>${esc(client)} (<code>${esc(p.client.client_id)}</code>)</dd>
+<dl><dt>Application</dt><dd>${esc(client)} (<code>${esc(p.client.id)}</code>)</dd>
 <dt>Returns to</dt><dd>${esc(redirect)}</dd>
 <dt>Tenant</dt><dd>${esc(who.org)}</dd>
 <dt>Acting as</dt><dd>${esc(who.name)} (<code>${esc(who.person)}</code>)</dd></dl>
@@ -42,7 +42,7 @@ an admin revokes it, or you are offboarded.</p>
 <button type="submit" name="action" value="approve">Approve</button>
 <button type="submit" name="action" value="deny">Deny</button></form>`
     : `<h1>Sign in to connect ${esc(client)}</h1>
-<p><strong>${esc(client)}</strong> (<code>${esc(p.client.client_id)}</code>), returning to ${esc(redirect)},
+<p><strong>${esc(client)}</strong> (<code>${esc(p.client.id)}</code>), returning to ${esc(redirect)},
 asks to use the work graph on your behalf. Sign in with one of your personal access tokens;
 the next page shows the tenant and what you would grant.</p>
 ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}
@@ -56,5 +56,25 @@ ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${who ? 'Approve' : 'Sign in'}: ${esc(client)}</title><style>${STYLE}</style></head>
 <body><main>${body}</main></body></html>
+`;
+}
+
+/** The answer to a consent form whose redirect CSP cannot allow: the browser goes on by itself (no script), with a link as well. */
+export function returnPage(url: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${esc(url)}">
+<title>Returning to the application</title><style>${STYLE}</style></head>
+<body><main><h1>Returning to the application</h1><p><a href="${esc(url)}">Continue</a> if nothing happens.</p></main></body></html>
+`;
+}
+
+/** An authorize request this server will not send back to the client: what went wrong, for the person who followed the link. */
+export function errorPage(code: string, message: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Cannot connect the application</title><style>${STYLE}</style></head>
+<body><main><h1>This application cannot be connected</h1>
+<p class="error" role="alert">${esc(message)}</p>
+<p>Error code: <code>${esc(code)}</code>. Nothing was shared with the application. Start the connection again from it, or tell its maker.</p></main></body></html>
 `;
 }

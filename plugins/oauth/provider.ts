@@ -11,7 +11,7 @@
  * `oauth_grants_revoked` counts the grants. Every token is stored only as its SHA-256.
  */
 import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
-import { InvalidClientError, InvalidGrantError, InvalidRequestError, InvalidTargetError, InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { CustomOAuthError, InvalidClientError, InvalidClientMetadataError, InvalidGrantError, InvalidRequestError, InvalidTargetError, InvalidTokenError, TemporarilyUnavailableError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { AuthorizationParams, OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { OAuthClientInformationFull, OAuthTokenRevocationRequest, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
@@ -22,20 +22,36 @@ import { globalStore, type KernelServices } from '../../kernel/plugin.js';
 import type { Collection, StateStore } from '../../kernel/state-store.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { revokeWithCascade } from '../identity/tokens.js';
+import { fetchMetadataDocument, MetadataRefused } from './metadata-fetch.js';
 import { consentPage } from './pages.js';
 
 export const ACCESS_TTL_S = 3600;
 export const REFRESH_TTL_S = 30 * 86_400;
 const CODE_TTL_MS = 60_000;
 const PENDING_TTL_MS = 10 * 60_000;
+/** expired records are swept at most this often (a sweep reads every record: per request it made N requests cost N^2) */
+const SWEEP_EVERY_MS = 60_000;
+/** live pending authorizations at most, server-wide (each is about a kilobyte): past it, authorize answers 503 */
+export const MAX_PENDING = 20_000;
+/** what a client may name itself (registration refuses longer; a metadata document's is cut) */
+export const MAX_CLIENT_NAME = 200;
+/** a registered client's metadata as JSON, and its redirect URIs */
+const MAX_CLIENT_JSON = 8 * 1024;
+const MAX_REDIRECT_URIS = 10;
+export const MAX_URI = 2048;
 /** a consumed code is remembered this long past its expiry (a replay revokes its grant) */
 const USED_CODE_KEEP_MS = 10 * 60_000;
 export const SCOPE = 'workgraph';
 
+/**
+ * A pending authorization: a reference to its client and bounded fields only (the id, a name
+ * cut to MAX_CLIENT_NAME; state, scope, redirect URI and resource are capped by the authorize
+ * handler), so what a stranger's request stores does not grow with what the client declares.
+ */
 export interface Pending {
   id: string;
   csrf: string;
-  client: OAuthClientInformationFull;
+  client: { id: string; name: string };
   params: AuthorizationParams;
   expires: number;
   /** set once the person signed in with a PAT */
@@ -57,64 +73,107 @@ interface Code {
 const randomId = () => randomBytes(32).toString('base64url');
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
 /**
- * Clients: registered ones in the global store `oauth` (SVC_DATA_DIR/oauth/clients.json, or
- * PostgreSQL in cluster mode); https (or loopback) client ids are metadata documents.
+ * A redirect URI this server registers and redirects to: https, or http on a loopback host
+ * (RFC 8252 section 7.3: a native app's listener on the person's own machine), absolute,
+ * without a fragment or credentials, at most MAX_URI long. Anything else (http to another
+ * host, custom schemes) would let anyone who registers a client send the person's browser,
+ * and an authorization code, wherever they like.
+ */
+export function allowedRedirectUri(uri: string): boolean {
+  if (uri.length > MAX_URI) return false;
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return false;
+  }
+  if (url.hash || uri.includes('#') || url.username || url.password) return false;
+  return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname));
+}
+
+/** A loopback redirect URI: the only kind an authorize error is redirected to without the person's action (the rest get a page). */
+export function loopbackRedirectUri(uri: string): boolean {
+  try {
+    const url = new URL(uri);
+    return url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
+  } catch {
+    return false;
+  }
+}
+
+const cut = (s: string, max: number) => (s.length > max ? `${s.slice(0, max - 1)}…` : s);
+
+/**
+ * Clients: registered ones in the global store `oauth` (SVC_DATA_DIR/oauth/clients/, or
+ * PostgreSQL in cluster mode); https client ids are metadata documents (metadata-fetch.ts).
+ * Whatever a client was stored with, only its allowed redirect URIs are ever used (a client
+ * registered before the rule keeps the rest on disk but is never redirected there).
  */
 class Clients implements OAuthRegisteredClientsStore {
   private readonly registered: Collection<OAuthClientInformationFull>;
   private readonly documents = new Map<string, { client: OAuthClientInformationFull; at: number }>();
 
-  constructor(store: StateStore) {
-    this.registered = store.collection<OAuthClientInformationFull>('clients');
+  constructor(
+    store: StateStore,
+    private readonly services: KernelServices,
+  ) {
+    // one file per client: registration is open to anyone (rate limited), so a registration must not rewrite every client
+    this.registered = store.collection<OAuthClientInformationFull>('clients', { layout: 'file-per-key' });
   }
 
   async getClient(clientId: string): Promise<OAuthClientInformationFull | undefined> {
+    if (clientId.length === 0 || clientId.length > MAX_URI) return undefined;
     // read-through: a client another server process registered a moment ago
     const known = await this.registered.fetch(clientId);
-    if (known) return known;
+    if (known) return { ...known, redirect_uris: known.redirect_uris.filter(allowedRedirectUri) };
     if (!/^https?:\/\//.test(clientId)) return undefined;
     return this.metadataDocument(clientId);
   }
 
   async registerClient(client: Omit<OAuthClientInformationFull, 'client_id' | 'client_id_issued_at'>): Promise<OAuthClientInformationFull> {
     const full = client as OAuthClientInformationFull;
+    if (full.redirect_uris.length > MAX_REDIRECT_URIS) throw new InvalidClientMetadataError(`at most ${MAX_REDIRECT_URIS} redirect URIs`);
+    const refused = full.redirect_uris.find((u) => !allowedRedirectUri(u));
+    if (refused !== undefined) {
+      throw new CustomOAuthError('invalid_redirect_uri', `redirect URIs must be https, or http on a loopback host (127.0.0.1, [::1], localhost) for a native app, without a fragment, at most ${MAX_URI} characters; refused: ${cut(refused, 200)}`);
+    }
+    if ((full.client_name ?? '').length > MAX_CLIENT_NAME) throw new InvalidClientMetadataError(`client_name is at most ${MAX_CLIENT_NAME} characters`);
+    if (JSON.stringify(full).length > MAX_CLIENT_JSON) throw new InvalidClientMetadataError(`the client metadata is at most ${MAX_CLIENT_JSON} bytes as JSON`);
     await this.registered.set(full.client_id, full);
     return full;
   }
 
   /**
    * A client ID metadata document (the MCP authorization spec's alternative to registration):
-   * the client id is an https URL (http only on loopback) serving the client's metadata, whose
-   * `client_id` must be that URL. Cached five minutes.
+   * the client id is an https URL on a public address serving the client's metadata, whose
+   * `client_id` must be that URL (metadata-fetch.ts says how it is fetched). Cached five
+   * minutes; the cache holds at most 1000 documents.
    */
   private async metadataDocument(url: string): Promise<OAuthClientInformationFull | undefined> {
     const cached = this.documents.get(url);
     if (cached && Date.now() - cached.at < 300_000) return cached.client;
-    let parsed: URL;
     try {
-      parsed = new URL(url);
-    } catch {
-      return undefined;
-    }
-    const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(parsed.hostname);
-    if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && loopback)) return undefined;
-    try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(5000), redirect: 'error', headers: { accept: 'application/json' } });
-      if (res.status !== 200) return undefined;
-      const doc = (await res.json()) as Partial<OAuthClientInformationFull>;
-      if (doc.client_id !== url || !Array.isArray(doc.redirect_uris) || doc.redirect_uris.length === 0) return undefined;
+      const doc = (await fetchMetadataDocument(url, { allowPrivate: this.services.config.oauthAllowPrivateMetadata })) as Partial<OAuthClientInformationFull> | null;
+      if (!doc || typeof doc !== 'object' || doc.client_id !== url || !Array.isArray(doc.redirect_uris)) return undefined;
+      const redirects = doc.redirect_uris.filter((u): u is string => typeof u === 'string' && allowedRedirectUri(u)).slice(0, MAX_REDIRECT_URIS);
+      if (redirects.length === 0) return undefined;
       const client: OAuthClientInformationFull = {
         client_id: url,
-        redirect_uris: doc.redirect_uris.map(String),
-        client_name: typeof doc.client_name === 'string' ? doc.client_name : url,
+        redirect_uris: redirects,
+        client_name: typeof doc.client_name === 'string' ? cut(doc.client_name, MAX_CLIENT_NAME) : url,
         token_endpoint_auth_method: 'none',
         grant_types: ['authorization_code', 'refresh_token'],
         response_types: ['code'],
       };
+      if (this.documents.size >= 1000) this.documents.delete(this.documents.keys().next().value!);
       this.documents.set(url, { client, at: Date.now() });
       return client;
-    } catch {
+    } catch (err) {
+      if (!(err instanceof MetadataRefused)) throw err;
+      this.services.log.info('oauth client metadata document refused', { client_id: cut(url, 200), reason: err.message });
       return undefined;
     }
   }
@@ -135,7 +194,10 @@ interface UsedCode {
 }
 
 const toStored = (p: Pending): StoredPending => ({ ...p, params: { ...p.params, resource: p.params.resource?.href } });
-const fromStored = (p: StoredPending): Pending => ({ ...p, params: { ...p.params, resource: p.params.resource === undefined ? undefined : new URL(p.params.resource) } });
+/** A record stored before pending authorizations held a client reference held the whole client (PostgreSQL keeps them across an upgrade for their ten minutes). */
+const clientRef = (c: Pending['client'] | Partial<OAuthClientInformationFull>): Pending['client'] =>
+  'id' in c && typeof c.id === 'string' ? (c as Pending['client']) : { id: String((c as OAuthClientInformationFull).client_id), name: cut(String((c as OAuthClientInformationFull).client_name ?? (c as OAuthClientInformationFull).client_id), MAX_CLIENT_NAME) };
+const fromStored = (p: StoredPending): Pending => ({ ...p, client: clientRef(p.client), params: { ...p.params, resource: p.params.resource === undefined ? undefined : new URL(p.params.resource) } });
 
 export class WorkgraphOAuthProvider implements OAuthServerProvider {
   readonly clientsStore: Clients;
@@ -150,8 +212,9 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
 
   constructor(private readonly services: KernelServices) {
     const store = globalStore(services, 'oauth');
-    this.clientsStore = new Clients(store);
-    this.pendings = store.collection<StoredPending>('pending');
+    this.clientsStore = new Clients(store, services);
+    // one file per pending authorization: anyone can make one, so a write must not cost the size of all of them
+    this.pendings = store.collection<StoredPending>('pending', { layout: 'file-per-key' });
     this.codes = store.collection<Code>('codes');
     this.usedCodes = store.collection<UsedCode>('used-codes');
   }
@@ -195,9 +258,13 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
     return (await this.codes.fetch(key))?.org ?? (await this.usedCodes.fetch(key))?.org ?? null;
   }
 
-  /** Drops expired pending authorizations, codes and consumed-code markers (housekeeping nobody waits for). */
-  private sweep(): void {
+  private lastSweep = 0;
+
+  /** Drops expired pending authorizations, codes and consumed-code markers (housekeeping nobody waits for), at most once a minute. */
+  private sweep(force = false): void {
     const now = this.now();
+    if (!force && now - this.lastSweep < SWEEP_EVERY_MS) return;
+    this.lastSweep = now;
     const drop = <T extends { expires: number }>(c: Collection<T>, graceMs: number) => {
       const dead: Array<{ key: string; value: null }> = [];
       for (const [key, v] of c.entries()) if (v.expires + graceMs < now) dead.push({ key, value: null });
@@ -211,7 +278,12 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
   async authorize(client: OAuthClientInformationFull, params: AuthorizationParams, res: Response): Promise<void> {
     this.resourceOf(params.resource);
     this.sweep();
-    const pending: Pending = { id: randomId(), csrf: randomId(), client, params, expires: this.now() + PENDING_TTL_MS };
+    if (this.pendings.size >= MAX_PENDING) {
+      this.sweep(true); // drops the expired ones from memory at once
+      if (this.pendings.size >= MAX_PENDING) throw new TemporarilyUnavailableError('too many sign-ins in progress; try again in a minute');
+    }
+    const name = cut(client.client_name || client.client_id, MAX_CLIENT_NAME);
+    const pending: Pending = { id: randomId(), csrf: randomId(), client: { id: client.client_id, name }, params, expires: this.now() + PENDING_TTL_MS };
     await this.savePending(pending);
     sendPage(res, pending, null, this.resource.startsWith('https:'));
   }
@@ -221,7 +293,7 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
     const code = randomId();
     const who = pending.signedIn!;
     await this.codes.set(sha256(code), {
-      clientId: pending.client.client_id,
+      clientId: pending.client.id,
       redirectUri: pending.params.redirectUri,
       challenge: pending.params.codeChallenge,
       resource: this.resourceOf(pending.params.resource),
@@ -351,9 +423,34 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
   }
 }
 
+/**
+ * The CSP source naming a redirect URI's origin, or null where CSP cannot name it. Chromium
+ * checks `form-action` against every redirect that answers a form submission too (CSP 3), so
+ * the consent forms' 302 to the client needs its origin in the list. CSP's host grammar has no
+ * IPv6 literals: an `http://[::1]` redirect URI gets null, and the answer to the form is a page
+ * that navigates on (`returnPage`).
+ */
+export function formActionSource(redirectUri: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(redirectUri);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return null;
+  if (!/^[A-Za-z0-9.-]+$/.test(url.hostname)) return null;
+  return url.origin;
+}
+
+/** The consent pages' policy: nothing loads, forms post to this server or (its redirect) to the client's validated redirect URI only. */
+export function consentCsp(redirectUri: string): string {
+  const back = formActionSource(redirectUri);
+  return `default-src 'none'; style-src 'unsafe-inline'; form-action 'self'${back ? ` ${back}` : ''}; frame-ancestors 'none'; base-uri 'none'`;
+}
+
 export function sendPage(res: Response, pending: Pending, step: { error?: string } | null, secure: boolean): void {
   res.setHeader('cache-control', 'no-store');
-  res.setHeader('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'");
+  res.setHeader('content-security-policy', consentCsp(pending.params.redirectUri));
   res.setHeader('x-frame-options', 'DENY');
   res.cookie('svc_oauth_csrf', pending.csrf, { httpOnly: true, sameSite: 'strict', path: '/oauth', secure, maxAge: PENDING_TTL_MS });
   res.status(step?.error ? 401 : 200).type('html').send(consentPage(pending, step?.error ?? null));

@@ -89,7 +89,8 @@ describe('oauth: remote MCP clients sign in (MCP SDK client auth end to end)', f
   let t: TestServer;
   let alice: { id: string; token: string };
   before(async () => {
-    t = await startTestServer({ plugins: allPlugins });
+    // the metadata-document test serves its document from loopback over http: the explicit escape hatch
+    t = await startTestServer({ plugins: allPlugins, config: { oauthAllowPrivateMetadata: true } });
     alice = await addPerson(t, 'Alice Remote');
   });
   after(async () => t.close());
