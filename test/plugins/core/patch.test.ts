@@ -53,7 +53,7 @@ describe('core: patch_node and replace warnings', () => {
     expect(warnings).to.include('removed edge blocks -> task-card-api');
     expect(warnings).to.include('removed field project (was checkout)');
     expect(warnings).to.include('removed field title (was Checkout)');
-    expect(warnings).to.include('removed body (was 14 bytes)');
+    expect(warnings, warnings.join('\n')).to.include('removed body (was 13 bytes)');
     expect(warnings.some((w) => w.includes('patch_node'))).to.equal(true);
     // stamps are not removals: author and revision are re-stamped, never listed
     expect(warnings.some((w) => /author|revision|updated|created/.test(w.split(';')[0]!))).to.equal(false);
