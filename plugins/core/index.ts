@@ -64,7 +64,6 @@ export const corePlugin = definePlugin({
     { method: 'GET', path: '/v1/nodes/:id', operation: api.getNode },
     { method: 'POST', path: '/v1/nodes', operation: api.putNodes },
     { method: 'PATCH', path: '/v1/nodes/:id', operation: api.patchNode },
-    { method: 'POST', path: '/v1/nodes/:id/patch', operation: api.patchNode },
     { method: 'POST', path: '/v1/nodes/:id/edges', operation: api.addEdge },
     { method: 'DELETE', path: '/v1/nodes/:id/edges', operation: api.removeEdge },
     { method: 'POST', path: '/v1/nodes/:id/status', operation: api.setStatus },

@@ -1,5 +1,5 @@
 /**
- * patch_node (PATCH /v1/nodes/{id}, POST /v1/nodes/{id}/patch): an update that changes only
+ * patch_node (PATCH /v1/nodes/{id}, tool patch_node): an update that changes only
  * what it names. The caller echoes the revision it read; the patch is applied to the stored
  * node and committed through the same draft as a put (shape, hooks, transition gate, limits),
  * and a status change in it passes the plugins' status effects and node write checks (leases)

@@ -1,6 +1,5 @@
 /**
- * Updates that cannot drop data silently: patch_node (PATCH /v1/nodes/{id}, POST
- * /v1/nodes/{id}/patch, tool patch_node) changes only what it names, with the revision echo;
+ * Updates that cannot drop data silently: patch_node (PATCH /v1/nodes/{id}, tool patch_node) changes only what it names, with the revision echo;
  * a full replace (put_node if_exists update) names every field, edge and body it removed; and
  * one completion rule for put_node and set_status (SPEC "Create of a node already in a
  * terminal status").
@@ -119,12 +118,12 @@ describe('core: patch_node and replace warnings', () => {
     expect(after.body).to.equal('Rewritten.\n');
   });
 
-  it('POST /v1/nodes/{id}/patch is the same operation; a status in set goes through the transition gate', async () => {
+  it('a status in set goes through the transition gate', async () => {
     const before = await checkoutTask('task-patch-status');
-    const ok = await t.api('POST', '/v1/nodes/task-patch-status/patch', { body: { revision: before.revision, set: { status: 'review' } } });
+    const ok = await t.api('PATCH', '/v1/nodes/task-patch-status', { body: { revision: before.revision, set: { status: 'review' } } });
     expect(ok.status, ok.text).to.equal(200);
     expect((await read('task-patch-status')).frontmatter.status).to.equal('review');
-    const bad = await t.api('POST', '/v1/nodes/task-patch-status/patch', { body: { revision: ok.body.revision, set: { status: 'shipped' } } });
+    const bad = await t.api('PATCH', '/v1/nodes/task-patch-status', { body: { revision: ok.body.revision, set: { status: 'shipped' } } });
     expect(bad.status).to.equal(409);
     expect(bad.body.error.code).to.equal('transition_denied');
     expect(bad.body.error.message).to.match(/not a status of task; allowed: open, in-progress/);
