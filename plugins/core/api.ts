@@ -183,7 +183,9 @@ const edgeInput = object(
 export const addEdge = defineOperation({
   name: 'add_edge',
   summary: 'Add a typed edge from a node',
-  description: 'Add a typed edge from a node (canonical, alias or inverse form; inverse forms are written on the target). attrs are flat tokens.',
+  description:
+    'Add a typed edge from a node (canonical, alias or inverse form; inverse forms are written on the target). attrs are flat tokens. At most 40 edges per node. ' +
+    `${LEASE_NOTE} Errors: 404 unknown node or target, 409 lease_held, 422 unknown edge type, bad attribute or over 40 edges.`,
   input: edgeInput,
   output: WriteResult,
   errors: [409],
@@ -194,7 +196,7 @@ export const addEdge = defineOperation({
 export const removeEdge = defineOperation({
   name: 'remove_edge',
   summary: 'Remove a typed edge',
-  description: 'Remove a typed edge; a missing edge is skipped.',
+  description: `Remove a typed edge; a missing edge is skipped. ${LEASE_NOTE} Errors: 404 unknown node, 409 lease_held, 422 unknown edge type.`,
   input: object({ id: NodeId, type: EdgeType, to: { ...NodeId, description: 'target node id' }, force: Force }, ['id', 'type', 'to']),
   output: WriteResult,
   errors: [409],
@@ -216,7 +218,7 @@ export const setStatus = defineOperation({
 export const setPriority = defineOperation({
   name: 'set_priority',
   summary: 'Set or clear the priority of a node',
-  description: 'Set priority p1 (highest), p2 or p3; none/clear/""/p0 clears it.',
+  description: `Set priority p1 (highest), p2 or p3; none/clear/""/p0 clears it. ${LEASE_NOTE} Errors: 404 unknown node, 409 lease_held, 422 invalid_node (unknown value; allowed values in details).`,
   input: object({ id: NodeId, priority: { type: ['string', 'null'], description: 'p1, p2, p3, or none/clear/""/p0/null to clear' }, force: Force }, ['id', 'priority']),
   output: WriteResult,
   errors: [409],
