@@ -41,6 +41,9 @@ export const errors = {
     new SvcError(409, 'transition_denied', reason, details),
   leaseLost: (message: string, details: Record<string, unknown> = {}) =>
     new SvcError(409, 'lease_lost', message, details),
+  /** 409: a write to a work node someone else holds, refused because the tenant runs `leases: strict`. */
+  leaseHeld: (message: string, details: Record<string, unknown> = {}) =>
+    new SvcError(409, 'lease_held', message, details),
   leaseExpired: (message: string, details: Record<string, unknown> = {}) =>
     new SvcError(409, 'lease_expired', message, details),
   outcomeConflict: (message: string, details: Record<string, unknown> = {}) =>

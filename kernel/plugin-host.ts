@@ -2,7 +2,7 @@
  * The plugin host: validated, dependency-ordered plugins and what a tenant may use of
  * them (a plugin disabled for a tenant has no routes and no tools there).
  */
-import { checkManifests, orderPlugins, resolveTool, type PluginDef, type ResourceDef, type StatusEffect, type Tool } from './plugin.js';
+import { checkManifests, orderPlugins, resolveTool, type NodeWriteCheck, type PluginDef, type ResourceDef, type StatusEffect, type Tool } from './plugin.js';
 import type { Tenant } from './tenant.js';
 
 export class PluginHost {
@@ -50,5 +50,9 @@ export class PluginHost {
 
   statusEffectsFor(tenant: Tenant): StatusEffect[] {
     return this.enabledFor(tenant).flatMap((p) => p.statusEffects ?? []);
+  }
+
+  nodeWriteChecksFor(tenant: Tenant): NodeWriteCheck[] {
+    return this.enabledFor(tenant).flatMap((p) => p.nodeWriteChecks ?? []);
   }
 }

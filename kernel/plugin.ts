@@ -225,6 +225,37 @@ export interface StatusEffect {
   abort?: (ctx: OpContext, node: NodeRecord, from: string, to: string) => Promise<void>;
 }
 
+/** What a client write to an existing node is about to do (core writes: put, patch, edges, status, priority, ...). */
+export interface NodeWriteIntent {
+  /** the operation name (put_node, patch_node, set_status, add_edge, ...) */
+  op: string;
+  /** an admin asked to override a holder's claim (`force: true`) */
+  force: boolean;
+  /** the status the write moves the node to, when it changes it */
+  status?: string;
+}
+
+/** A plugin's verdict on a node write: warnings for the answer, and work to do once the write landed. */
+export interface NodeWriteVerdict {
+  warnings: string[];
+  /** called with the node as committed, only when the write landed (not when it failed or changed nothing) */
+  landed?: (after: NodeRecord) => Promise<string[] | void>;
+}
+
+/**
+ * A plugin's say in a client write to an existing node, asked inside the tenant's write queue
+ * before the change is drafted: throw to refuse it (a coded error), or return warnings. Never
+ * asked for server-internal bookkeeping writes.
+ */
+export type NodeWriteCheck = (ctx: OpContext, node: NodeRecord, intent: NodeWriteIntent) => NodeWriteVerdict | null;
+
+/** A per-tenant setting a plugin reads from `tenant.json` `settings` (set with `workgraph tenant settings`). */
+export interface TenantSettingDef {
+  values: string[];
+  default: string;
+  description: string;
+}
+
 export interface PluginDef {
   name: string;
   version?: string;
@@ -244,6 +275,10 @@ export interface PluginDef {
    */
   access?: AccessMap;
   statusEffects?: StatusEffect[];
+  /** checks on client writes to existing nodes (leases: the holder's claim) */
+  nodeWriteChecks?: NodeWriteCheck[];
+  /** tenant settings this plugin reads (`tenant.json` `settings`), validated by the CLI */
+  settings?: Record<string, TenantSettingDef>;
   init?: (services: KernelServices) => Promise<void> | void;
   /**
    * Protocol endpoints outside /v1 (OAuth, `/.well-known/*`): one koa middleware, run before the

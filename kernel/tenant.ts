@@ -33,6 +33,11 @@ export interface TenantConfig {
   plugins: string[];
   limits: TenantLimits;
   created: string;
+  /**
+   * Per-tenant behaviour switches declared by plugins (`PluginDef.settings`, e.g. `leases:
+   * strict`); an absent key means the plugin's default. Set with `workgraph tenant settings`.
+   */
+  settings?: Record<string, string>;
 }
 
 export const DEFAULT_LIMITS: TenantLimits = {
@@ -209,6 +214,9 @@ export class Tenant {
       plugins: Array.isArray(raw.plugins) ? raw.plugins.map(String) : [],
       limits: { ...DEFAULT_LIMITS, ...(raw.limits ?? {}) },
       created: String(raw.created ?? ''),
+      ...(raw.settings && typeof raw.settings === 'object' && !Array.isArray(raw.settings)
+        ? { settings: Object.fromEntries(Object.entries(raw.settings).map(([k, v]) => [k, String(v)])) }
+        : {}),
     };
   }
 
@@ -479,15 +487,9 @@ export class WriteDraft {
         }
         await tenant.hooks.checkTransition(registry, typeDef.type, { node: view, from: before ? before.status : null, to: status, actor: this.actor.personId });
       }
-      if (!before && typeDef.terminal.includes(status)) {
-        const resolvers = tenant.index.inboundOf(change.id, ['resolves', 'answers']).filter((e) => tenant.index.has(e.from));
-        if (resolvers.length === 0) {
-          throw errors.transitionDenied(
-            `cannot create ${change.id} already '${status}': no resolving node (resolves/answers edge) was applied before it; put the resolver first in the batch`,
-            { id: change.id, status, gate: 'completion-resolver' },
-          );
-        }
-      }
+      // No completion-resolver check here: a create is the move from null through the transition
+      // gate above, the same gate a status change passes (docs/decisions.md "patch"). The SPEC's
+      // "order resolver first" rule is about a put batch and lives with the put (plugins/core).
 
       if (change.options.stamp !== false) {
         for (const k of STAMP_KEYS) delete fm[k];

@@ -24,7 +24,7 @@ commands:
   serve                 start the HTTP/MCP server (HOST, PORT, SVC_DATA_DIR, SVC_TLS_CERT/KEY, ...)
   mcp                   speak MCP over stdio: locally on SVC_DATA_DIR, or as a proxy to
                         SVC_SERVER with SVC_TOKEN (SVC_ORG selects the tenant)
-  tenant add|list|plugins   manage tenants
+  tenant add|list|plugins|settings   manage tenants
   cluster status        cluster mode (SVC_DATABASE_URL): members and who owns which tenant
   token mint|generate   mint a PAT for a person, or print a fresh token for SVC_BOOTSTRAP_TOKEN
   import <source> <path>  import beads, Backlog.md or GitHub issues (docs/import.md)
@@ -44,7 +44,12 @@ Proxy mode (SVC_SERVER and SVC_TOKEN set) forwards every call to SVC_SERVER/mcp.
   workgraph tenant list
       prints [{org, plugins}]
   workgraph tenant plugins <org> [--enable NAME] [--disable NAME]
-      prints {org, plugins}; a running server applies the change within 2 s`,
+      prints {org, plugins}; a running server applies the change within 2 s
+  workgraph tenant settings <org> [--set KEY=VALUE]... [--unset KEY]...
+      prints {org, settings} (every setting the plugins declare, with its value); --unset
+      returns a key to its default; a running server applies the change within 2 s.
+      leases=advisory|strict: strict refuses (409 lease_held) a write to a node someone
+      else holds, unless the writer holds it or is an admin passing force`,
   token: `usage:
   workgraph token mint --org O --person P [--expires 30d|YYYY-MM-DD] [--label L]
       mints a personal access token for an existing person node; prints {org, person, token, hash_prefix, expires}
@@ -104,6 +109,8 @@ async function tenantCommand(args: string[]): Promise<void> {
       plugins: { type: 'string' },
       enable: { type: 'string', multiple: true },
       disable: { type: 'string', multiple: true },
+      set: { type: 'string', multiple: true },
+      unset: { type: 'string', multiple: true },
       help: { type: 'boolean' },
     },
   });
@@ -170,6 +177,43 @@ async function tenantCommand(args: string[]): Promise<void> {
     const tenantConfig = edit(Tenant.readConfig(dir));
     if (changed) await Tenant.writeConfig(dir, tenantConfig);
     return out({ org, plugins: tenantConfig.plugins });
+  }
+  if (sub === 'settings') {
+    const org = positionals[0];
+    if (!org) fail('tenant settings needs an org');
+    if (!ORG_PATTERN.test(org)) fail(`'${org}' is not an org slug (kebab-case)`);
+    // every setting a plugin declares (PluginDef.settings): the only keys and values accepted
+    const declared = new Map(allPlugins.flatMap((p) => Object.entries(p.settings ?? {})));
+    const describe = () => [...declared.entries()].map(([k, d]) => `${k}=${d.values.join('|')}`).join(', ');
+    const changed = Boolean(values.set?.length || values.unset?.length);
+    const edit = (tenantConfig: TenantConfig): TenantConfig => {
+      const settings = { ...(tenantConfig.settings ?? {}) };
+      for (const pair of values.set ?? []) {
+        const at = pair.indexOf('=');
+        const key = at > 0 ? pair.slice(0, at) : '';
+        const value = pair.slice(at + 1);
+        const def = declared.get(key);
+        if (!def) fail(`unknown setting '${key || pair}'; known: ${describe()}`);
+        if (!def.values.includes(value)) fail(`setting ${key} takes ${def.values.join(' or ')}, not '${value}'`);
+        settings[key] = value;
+      }
+      for (const key of values.unset ?? []) {
+        if (!declared.has(key)) fail(`unknown setting '${key}'; known: ${describe()}`);
+        delete settings[key];
+      }
+      return { ...tenantConfig, settings };
+    };
+    const effective = (c: TenantConfig) => Object.fromEntries([...declared.entries()].map(([k, d]) => [k, c.settings?.[k] ?? d.default]));
+    if (config.databaseUrl) {
+      const { clusterTenantPlugins } = await import('./cluster-cli.js');
+      const next = await clusterTenantPlugins(org, (c) => (changed ? edit(c) : null));
+      return out({ org, settings: effective(next) });
+    }
+    const dir = join(config.dataDir, 'tenants', org);
+    if (!Tenant.exists(dir)) fail(`no tenant '${org}' under ${config.dataDir}`);
+    const tenantConfig = edit(Tenant.readConfig(dir));
+    if (changed) await Tenant.writeConfig(dir, tenantConfig);
+    return out({ org, settings: effective(tenantConfig) });
   }
   fail(`unknown tenant command '${sub}'\n${HELP.tenant}`);
 }

@@ -7,6 +7,7 @@ import { answer, defineOperation, NodeId, object, s, WriteResult, type JsonSchem
 import type { OpContext } from '../../kernel/plugin.js';
 import { getNodeCached } from './node-read-cache.js';
 import * as ops from './operations.js';
+import { patchNode as patchRun } from './patch.js';
 import { orgChoices as orgChoicesRun } from './org-choices.js';
 
 const Edge: JsonSchema = {
@@ -32,6 +33,14 @@ export const NodeRead: JsonSchema = {
   },
   required: ['id', 'type', 'markdown', 'frontmatter', 'body', 'revision'],
 };
+
+/** Admins only: write to a work node someone else holds under `leases: strict` (the holder is told). */
+const Force = s.boolean("admins only: write although another person holds the node's lease (needed under the tenant setting leases: strict; the holder is told); 403 for non-admins");
+
+/** Limits and formats every node-writing tool states (SPEC "Limits"). */
+const NODE_LIMITS = 'Limits: summary at most 500 characters, body at most 8 KB, at most 40 edges and 40 commits per node, request at most 1 MB (413 too_large).';
+const EDGES_FORMAT = 'Edges in frontmatter: `edges:` is a list of {type, to} maps with optional flat [A-Za-z0-9_-] attributes, e.g. `edges: [{type: blocks, to: task-release, needed_by: 2026-01-31}]`; types are canonical or alias forms (GET /v1/schema).';
+const LEASE_NOTE = "A write to a work node someone else holds (a live lease) warns naming the holder, who is told; under the tenant setting leases: strict it is 409 lease_held unless you hold the lease or are an admin passing force.";
 
 const EdgeType = s.string('edge type: canonical, alias or inverse form (GET /v1/schema lists them)', { minLength: 1, maxLength: 100 });
 
@@ -131,7 +140,9 @@ export const putNodes = defineOperation({
   name: 'put_node',
   summary: 'Create or update nodes (a batch of markdown documents)',
   description:
-    'Create or update nodes. `nodes` holds markdown strings (YAML frontmatter + body) or {node, if_exists, revision}. Required frontmatter: id (with its type prefix, e.g. task-fix-login) and summary (standalone, at most 500 characters); type and status default from the id. if_exists: error (default), skip, update (needs the revision you read, else 409). priority, readiness and author are not set here (their own tools; author comes from your token): the answer warns about every field it ignored. Entries apply in order; read `failed`.',
+    'Create or update nodes. `nodes` holds markdown strings (YAML frontmatter + body) or {node, if_exists, revision}. Required frontmatter: id (with its type prefix, e.g. task-fix-login) and summary (standalone, at most 500 characters); type and status default from the id. if_exists: error (default), skip, update (needs the revision you read, else 409). priority, readiness and author are not set here (their own tools; author comes from your token): the answer warns about every field it ignored. Entries apply in order; read `failed`. An update is a full replace: every field, edge or body you do not repeat is removed, and each removal is listed in `warnings` (removed edge blocks -> task-x, removed field project (was web)); to change only some fields use patch_node. ' +
+    `${EDGES_FORMAT} ${NODE_LIMITS} ${LEASE_NOTE} ` +
+    'Per-entry errors (in results[].error, HTTP 207): 409 conflict (exists, or stale revision: carries current_revision), 409 transition_denied (status move refused by the schema), 409 lease_held, 403 forbidden (person nodes), 422 validation_failed.',
   input: object(
     {
       nodes: s.array(
@@ -148,6 +159,7 @@ export const putNodes = defineOperation({
         { minItems: 1, maxItems: 500 },
       ),
       if_exists: s.enum(['skip', 'error', 'update'], 'what a collision with an existing node does (default error)'),
+      force: Force,
     },
     ['nodes'],
   ),
@@ -163,6 +175,7 @@ const edgeInput = object(
     type: EdgeType,
     to: { ...NodeId, description: 'target node id' },
     attrs: { type: 'object', description: 'flat attributes: [A-Za-z0-9_-] tokens', additionalProperties: { type: ['string', 'number', 'boolean'] } },
+    force: Force,
   },
   ['id', 'type', 'to'],
 );
@@ -170,9 +183,12 @@ const edgeInput = object(
 export const addEdge = defineOperation({
   name: 'add_edge',
   summary: 'Add a typed edge from a node',
-  description: 'Add a typed edge from a node (canonical, alias or inverse form; inverse forms are written on the target). attrs are flat tokens.',
+  description:
+    'Add a typed edge from a node (canonical, alias or inverse form; inverse forms are written on the target). attrs are flat tokens. At most 40 edges per node. ' +
+    `${LEASE_NOTE} Errors: 404 unknown node or target, 409 lease_held, 422 unknown edge type, bad attribute or over 40 edges.`,
   input: edgeInput,
   output: WriteResult,
+  errors: [409],
   example: { type: 'blocks', to: 'task-release' },
   run: ops.addEdge,
 });
@@ -180,17 +196,19 @@ export const addEdge = defineOperation({
 export const removeEdge = defineOperation({
   name: 'remove_edge',
   summary: 'Remove a typed edge',
-  description: 'Remove a typed edge; a missing edge is skipped.',
-  input: object({ id: NodeId, type: EdgeType, to: { ...NodeId, description: 'target node id' } }, ['id', 'type', 'to']),
+  description: `Remove a typed edge; a missing edge is skipped. ${LEASE_NOTE} Errors: 404 unknown node, 409 lease_held, 422 unknown edge type.`,
+  input: object({ id: NodeId, type: EdgeType, to: { ...NodeId, description: 'target node id' }, force: Force }, ['id', 'type', 'to']),
   output: WriteResult,
+  errors: [409],
   run: ops.removeEdge,
 });
 
 export const setStatus = defineOperation({
   name: 'set_status',
   summary: "Move a node to a status through the schema's transition gate",
-  description: "Move a node to a status through the schema's transition gate. Moving a work node to in-progress also claims it (lease). Finish work with done (task) or resolved (issue).",
-  input: object({ id: NodeId, status: s.string('target status (GET /v1/schema lists each type\'s statuses)', { minLength: 1, maxLength: 100 }) }, ['id', 'status']),
+  description: "Move a node to a status through the schema's transition gate. Moving a work node to in-progress also claims it (lease). Finish work with done (task) or resolved (issue). A terminal status (done, cancelled, resolved, ...) releases the node's lease and keeps the assigned edge as the record of who carried it. " +
+    `${LEASE_NOTE} Errors: 409 transition_denied (the move is not allowed; the reason lists the allowed ones), 409 conflict (moving to in-progress while someone else holds it), 409 lease_held, 404 unknown node.`,
+  input: object({ id: NodeId, status: s.string('target status (GET /v1/schema lists each type\'s statuses)', { minLength: 1, maxLength: 100 }), force: Force }, ['id', 'status']),
   output: { ...WriteResult, properties: { ...(WriteResult.properties as object), lease: s.object('the lease taken by a move to in-progress'), edge: {} } },
   errors: [409],
   example: { status: 'done' },
@@ -200,9 +218,10 @@ export const setStatus = defineOperation({
 export const setPriority = defineOperation({
   name: 'set_priority',
   summary: 'Set or clear the priority of a node',
-  description: 'Set priority p1 (highest), p2 or p3; none/clear/""/p0 clears it.',
-  input: object({ id: NodeId, priority: { type: ['string', 'null'], description: 'p1, p2, p3, or none/clear/""/p0/null to clear' } }, ['id', 'priority']),
+  description: `Set priority p1 (highest), p2 or p3; none/clear/""/p0 clears it. ${LEASE_NOTE} Errors: 404 unknown node, 409 lease_held, 422 invalid_node (unknown value; allowed values in details).`,
+  input: object({ id: NodeId, priority: { type: ['string', 'null'], description: 'p1, p2, p3, or none/clear/""/p0/null to clear' }, force: Force }, ['id', 'priority']),
   output: WriteResult,
+  errors: [409],
   example: { priority: 'p1' },
   run: ops.setPriority,
 });
@@ -210,8 +229,9 @@ export const setPriority = defineOperation({
 export const setReadiness = defineOperation({
   name: 'set_readiness',
   summary: 'Mark a node ready for an agent, or clear it',
-  input: object({ id: NodeId, readiness: { type: ['string', 'null'], description: "'agent', or none/clear/\"\"/null to clear ('human' is only derived)" } }, ['id', 'readiness']),
+  input: object({ id: NodeId, readiness: { type: ['string', 'null'], description: "'agent', or none/clear/\"\"/null to clear ('human' is only derived)" }, force: Force }, ['id', 'readiness']),
   output: WriteResult,
+  errors: [409],
   example: { readiness: 'agent' },
   run: ops.setReadiness,
 });
@@ -224,10 +244,50 @@ export const addCommit = defineOperation({
       id: NodeId,
       repo: { ...NodeId, description: 'repository slug (kebab-case)' },
       sha: s.string('commit sha, 7-40 lowercase hex', { pattern: '^[0-9a-f]{7,40}$' }),
+      force: Force,
     },
     ['id', 'repo', 'sha'],
   ),
   output: WriteResult,
+  errors: [409],
   example: { repo: 'web-app', sha: '3f2a9c1' },
   run: ops.addCommit,
+});
+
+const PatchEdge: JsonSchema = {
+  type: 'object',
+  properties: { type: EdgeType, to: { ...NodeId, description: 'target node id (must exist)' } },
+  required: ['type', 'to'],
+  additionalProperties: { type: ['string', 'number', 'boolean'], description: 'flat attribute: a [A-Za-z0-9_-] token' },
+};
+
+export const patchNode = defineOperation({
+  name: 'patch_node',
+  summary: 'Change named fields, edges or the body of a node (revision echo)',
+  description:
+    'Change only what you name; everything else stays as stored. Send the `revision` you read (get_node): a stale one is 409 conflict carrying current_revision (read again and retry). ' +
+    '`set` {key: value} sets frontmatter fields (summary, title, status, project, any field); null removes an optional field, as does listing it in `unset`. ' +
+    'add_edges [{type, to, ...attrs}] adds edges (an existing one is kept, different attributes replace its set); remove_edges [{type, to}] removes them. ' +
+    '`body` replaces the markdown body, `append_body` appends to it. A status in `set` passes the transition gate and the lease rules like set_status (in-progress claims the node). ' +
+    'id, type, author stamps, created/updated, priority and readiness cannot be patched (their own tools). ' +
+    `${NODE_LIMITS} ${LEASE_NOTE} ` +
+    'Errors: 404 unknown node or edge target, 409 conflict (stale revision), 409 transition_denied, 409 conflict (in-progress held by another), 409 lease_held, 403 forbidden (person nodes; force without admin), 422 validation_failed (bad field, limit exceeded, inverse edge form: use add_edge).',
+  input: object(
+    {
+      id: NodeId,
+      revision: s.string('the revision you read (get_node), required', { minLength: 1, maxLength: 100 }),
+      set: { type: 'object', description: 'frontmatter fields to set; a null value removes the field', maxProperties: 100 },
+      unset: s.array(s.string(undefined, { minLength: 1, maxLength: 100 }), 'frontmatter fields to remove', { maxItems: 100 }),
+      add_edges: s.array(PatchEdge, 'edges to add: {type, to, ...flat attributes}', { maxItems: 40 }),
+      remove_edges: s.array(object({ type: EdgeType, to: { ...NodeId, description: 'target node id' } }, ['type', 'to']), 'edges to remove: {type, to}', { maxItems: 40 }),
+      body: s.string('the new markdown body (replaces it; at most 8 KB)'),
+      append_body: s.string('markdown appended to the body (on a new line)'),
+      force: Force,
+    },
+    ['id', 'revision'],
+  ),
+  output: { ...WriteResult, properties: { ...(WriteResult.properties as object), lease: s.object('the lease taken by a move to in-progress'), edge: {} } },
+  errors: [403, 409],
+  example: { revision: '<revision from get_node>', set: { summary: 'Ship the card API behind a flag' }, add_edges: [{ type: 'blocks', to: 'task-release' }] },
+  run: patchRun,
 });

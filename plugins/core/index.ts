@@ -65,6 +65,7 @@ export const corePlugin = definePlugin({
     { method: 'GET', path: '/v1/schema', operation: api.getSchema },
     { method: 'GET', path: '/v1/nodes/:id', operation: api.getNode },
     { method: 'POST', path: '/v1/nodes', operation: api.putNodes },
+    { method: 'PATCH', path: '/v1/nodes/:id', operation: api.patchNode },
     { method: 'POST', path: '/v1/nodes/:id/edges', operation: api.addEdge },
     { method: 'DELETE', path: '/v1/nodes/:id/edges', operation: api.removeEdge },
     { method: 'POST', path: '/v1/nodes/:id/status', operation: api.setStatus },
@@ -74,12 +75,13 @@ export const corePlugin = definePlugin({
   ],
   instructions: [
     'Every node needs a standalone `summary` (at most 500 characters); ids carry their type prefix (task-, issue-, dec-, spec-, ...). The `schema` tool lists the types, their statuses and the edge vocabulary.',
-    'get_node returns the node with its `revision`. To change a node, echo that revision: put_node {nodes: [{node, if_exists: "update", revision}]}. A stale revision is a 409 conflict carrying the current one, never a silent overwrite; read again and retry.',
+    'get_node returns the node with its `revision`. To change a node, echo that revision: patch_node {id, revision, set?, unset?, add_edges?, remove_edges?, body?, append_body?} changes only what it names; put_node {nodes: [{node, if_exists: "update", revision}]} replaces the whole node (what you do not repeat is removed, and listed in warnings). A stale revision is a 409 conflict carrying the current one, never a silent overwrite; read again and retry.',
     'Finish work with set_status (task: done; issue: resolved), or write the node that resolves it with a `resolves` edge. add_edge links nodes (blocks, part-of, relates-to, ...).',
   ],
   tools: [
     { operation: api.getNode, annotations: { readOnlyHint: true } },
     { operation: api.putNodes },
+    { operation: api.patchNode },
     { operation: api.addEdge },
     { operation: api.removeEdge, annotations: { idempotentHint: true } },
     { operation: api.setStatus },

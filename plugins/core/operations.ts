@@ -3,7 +3,7 @@
  */
 import { CodecError, parseClientMarkdown, type Frontmatter } from '../../kernel/codec.js';
 import { errors, isSvcError, SvcError } from '../../kernel/errors.js';
-import type { Edge } from '../../kernel/graph-index.js';
+import type { Edge, NodeRecord } from '../../kernel/graph-index.js';
 import { StatusPayload, type OpContext } from '../../kernel/plugin.js';
 import { patterns } from '../../kernel/registry.js';
 import type { CommittedNode, WriteDraft } from '../../kernel/tenant.js';
@@ -21,28 +21,73 @@ export interface WriteResult {
   [extra: string]: unknown;
 }
 
-const PROVENANCE_KEYS = ['priority', 'priority_by', 'priority_at', 'priority_via', 'readiness', 'readiness_by', 'readiness_at', 'readiness_via'];
+export const PROVENANCE_KEYS = ['priority', 'priority_by', 'priority_at', 'priority_via', 'readiness', 'readiness_by', 'readiness_at', 'readiness_via'];
 
 function writeStatus(c: CommittedNode | undefined): 'created' | 'updated' | 'skipped' {
   if (!c || c.status === 'unchanged' || c.status === 'deleted') return 'skipped';
   return c.status;
 }
 
+/** What a client write asks of the plugins' node write checks (leases: the holder's claim). */
+export interface WriteIntent {
+  /** an admin's override of another holder's claim */
+  force?: boolean;
+  /** the status the write moves the node to, when it changes it */
+  status?: string;
+}
+
+/** `force` overrides another person's claim: admins only (the same rule as claim's force). */
+export function checkForce(ctx: OpContext, force: boolean | undefined): void {
+  if (force === true && !ctx.actor.isAdmin) throw errors.forbidden("force overrides another holder's lease and needs an admin", { field: 'force' });
+}
+
+/**
+ * Asks every enabled plugin's node write check about a client write to an existing node
+ * (inside the write queue, before the change is drafted). A check may refuse (throws) or add
+ * warnings; `landed` runs the checks' follow-ups once the write committed.
+ */
+export function guardNodeWrite(ctx: OpContext, id: string, op: string, intent: WriteIntent = {}): { warnings: string[]; landed: (after: NodeRecord) => Promise<string[]> } {
+  const record = ctx.tenant.index.get(id);
+  const checks = ctx.services.host.nodeWriteChecksFor(ctx.tenant);
+  if (!record || checks.length === 0) return { warnings: [], landed: async () => [] };
+  const warnings: string[] = [];
+  const followUps: Array<(after: NodeRecord) => Promise<string[] | void>> = [];
+  for (const check of checks) {
+    const verdict = check(ctx, record, { op, force: intent.force === true, ...(intent.status !== undefined ? { status: intent.status } : {}) });
+    if (!verdict) continue;
+    warnings.push(...verdict.warnings);
+    if (verdict.landed) followUps.push(verdict.landed);
+  }
+  return {
+    warnings,
+    landed: async (after) => {
+      const out: string[] = [];
+      for (const f of followUps) out.push(...((await f(after)) ?? []));
+      return out;
+    },
+  };
+}
+
 /** Runs a single-node write and shapes the SPEC's write success answer. */
-async function singleWrite(
+export async function singleWrite(
   ctx: OpContext,
   op: string,
   id: string,
   fn: (draft: WriteDraft) => Promise<{ skip?: boolean } | void>,
+  intent: WriteIntent = {},
 ): Promise<WriteResult> {
   const actor = writeActorOf(ctx.actor);
   return ctx.tenant.write(actor, { op, via: ctx.via }, async (draft) => {
+    const guard = guardNodeWrite(ctx, id, op, intent);
+    draft.warnings.push(...guard.warnings);
     const outcome = await fn(draft);
     if (outcome?.skip) return { status: 'skipped' as const, id, revision: ctx.tenant.index.get(id)?.revision ?? null, warnings: draft.warnings };
     // nothing else is persisted on the strength of this commit: Tenant.write awaits its fdatasync (group commit)
     const committed = await draft.commit({ deferDurability: true });
     const written = [...committed.values()].find((c) => c.status !== 'unchanged') ?? committed.get(id);
     const changedId = written?.id ?? id;
+    const after = committed.get(id);
+    if (after?.record && after.status === 'updated') draft.warnings.push(...(await guard.landed(after.record)));
     return {
       status: writeStatus(written),
       id: changedId,
@@ -52,7 +97,7 @@ async function singleWrite(
   });
 }
 
-function existing(draft: WriteDraft, id: string) {
+export function existing(draft: WriteDraft, id: string) {
   const node = draft.get(id);
   if (!node) throw errors.notFound(`node ${id}`);
   return node;
@@ -139,7 +184,7 @@ function entryOf(raw: unknown): PutEntry {
   return { node: raw };
 }
 
-async function putOne(ctx: OpContext, draft: WriteDraft, entry: PutEntry, defaultIfExists: string): Promise<WriteResult> {
+async function putOne(ctx: OpContext, draft: WriteDraft, entry: PutEntry, defaultIfExists: string, force: boolean, resolvedLater: ReadonlySet<string>): Promise<WriteResult> {
   const ifExists = entry.if_exists ?? defaultIfExists;
   if (ifExists !== 'skip' && ifExists !== 'error' && ifExists !== 'update') {
     throw errors.validation("if_exists must be 'skip', 'error' or 'update'", [{ field: 'if_exists' }]);
@@ -157,8 +202,12 @@ async function putOne(ctx: OpContext, draft: WriteDraft, entry: PutEntry, defaul
       throw errors.validation('if_exists=update requires the revision you read', [{ field: 'revision', message: 'required with if_exists=update' }]);
     }
     if (entry.revision !== current.revision) throw errors.revisionConflict(id, current.revision, entry.revision);
+  } else {
+    checkResolverOrder(ctx, id, frontmatter, resolvedLater);
   }
   const supplied = { ...frontmatter };
+  const changesStatus = current && typeof frontmatter.status === 'string' && frontmatter.status !== '' && frontmatter.status !== current.frontmatter.status;
+  const guard = current ? guardNodeWrite(ctx, id, 'put_node', { force, ...(changesStatus ? { status: String(frontmatter.status) } : {}) }) : null;
   // Priority and readiness are set through their own endpoints; a put keeps the stored ones.
   for (const k of PROVENANCE_KEYS) delete frontmatter[k];
   if (current) for (const k of PROVENANCE_KEYS) if (current.frontmatter[k] !== undefined) frontmatter[k] = current.frontmatter[k];
@@ -167,12 +216,96 @@ async function putOne(ctx: OpContext, draft: WriteDraft, entry: PutEntry, defaul
   // a batch's commits share fdatasyncs; Tenant.write awaits them all before the answer
   const committed = await draft.commit({ deferDurability: true });
   const c = committed.get(id);
-  const warnings = [...draft.warnings];
+  const warnings = [...draft.warnings, ...(guard?.warnings ?? [])];
   draft.warnings.length = 0;
   if (c?.status === 'unchanged') warnings.push('no change');
   const stored = ctx.tenant.index.get(id);
   if (stored) warnings.push(...ignoredFieldWarnings(id, String(stored.type), supplied, stored.frontmatter));
+  if (current && stored && c?.status === 'updated') {
+    warnings.push(...removalWarnings(id, current, stored));
+    if (guard) warnings.push(...(await guard.landed(stored)));
+  }
   return { status: writeStatus(c), id, revision: stored?.revision ?? null, warnings };
+}
+
+/**
+ * SPEC "Create of a node already in a terminal status": when this batch carries the node's
+ * resolver in a later entry, the create fails (order resolver first), so no commit ever shows
+ * the node done before the evidence of its completion. Without a resolver in the batch a
+ * create is the move from null through the transition gate, like any status change.
+ */
+function checkResolverOrder(ctx: OpContext, id: string, frontmatter: Frontmatter, resolvedLater: ReadonlySet<string>): void {
+  const type = String(frontmatter.type ?? '');
+  const status = typeof frontmatter.status === 'string' ? frontmatter.status : '';
+  if (!ctx.tenant.registry.isTerminal(type, status) || !resolvedLater.has(id)) return;
+  const resolvers = ctx.tenant.index.inboundOf(id, ['resolves', 'answers']).filter((e) => ctx.tenant.index.has(e.from));
+  if (resolvers.length > 0) return;
+  throw errors.transitionDenied(
+    `cannot create ${id} already '${status}' before its resolver: a later entry of this batch resolves it; put the resolver first in the batch`,
+    { id, status, gate: 'completion-resolver' },
+  );
+}
+
+/** For each entry, the ids that later entries of the batch resolve (canonical `resolves`/`answers` edges). */
+function resolvedLaterByEntry(ctx: OpContext, nodes: unknown[]): Array<Set<string>> {
+  const targets = nodes.map((raw) => {
+    const out: string[] = [];
+    try {
+      const edges = parseEntryNode(entryOf(raw).node).frontmatter.edges;
+      if (!Array.isArray(edges)) return out;
+      for (const e of edges as unknown[]) {
+        if (!e || typeof e !== 'object') continue;
+        const { type, to } = e as { type?: unknown; to?: unknown };
+        const n = typeof type === 'string' ? ctx.tenant.registry.normalizeEdge(type) : undefined;
+        if (n && !n.inverted && (n.type === 'resolves' || n.type === 'answers') && typeof to === 'string') out.push(to);
+      }
+    } catch {
+      // a malformed entry fails on its own turn
+    }
+    return out;
+  });
+  const later: Array<Set<string>> = [];
+  let acc = new Set<string>();
+  for (let i = nodes.length - 1; i >= 0; i--) {
+    later[i] = acc;
+    acc = new Set([...acc, ...targets[i]!]);
+  }
+  return later;
+}
+
+/** Keys whose disappearance from a replace is not client data lost (stamps, server times, kept provenance). */
+const NOT_REMOVALS = new Set(['author', 'authored_via', 'authored_by_agent', 'session', 'created', 'updated', 'revision', ...PROVENANCE_KEYS]);
+
+function shown(value: unknown): string {
+  const text = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+/**
+ * A full replace keeps only what it sends: every field, edge, edge attribute or body it
+ * dropped is named in the answer, so nothing disappears silently (use patch_node to change
+ * only named fields).
+ */
+function removalWarnings(id: string, before: { frontmatter: Frontmatter; body: string }, after: NodeRecord): string[] {
+  const out: string[] = [];
+  for (const [key, value] of Object.entries(before.frontmatter)) {
+    if (key === 'edges' || NOT_REMOVALS.has(key)) continue;
+    if (after.frontmatter[key] === undefined) out.push(`removed field ${key} (was ${shown(value)})`);
+  }
+  const beforeEdges = Array.isArray(before.frontmatter.edges) ? (before.frontmatter.edges as Edge[]) : [];
+  for (const edge of beforeEdges) {
+    const kept = after.edges.find((e) => e.type === edge.type && e.to === edge.to);
+    if (!kept) {
+      out.push(`removed edge ${edge.type} -> ${edge.to}`);
+      continue;
+    }
+    for (const attr of Object.keys(edge)) {
+      if (attr !== 'type' && attr !== 'to' && kept[attr] === undefined) out.push(`removed attribute ${attr} (was ${shown(edge[attr])}) of edge ${edge.type} -> ${edge.to}`);
+    }
+  }
+  if (before.body !== '' && after.body === '') out.push(`removed body (was ${Buffer.byteLength(before.body, 'utf8')} bytes)`);
+  if (out.length > 0) out.push(`a replace keeps only what it sends; to change named fields only use patch_node (PATCH /v1/nodes/${id})`);
+  return out;
 }
 
 const STAMPED_KEYS = new Set(['author', 'authored_via', 'authored_by_agent', 'session']);
@@ -203,19 +336,22 @@ function ignoredFieldWarnings(id: string, type: string, supplied: Frontmatter, s
   return out;
 }
 
-export async function putNodes(ctx: OpContext, input: { nodes: unknown[]; if_exists?: 'skip' | 'error' | 'update' }) {
+export async function putNodes(ctx: OpContext, input: { nodes: unknown[]; if_exists?: 'skip' | 'error' | 'update'; force?: boolean }) {
   const nodes = input.nodes;
   const defaultIfExists = input.if_exists ?? 'error';
+  checkForce(ctx, input.force);
   const actor = writeActorOf(ctx.actor);
   const results: Array<Record<string, unknown>> = [];
   let failed = 0;
+  const resolvedLater = resolvedLaterByEntry(ctx, nodes);
   await ctx.tenant.write(actor, { op: 'put_node', via: ctx.via }, async (draft) => {
     for (const [index, raw] of nodes.entries()) {
       try {
-        results.push({ index, ...(await putOne(ctx, draft, entryOf(raw), defaultIfExists)) });
+        results.push({ index, ...(await putOne(ctx, draft, entryOf(raw), defaultIfExists, input.force === true, resolvedLater[index]!)) });
       } catch (err) {
         if (!isSvcError(err)) throw err;
         failed++;
+        draft.warnings.length = 0;
         results.push({ index, status: 'failed', id: guessId(raw), error: err.envelope().error, http_status: err.status });
       }
     }
@@ -237,7 +373,7 @@ function guessId(raw: unknown): string | null {
 // ---------------------------------------------------------------- edges
 
 /** Attribute names and values are tokens; numbers and booleans are written as their text. */
-function checkAttrs(attrs: Record<string, unknown> | undefined): Record<string, string> | undefined {
+export function checkAttrs(attrs: Record<string, unknown> | undefined): Record<string, string> | undefined {
   if (attrs === undefined) return undefined;
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(attrs as Record<string, unknown>)) {
@@ -264,6 +400,7 @@ interface EdgeInput {
   type: string;
   to: string;
   attrs?: Record<string, unknown>;
+  force?: boolean;
 }
 
 function normalizeEdgeInput(ctx: OpContext, input: EdgeInput) {
@@ -279,81 +416,125 @@ function normalizeEdgeInput(ctx: OpContext, input: EdgeInput) {
   return { id, owner, target, type: normalized.type, warnings };
 }
 
+/**
+ * Adds (type, target) to an edge list with the SPEC's edge-add rules: an identical edge is a
+ * no-op, different attributes replace the attribute set, a review-family edge replaces its
+ * sibling to the same person (with a `flipped` warning). Returns whether the list changed.
+ */
+export function addToEdges(ctx: OpContext, edges: Edge[], type: string, target: string, attrs: Record<string, string> | undefined, warnings: string[]): boolean {
+  const edgeDef = ctx.tenant.registry.edgeTypes.get(type)!;
+  const same = edges.findIndex((x) => x.type === type && x.to === target);
+  if (same >= 0) {
+    if (!attrs || sameAttrs(edges[same]!, attrs)) return false;
+    edges[same] = { type, to: target, ...attrs };
+    return true;
+  }
+  if (edgeDef.review_family) {
+    const sibling = edges.findIndex((x) => x.to === target && ctx.tenant.registry.edgeTypes.get(x.type)?.review_family);
+    if (sibling >= 0) {
+      warnings.push(`flipped ${edges[sibling]!.type} -> ${type} for ${target}`);
+      edges[sibling] = { type, to: target, ...(attrs ?? {}) };
+      return true;
+    }
+  }
+  edges.push({ type, to: target, ...(attrs ?? {}) });
+  return true;
+}
+
 export async function addEdge(ctx: OpContext, input: EdgeInput) {
   const e = normalizeEdgeInput(ctx, input);
   const attrs = checkAttrs(input.attrs);
-  const edgeDef = ctx.tenant.registry.edgeTypes.get(e.type)!;
-  return singleWrite(ctx, 'add_edge', e.owner, async (draft) => {
-    const node = existing(draft, e.owner);
-    if (!draft.get(e.target)) throw errors.notFound(`node ${e.target}`);
-    draft.warnings.push(...e.warnings);
-    const edges: Edge[] = Array.isArray(node.frontmatter.edges) ? (node.frontmatter.edges as Edge[]) : [];
-    const same = edges.findIndex((x) => x.type === e.type && x.to === e.target);
-    if (same >= 0) {
-      if (!attrs || sameAttrs(edges[same]!, attrs)) return { skip: true };
-      edges[same] = { type: e.type, to: e.target, ...attrs };
-    } else if (edgeDef.review_family) {
-      const sibling = edges.findIndex((x) => x.to === e.target && ctx.tenant.registry.edgeTypes.get(x.type)?.review_family);
-      if (sibling >= 0) {
-        draft.warnings.push(`flipped ${edges[sibling]!.type} -> ${e.type} for ${e.target}`);
-        edges[sibling] = { type: e.type, to: e.target, ...(attrs ?? {}) };
-      } else edges.push({ type: e.type, to: e.target, ...(attrs ?? {}) });
-    } else {
-      edges.push({ type: e.type, to: e.target, ...(attrs ?? {}) });
-    }
-    node.frontmatter.edges = edges;
-    draft.put(node);
-  });
+  checkForce(ctx, input.force);
+  return singleWrite(
+    ctx,
+    'add_edge',
+    e.owner,
+    async (draft) => {
+      const node = existing(draft, e.owner);
+      if (!draft.get(e.target)) throw errors.notFound(`node ${e.target}`);
+      draft.warnings.push(...e.warnings);
+      const edges: Edge[] = Array.isArray(node.frontmatter.edges) ? (node.frontmatter.edges as Edge[]) : [];
+      if (!addToEdges(ctx, edges, e.type, e.target, attrs, draft.warnings)) return { skip: true };
+      node.frontmatter.edges = edges;
+      draft.put(node);
+    },
+    { force: input.force },
+  );
 }
 
 export async function removeEdge(ctx: OpContext, input: EdgeInput) {
   const e = normalizeEdgeInput(ctx, input);
-  return singleWrite(ctx, 'remove_edge', e.owner, async (draft) => {
-    const node = existing(draft, e.owner);
-    draft.warnings.push(...e.warnings);
-    const edges: Edge[] = Array.isArray(node.frontmatter.edges) ? (node.frontmatter.edges as Edge[]) : [];
-    const kept = edges.filter((x) => !(x.type === e.type && x.to === e.target));
-    if (kept.length === edges.length) return { skip: true };
-    if (kept.length === 0) delete node.frontmatter.edges;
-    else node.frontmatter.edges = kept;
-    draft.put(node);
-  });
+  checkForce(ctx, input.force);
+  return singleWrite(
+    ctx,
+    'remove_edge',
+    e.owner,
+    async (draft) => {
+      const node = existing(draft, e.owner);
+      draft.warnings.push(...e.warnings);
+      const edges: Edge[] = Array.isArray(node.frontmatter.edges) ? (node.frontmatter.edges as Edge[]) : [];
+      const kept = edges.filter((x) => !(x.type === e.type && x.to === e.target));
+      if (kept.length === edges.length) return { skip: true };
+      if (kept.length === 0) delete node.frontmatter.edges;
+      else node.frontmatter.edges = kept;
+      draft.put(node);
+    },
+    { force: input.force },
+  );
 }
 
 // ---------------------------------------------------------------- scalars
 
-export async function setStatus(ctx: OpContext, input: { id: string; status: string }) {
-  const { id, status } = input;
-  const record = ctx.tenant.index.get(id);
-  if (!record) throw errors.notFound(`node ${id}`);
+/**
+ * Runs a write that moves `record` to `to` between the plugins' status effects (leases: a
+ * move to in-progress takes the lease): `before` may veto, `abort` undoes it when the write
+ * fails, `after` adds its keys to the answer. set_status and patch_node share it.
+ */
+export async function withStatusEffects(ctx: OpContext, record: NodeRecord, to: string, write: () => Promise<WriteResult>): Promise<WriteResult> {
   const effects = ctx.services.host.statusEffectsFor(ctx.tenant);
   const from = record.status;
   const ran: typeof effects = [];
   let result: WriteResult;
   try {
-    if (from !== status) {
+    if (from !== to) {
       for (const effect of effects) {
-        await effect.before?.(ctx, record, from, status);
+        await effect.before?.(ctx, record, from, to);
         ran.push(effect);
       }
     }
-    result = await singleWrite(ctx, 'set_status', id, async (draft) => {
-      const node = existing(draft, id);
-      if (node.frontmatter.status === status) return { skip: true };
-      node.frontmatter.status = status;
-      draft.put(node);
-    });
+    result = await write();
   } catch (err) {
-    for (const effect of ran) await effect.abort?.(ctx, record, from, status).catch(() => undefined);
+    for (const effect of ran) await effect.abort?.(ctx, record, from, to).catch(() => undefined);
     throw err;
   }
   // `before` effects took something (a lease) for this move; finish them even when a
   // concurrent write already landed the same status and this one was skipped.
   if (result.status === 'updated' || ran.length > 0) {
-    const after = ctx.tenant.index.get(id)!;
-    for (const effect of effects) Object.assign(result, (await effect.after?.(ctx, after, from, status)) ?? {});
+    const after = ctx.tenant.index.get(record.id)!;
+    for (const effect of effects) Object.assign(result, (await effect.after?.(ctx, after, from, to)) ?? {});
   }
   return result;
+}
+
+export async function setStatus(ctx: OpContext, input: { id: string; status: string; force?: boolean }) {
+  const { id, status } = input;
+  checkForce(ctx, input.force);
+  const record = ctx.tenant.index.get(id);
+  if (!record) throw errors.notFound(`node ${id}`);
+  return withStatusEffects(ctx, record, status, () =>
+    singleWrite(
+      ctx,
+      'set_status',
+      id,
+      async (draft) => {
+        const node = existing(draft, id);
+        if (node.frontmatter.status === status) return { skip: true };
+        node.frontmatter.status = status;
+        draft.put(node);
+      },
+      { force: input.force, status },
+    ),
+  );
 }
 
 const PRIORITY_CLEAR = new Set(['none', 'clear', '', 'p0']);
@@ -367,8 +548,9 @@ function provenance(ctx: OpContext, prefix: string): Record<string, string> {
   };
 }
 
-export async function setPriority(ctx: OpContext, input: { id: string; priority: string | null }) {
+export async function setPriority(ctx: OpContext, input: { id: string; priority: string | null; force?: boolean }) {
   const id = input.id;
+  checkForce(ctx, input.force);
   const value = input.priority === null || input.priority === undefined ? '' : input.priority;
   if (typeof value !== 'string' || !(PRIORITY_CLEAR.has(value) || ['p1', 'p2', 'p3'].includes(value))) {
     throw errors.invalidNode(`unknown priority '${String(value)}'`, { field: 'priority', allowed: ['p1', 'p2', 'p3', 'none', 'clear', '', 'p0'] });
@@ -384,11 +566,12 @@ export async function setPriority(ctx: OpContext, input: { id: string; priority:
     }
     Object.assign(node.frontmatter, provenance(ctx, 'priority'));
     draft.put(node);
-  });
+  }, { force: input.force });
 }
 
-export async function setReadiness(ctx: OpContext, input: { id: string; readiness: string | null }) {
+export async function setReadiness(ctx: OpContext, input: { id: string; readiness: string | null; force?: boolean }) {
   const id = input.id;
+  checkForce(ctx, input.force);
   const value = input.readiness === null || input.readiness === undefined ? '' : input.readiness;
   if (typeof value !== 'string' || !(READINESS_CLEAR.has(value) || value === 'agent')) {
     throw errors.invalidNode(`unknown readiness '${String(value)}' (only 'agent' may be set; 'human' is derived)`, {
@@ -407,11 +590,12 @@ export async function setReadiness(ctx: OpContext, input: { id: string; readines
     }
     Object.assign(node.frontmatter, provenance(ctx, 'readiness'));
     draft.put(node);
-  });
+  }, { force: input.force });
 }
 
-export async function addCommit(ctx: OpContext, input: { id: string; repo: string; sha: string }) {
+export async function addCommit(ctx: OpContext, input: { id: string; repo: string; sha: string; force?: boolean }) {
   const { id, repo, sha } = input;
+  checkForce(ctx, input.force);
   return singleWrite(ctx, 'link_commit', id, async (draft) => {
     const node = existing(draft, id);
     const commits: string[] = Array.isArray(node.frontmatter.commits) ? (node.frontmatter.commits as string[]).map(String) : [];
@@ -429,7 +613,7 @@ export async function addCommit(ctx: OpContext, input: { id: string; repo: strin
     }
     node.frontmatter.commits = commits;
     draft.put(node);
-  });
+  }, { force: input.force });
 }
 
 export { SvcError };

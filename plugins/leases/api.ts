@@ -52,6 +52,26 @@ const EdgeResult: JsonSchema = s.nullable(
 );
 const Failure: JsonSchema = answer({ node_id: s.string(), code: s.string(), message: s.string(), holder: s.string() }, ['node_id', 'code', 'message']);
 const NodeIds: JsonSchema = s.array(s.string());
+/** Writes others made to nodes you held, waiting since your last lease call (each delivered once). */
+const LeaseNotices: JsonSchema = s.array(
+  answer(
+    {
+      node_id: s.string(),
+      op: s.string('the write operation (put_node, patch_node, set_status, ...)'),
+      by: s.string('the writer (person id)'),
+      by_name: s.stringOrNull(),
+      agent: s.stringOrNull(),
+      at: s.string(),
+      status: s.string('the node status after the write'),
+      forced: s.boolean(),
+      released: s.boolean('the write finished the node and your lease was released'),
+      message: s.string(),
+    },
+  ),
+  'writes others made to nodes you held since your last lease call; present only when some are waiting',
+);
+const withLeaseNotices = (schema: JsonSchema): JsonSchema => ({ ...schema, properties: { ...(schema.properties as object), lease_notices: LeaseNotices } });
+const TERMINAL_NOTE = 'On a finished node (terminal status, resolved or superseded) it is 409 lease_lost with details.reason terminal and your lease is released: stop heartbeating it.';
 
 // ---------------------------------------------------------------- single routes
 
@@ -70,7 +90,7 @@ export const claimNode = defineOperation({
     ['id'],
   ),
   output: answer(
-    { ok: { const: true }, status: s.enum(['claimed', 'renewed']), lease: LeaseRecord, edge: EdgeResult, nonce: s.string(), previous_holder: s.string() },
+    { ok: { const: true }, status: s.enum(['claimed', 'renewed']), lease: LeaseRecord, edge: EdgeResult, nonce: s.string(), previous_holder: s.string(), lease_notices: LeaseNotices },
     ['ok', 'status', 'lease', 'edge'],
   ),
   errors: [403, 409],
@@ -81,9 +101,9 @@ export const claimNode = defineOperation({
 export const renewNode = defineOperation({
   name: 'renew_node',
   summary: 'Renew one lease you hold (heartbeat)',
-  description: 'Heartbeat: bump the expiry of a lease you hold to now + claim TTL (never shortened); a reservation turns back into a live lease. No graph commit. 409 `lease_lost` names the current holder.',
+  description: 'Heartbeat: bump the expiry of a lease you hold to now + claim TTL (never shortened); a reservation turns back into a live lease. No graph commit. 409 `lease_lost` names the current holder. ' + TERMINAL_NOTE,
   input: object({ id: WorkId, session: Session }, ['id']),
-  output: LeaseRecord,
+  output: withLeaseNotices(LeaseRecord),
   errors: [403, 409],
   example: {},
   run: ops.renew,
@@ -95,7 +115,7 @@ export const extend = defineOperation({
   description: 'Stretch a lease you hold by `ms` milliseconds, capped at the tenant maximum claim TTL (flagged capped_to_max); never shortens.',
   input: object({ id: WorkId, ms: s.number('milliseconds to add (positive)', { exclusiveMinimum: 0 }), session: Session }, ['id', 'ms']),
   output: answer(
-    { ok: { const: true }, status: s.enum(['extended']), lease: LeaseRecord, capped_to_max: { const: true }, claim_ttl_max_ms: s.integer() },
+    { ok: { const: true }, status: s.enum(['extended']), lease: LeaseRecord, capped_to_max: { const: true }, claim_ttl_max_ms: s.integer(), lease_notices: LeaseNotices },
     ['ok', 'status', 'lease'],
   ),
   errors: [403, 409],
@@ -109,7 +129,7 @@ export const reserve = defineOperation({
   description:
     "Park a node you hold: it keeps its assigned edge, stays at the top of your queue and out of teammates' actionable lists for the grace window (grace_window_ms). Claim, renew or extend turns it back into a live lease.",
   input: object({ id: WorkId, session: Session }, ['id']),
-  output: answer({ ok: { const: true }, status: s.enum(['reserved']), lease: LeaseRecord, grace_window_ms: s.integer() }),
+  output: answer({ ok: { const: true }, status: s.enum(['reserved']), lease: LeaseRecord, grace_window_ms: s.integer(), lease_notices: LeaseNotices }, ['ok', 'status', 'lease', 'grace_window_ms']),
   errors: [403, 409],
   example: {},
   run: ops.reserve,
@@ -134,7 +154,10 @@ export const claimBatch = defineOperation({
   description:
     'Claim every listed work node with the singular claim logic; never rolled back. `status` is claimed (all landed), partial or refused (none); a node held by another lands in `failed` with code already_claimed naming the holder. The singular-only nonce and force options are not accepted.',
   input: object({ ids: BatchIds, session: Session }, ['ids']),
-  output: answer({ ok: { const: true }, status: s.enum(['claimed', 'partial', 'refused']), count: s.integer(), claimed: NodeIds, leases: s.array(LeaseRecord), failed: s.array(Failure) }),
+  output: answer(
+    { ok: { const: true }, status: s.enum(['claimed', 'partial', 'refused']), count: s.integer(), claimed: NodeIds, leases: s.array(LeaseRecord), failed: s.array(Failure), lease_notices: LeaseNotices },
+    ['ok', 'status', 'count', 'claimed', 'leases', 'failed'],
+  ),
   errors: [403, 409],
   example: { ids: ['task-fix-login', 'task-write-docs'] },
   run: ops.batchClaim,
@@ -156,6 +179,7 @@ export const renewBatch = defineOperation({
       failed: s.array(Failure),
       skipped_other_session: s.integer(),
       skipped_reserved: s.integer(),
+      lease_notices: LeaseNotices,
     },
     ['ok', 'status', 'count', 'renewed', 'leases', 'failed'],
   ),
@@ -218,7 +242,9 @@ export const renewTool = defineOperation({
   name: 'renew',
   summary: 'Renew one lease, a batch, or every live lease you hold',
   description:
-    'Heartbeat: {id} renews one lease you hold; {ids} renews a batch; with neither, renews every live lease you hold (only those of `session` when given; reservations stay parked). No graph commit.',
+    'Heartbeat: {id} renews one lease you hold; {ids} renews a batch; with neither, renews every live lease you hold (only those of `session` when given; reservations stay parked). No graph commit. ' +
+    TERMINAL_NOTE +
+    ' The answer carries lease_notices when someone wrote to a node you held.',
   input: object({ id: toolId, ids: toolIds, session: toolSession }),
   output: { anyOf: [renewNode.output!, renewBatch.output!] },
   errors: [403, 409],

@@ -7,6 +7,7 @@ import { definePlugin } from '../../kernel/plugin.js';
 import { leasesAccess } from './access.js';
 import * as api from './api.js';
 import * as ops from './operations.js';
+import { leaseHolderCheck, leaseSettings } from './holder.js';
 import { leasesOf } from './store.js';
 
 export const leasesPlugin = definePlugin({
@@ -26,6 +27,7 @@ export const leasesPlugin = definePlugin({
   ],
   instructions: [
     'Claim a node before you work on it (claim {id}): a heartbeat lease; a 409 names who holds it. renew while you work, release when you stop. set_status to in-progress claims it too.',
+    "Writing to a node someone else holds warns with the holder's name and tells them (their next claim/renew shows lease_notices); a tenant with leases: strict refuses it (409 lease_held). Finishing a node (done, resolved, ...) releases its lease; renew on a finished node is 409 lease_lost with reason terminal: stop heartbeating it.",
   ],
   tools: [
     { operation: api.claimTool },
@@ -35,6 +37,8 @@ export const leasesPlugin = definePlugin({
     { operation: api.releaseTool, annotations: { idempotentHint: true } },
   ],
   statusEffects: [ops.inProgressLease],
+  nodeWriteChecks: [leaseHolderCheck],
+  settings: leaseSettings,
   init(services) {
     services.metrics.gauge('workgraph_leases_live', 'live leases and reservations per tenant', ['tenant', 'state'], () => {
       const now = services.clock.now();

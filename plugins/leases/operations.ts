@@ -15,6 +15,7 @@ import type { WriteDraft } from '../../kernel/tenant.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { requireId } from '../../kernel/validate.js';
 import { isDone } from '../core/node-view.js';
+import { takeNotices, withNotices } from './holder.js';
 import {
   heldByOther,
   leaseLost,
@@ -147,6 +148,38 @@ function ownLive(table: LeaseTable, nodeId: string, claimant: Claimant, nowMs: n
   throw leaseLost(nodeId, live, current && current.by === claimant.person ? current : undefined);
 }
 
+/**
+ * Renew, extend and reserve on a finished node (terminal status, resolved or superseded): the
+ * caller's lease record is dropped (started synchronously, `dropped` resolves once durable) and
+ * the answer is 409 `lease_lost` with `details.reason: 'terminal'`, so a heartbeat loop stops
+ * instead of keeping a claim on work that is over. The assigned edge stays.
+ */
+function doneRefusal(ctx: OpContext, table: LeaseTable, record: NodeRecord, claimant: Claimant): { error: SvcError; dropped: Promise<void> } | null {
+  if (!isDone(ctx.tenant, record)) return null;
+  const current = table.get(record.id);
+  const mine = current !== undefined && current.by === claimant.person && relationOf(current, claimant) !== 'other';
+  const dropped = mine ? table.drop(record.id) : Promise.resolve();
+  const why = ctx.tenant.registry.isTerminal(record.type, record.status) ? `status ${record.status} is terminal` : 'it is resolved or superseded';
+  const error = errors.leaseLost(`${record.id} is done (${why}): there is nothing left to hold; ${mine ? 'your lease was released' : 'you hold no lease on it'}`, {
+    node_id: record.id,
+    reason: 'terminal',
+    status: record.status,
+    holder: null,
+    released: mine,
+  });
+  return { error, dropped };
+}
+
+/** Throws the terminal refusal (with the caller's waiting lease notices) once the drop is durable. */
+async function refuseIfDone(ctx: OpContext, table: LeaseTable, record: NodeRecord, claimant: Claimant): Promise<void> {
+  const refusal = doneRefusal(ctx, table, record, claimant);
+  if (!refusal) return;
+  await refusal.dropped;
+  const notices = await takeNotices(ctx);
+  if (notices.length > 0) refusal.error.details.lease_notices = notices;
+  throw refusal.error;
+}
+
 // ---------------------------------------------------------------- the assigned edge
 
 function isAssignedTo(edge: unknown, person: string): boolean {
@@ -243,14 +276,14 @@ export async function claim(ctx: OpContext, input: ClaimInput) {
   const acq = acquire(ctx, table, id, claimant, nowMs, force);
   const edge = await settle(ctx, table, acq, claimant);
   const takenFrom = force && acq.previous && acq.previous.expires_ms > nowMs && relationOf(acq.previous, claimant) !== 'own' ? acq.previous : undefined;
-  return {
+  return withNotices(ctx, {
     ok: true,
     status: acq.kind,
     lease: leaseView(acq.lease),
     edge,
     ...(nonce !== undefined ? { nonce } : {}),
     ...(takenFrom ? { previous_holder: takenFrom.by } : {}),
-  };
+  });
 }
 
 /**
@@ -258,10 +291,15 @@ export async function claim(ctx: OpContext, input: ClaimInput) {
  * token's person, with the session), the node checked, and the live lease that must be
  * theirs (404/409 otherwise).
  */
-function ownLease(ctx: OpContext, id: string, session: Session): { claimant: ReturnType<typeof claimantOf>; table: ReturnType<typeof leasesOf>; nowMs: number; live: StoredLease } {
+async function ownLease(
+  ctx: OpContext,
+  id: string,
+  session: Session,
+): Promise<{ claimant: ReturnType<typeof claimantOf>; table: ReturnType<typeof leasesOf>; nowMs: number; live: StoredLease }> {
   const claimant = claimantOf(ctx, session);
-  workNode(ctx, id);
+  const record = workNode(ctx, id);
   const table = leasesOf(ctx.tenant);
+  await refuseIfDone(ctx, table, record, claimant);
   const nowMs = ctx.services.clock.now();
   return { claimant, table, nowMs, live: ownLive(table, id, claimant, nowMs) };
 }
@@ -272,16 +310,16 @@ export interface LeaseInput {
 }
 
 export async function renew(ctx: OpContext, input: LeaseInput): Promise<LeaseView> {
-  const { claimant, table, nowMs, live } = ownLease(ctx, input.id, input.session);
+  const { claimant, table, nowMs, live } = await ownLease(ctx, input.id, input.session);
   const next = refreshed(live, claimant, nowMs, ctx.tenant.config.limits.claim_ttl_ms);
   const persisted = table.put(next);
   await persisted;
-  return leaseView(next);
+  return withNotices(ctx, leaseView(next));
 }
 
 export async function extend(ctx: OpContext, input: LeaseInput & { ms: number }) {
   const { ms } = input;
-  const { claimant, table, nowMs, live } = ownLease(ctx, input.id, input.session);
+  const { claimant, table, nowMs, live } = await ownLease(ctx, input.id, input.session);
   const { claim_ttl_ms: ttl, claim_ttl_max_ms: maxTtl } = ctx.tenant.config.limits;
   // A reservation comes back as a fresh heartbeat lease first; a live lease stretches from its expiry.
   const base = live.state === 'reserved' ? nowMs + ttl : live.expires_ms;
@@ -293,16 +331,16 @@ export async function extend(ctx: OpContext, input: LeaseInput & { ms: number })
     expires_ms: Math.max(base, capped ? cap : target),
   };
   await table.put(next);
-  return {
+  return withNotices(ctx, {
     ok: true,
     status: 'extended',
     lease: leaseView(next),
     ...(capped ? { capped_to_max: true, claim_ttl_max_ms: maxTtl } : {}),
-  };
+  });
 }
 
 export async function reserve(ctx: OpContext, input: LeaseInput) {
-  const { claimant, table, nowMs, live } = ownLease(ctx, input.id, input.session);
+  const { claimant, table, nowMs, live } = await ownLease(ctx, input.id, input.session);
   const grace = ctx.tenant.config.limits.grace_window_ms;
   const next: StoredLease = {
     ...live,
@@ -312,7 +350,7 @@ export async function reserve(ctx: OpContext, input: LeaseInput) {
     agent: claimant.agent ?? live.agent,
   };
   await table.put(next);
-  return { ok: true, status: 'reserved', lease: leaseView(next), grace_window_ms: grace };
+  return withNotices(ctx, { ok: true, status: 'reserved', lease: leaseView(next), grace_window_ms: grace });
 }
 
 export async function release(ctx: OpContext, input: LeaseInput) {
@@ -392,7 +430,7 @@ export async function batchClaim(ctx: OpContext, input: { ids: string[]; session
       leases.push(leaseView(o.lease));
     } else failed.push(o);
   }
-  return { ok: true, status: batchStatus(claimed.length, ids.length, 'claimed', 'partial', 'refused'), count: claimed.length, claimed, leases, failed };
+  return withNotices(ctx, { ok: true, status: batchStatus(claimed.length, ids.length, 'claimed', 'partial', 'refused'), count: claimed.length, claimed, leases, failed });
 }
 
 export async function batchRenew(ctx: OpContext, input: { ids?: string[]; session?: Session }) {
@@ -410,7 +448,11 @@ export async function batchRenew(ctx: OpContext, input: { ids?: string[]; sessio
     for (const id of ids) {
       try {
         requireId(id, 'ids[]');
-        workNode(ctx, id);
+        const refusal = doneRefusal(ctx, table, workNode(ctx, id), claimant);
+        if (refusal) {
+          writes.push(refusal.dropped);
+          throw refusal.error;
+        }
         const next = refreshed(ownLive(table, id, claimant, nowMs), claimant, nowMs, ttl);
         writes.push(table.put(next));
         renewed.push(id);
@@ -421,14 +463,14 @@ export async function batchRenew(ctx: OpContext, input: { ids?: string[]; sessio
       }
     }
     await Promise.all(writes);
-    return {
+    return withNotices(ctx, {
       ok: true,
       status: batchStatus(renewed.length, ids.length, 'renewed', 'partial', 'refused'),
       count: renewed.length,
       renewed,
       leases,
       failed,
-    };
+    });
   }
 
   // Every live lease the caller holds; with a session, only those bound to that run.
@@ -439,6 +481,14 @@ export async function batchRenew(ctx: OpContext, input: { ids?: string[]; sessio
     .filter((l) => l.expires_ms > nowMs)
     .sort((a, b) => (a.node_id < b.node_id ? -1 : 1));
   for (const lease of mine) {
+    const record = ctx.tenant.index.get(lease.node_id);
+    const refusal = record ? doneRefusal(ctx, table, record, { person: claimant.person, agent: null, session: null }) : null;
+    if (refusal) {
+      // finished work: the lease goes, and the caller learns why
+      writes.push(refusal.dropped);
+      failed.push(failureOf(lease.node_id, refusal.error, 'lease_lost'));
+      continue;
+    }
     if (lease.state === 'reserved') {
       skippedReserved++;
       continue;
@@ -454,7 +504,7 @@ export async function batchRenew(ctx: OpContext, input: { ids?: string[]; sessio
     leases.push(leaseView(next));
   }
   await Promise.all(writes);
-  return {
+  return withNotices(ctx, {
     ok: true,
     status: 'renewed',
     count: renewed.length,
@@ -463,7 +513,7 @@ export async function batchRenew(ctx: OpContext, input: { ids?: string[]; sessio
     failed,
     skipped_other_session: skippedOtherSession,
     skipped_reserved: skippedReserved,
-  };
+  });
 }
 
 export async function batchRelease(ctx: OpContext, input: { ids?: string[]; session?: Session }) {

@@ -23,7 +23,7 @@ describe('core: REST and MCP tool parity', () => {
   it('lists the core tools with input schemas', async () => {
     const { tools } = await client.listTools();
     const names = tools.map((x) => x.name).sort();
-    expect(names).to.deep.equal(['add_edge', 'get_node', 'hello_mcp_app', 'put_node', 'remove_edge', 'schema', 'set_priority', 'set_status']);
+    expect(names).to.deep.equal(['add_edge', 'get_node', 'hello_mcp_app', 'patch_node', 'put_node', 'remove_edge', 'schema', 'set_priority', 'set_status']);
     for (const tool of tools) expect(tool.inputSchema.type).to.equal('object');
   });
 

@@ -40,7 +40,11 @@ describe('core: puts warn about every field they discard or ignore', () => {
     const res = await t.api('POST', '/v1/nodes', { body: { nodes: [{ node: md({ ...fm, summary: 'Warned, edited' }), if_exists: 'update', revision: read.revision }] } });
     expect(res.status, res.text).to.equal(200);
     expect(res.body.results[0]).to.include({ status: 'updated' });
-    expect(res.body.results[0].warnings).to.deep.equal([]);
+    // no stamp is mentioned; the one field left out is named as removed (a replace never drops data silently)
+    expect(res.body.results[0].warnings).to.deep.equal([
+      'removed field assignee (was bob)',
+      'a replace keeps only what it sends; to change named fields only use patch_node (PATCH /v1/nodes/task-warned)',
+    ]);
     expect((await t.api('GET', '/v1/nodes/task-warned')).body.frontmatter.priority).to.equal('p2');
   });
 
