@@ -75,6 +75,7 @@ function inputFor(op: OperationDef, cred: Cred, fx: Fixture): Record<string, unk
     set_status: () => ({ id: task, status: 'in-progress' }),
     set_priority: () => ({ id: task, priority: 'p2' }),
     set_readiness: () => ({ id: task, readiness: 'agent' }),
+    patch_node: () => ({ id: task, revision: '0000000000000000000000000000000000000000', set: { summary: 'Matrix patched' } }),
     link_commit: () => ({ id: task, repo: 'web-app', sha: '3f2a9c1' }),
     revoke_own_token: () => ({ prefix: 'ffffffff00' }),
     admin_revoke_token: () => ({ prefix: 'ffffffff00' }),
