@@ -87,6 +87,10 @@ export function withHints(err: SvcError, tenant: Tenant | undefined): SvcError {
       details = { ...details, did_you_mean: hint.suggestions };
     }
   }
+  // a set of allowed values the details carry is named in the message too (an agent reads the message first)
+  if (Array.isArray(details.allowed) && details.allowed.length > 0 && details.allowed.length <= 40 && !/\ballowed\b/.test(message)) {
+    message += ` (allowed: ${details.allowed.map((v) => (typeof v === 'string' && v !== '' ? v : JSON.stringify(v))).join(', ')})`;
+  }
   message = namePeople(tenant, message);
   if (message === err.message && details === err.details) {
     hinted.add(err);

@@ -3,8 +3,9 @@
  * statuses, and the function that runs it (operations.ts). Routes, tools and the OpenAPI
  * document all read these.
  */
-import { answer, defineOperation, NodeId, object, s, WriteResult, type JsonSchema } from '../../kernel/operation.js';
-import type { OpContext } from '../../kernel/plugin.js';
+import { isSvcError } from '../../kernel/errors.js';
+import { answer, defineOperation, invoke, NodeId, object, s, WriteResult, type JsonSchema, type OperationDef } from '../../kernel/operation.js';
+import { StatusPayload, type OpContext } from '../../kernel/plugin.js';
 import { getNodeCached } from './node-read-cache.js';
 import * as ops from './operations.js';
 import { orgChoices as orgChoicesRun } from './org-choices.js';
@@ -30,7 +31,7 @@ export const NodeRead: JsonSchema = {
     open_findings: { type: 'array' },
     superseded_by: {},
   },
-  required: ['id', 'type', 'markdown', 'frontmatter', 'body', 'revision'],
+  required: ['id', 'type', 'frontmatter', 'body', 'revision'],
 };
 
 const EdgeType = s.string('edge type: canonical, alias or inverse form (GET /v1/schema lists them)', { minLength: 1, maxLength: 100 });
@@ -106,8 +107,9 @@ export const getSchema = defineOperation({
 export const getNode = defineOperation({
   name: 'get_node',
   summary: 'Read one node',
-  description: 'Read one node: raw markdown, parsed frontmatter, body, revision, and resolution/findings/supersession when they apply.',
-  input: object({ id: NodeId }, ['id']),
+  description:
+    'Read one node: frontmatter (edges: a list of {type, to, ...attrs}), body, revision (echo it to update), and resolution/findings/supersession when they apply. include_markdown adds the raw file (default: yes over REST, no for the tool). 404 names the nearest ids.',
+  input: object({ id: NodeId, include_markdown: s.boolean('also return the raw markdown file (REST default true, tool default false)') }, ['id']),
   output: NodeRead,
   example: { id: 'proj-root' },
   run: getNodeCached,
@@ -231,3 +233,54 @@ export const addCommit = defineOperation({
   example: { repo: 'web-app', sha: '3f2a9c1' },
   run: ops.addCommit,
 });
+
+// ---------------------------------------------------------------- batch forms (tools: add_edges, remove_edges, set_priorities)
+
+export const MAX_BATCH_ITEMS = 100;
+
+const BatchFailure: JsonSchema = answer({ index: s.integer(), id: s.stringOrNull(), code: s.string(), message: s.string(), details: s.object() });
+const BatchAnswer: JsonSchema = answer({
+  ok: s.boolean('true when every item landed'),
+  status: s.enum(['applied', 'partial', 'refused']),
+  count: s.integer('items that landed (created, updated or skipped)'),
+  results: s.array({ ...WriteResult, properties: { ...(WriteResult.properties as object), index: s.integer() } }),
+  failed: s.array(BatchFailure),
+});
+
+/**
+ * The batch form of a single-node write: each item runs through the singular operation (its
+ * validation, rules and commit), in order, and never rolls back; a failing item lands in
+ * `failed` with its error and the rest still land. 200 when all landed, 207 otherwise (the
+ * tool result is an error only when none landed), like put_node.
+ */
+function batchOf(single: OperationDef, name: string, summary: string, itemSchema: JsonSchema, example: Record<string, unknown>) {
+  return defineOperation({
+    name,
+    summary,
+    description: `${summary}: each item is applied in order with the rules of ${single.name} (one commit per item, never rolled back); a failing item lands in \`failed\` with its error, the rest still land. At most ${MAX_BATCH_ITEMS} items.`,
+    input: object({ items: s.array(itemSchema, `the items (1-${MAX_BATCH_ITEMS})`, { minItems: 1, maxItems: MAX_BATCH_ITEMS }) }, ['items']),
+    output: BatchAnswer,
+    alsoSucceedsWith: [207],
+    example: { items: [example] },
+    run: async (ctx: OpContext, input: { items: Array<Record<string, unknown>> }) => {
+      const results: Array<Record<string, unknown>> = [];
+      const failed: Array<Record<string, unknown>> = [];
+      for (const [index, item] of input.items.entries()) {
+        try {
+          const r = (await invoke(single, ctx, item)) as Record<string, unknown>;
+          results.push({ index, ...r });
+        } catch (err) {
+          if (!isSvcError(err)) throw err;
+          failed.push({ index, id: typeof item.id === 'string' ? item.id : null, code: err.code, message: err.message, details: err.details });
+        }
+      }
+      const status = failed.length === 0 ? 'applied' : results.length === 0 ? 'refused' : 'partial';
+      const payload = { ok: failed.length === 0, status, count: results.length, results, failed };
+      return failed.length === 0 ? payload : new StatusPayload(207, payload, results.length === 0);
+    },
+  });
+}
+
+export const addEdges = batchOf(addEdge, 'add_edges', 'Add several typed edges', edgeInput, { id: 'task-fix-login', type: 'blocks', to: 'task-release' });
+export const removeEdges = batchOf(removeEdge, 'remove_edges', 'Remove several typed edges', removeEdge.input, { id: 'task-fix-login', type: 'blocks', to: 'task-release' });
+export const setPriorities = batchOf(setPriority, 'set_priorities', 'Set or clear the priority of several nodes', setPriority.input, { id: 'task-fix-login', priority: 'p1' });

@@ -69,6 +69,9 @@ export const corePlugin = definePlugin({
     { method: 'POST', path: '/v1/nodes/:id/priority', operation: api.setPriority },
     { method: 'POST', path: '/v1/nodes/:id/readiness', operation: api.setReadiness },
     { method: 'POST', path: '/v1/nodes/:id/commits', operation: api.addCommit },
+    { method: 'POST', path: '/v1/edges', operation: api.addEdges },
+    { method: 'DELETE', path: '/v1/edges', operation: api.removeEdges },
+    { method: 'POST', path: '/v1/priorities', operation: api.setPriorities },
   ],
   instructions: [
     'Every node needs a standalone `summary` (at most 500 characters); ids carry their type prefix (task-, issue-, dec-, spec-, ...). The `schema` tool lists the types, their statuses and the edge vocabulary.',
@@ -82,7 +85,12 @@ export const corePlugin = definePlugin({
     { operation: api.removeEdge, annotations: { idempotentHint: true } },
     { operation: api.setStatus },
     { operation: api.setPriority },
+    { operation: api.setReadiness },
+    { operation: api.addEdges },
+    { operation: api.removeEdges, annotations: { idempotentHint: true } },
+    { operation: api.setPriorities },
     { operation: api.getSchema, annotations: { readOnlyHint: true } },
+    { name: 'me', operation: api.getMe, annotations: { readOnlyHint: true } },
     {
       operation: hello,
       annotations: { readOnlyHint: true },
