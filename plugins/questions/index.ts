@@ -10,9 +10,12 @@ export const questionsPlugin = definePlugin({
   name: 'questions',
   version: '1.0.0',
   dependsOn: ['core'],
-  routes: [{ method: 'POST', path: '/v1/questions', operation: api.askQuestion, status: 201 }],
-  instructions: [
-    'Stuck on a decision? ask_question routes it to the steward of the closest node; the answer arrives as a node with an `answers` edge.',
+  routes: [
+    { method: 'POST', path: '/v1/questions', operation: api.askQuestion, status: 201 },
+    { method: 'POST', path: '/v1/questions/:id/answer', operation: api.answerQuestion, status: 201 },
   ],
-  tools: [{ operation: api.askQuestion }],
+  instructions: [
+    'Stuck on a decision? ask_question routes it to the steward of the closest node. Answer a question routed to you (show_queue `questions`) with answer_question {id, summary}: it writes the answer node with its `answers` edge and marks the question answered.',
+  ],
+  tools: [{ operation: api.askQuestion }, { operation: api.answerQuestion }],
 });

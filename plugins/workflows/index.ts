@@ -22,9 +22,15 @@ export const workflowsPlugin = definePlugin({
     { method: 'GET', path: '/v1/runs/:id', operation: api.getRun },
   ],
   instructions: [
-    'run_workflow starts a workflow run; workers take its steps from GET /v1/work, claim one, and report succeeded or failed under the step lease.',
+    'Workflow steps: run_workflow starts a run; a worker lists ready steps with list_work, takes one with claim_step {id: run id, sid: step id} and reports complete_step {id, sid, lease: the lease_id from the claim, status: succeeded|failed}; get_run shows a run.',
   ],
-  tools: [{ operation: api.runWorkflow }],
+  tools: [
+    { operation: api.runWorkflow },
+    { operation: api.listWork, annotations: { readOnlyHint: true } },
+    { operation: api.claimStep },
+    { operation: api.completeStep },
+    { operation: api.getRun, annotations: { readOnlyHint: true } },
+  ],
   init() {
     registerApprovalSource('workflows', runApprovals);
   },
