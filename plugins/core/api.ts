@@ -253,12 +253,13 @@ const BatchAnswer: JsonSchema = answer({
  * `failed` with its error and the rest still land. 200 when all landed, 207 otherwise (the
  * tool result is an error only when none landed), like put_node.
  */
-function batchOf(single: OperationDef, name: string, summary: string, itemSchema: JsonSchema, example: Record<string, unknown>) {
+function batchOf(single: OperationDef, name: string, summary: string, itemShape: string, example: Record<string, unknown>) {
   return defineOperation({
     name,
     summary,
-    description: `${summary}: each item is applied in order with the rules of ${single.name} (one commit per item, never rolled back); a failing item lands in \`failed\` with its error, the rest still land. At most ${MAX_BATCH_ITEMS} items.`,
-    input: object({ items: s.array(itemSchema, `the items (1-${MAX_BATCH_ITEMS})`, { minItems: 1, maxItems: MAX_BATCH_ITEMS }) }, ['items']),
+    description: `${summary}. items: 1-${MAX_BATCH_ITEMS} objects ${itemShape}, each applied in order as ${single.name} (own commit, never rolled back). Answer {ok, status: applied|partial|refused, results, failed: [{index, id, code, message}]}; a bad item lands in failed, the rest still land.`,
+    // items are objects here and validated one by one by the singular operation, so a malformed item fails alone
+    input: object({ items: s.array({ type: 'object' }, undefined, { minItems: 1, maxItems: MAX_BATCH_ITEMS }) }, ['items']),
     output: BatchAnswer,
     alsoSucceedsWith: [207],
     example: { items: [example] },
@@ -281,6 +282,6 @@ function batchOf(single: OperationDef, name: string, summary: string, itemSchema
   });
 }
 
-export const addEdges = batchOf(addEdge, 'add_edges', 'Add several typed edges', edgeInput, { id: 'task-fix-login', type: 'blocks', to: 'task-release' });
-export const removeEdges = batchOf(removeEdge, 'remove_edges', 'Remove several typed edges', removeEdge.input, { id: 'task-fix-login', type: 'blocks', to: 'task-release' });
-export const setPriorities = batchOf(setPriority, 'set_priorities', 'Set or clear the priority of several nodes', setPriority.input, { id: 'task-fix-login', priority: 'p1' });
+export const addEdges = batchOf(addEdge, 'add_edges', 'Add several typed edges', '{id, type, to, attrs?}', { id: 'task-fix-login', type: 'blocks', to: 'task-release' });
+export const removeEdges = batchOf(removeEdge, 'remove_edges', 'Remove several typed edges', '{id, type, to}', { id: 'task-fix-login', type: 'blocks', to: 'task-release' });
+export const setPriorities = batchOf(setPriority, 'set_priorities', 'Set or clear the priority of several nodes', '{id, priority}', { id: 'task-fix-login', priority: 'p1' });

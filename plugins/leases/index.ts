@@ -26,11 +26,11 @@ export const leasesPlugin = definePlugin({
     'Claim a node before you work on it (claim {id}): a heartbeat lease; a 409 names who holds it. renew while you work, release when you stop. set_status to in-progress claims it too.',
   ],
   tools: [
-    { operation: api.claimTool },
-    { operation: api.renewTool },
-    { operation: api.extend },
-    { operation: api.reserve },
-    { operation: api.releaseTool, annotations: { idempotentHint: true } },
+    { description: 'Claim work: {id} one node or {ids} a batch (<=500, per-item failed). A heartbeat lease (renew while you work) plus an assigned edge. session binds it to a run; force: admin takeover. 409 names the holder.', operation: api.claimTool },
+    { description: 'Heartbeat: {id}, {ids}, or nothing for all your live leases (of session, if given). No commit. 409 lease_lost when it is gone.', operation: api.renewTool },
+    { description: 'Lengthen a lease you hold by ms, capped at the tenant maximum; never shortens. 409 when it is not yours.', operation: api.extend },
+    { description: 'Park a node you hold for the grace window: still yours, atop your queue; claim or renew revives it.', operation: api.reserve },
+    { description: 'Drop your lease on {id} or {ids} and its assigned edge; nothing: all yours (of session). 409 when another holds it.', operation: api.releaseTool, annotations: { idempotentHint: true } },
   ],
   statusEffects: [ops.inProgressLease],
   init(services) {
