@@ -75,6 +75,8 @@ export const corePlugin = definePlugin({
   ],
   instructions: [
     'Every node needs a standalone `summary` (at most 500 characters); ids carry their type prefix (task-, issue-, dec-, spec-, ...). The `schema` tool lists the types, their statuses and the edge vocabulary.',
+    'Limits: body 8192 bytes, 40 edges per node, 1 MB per request (413 too_large). Edges in frontmatter are a YAML list: `edges: [{type: blocks, to: task-release}, {type: relates-to, to: spec-x, kind: note}]`. The server stamps author, authored_via, created and updated (sent values are ignored with a warning); priority and readiness have their own tools (set_priority, set_readiness; batch: set_priorities, add_edges).',
+    'Errors are {error: {code, message, details}}: 404 not_found names the nearest ids, 409 conflict / transition_denied / lease_lost say who holds what, 422 validation_failed names the first reason and the allowed values. me tells who your token acts for.',
     'get_node returns the node with its `revision`. To change a node, echo that revision: put_node {nodes: [{node, if_exists: "update", revision}]}. A stale revision is a 409 conflict carrying the current one, never a silent overwrite; read again and retry.',
     'Finish work with set_status (task: done; issue: resolved), or write the node that resolves it with a `resolves` edge. add_edge links nodes (blocks, part-of, relates-to, ...).',
   ],
