@@ -47,7 +47,7 @@ export const identityPlugin = definePlugin({
   // and person-token routes stay REST (and CLI) only.
   tools: [
     { description: 'Your agents (all: every agent, admin only).', operation: api.listAgents, annotations: { readOnlyHint: true } },
-    { description: 'Create an agent you own: label <=200 chars; id agent-<slug of label> unless given. 409 id taken.', operation: api.createAgent },
+    { description: 'Create an agent you own (an owner field is ignored): label <=200 chars; id agent-<slug of label> unless given. 409 id taken.', operation: api.createAgent },
     { description: 'A token for an agent you own, shown once. Per-session (default): session (null: bind later), expires <=7d (\'8h\', ISO). standing: true: up to a year, label. 403 not yours.', operation: api.mintAgentToken },
     { description: 'With a per-session agent token minted without a session: bind it to session (write-once; the same again: unchanged; another: 409).', operation: api.bindSession, annotations: { idempotentHint: true } },
   ],
