@@ -12,8 +12,18 @@ import { errors, SvcError } from './errors.js';
 import type { Registry } from './registry.js';
 import type { Tenant } from './tenant.js';
 
-/** Above this many candidates only those sharing the word's type prefix are compared (an error path, but still bounded). */
+/** Above this many nodes only those sharing the id's type prefix are compared (an error path, but still bounded). */
 const WIDE = 20_000;
+/** At most this many ids are compared for one 404 (a few milliseconds). */
+const MAX_COMPARED = 50_000;
+
+function* bounded<T>(items: Iterable<T>, max: number): Iterable<T> {
+  let n = 0;
+  for (const item of items) {
+    if (n++ >= max) return;
+    yield item;
+  }
+}
 
 /**
  * The candidates nearest to `word` by edit distance, best first: those within a third of the
@@ -53,8 +63,8 @@ export function unknownNodeHint(tenant: Tenant, id: string): { message: string; 
   const hasPrefix = prefixes.some((p) => id.startsWith(p));
   const dash = id.indexOf('-');
   const prefix = dash > 0 ? id.slice(0, dash + 1) : '';
-  const pool = tenant.index.size > WIDE && prefix ? [...tenant.index.idsOfType(typeOfPrefix(tenant, prefix) ?? '')] : tenant.index.nodes.keys();
-  const suggestions = nearest(id, pool);
+  const pool = tenant.index.size > WIDE && prefix ? tenant.index.idsOfType(typeOfPrefix(tenant, prefix) ?? '') : tenant.index.nodes.keys();
+  const suggestions = nearest(id, bounded(pool, MAX_COMPARED));
   let message = didYouMean(suggestions);
   if (!hasPrefix) message += `${message ? ' ' : '; '}ids start with a type prefix such as ${prefixes.slice(0, 4).join(', ')}`;
   return { message, suggestions };
