@@ -8,7 +8,7 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import Koa from 'koa';
 import { Readable } from 'node:stream';
 import type { Actor } from './actor.js';
-import { parseJsonBody, readRawBody } from './body.js';
+import { parseJsonBody, readMcpBody, readRawBody, tooLargeRpcAnswer } from './body.js';
 import { errors, isSvcError, SvcError } from './errors.js';
 import { checkHostAndOrigin, hostRules, type HostRules } from './host-guard.js';
 import { buildMcpServer } from './mcp.js';
@@ -313,12 +313,26 @@ export function createApp(services: KernelServices): Koa {
 
   router.all('/mcp', async (ctx) => {
     const { tenant, actor } = await authenticateAny(ctx);
-    const body = ctx.method === 'POST' ? parseJsonBody(await readRawBody(ctx.req)) : undefined;
+    // `?toolsets=core,leases` lists a subset of the tools (default all); an unknown name is 400
+    const toolsets = services.host.parseToolsets(tenant, ctx.query.toolsets as string | string[] | undefined);
+    let body: unknown;
+    if (ctx.method === 'POST') {
+      const read = await readMcpBody(ctx.req);
+      if (read.tooLarge) {
+        // Over the request limit: answered as JSON-RPC (a tool error for tools/call) with the 413
+        // envelope, so an MCP client sees an error result, not a failed transport.
+        ctx.status = 200;
+        ctx.type = 'application/json';
+        ctx.body = serialize(tooLargeRpcAnswer(read.head, read.tail));
+        return;
+      }
+      body = parseJsonBody(read.raw);
+    }
     const opctx: OpContext = { tenant, actor, via: 'mcp', services, headers: headersOf(ctx) };
     const server = await buildMcpServer({
       ctx: opctx,
-      instructions: services.host.instructionsFor(tenant),
-      tools: services.host.toolsFor(tenant),
+      instructions: services.host.instructionsFor(tenant, toolsets),
+      tools: services.host.toolsFor(tenant, toolsets),
       resources: services.host.resourcesFor(tenant),
       log: (err) => services.log.error('tool failed', { error: err instanceof Error ? err.stack ?? err.message : String(err) }),
     });

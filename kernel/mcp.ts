@@ -8,6 +8,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { errors, isSvcError, SvcError } from './errors.js';
 import { RawResponse, serialize, StatusPayload, type OpContext, type ResourceDef, type Tool } from './plugin.js';
+import type { JsonSchema } from './operation.js';
 
 export function errorResult(err: SvcError): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: serialize(err.envelope()) }] };
@@ -66,7 +67,7 @@ export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
     tools: spec.tools.map((t) => ({
       name: t.name,
       description: t.description,
-      inputSchema: t.inputSchema as { type: 'object'; properties?: Record<string, object> },
+      inputSchema: listingSchema(t.inputSchema) as { type: 'object'; properties?: Record<string, object> },
       ...(t.annotations ? { annotations: t.annotations } : {}),
       ...(t._meta ? { _meta: t._meta } : {}),
     })),
@@ -91,4 +92,46 @@ export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
     return { contents: [{ uri: resource.uri, mimeType: resource.mimeType, text: await resource.read(), ...(resource._meta ? { _meta: resource._meta } : {}) }] };
   });
   return server;
+}
+
+const listed = new WeakMap<object, JsonSchema>();
+
+/**
+ * The input schema as tools/list shows it: the same fields, types, enums and limits, without
+ * what only the validator or the API reference needs (docs/decisions.md, "tools"; the whole
+ * list is held to 20 KB): per-field descriptions (each tool's description names its arguments,
+ * limits and errors; the OpenAPI document keeps the field texts), regex `pattern`s, empty
+ * `required` lists, `additionalProperties: false` (an unknown field is still a 422 naming it),
+ * and the integer-or-digits unions REST query strings need (a tool sends the integer).
+ * Arguments are validated against the full schema.
+ */
+export function listingSchema(schema: JsonSchema): JsonSchema {
+  let out = listed.get(schema);
+  if (!out) {
+    out = compact(schema) as JsonSchema;
+    listed.set(schema, out);
+  }
+  return out;
+}
+
+function compact(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(compact);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  const src = value as Record<string, unknown>;
+  const type = src.type;
+  const digits = Array.isArray(type) && type.length === 2 && type.includes('string') && (type.includes('integer') || type.includes('number') || type.includes('array'));
+  for (const [k, v] of Object.entries(src)) {
+    if (k === 'pattern' && typeof v === 'string') continue;
+    if (k === 'description' && typeof v === 'string') continue;
+    if (k === 'required' && Array.isArray(v) && v.length === 0) continue;
+    if (k === 'additionalProperties' && v === false) continue;
+    if (k === 'type' && digits) {
+      out.type = (type as string[]).find((x) => x !== 'string');
+      continue;
+    }
+    // property names are data, not schema keywords: only their values are compacted
+    out[k] = k === 'properties' && v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([n, p]) => [n, compact(p)])) : compact(v);
+  }
+  return out;
 }

@@ -14,7 +14,8 @@
  * allowed by the live schema); shape checks belong in `input`.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { errors } from './errors.js';
+import { errors, isSvcError } from './errors.js';
+import { withHints } from './error-hints.js';
 import { RawResponse, StatusPayload, type OpContext, type RouteDef } from './plugin.js';
 
 /** A JSON Schema (draft 2020-12 subset that ajv and OpenAPI 3.1 both read). */
@@ -83,7 +84,13 @@ export const answerChecks = { enabled: false };
 export async function invoke<I, O>(op: OperationDef<I, O>, ctx: OpContext, input: unknown): Promise<O> {
   const validate = validatorOf(op.input);
   if (!validate(input)) throw validationError(op.name, validate.errors ?? []);
-  const result = await op.run(ctx, input as I);
+  let result: O;
+  try {
+    result = await op.run(ctx, input as I);
+  } catch (err) {
+    // nearest ids and people's names (kernel/error-hints.ts): both adapters come through here
+    throw isSvcError(err) ? withHints(err, ctx.tenant) : err;
+  }
   if (answerChecks.enabled && op.output) checkAnswer(op, result);
   return result;
 }
@@ -108,8 +115,21 @@ function checkAnswer(op: OperationDef, result: unknown): void {
  */
 export function validationError(_name: string, list: ErrorObject[] | Array<Record<string, unknown>>) {
   const first = list[0] as Partial<ErrorObject> | undefined;
-  const where = first?.instancePath ? ` at ${first.instancePath}` : '';
-  return errors.validation(`invalid input${first ? `${where}: ${first.message}` : ''}`, [...list]);
+  return errors.validation(`invalid input${first ? describeAjvError(first) : ''}`, [...list]);
+}
+
+/**
+ * One validator failure as a clause a reader can act on: where, what, and the allowed values
+ * when the schema has a set of them (ajv's `enum` message alone does not list them).
+ */
+export function describeAjvError(e: Partial<ErrorObject>): string {
+  const where = e.instancePath ? ` at ${e.instancePath}` : '';
+  let what = e.message ?? 'invalid';
+  const params = (e.params ?? {}) as Record<string, unknown>;
+  if (e.keyword === 'enum' && Array.isArray(params.allowedValues)) what += `: ${params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+  else if (e.keyword === 'const' && 'allowedValue' in params) what += `: ${JSON.stringify(params.allowedValue)}`;
+  else if (e.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') what += ` ('${params.additionalProperty}')`;
+  return `${where}: ${what}`;
 }
 
 // ------------------------------------------------------------------ where REST input comes from

@@ -4,6 +4,8 @@
  */
 import { checkManifests, orderPlugins, resolveTool, type NodeWriteCheck, type PluginDef, type ResourceDef, type StatusEffect, type Tool } from './plugin.js';
 import type { Tenant } from './tenant.js';
+import { errors } from './errors.js';
+import { didYouMean, nearest } from './error-hints.js';
 
 export class PluginHost {
   readonly plugins: PluginDef[];
@@ -29,8 +31,39 @@ export class PluginHost {
     return this.plugins.filter((p) => this.usable(tenant, p));
   }
 
-  toolsFor(tenant: Tenant): Tool[] {
-    return this.enabledFor(tenant).flatMap((p) => this.tools.get(p) ?? []);
+  /**
+   * The tools of the tenant's enabled plugins, or of the requested toolsets only. A toolset is
+   * a plugin with tools (`core`, `leases`, `queue`, ...), as github-mcp-server's toolsets let
+   * a client load a subset; null asks for all.
+   */
+  toolsFor(tenant: Tenant, toolsets: string[] | null = null): Tool[] {
+    return this.pluginsFor(tenant, toolsets).flatMap((p) => this.tools.get(p) ?? []);
+  }
+
+  /** The toolset names a tenant offers: its enabled plugins that declare tools. */
+  toolsetsOf(tenant: Tenant): string[] {
+    return this.enabledFor(tenant).filter((p) => (this.tools.get(p) ?? []).length > 0).map((p) => p.name);
+  }
+
+  /**
+   * Parses a `toolsets` selection (`core,leases`; `all` or empty: everything): the list, or
+   * null for all. An unknown name is 400 with the names the tenant offers and the nearest.
+   */
+  parseToolsets(tenant: Tenant, raw: string | string[] | undefined | null): string[] | null {
+    const names = [raw ?? []].flat().flatMap((v) => v.split(',')).map((v) => v.trim().toLowerCase()).filter(Boolean);
+    if (names.length === 0 || names.includes('all')) return null;
+    const offered = this.toolsetsOf(tenant);
+    const unknown = names.filter((n) => !offered.includes(n));
+    if (unknown.length > 0) {
+      const hint = didYouMean(nearest(unknown[0]!, offered));
+      throw errors.badRequest(`unknown toolset '${unknown[0]}'${hint} (allowed: all, ${offered.join(', ')})`, { field: 'toolsets', unknown, allowed: ['all', ...offered] });
+    }
+    return [...new Set(names)];
+  }
+
+  private pluginsFor(tenant: Tenant, toolsets: string[] | null): PluginDef[] {
+    const enabled = this.enabledFor(tenant);
+    return toolsets ? enabled.filter((p) => toolsets.includes(p.name)) : enabled;
   }
 
   /** every tool of one plugin, resolved */
@@ -39,8 +72,8 @@ export class PluginHost {
   }
 
   /** The MCP server `instructions` for a tenant: a heading, then each enabled plugin's lines, in plugin order. */
-  instructionsFor(tenant: Tenant): string {
-    const lines = this.enabledFor(tenant).flatMap((p) => p.instructions ?? []);
+  instructionsFor(tenant: Tenant, toolsets: string[] | null = null): string {
+    const lines = this.pluginsFor(tenant, toolsets).flatMap((p) => p.instructions ?? []);
     return ['Work graph: typed work nodes (tasks, issues, decisions, specs, ...) kept in git; every write is a commit with its author.', ...lines.map((l) => `- ${l}`)].join('\n');
   }
 

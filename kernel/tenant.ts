@@ -13,6 +13,9 @@ import type { Clock, Logger } from './config.js';
 import { writeFileDurable } from './durable-fs.js';
 import { BackupPusher } from './backup-push.js';
 import { errors } from './errors.js';
+import { unknownTypeError } from './error-hints.js';
+import { describeAjvError } from './operation.js';
+import type { ErrorObject } from 'ajv';
 import { openGitStore, nodePath, runGit, type FileChange, type GitStore, type StoreFence } from './git-store.js';
 import { GraphIndex, makeRecord, type CommitEvent, type IndexChange, type NodeRecord } from './graph-index.js';
 import { HookRunner } from './hooks.js';
@@ -460,7 +463,7 @@ export class WriteDraft {
       const fm = change.node.frontmatter;
       const body = change.node.body;
       const typeDef = registry.nodeTypes.get(String(fm.type));
-      if (!typeDef) throw errors.validation(`unknown node type '${String(fm.type)}'`, [{ field: 'type', message: 'not a type in the registry' }]);
+      if (!typeDef) throw unknownTypeError(registry, change.id, fm.type);
       if (!change.id.startsWith(typeDef.prefix)) {
         throw errors.validation(`id '${change.id}' does not carry the ${typeDef.type} prefix '${typeDef.prefix}'`, [{ field: 'id', message: `must start with ${typeDef.prefix}` }]);
       }
@@ -506,7 +509,8 @@ export class WriteDraft {
       delete fm.revision;
 
       const shapeErrors = registry.validateShape(typeDef, fm);
-      if (shapeErrors.length > 0) throw errors.validation(`invalid ${typeDef.type} frontmatter`, shapeErrors);
+      // the first reason in the message (the full list stays under details.errors)
+      if (shapeErrors.length > 0) throw errors.validation(`invalid ${typeDef.type} frontmatter${describeAjvError(shapeErrors[0] as Partial<ErrorObject>)}`, shapeErrors);
       if (Buffer.byteLength(body, 'utf8') > LIMITS.bodyBytes) {
         throw errors.validation(`body exceeds ${LIMITS.bodyBytes} bytes`, [{ field: 'body', message: `at most ${LIMITS.bodyBytes} bytes`, bytes: Buffer.byteLength(body, 'utf8') }]);
       }

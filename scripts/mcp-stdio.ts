@@ -28,7 +28,7 @@ function closeOnStdinEnd(close: () => Promise<void>): void {
   process.on('SIGINT', finish);
 }
 
-export async function serveStdioLocal(kernel: Kernel, token: string, org: string | undefined): Promise<void> {
+export async function serveStdioLocal(kernel: Kernel, token: string, org: string | undefined, toolsetsArg?: string): Promise<void> {
   const { services } = kernel;
   let identity;
   try {
@@ -43,11 +43,19 @@ export async function serveStdioLocal(kernel: Kernel, token: string, org: string
     await kernel.close();
     process.exit(2);
   }
+  let toolsets: string[] | null;
+  try {
+    toolsets = services.host.parseToolsets(identity.tenant, toolsetsArg);
+  } catch (err) {
+    process.stderr.write(`workgraph mcp: ${(err as Error).message}\n`);
+    await kernel.close();
+    process.exit(2);
+  }
   const ctx: OpContext = { tenant: identity.tenant, actor: identity.actor, via: 'mcp', services, headers: {} };
   const server = await buildMcpServer({
     ctx,
-    instructions: services.host.instructionsFor(identity.tenant),
-    tools: services.host.toolsFor(identity.tenant),
+    instructions: services.host.instructionsFor(identity.tenant, toolsets),
+    tools: services.host.toolsFor(identity.tenant, toolsets),
     resources: services.host.resourcesFor(identity.tenant),
     log: (err) => services.log.error('tool failed', { error: String(err) }),
   });
@@ -58,7 +66,7 @@ export async function serveStdioLocal(kernel: Kernel, token: string, org: string
   });
 }
 
-export async function serveStdioProxy(base: string, token: string, org: string | undefined): Promise<void> {
+export async function serveStdioProxy(base: string, token: string, org: string | undefined, toolsets?: string): Promise<void> {
   const root = base.replace(/\/+$/, '');
   // Check the token (and the tenant it selects) before speaking MCP, so a wrong setting fails
   // at start with a plain message instead of on the first tool call.
@@ -74,7 +82,9 @@ export async function serveStdioProxy(base: string, token: string, org: string |
   const body = (await me.json()) as { org?: string };
   if (org && body.org !== org) throw new Error(`SVC_TOKEN belongs to org '${body.org}', not SVC_ORG '${org}'`);
   const client = new Client({ name: 'workgraph-proxy', version: '0.1.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${root}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  const endpoint = new URL(`${root}/mcp`);
+  if (toolsets) endpoint.searchParams.set('toolsets', toolsets);
+  await client.connect(new StreamableHTTPClientTransport(endpoint, { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
   // the proxy says what the server says, instructions included
   const server = new Server({ name: 'workgraph', version: '0.1.0' }, { capabilities: { tools: {}, resources: {} }, instructions: client.getInstructions() });
   server.setRequestHandler(ListToolsRequestSchema, (req) => client.listTools(req.params));

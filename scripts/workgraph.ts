@@ -37,7 +37,9 @@ serving data under SVC_DATA_DIR (default ./data). Prints 'listening on http://HO
   mcp: `usage: workgraph mcp
 MCP over stdio. Local mode acts on SVC_DATA_DIR with the identity of SVC_TOKEN (default: the
 first-start admin token in SVC_DATA_DIR/admin-token), in tenant SVC_ORG (default: the token's).
-Proxy mode (SVC_SERVER and SVC_TOKEN set) forwards every call to SVC_SERVER/mcp.`,
+Proxy mode (SVC_SERVER and SVC_TOKEN set) forwards every call to SVC_SERVER/mcp.
+--toolsets a,b (or SVC_TOOLSETS) lists only those toolsets' tools (plugin names: core, leases,
+queue, questions, workflows, identity, ...; default all).`,
   tenant: `usage:
   workgraph tenant add <org> --admin-email E [--admin-name N] [--plugins a,b]
       creates the tenant and prints {org, person, token} once (the admin's PAT)
@@ -283,7 +285,15 @@ async function serve(): Promise<void> {
   if (requested) shutdown(requested);
 }
 
-async function mcp(): Promise<void> {
+/** `--toolsets a,b` / `--toolsets=a,b`, else SVC_TOOLSETS: the tools `workgraph mcp` lists (default all). */
+function toolsetsArg(args: string[]): string | undefined {
+  const i = args.findIndex((a) => a === '--toolsets' || a.startsWith('--toolsets='));
+  if (i >= 0) return args[i]!.includes('=') ? args[i]!.slice('--toolsets='.length) : args[i + 1];
+  return process.env.SVC_TOOLSETS ?? process.env.WORKGRAPH_TOOLSETS;
+}
+
+async function mcp(args: string[] = []): Promise<void> {
+  const toolsets = toolsetsArg(args);
   const config = configFromEnv();
   const server = process.env.SVC_SERVER ?? process.env.WORKGRAPH_SERVER;
   const token = process.env.SVC_TOKEN ?? process.env.WORKGRAPH_TOKEN;
@@ -291,7 +301,7 @@ async function mcp(): Promise<void> {
   if (server) {
     if (!token) fail('proxy mode needs SVC_TOKEN');
     const { serveStdioProxy } = await import('./mcp-stdio.js');
-    return serveStdioProxy(server, token, org);
+    return serveStdioProxy(server, token, org, toolsets);
   }
   const kernel = await startKernel({ config, plugins: allPlugins, log: createLogger(undefined, true) });
   let localToken = token;
@@ -303,7 +313,7 @@ async function mcp(): Promise<void> {
     }
   }
   const { serveStdioLocal } = await import('./mcp-stdio.js');
-  return serveStdioLocal(kernel, localToken, org);
+  return serveStdioLocal(kernel, localToken, org, toolsets);
 }
 
 async function main(): Promise<void> {
@@ -314,7 +324,7 @@ async function main(): Promise<void> {
     case 'serve':
       return serve();
     case 'mcp':
-      return mcp();
+      return mcp(args);
     case 'tenant':
       return tenantCommand(args);
     case 'token':

@@ -175,11 +175,12 @@ export const exploreGraph = defineOperation({
   summary: 'Browse the graph: a neighborhood, search matches or the programs overview',
   description:
     'Browse the graph. root_id (+ depth 1-2): the neighborhood along edges both ways. query: full-text matches with similarity. ' +
-    'No arguments: the programs overview (every proj- grouping with progress {total, done, active, blocked, open, pct, statuses}).',
+    'No arguments: the programs overview (every proj- grouping with progress {total, done, active, blocked, open, pct, statuses}). include_text adds a plain-text rendering of the same answer.',
   input: object({
     root_id: OptionalId('node id to explore around'),
     depth: s.integer('hops from root_id, 1 (default) or 2', { minimum: 1, maximum: 2 }),
     query: s.string('full-text search', { maxLength: 2000 }),
+    include_text: s.boolean('also return `text`, a plain-text copy of the answer (default false)'),
   }),
   output: answer({ mode: s.enum(['neighborhood', 'search', 'programs']), count: s.integer() }),
   run: ops.exploreGraph,

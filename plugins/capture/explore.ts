@@ -165,16 +165,14 @@ export interface ExploreInput {
   root_id?: string;
   depth?: 1 | 2;
   query?: string;
+  include_text?: boolean;
 }
 
 export async function exploreGraph(ctx: OpContext, input: ExploreInput) {
   const body = input ?? {};
   const { tenant } = ctx;
-  if (body.root_id) {
-    return neighborhood(tenant, body.root_id, body.depth ?? 1);
-  }
-  if (body.query) {
-    return searchMode(tenant, body.query);
-  }
-  return programsOverview(tenant);
+  const answer: Record<string, unknown> = body.root_id ? neighborhood(tenant, body.root_id, body.depth ?? 1) : body.query ? searchMode(tenant, body.query) : programsOverview(tenant);
+  // the text copy repeats the JSON: sent only when asked (lean answers for agents)
+  if (!body.include_text) delete answer.text;
+  return answer;
 }

@@ -3,8 +3,10 @@
  * statuses, and the function that runs it (operations.ts). Routes, tools and the OpenAPI
  * document all read these.
  */
-import { answer, defineOperation, NodeId, object, s, WriteResult, type JsonSchema } from '../../kernel/operation.js';
-import type { OpContext } from '../../kernel/plugin.js';
+import { isSvcError } from '../../kernel/errors.js';
+import { writeActorOf } from '../../kernel/tenants.js';
+import { answer, defineOperation, invoke, NodeId, object, s, WriteResult, type JsonSchema, type OperationDef } from '../../kernel/operation.js';
+import { StatusPayload, type OpContext } from '../../kernel/plugin.js';
 import { getNodeCached } from './node-read-cache.js';
 import * as ops from './operations.js';
 import { patchNode as patchRun } from './patch.js';
@@ -31,7 +33,7 @@ export const NodeRead: JsonSchema = {
     open_findings: { type: 'array' },
     superseded_by: {},
   },
-  required: ['id', 'type', 'markdown', 'frontmatter', 'body', 'revision'],
+  required: ['id', 'type', 'frontmatter', 'body', 'revision'],
 };
 
 /** Admins only: write to a work node someone else holds under `leases: strict` (the holder is told). */
@@ -115,8 +117,9 @@ export const getSchema = defineOperation({
 export const getNode = defineOperation({
   name: 'get_node',
   summary: 'Read one node',
-  description: 'Read one node: raw markdown, parsed frontmatter, body, revision, and resolution/findings/supersession when they apply.',
-  input: object({ id: NodeId }, ['id']),
+  description:
+    'Read one node: frontmatter (edges: a list of {type, to, ...attrs}), body, revision (echo it to update), and resolution/findings/supersession when they apply. include_markdown adds the raw file (default: yes over REST, no for the tool). 404 names the nearest ids.',
+  input: object({ id: NodeId, include_markdown: s.boolean('also return the raw markdown file (REST default true, tool default false)') }, ['id']),
   output: NodeRead,
   example: { id: 'proj-root' },
   run: getNodeCached,
@@ -291,3 +294,56 @@ export const patchNode = defineOperation({
   example: { revision: '<revision from get_node>', set: { summary: 'Ship the card API behind a flag' }, add_edges: [{ type: 'blocks', to: 'task-release' }] },
   run: patchRun,
 });
+
+// ---------------------------------------------------------------- batch forms (tools: add_edges, remove_edges, set_priorities)
+
+export const MAX_BATCH_ITEMS = 100;
+
+const BatchFailure: JsonSchema = answer({ index: s.integer(), id: s.stringOrNull(), code: s.string(), message: s.string(), details: s.object() });
+const BatchAnswer: JsonSchema = answer({
+  ok: s.boolean('true when every item landed'),
+  status: s.enum(['applied', 'partial', 'refused']),
+  count: s.integer('items that landed (created, updated or skipped)'),
+  results: s.array({ ...WriteResult, properties: { ...(WriteResult.properties as object), index: s.integer() } }),
+  failed: s.array(BatchFailure),
+});
+
+/**
+ * The batch form of a single-node write: each item runs through the singular operation (its
+ * validation, rules and commit), in order, and never rolls back; a failing item lands in
+ * `failed` with its error and the rest still land. 200 when all landed, 207 otherwise (the
+ * tool result is an error only when none landed), like put_node.
+ */
+function batchOf(single: OperationDef, name: string, summary: string, itemShape: string, example: Record<string, unknown>) {
+  return defineOperation({
+    name,
+    summary,
+    description: `${summary}. items: 1-${MAX_BATCH_ITEMS} objects ${itemShape}, each applied in order as ${single.name} (own commit, never rolled back). Answer {ok, status: applied|partial|refused, results, failed: [{index, id, code, message}]}; a bad item lands in failed, the rest still land.`,
+    // items are objects here and validated one by one by the singular operation, so a malformed item fails alone
+    input: object({ items: s.array({ type: 'object' }, undefined, { minItems: 1, maxItems: MAX_BATCH_ITEMS }) }, ['items']),
+    output: BatchAnswer,
+    alsoSucceedsWith: [207],
+    example: { items: [example] },
+    run: async (ctx: OpContext, input: { items: Array<Record<string, unknown>> }) => {
+      writeActorOf(ctx.actor); // a token without a person cannot write: 403 for the batch, not per item
+      const results: Array<Record<string, unknown>> = [];
+      const failed: Array<Record<string, unknown>> = [];
+      for (const [index, item] of input.items.entries()) {
+        try {
+          const r = (await invoke(single, ctx, item)) as Record<string, unknown>;
+          results.push({ index, ...r });
+        } catch (err) {
+          if (!isSvcError(err)) throw err;
+          failed.push({ index, id: typeof item.id === 'string' ? item.id : null, code: err.code, message: err.message, details: err.details });
+        }
+      }
+      const status = failed.length === 0 ? 'applied' : results.length === 0 ? 'refused' : 'partial';
+      const payload = { ok: failed.length === 0, status, count: results.length, results, failed };
+      return failed.length === 0 ? payload : new StatusPayload(207, payload, results.length === 0);
+    },
+  });
+}
+
+export const addEdges = batchOf(addEdge, 'add_edges', 'Add several typed edges', '{id, type, to, attrs?}', { id: 'task-fix-login', type: 'blocks', to: 'task-release' });
+export const removeEdges = batchOf(removeEdge, 'remove_edges', 'Remove several typed edges', '{id, type, to}', { id: 'task-fix-login', type: 'blocks', to: 'task-release' });
+export const setPriorities = batchOf(setPriority, 'set_priorities', 'Set or clear the priority of several nodes', '{id, priority}', { id: 'task-fix-login', priority: 'p1' });

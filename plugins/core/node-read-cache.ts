@@ -32,17 +32,33 @@ interface TenantReadCache {
 
 const caches = new WeakMap<Tenant, TenantReadCache>();
 
-export async function getNodeCached(ctx: OpContext, input: { id: string }): Promise<RawResponse> {
+/**
+ * `include_markdown` (the raw file beside frontmatter + body, the same content twice): REST
+ * answers it unless `include_markdown=false`, a tool only when asked; each adapter sends the
+ * same bytes as the other for the same explicit flag (docs/decisions.md, "tools").
+ */
+export function wantsMarkdown(ctx: OpContext, input: { include_markdown?: boolean }): boolean {
+  return input.include_markdown ?? ctx.via === 'rest';
+}
+
+export async function getNodeCached(ctx: OpContext, input: { id: string; include_markdown?: boolean }): Promise<RawResponse> {
   const { tenant } = ctx;
   let cache = caches.get(tenant);
   if (!cache || cache.head !== tenant.index.head || cache.registry !== tenant.registry) {
     cache = { head: tenant.index.head, registry: tenant.registry, answers: new Map(), chars: 0 };
     caches.set(tenant, cache);
   }
-  const key = String(input.id);
+  const withMarkdown = wantsMarkdown(ctx, input);
+  const key = withMarkdown ? String(input.id) : `${String(input.id)}\u0000lean`;
   let answer = cache.answers.get(key);
   if (answer === undefined) {
-    const body = serialize(await getNode(ctx, input)); // 404 / 422 throw as before, uncached
+    const view = (await getNode(ctx, input)) as Record<string, unknown>; // 404 / 422 throw as before, uncached
+    let body: string;
+    if (withMarkdown) body = serialize(view);
+    else {
+      const { markdown: _markdown, ...lean } = view;
+      body = serialize(lean);
+    }
     answer = new RawResponse(200, JSON_TYPE, body);
     // the view was built from the state the cache is keyed on only if nothing committed meanwhile
     if (cache.head === tenant.index.head && cache.registry === tenant.registry) {

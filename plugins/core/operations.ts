@@ -3,6 +3,7 @@
  */
 import { CodecError, parseClientMarkdown, type Frontmatter } from '../../kernel/codec.js';
 import { errors, isSvcError, SvcError } from '../../kernel/errors.js';
+import { didYouMean, nearest } from '../../kernel/error-hints.js';
 import type { Edge, NodeRecord } from '../../kernel/graph-index.js';
 import { StatusPayload, type OpContext } from '../../kernel/plugin.js';
 import { patterns } from '../../kernel/registry.js';
@@ -395,6 +396,16 @@ function sameAttrs(edge: Edge, attrs: Record<string, string>): boolean {
   return a.length === b.length && a.every((k, i) => k === b[i] && rest[k] === attrs[k]);
 }
 
+/** 422 for an edge type the registry lacks, with the nearest names (canonical, inverse and alias forms) or the canonical list. */
+export function unknownEdgeType(ctx: OpContext, type: string): SvcError {
+  const defs = [...ctx.tenant.registry.edgeTypes.values()];
+  const names = defs.flatMap((d) => [d.type, d.inverse_label, ...d.aliases, ...d.inverse_aliases]).filter((n): n is string => typeof n === 'string' && n.length > 0);
+  const suggestions = nearest(type, new Set(names));
+  const canonical = defs.map((d) => d.type);
+  const hint = suggestions.length > 0 ? didYouMean(suggestions) : `; the edge types are ${canonical.join(', ')}`;
+  return errors.validation(`unknown edge type '${type}'${hint}`, [{ field: 'type', message: 'not an edge type of the schema (the schema tool lists them)', did_you_mean: suggestions }]);
+}
+
 interface EdgeInput {
   id: string;
   type: string;
@@ -406,7 +417,7 @@ interface EdgeInput {
 function normalizeEdgeInput(ctx: OpContext, input: EdgeInput) {
   const { id, to } = input;
   const normalized = ctx.tenant.registry.normalizeEdge(input.type);
-  if (!normalized) throw errors.validation(`unknown edge type '${input.type}'`, [{ field: 'type', message: 'not in the registry (GET /v1/schema)' }]);
+  if (!normalized) throw unknownEdgeType(ctx, input.type);
   // An inverse form is flipped: the canonical edge is written on the other node.
   const owner = normalized.inverted ? to : id;
   const target = normalized.inverted ? id : to;

@@ -2,7 +2,8 @@
  * The `identity` plugin: personal tokens, people, agents and their tokens, session
  * binding, capability records and profile-to-host matching (SPEC "Identity and agents"),
  * plus the identity-provider adapter behind org choices and invitations (DESIGN.md §7).
- * Every route is REST only; SPEC names no tool twins for these operations.
+ * The agent operations a lead or an agent needs have tool twins (list_agents, create_agent,
+ * mint_agent_token, bind_session); the admin and personal-token routes are REST only.
  */
 import { definePlugin } from '../../kernel/plugin.js';
 import { identityAccess } from './access.js';
@@ -40,6 +41,17 @@ export const identityPlugin = definePlugin({
     { method: 'POST', path: '/v1/agents/:id/heartbeat', operation: api.heartbeat },
 
     { method: 'GET', path: '/v1/profiles/:id/hosts', operation: api.matchHosts },
+  ],
+  instructions: [
+    'Agent identities: a lead gives an agent its own token over MCP with create_agent {label} then mint_agent_token {id: the agent id, session} (per-session, at most 7 days; `standing: true` for up to a year). The plaintext token is in that answer once: configure it as the agent\'s Bearer token. An agent whose token was minted without a session calls bind_session {session} first; list_agents shows yours; me tells who a token acts for.',
+  ],
+  // The tools an agent or a lead needs without REST (docs/decisions.md, "tools"); the admin
+  // and person-token routes stay REST (and CLI) only.
+  tools: [
+    { description: 'Your agents (all: every agent, admin only).', operation: api.listAgents, annotations: { readOnlyHint: true } },
+    { description: 'Create an agent you own (an owner field is ignored): label <=200 chars; id agent-<slug of label> unless given. 409 id taken.', operation: api.createAgent },
+    { description: 'A token for an agent you own, shown once. Per-session (default): session (null: bind later), expires <=7d (\'8h\', ISO). standing: true: up to a year, label. 403 not yours.', operation: api.mintAgentToken },
+    { description: 'With a per-session agent token minted without a session: bind it to session (write-once; the same again: unchanged; another: 409).', operation: api.bindSession, annotations: { idempotentHint: true } },
   ],
   init() {
     // One stateless provider for every kernel in the process: it reads the provider URL

@@ -19,8 +19,8 @@ export const lensesPlugin = definePlugin({
     { method: 'POST', path: '/v1/lens/:id/ticket', operation: api.mintTicket },
   ],
   tools: [
-    { operation: api.renderLens, annotations: { readOnlyHint: true } },
-    { operation: api.applyLensAction },
+    { description: 'Render a saved view: {lens_id, params?} -> groups of items; no lens_id: the lens catalog.', operation: api.renderLens, annotations: { readOnlyHint: true } },
+    { description: 'Act on item_id of lens_id: action set_status or set_priority (value), claim or release. The item must be in the lens as rendered with params.', operation: api.applyLensAction },
   ],
   init(services) {
     services.ticketAuthenticators.push(ticketAuthenticator(services));

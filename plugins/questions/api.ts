@@ -41,3 +41,31 @@ export const askQuestion = defineOperation({
   example: { text: 'Should the login page keep the legacy SSO button?', mentions: ['task-fix-login'] },
   run: ops.askQuestion,
 });
+
+export const answerQuestion = defineOperation({
+  name: 'answer_question',
+  summary: 'Answer a question: the answer node, its answers edge and the question marked answered, in one commit',
+  description:
+    'Answer a question in one call and one commit: writes the answer node (type default dec; id default <prefix>answer-<question slug>) with an `answers` edge to the question and moves the question to answered. summary: the answer, at most 500 characters; body at most 8192 bytes. Errors: 404 unknown question (nearest ids named), 409 answer_id taken, 422 not a question or bad type.',
+  input: object(
+    {
+      id: { ...NodeId, description: 'the question id, e.g. question-keep-sso' },
+      summary: s.string('the answer, standalone (1-500 characters)', { minLength: 1, maxLength: 500, pattern: '\\S' }),
+      body: { type: ['string', 'null'], description: 'details (markdown, at most 8192 bytes)' },
+      type: { type: ['string', 'null'], description: 'node type of the answer (default dec)', pattern: '^[a-z0-9][a-z0-9-]*$', maxLength: 100 },
+      answer_id: s.nullable({ ...NodeId, description: 'id of the answer node (default generated)' }),
+    },
+    ['id', 'summary'],
+  ),
+  output: answer({
+    status: s.enum(['created']),
+    id: s.string(),
+    question: s.string(),
+    question_status: s.string(),
+    revision: { type: ['string', 'null'] },
+    warnings: s.array(s.string()),
+  }),
+  errors: [409],
+  example: { id: 'question-keep-sso', summary: 'Keep the SSO button until the migration ends.' },
+  run: ops.answerQuestion,
+});

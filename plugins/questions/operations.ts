@@ -155,3 +155,73 @@ export async function askQuestion(ctx: OpContext, raw: AskRequest): Promise<AskR
     };
   });
 }
+
+export interface AnswerRequest {
+  id: string;
+  summary: string;
+  body?: string | null;
+  type?: string | null;
+  answer_id?: string | null;
+}
+
+export interface AnswerResult {
+  status: 'created';
+  id: string;
+  question: string;
+  question_status: string;
+  revision: string | null;
+  warnings: string[];
+}
+
+/**
+ * answer_question (POST /v1/questions/{id}/answer): the answer node with its `answers` edge to
+ * the question, and the question moved to `answered`, in one commit, so no reader sees an
+ * answer that is not yet linked or a question answered by nothing.
+ */
+export async function answerQuestion(ctx: OpContext, input: AnswerRequest): Promise<AnswerResult> {
+  const actor = writeActorOf(ctx.actor);
+  const { tenant } = ctx;
+  const typeName = input.type ?? 'dec';
+  const typeDef = tenant.registry.nodeTypes.get(typeName);
+  if (!typeDef) throw errors.validation(`unknown node type '${typeName}'`, [{ field: 'type', message: 'not a type in the registry', allowed: [...tenant.registry.nodeTypes.keys()] }]);
+  if (typeDef.type === 'question') throw errors.validation('an answer cannot itself be a question; ask a new question with ask_question', [{ field: 'type' }]);
+  if (Buffer.byteLength(input.body ?? '', 'utf8') > LIMITS.bodyBytes) {
+    throw errors.validation(`body exceeds ${LIMITS.bodyBytes} bytes`, [{ field: 'body', message: `at most ${LIMITS.bodyBytes} bytes` }]);
+  }
+  return tenant.write(actor, { op: 'answer_question', via: ctx.via }, async (draft) => {
+    const question = draft.get(input.id);
+    if (!question) throw errors.notFound(`node ${input.id}`);
+    if (question.frontmatter.type !== 'question') {
+      throw errors.validation(`${input.id} is a ${String(question.frontmatter.type)}, not a question`, [{ field: 'id', message: 'must be a question- node' }]);
+    }
+    const id = input.answer_id ?? freshAnswerId(draft, typeDef.prefix, input.id);
+    if (!id.startsWith(typeDef.prefix)) throw errors.validation(`answer_id '${id}' does not carry the ${typeDef.type} prefix '${typeDef.prefix}'`, [{ field: 'answer_id', message: `must start with ${typeDef.prefix}` }]);
+    if (draft.get(id)) throw errors.conflict(`${id} already exists; choose another answer_id`, { id });
+    const frontmatter: Record<string, unknown> = { id, type: typeDef.type, summary: input.summary };
+    if (typeof question.frontmatter.project === 'string') frontmatter.project = question.frontmatter.project;
+    frontmatter.edges = [{ type: 'answers', to: input.id }];
+    draft.put({ frontmatter, body: input.body ?? '' });
+    const warnings: string[] = [];
+    const terminal = tenant.registry.isTerminal('question', String(question.frontmatter.status));
+    if (!terminal) {
+      question.frontmatter.status = 'answered';
+      draft.put(question);
+    } else warnings.push(`${input.id} was already ${String(question.frontmatter.status)}; its status is kept`);
+    await draft.commit();
+    return {
+      status: 'created' as const,
+      id,
+      question: input.id,
+      question_status: tenant.index.get(input.id)?.status ?? 'answered',
+      revision: tenant.index.get(id)?.revision ?? null,
+      warnings: [...warnings, ...draft.warnings],
+    };
+  });
+}
+
+/** `<prefix>answer-<question slug>`, with `-2`, `-3`, ... when taken. */
+function freshAnswerId(draft: WriteDraft, prefix: string, questionId: string): string {
+  const base = `${prefix}answer-${questionId.replace(/^question-/, '')}`.slice(0, 190).replace(/-+$/, '');
+  if (!draft.get(base)) return base;
+  for (let n = 2; ; n++) if (!draft.get(`${base}-${n}`)) return `${base}-${n}`;
+}

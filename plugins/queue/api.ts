@@ -10,6 +10,8 @@
  * rejected (SPEC rule 1), so their schemas carry no bounds.
  */
 import { answer, defineOperation, NodeId, object, s, type JsonSchema } from '../../kernel/operation.js';
+import type { OpContext } from '../../kernel/plugin.js';
+import type { QueueInput } from './operations.js';
 import { addMute as addMuteRun, listMutes as listMutesRun, removeMute as removeMuteRun } from './mutes.js';
 import { renderQueue as renderQueueRun, showQueue as showQueueRun, SUGGESTIONS } from './operations.js';
 
@@ -115,10 +117,17 @@ export const showQueue = defineOperation({
   name: 'show_queue',
   summary: 'The ranked decision queue',
   description:
-    'The ranked decision queue: work items with score, signals, a suggestion (do/blocked/triage/close/approve) and a one-line why, plus questions for you, questions you asked, findings, pending captures and reviews requested from you. Page with offset=next_offset.',
-  input: queueInput,
+    'The ranked decision queue: work items with score, signals, a suggestion (do/blocked/triage/close/approve) and a one-line why, plus questions for you, questions you asked, findings, pending captures and reviews requested from you. Page with offset=next_offset. include_policy adds the ranking weights.',
+  input: { ...queueInput, properties: { ...(queueInput.properties as object), include_policy: s.boolean('also return the ranking `policy` (default: yes over REST, no for the tool)') } },
   output: QueueEnvelope,
-  run: showQueueRun,
+  // the ~500-byte ranking policy is the same on every call: REST keeps it unless include_policy=false, the tool sends it when asked
+  run: async (ctx: OpContext, input: QueueInput & { include_policy?: boolean }) => {
+    const { include_policy, ...query } = input;
+    const envelope = await showQueueRun(ctx, query);
+    if (include_policy ?? ctx.via === 'rest') return envelope;
+    const { policy: _policy, ...lean } = envelope;
+    return lean as typeof envelope; // the declared output lists policy as optional
+  },
 });
 
 export const renderQueue = defineOperation({

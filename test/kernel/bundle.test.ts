@@ -118,7 +118,8 @@ describe('the bundled server (dist/workgraph.mjs, what `npm start` runs)', funct
       const names = tools.map((t) => t.name);
       for (const n of ['get_node', 'put_node', 'schema', 'hello_mcp_app', 'show_queue', 'node_history']) expect(names).to.include(n);
       const viaTool = (await client.callTool({ name: 'get_node', arguments: { id: 'task-b1' } })) as { content: Array<{ text: string }> };
-      expect(viaTool.content[0]!.text).to.equal((await api('GET', '/v1/nodes/task-b1')).text);
+      // the tool's lean default (no markdown) is REST's include_markdown=false
+      expect(viaTool.content[0]!.text).to.equal((await api('GET', '/v1/nodes/task-b1?include_markdown=false')).text);
       const { resources } = await client.listResources();
       const app = resources.find((r) => r.uri.startsWith('ui://'));
       expect(app, 'an MCP App ui:// resource').to.not.equal(undefined);

@@ -113,6 +113,13 @@ describe('workgraph mcp over stdio', function () {
       expect(s.stderr()).to.not.include(adminToken);
     });
 
+    it('SVC_TOOLSETS selects toolsets; an unknown one fails clearly, naming the nearest', async () => {
+      const s = await stdio({ SVC_DATA_DIR: dataDir, SVC_TOOLSETS: 'core' });
+      expect((await s.client.listTools()).tools.map((x) => x.name).sort()).to.deep.equal(serverTools);
+      await s.close();
+      await expectConnectFailure({ SVC_DATA_DIR: dataDir, SVC_TOOLSETS: 'cor' }, /unknown toolset 'cor'; did you mean 'core'/);
+    });
+
     it('with SVC_TOKEN: writes are attributed to that person and durable for a server started afterwards', async () => {
       const s = await stdio({ SVC_DATA_DIR: dataDir, SVC_TOKEN: other.token, SVC_ORG: 'local' });
       const put = await toolText(s.client, 'put_node', { nodes: [md({ id: 'task-from-stdio', type: 'task', status: 'open', summary: 'written over stdio' }, 'local body')] });
@@ -171,12 +178,20 @@ describe('workgraph mcp over stdio', function () {
       expect(rest.body.frontmatter.author).to.equal(t.adminPerson);
       // reads and errors pass through byte for byte
       const read = await toolText(s.client, 'get_node', { id: 'task-via-proxy' });
-      expect(read.text).to.equal(rest.text);
+      // the tool's lean default (no markdown) is REST's include_markdown=false
+      expect(read.text).to.equal((await t.api('GET', '/v1/nodes/task-via-proxy?include_markdown=false')).text);
       const missing = await toolText(s.client, 'get_node', { id: 'task-nope' });
       expect(missing.isError).to.equal(true);
       expect(missing.text).to.equal((await t.api('GET', '/v1/nodes/task-nope')).text);
       await s.close();
       expect(s.stderr()).to.not.include(t.adminToken);
+    });
+
+    it('SVC_TOOLSETS is forwarded as ?toolsets= (an unknown toolset fails at the first request)', async () => {
+      const s = await stdio({ SVC_SERVER: t.url, SVC_TOKEN: t.adminToken, SVC_TOOLSETS: 'core' });
+      expect((await s.client.listTools()).tools.map((x) => x.name)).to.include('put_node');
+      await s.close();
+      await expectConnectFailure({ SVC_SERVER: t.url, SVC_TOKEN: t.adminToken, SVC_TOOLSETS: 'cor' }, /unknown toolset 'cor'/);
     });
 
     it('local mode refuses a data dir that a running server serves (its commits would be lost)', async () => {

@@ -151,7 +151,7 @@ describe('capture: digest, query_graph and explore_graph', function () {
 
   describe('explore_graph', () => {
     it('no arguments: the programs overview, proj- groupings with progress over their work nodes', async () => {
-      const res = await t.tool(client, 'explore_graph', {});
+      const res = await t.tool(client, 'explore_graph', { include_text: true });
       expect(res.isError, res.text).to.equal(false);
       expect(res.json.mode).to.equal('programs');
       expect(res.json.count).to.equal(1);
@@ -168,6 +168,10 @@ describe('capture: digest, query_graph and explore_graph', function () {
       });
       expect(res.json.unscoped.total).to.be.at.least(4);
       expect(res.json.text).to.include('proj-payments [active] Payments: 1/6 done (17%), 1 active, 2 blocked, 2 open');
+      // lean by default: the text copy only when asked
+      const lean = await t.tool(client, 'explore_graph', {});
+      expect(lean.json).to.not.have.property('text');
+      expect(lean.json.programs).to.deep.equal(res.json.programs);
     });
 
     it('program progress uses the same phases as analytics: an in-progress node with an open blocker counts as active', async () => {

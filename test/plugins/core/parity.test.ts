@@ -23,15 +23,23 @@ describe('core: REST and MCP tool parity', () => {
   it('lists the core tools with input schemas', async () => {
     const { tools } = await client.listTools();
     const names = tools.map((x) => x.name).sort();
-    expect(names).to.deep.equal(['add_edge', 'get_node', 'hello_mcp_app', 'patch_node', 'put_node', 'remove_edge', 'schema', 'set_priority', 'set_status']);
+    expect(names).to.deep.equal(['add_edge', 'add_edges', 'get_node', 'hello_mcp_app', 'me', 'patch_node', 'put_node', 'remove_edge', 'remove_edges', 'schema', 'set_priorities', 'set_priority', 'set_readiness', 'set_status']);
     for (const tool of tools) expect(tool.inputSchema.type).to.equal('object');
   });
 
-  it('get_node', async () => {
-    const rest = await t.api('GET', '/v1/nodes/task-p');
-    const tool = await t.tool(client, 'get_node', { id: 'task-p' });
-    expect(tool.isError).to.equal(false);
-    expect(tool.text).to.equal(rest.text);
+  it('get_node: the same bytes for the same include_markdown; REST defaults to the markdown, the tool to the lean form', async () => {
+    for (const flag of [true, false]) {
+      const rest = await t.api('GET', `/v1/nodes/task-p?include_markdown=${flag}`);
+      const tool = await t.tool(client, 'get_node', { id: 'task-p', include_markdown: flag });
+      expect(tool.isError).to.equal(false);
+      expect(tool.text).to.equal(rest.text);
+      expect(Boolean(tool.json.markdown)).to.equal(flag);
+    }
+    const restDefault = await t.api('GET', '/v1/nodes/task-p');
+    expect(restDefault.body.markdown).to.match(/^---\nid: task-p/);
+    const toolDefault = await t.tool(client, 'get_node', { id: 'task-p' });
+    expect(toolDefault.json).to.not.have.property('markdown');
+    expect(toolDefault.text).to.equal((await t.api('GET', '/v1/nodes/task-p?include_markdown=false')).text);
   });
 
   it('schema (with and without code)', async () => {

@@ -3,6 +3,7 @@
  * linter, generated from the same declarations the kernel registered and the MCP tools use.
  */
 import { compileErrors, validate } from '@readme/openapi-parser';
+import { listingSchema } from '../../../kernel/mcp.js';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { expect } from 'chai';
 import { isOperationDef } from '../../../kernel/operation.js';
@@ -63,7 +64,10 @@ describe('openapi: the API description', function () {
   it('documents parameters, bodies, answers, the error envelope and the security schemes', () => {
     const read = doc.paths['/v1/nodes/{id}']!.get;
     expect(read.parameters).to.deep.include({ name: 'id', in: 'path', required: true, schema: read.parameters[0].schema, description: read.parameters[0].schema.description });
-    expect(read.responses['200'].content['application/json'].schema.required).to.include.members(['id', 'markdown', 'revision']);
+    // markdown is optional: sent unless include_markdown=false (the tool's default is the lean form)
+    expect(read.responses['200'].content['application/json'].schema.required).to.include.members(['id', 'frontmatter', 'body', 'revision']);
+    expect(read.responses['200'].content['application/json'].schema.properties).to.have.property('markdown');
+    expect(read.parameters.map((p: { name: string }) => p.name)).to.include('include_markdown');
     expect(read.responses['404'].content['application/json'].schema).to.deep.equal({ $ref: '#/components/schemas/ErrorEnvelope' });
     const put = doc.paths['/v1/nodes']!.post;
     expect(put.requestBody.content['application/json'].schema.required).to.deep.equal(['nodes']);
@@ -85,12 +89,14 @@ describe('openapi: the API description', function () {
     for (const plugin of CONTRACT_PLUGINS) {
       for (const def of plugin.tools ?? []) {
         const tool = resolveTool(def);
-        expect(listed.get(tool.name)?.inputSchema, tool.name).to.deep.equal(tool.inputSchema);
+        // tools/list shows the listing form of the same declaration (kernel/mcp.ts listingSchema)
+        expect(listed.get(tool.name)?.inputSchema, tool.name).to.deep.equal(listingSchema(tool.inputSchema));
         if (!isOperationDef(def.operation)) continue;
         const route = (plugin.routes ?? []).find((r) => r.operation === def.operation);
         if (!route) continue;
         const op = doc.paths[toOpenApiPath(route.path)]![route.method.toLowerCase()];
-        expect(op.operationId).to.equal(tool.name);
+        // a tool may carry a shorter name than its operation (`me` over get_me)
+        expect(op.operationId).to.equal(def.name ? def.operation.name : tool.name);
         const documentedFields = [
           ...(op.parameters ?? []).map((p: { name: string }) => p.name),
           ...Object.keys(op.requestBody?.content['application/json'].schema.properties ?? {}),

@@ -36,12 +36,14 @@ describe('queue: show_queue and render_queue twins', function () {
     await t.close();
   });
 
+  // the policy: REST sends it unless include_policy=false, the tool only when asked; the same flag, the same bytes
   const cases: Array<[string, Record<string, unknown>]> = [
-    ['', {}],
-    ['?limit=5&offset=2', { limit: 5, offset: 2 }],
-    ['?project=web&type=task,issue&exclude_type=issue', { project: 'web', type: ['task', 'issue'], exclude_type: 'issue' }],
-    ['?readiness=human,untriaged&assignee=me', { readiness: 'human,untriaged', assignee: 'me' }],
-    ['?limit=500', { limit: '500' }],
+    ['?include_policy=false', {}],
+    ['', { include_policy: true }],
+    ['?limit=5&offset=2&include_policy=false', { limit: 5, offset: 2 }],
+    ['?project=web&type=task,issue&exclude_type=issue', { project: 'web', type: ['task', 'issue'], exclude_type: 'issue', include_policy: true }],
+    ['?readiness=human,untriaged&assignee=me&include_policy=0', { readiness: 'human,untriaged', assignee: 'me', include_policy: false }],
+    ['?limit=500&include_policy=false', { limit: '500' }],
   ];
 
   for (const [query, args] of cases) {
