@@ -324,9 +324,9 @@ function ignoredFieldWarnings(id: string, type: string, supplied: Frontmatter, s
     const kept = isDeepStrictEqual(value, stored[key]);
     if (key === 'revision') out.push(`ignored revision in frontmatter: send it as the entry's revision with if_exists=update`);
     else if (key.startsWith('priority')) {
-      if (!kept) out.push(`ignored ${key}: priority is set with POST /v1/nodes/${id}/priority (tool set_priority); the stored value was kept`);
+      if (!kept) out.push(`ignored ${key}: priority is set with set_priority (REST: POST /v1/nodes/${id}/priority); the stored value was kept`);
     } else if (key.startsWith('readiness')) {
-      if (!kept) out.push(`ignored ${key}: readiness is set with POST /v1/nodes/${id}/readiness; the stored value was kept`);
+      if (!kept) out.push(`ignored ${key}: readiness is set with set_readiness (REST: POST /v1/nodes/${id}/readiness); the stored value was kept`);
     } else if (STAMPED_KEYS.has(key)) {
       if (!kept) out.push(`ignored ${key}: the server stamps it from the token (${key} is ${JSON.stringify(stored[key] ?? null)})`);
     } else if (SERVER_KEYS.has(key)) {

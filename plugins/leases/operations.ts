@@ -9,6 +9,7 @@
  * nothing behind. Renew, extend and reserve never commit to the graph.
  */
 import { errors, isSvcError, type SvcError } from '../../kernel/errors.js';
+import { withHints } from '../../kernel/error-hints.js';
 import type { Edge, NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext, StatusEffect } from '../../kernel/plugin.js';
 import type { WriteDraft } from '../../kernel/tenant.js';
@@ -81,10 +82,11 @@ function idList(value: string[]): string[] {
   return [...new Set(value)];
 }
 
-function failureOf(nodeId: string, err: SvcError, heldCode: string): BatchFailure {
+function failureOf(ctx: OpContext, nodeId: string, err: SvcError, heldCode: string): BatchFailure {
   const holder = typeof err.details.holder === 'string' ? err.details.holder : undefined;
   const code = err.code === 'conflict' && holder ? heldCode : err.code;
-  return { node_id: nodeId, code, message: err.message, ...(holder ? { holder } : {}) };
+  // the same message a single claim would answer: people named beside their id (kernel/error-hints.ts)
+  return { node_id: nodeId, code, message: withHints(err, ctx.tenant).message, ...(holder ? { holder } : {}) };
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -395,7 +397,7 @@ export async function batchClaim(ctx: OpContext, input: { ids: string[]; session
       outcome.set(id, acquire(ctx, table, id, claimant, nowMs, false));
     } catch (err) {
       if (!isSvcError(err)) throw err;
-      outcome.set(id, failureOf(id, err, 'already_claimed'));
+      outcome.set(id, failureOf(ctx, id, err, 'already_claimed'));
     }
   }
   const acquired = [...outcome.values()].filter((o): o is Acquisition => 'persisted' in o);
@@ -415,7 +417,7 @@ export async function batchClaim(ctx: OpContext, input: { ids: string[]; session
         } catch (err) {
           await table.restore(a.nodeId, a.lease, a.previous).catch(() => undefined);
           if (!isSvcError(err)) ctx.services.log.error('batch claim: edge write failed', { node: a.nodeId, error: String(err) });
-          outcome.set(a.nodeId, failureOf(a.nodeId, isSvcError(err) ? err : errors.internal(), 'already_claimed'));
+          outcome.set(a.nodeId, failureOf(ctx, a.nodeId, isSvcError(err) ? err : errors.internal(), 'already_claimed'));
         }
       }
     });
@@ -459,7 +461,7 @@ export async function batchRenew(ctx: OpContext, input: { ids?: string[]; sessio
         leases.push(leaseView(next));
       } catch (err) {
         if (!isSvcError(err)) throw err;
-        failed.push(failureOf(id, err, 'lease_lost'));
+        failed.push(failureOf(ctx, id, err, 'lease_lost'));
       }
     }
     await Promise.all(writes);
@@ -486,7 +488,7 @@ export async function batchRenew(ctx: OpContext, input: { ids?: string[]; sessio
     if (refusal) {
       // finished work: the lease goes, and the caller learns why
       writes.push(refusal.dropped);
-      failed.push(failureOf(lease.node_id, refusal.error, 'lease_lost'));
+      failed.push(failureOf(ctx, lease.node_id, refusal.error, 'lease_lost'));
       continue;
     }
     if (lease.state === 'reserved') {
