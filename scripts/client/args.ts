@@ -182,7 +182,7 @@ export function parseGlobal(args: string[]): { global: GlobalOptions & { input?:
 }
 
 /** The operation's input from positional arguments and flags, checked against the declaration. */
-export function parseInput(cmd: CommandSpec, args: string[], inputJson?: string): Record<string, unknown> {
+export function parseInput(cmd: CommandSpec, args: string[], inputJson?: string, defaults?: (input: Record<string, unknown>) => void): Record<string, unknown> {
   const props = properties(cmd);
   let input: Record<string, unknown> = {};
   if (inputJson !== undefined) {
@@ -250,6 +250,7 @@ export function parseInput(cmd: CommandSpec, args: string[], inputJson?: string)
   cmd.pathParams.forEach((p, i) => {
     if (positionals[i] !== undefined) input[p] = positionals[i];
   });
+  defaults?.(input);
   const missing = requiredOf(cmd).filter((f) => input[f] === undefined);
   if (missing.length) throw usage(`${cmd.name}: missing ${missing.map((f) => (cmd.pathParams.includes(f) ? `<${f}>` : flagOf(f))).join(', ')} (workgraph ${cmd.name} --help)`);
   return input;

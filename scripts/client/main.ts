@@ -338,9 +338,8 @@ export async function runClient(command: string, args: string[]): Promise<number
       if (extra.length > alias.positional.length) throw usage(`${alias.name}: unexpected '${extra[alias.positional.length]}' (quote the text)`);
       input = parseInput(cmd, [...words.slice(0, cmd.pathParams.length), ...fieldArgs, ...flags], global.input);
     } else {
-      input = parseInput(cmd, rest, global.input);
+      input = parseInput(cmd, rest, global.input, alias?.preset);
     }
-    alias?.preset?.(input);
     return await runOperation(cmd, input, global);
   } catch (err) {
     if (err instanceof CliFailure) {
