@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { GLOBAL_FLAGS, helpOf, parseGlobal, parseInput, type GlobalOptions } from './args.js';
 import { checkOrg, CliFailure, connect, envelopeOf, EXIT, exitForStatus, failureOf, request, statusForCode, usage, type Connection } from './connection.js';
+import { ALIAS_NAMES } from './aliases.js';
 import { loadManifest, type CommandSpec, type Manifest } from './manifest.js';
 import { colorWanted, renderNode, renderPut, renderQueue, renderValue, styleFor } from './render.js';
 
@@ -40,6 +41,8 @@ export const ALIASES: Alias[] = [
 ];
 
 /** Client commands that are not operations. */
+if (ALIASES.map((a) => a.name).join() !== ALIAS_NAMES.join()) throw new Error('scripts/client/aliases.ts lists other aliases than main.ts');
+
 export const BUILTINS = ['login', 'logout', 'profile', 'edit', 'completion', 'commands', '__complete'];
 
 export function clientUsage(manifest: Manifest | null): string {

@@ -12,6 +12,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
+import { ALIAS_NAMES } from './aliases.js';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -74,9 +75,10 @@ function queryFields(op: OperationLike, route: NonNullable<PluginLike['routes']>
 /**
  * Every declared operation as a command: each route's operation (by operation name) and each
  * tool whose operation no route serves (by tool name, called over MCP). Undeclared operations
- * (no schema) have nothing to build flags from and are left out.
+ * (no schema) have nothing to build flags from and are left out. A tool-only command named like
+ * an alias (the `claim` tool) is shadowed by it: the alias runs the same work over REST.
  */
-export function buildCommands(plugins: PluginLike[]): CommandSpec[] {
+export function buildCommands(plugins: PluginLike[], reserved: string[] = ALIAS_NAMES): CommandSpec[] {
   const commands = new Map<string, CommandSpec>();
   const routed = new Set<unknown>();
   for (const p of plugins) {
@@ -110,7 +112,7 @@ export function buildCommands(plugins: PluginLike[]): CommandSpec[] {
         if (cmd && !cmd.tool) cmd.tool = toolName;
         continue;
       }
-      if (commands.has(toolName)) continue;
+      if (commands.has(toolName) || reserved.includes(toolName)) continue;
       commands.set(toolName, {
         name: toolName,
         plugin: p.name,
@@ -147,7 +149,7 @@ function sourceFiles(): string[] {
     }
   };
   walk(join(ROOT, 'plugins'));
-  files.push(join(ROOT, 'scripts', 'plugins.ts'), join(ROOT, 'kernel', 'operation.ts'), join(ROOT, 'kernel', 'registry.ts'), fileURLToPath(import.meta.url));
+  files.push(join(ROOT, 'scripts', 'plugins.ts'), join(ROOT, 'kernel', 'operation.ts'), join(ROOT, 'kernel', 'registry.ts'), fileURLToPath(import.meta.url), join(dirname(fileURLToPath(import.meta.url)), 'aliases.ts'));
   return files.sort();
 }
 

@@ -6,7 +6,8 @@
  * OAuth with the consent page driven over HTTP as a browser would.
  */
 import { expect } from 'chai';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,7 +89,8 @@ describe('workgraph CLI client', function () {
       expect(listed.find((c) => c.name === 'claim_node')).to.include({ via: 'rest', method: 'POST', path: '/v1/nodes/:id/claim' });
     });
 
-    it('--help of every operation says what its declaration says: positional path params, every flag with its type/enum, required fields, description, route', async () => {
+    it('--help of every operation says what its declaration says: positional path params, every flag with its type/enum, required fields, description, route', async function () {
+      this.timeout(900_000);
       const results = await inBatches(commands, 6, async (cmd) => ({ cmd, res: await cli([cmd.name, '--help'], env) }));
       for (const { cmd, res } of results) {
         expect(res.code, `${cmd.name}: ${res.stderr}`).to.equal(0);
@@ -354,7 +356,8 @@ if (n === 1) {
       chmodSync(wrapper, 0o755);
       const script = join(bin, 'wg.bash');
       writeFileSync(script, (await cli(['completion', 'bash'], env)).stdout);
-      const out = execFileSync('bash', ['-c', `source ${script}; COMP_WORDS=(workgraph show proj-r); COMP_CWORD=2; _workgraph; printf '%s\\n' "\${COMPREPLY[@]}"`], { cwd: ROOT, env: cleanEnv({ ...env, PATH: `${bin}:${process.env.PATH}` }), encoding: 'utf8' });
+      // asynchronously: the server answering the id lookup runs in this process
+      const { stdout: out } = await promisify(execFile)('bash', ['-c', `source ${script}; COMP_WORDS=(workgraph show proj-r); COMP_CWORD=2; _workgraph; printf '%s\\n' "\${COMPREPLY[@]}"`], { cwd: ROOT, env: cleanEnv({ ...env, PATH: `${bin}:${process.env.PATH}` }), encoding: 'utf8' });
       expect(out.split('\n')).to.include('proj-root');
     });
   });
