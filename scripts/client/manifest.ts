@@ -7,7 +7,7 @@
  * it depends on changed (a fingerprint of the plugin and kernel declaration files). A new
  * operation therefore shows up in the CLI on the next run with no code and no build step.
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -131,7 +131,9 @@ export function buildCommands(plugins: PluginLike[], reserved: string[] = ALIAS_
 
 // ------------------------------------------------------------------ the cache
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const HERE = dirname(fileURLToPath(import.meta.url));
+/** The package root: two levels up from scripts/client/, one up from the bundle in dist/. */
+const ROOT = existsSync(join(HERE, '..', '..', 'scripts', 'plugins.ts')) ? join(HERE, '..', '..') : join(HERE, '..');
 
 /** The files the declarations come from; any change among them rebuilds the manifest. */
 function sourceFiles(): string[] {
@@ -149,7 +151,7 @@ function sourceFiles(): string[] {
     }
   };
   walk(join(ROOT, 'plugins'));
-  files.push(join(ROOT, 'scripts', 'plugins.ts'), join(ROOT, 'kernel', 'operation.ts'), join(ROOT, 'kernel', 'registry.ts'), fileURLToPath(import.meta.url), join(dirname(fileURLToPath(import.meta.url)), 'aliases.ts'));
+  files.push(join(ROOT, 'scripts', 'plugins.ts'), join(ROOT, 'kernel', 'operation.ts'), join(ROOT, 'kernel', 'registry.ts'), fileURLToPath(import.meta.url), join(ROOT, 'scripts', 'client', 'aliases.ts'));
   return files.sort();
 }
 
@@ -168,8 +170,9 @@ export function fingerprint(): string {
 
 function cacheFiles(): string[] {
   const xdg = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-  const key = createHash('sha256').update(ROOT).digest('hex').slice(0, 12);
-  return [join(ROOT, 'node_modules', '.cache', 'workgraph', 'cli-manifest.json'), join(xdg, 'workgraph', `cli-manifest-${key}.json`)];
+  // one cache per entry (the TypeScript sources, the dist bundle), so neither evicts the other
+  const key = createHash('sha256').update(fileURLToPath(import.meta.url)).digest('hex').slice(0, 12);
+  return [join(ROOT, 'node_modules', '.cache', 'workgraph', `cli-manifest-${key}.json`), join(xdg, 'workgraph', `cli-manifest-${key}.json`)];
 }
 
 /** The manifest: from the cache when its fingerprint matches, else rebuilt from the plugins (slow, once). */
