@@ -114,6 +114,35 @@ describe('workgraph CLI client', function () {
       }
     });
 
+    it('a client command loads no kernel, plugin, sandbox or MCP module (start-up stays fast)', async () => {
+      const hooks = tmp('wg-cli-hooks-');
+      const log = join(hooks, 'loaded.log');
+      writeFileSync(join(hooks, 'hooks.mjs'), `import { appendFileSync } from 'node:fs';
+let log;
+export function initialize(data) { log = data.log; }
+export async function resolve(specifier, context, next) {
+  const result = await next(specifier, context);
+  appendFileSync(log, result.url + '\\n');
+  return result;
+}
+`);
+      writeFileSync(join(hooks, 'register.mjs'), `import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url, { data: { log: ${JSON.stringify(log)} } });\n`);
+      const res = await new Promise<CliResult>((resolve) => {
+        const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', '--import', join(hooks, 'register.mjs'), ENTRY, 'show', 'proj-root', '--json'], { cwd: ROOT, env: cleanEnv(env) });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        child.once('close', (code) => resolve({ code, stdout, stderr }));
+      });
+      expect(res.code, res.stderr).to.equal(0);
+      expect(JSON.parse(res.stdout).id).to.equal('proj-root');
+      const loaded = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+      expect(loaded.some((u) => u.includes('/scripts/client/main.ts')), 'the log saw the client').to.equal(true);
+      const heavy = loaded.filter((u) => /\/kernel\/|\/plugins\/|\/sandbox\/|isomorphic-git|isolated-vm|@modelcontextprotocol|\/koa\/|\/ajv\//.test(u));
+      expect(heavy).to.deep.equal([]);
+    });
+
     it('aliases: --help names the operation; bad arguments exit 2 before any request', async () => {
       const [help, unknown, missing, badEnum, badNumber] = await Promise.all([
         cli(['done', '--help'], env),
