@@ -306,7 +306,10 @@ if (n === 1) {
       expect(history.stdout).to.include('put_node');
     });
 
-    it('an operation with no REST route runs over MCP: the tool text with --json, a table without', async () => {
+    it('an operation with no REST route runs over MCP: the tool text with --json, readable lines without, errors by their envelope code', async () => {
+      const text = await cli(['explore_graph'], env);
+      expect(text.code, text.stderr).to.equal(0);
+      expect(text.stdout).to.match(/^mode: programs$/m);
       const json = await cli(['explore_graph', '--json'], env);
       expect(json.code, json.stderr).to.equal(0);
       const client = await t.mcp();
