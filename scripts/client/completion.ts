@@ -37,7 +37,7 @@ complete -c workgraph -f -a '(workgraph __complete (commandline -opc)[2..-1] (co
 
 async function nodeIds(): Promise<string[]> {
   const conn = await connect(undefined);
-  const timeout = new Promise<null>((r) => setTimeout(() => r(null), Number(process.env.WORKGRAPH_COMPLETE_TIMEOUT_MS ?? 2000)).unref());
+  const timeout = new Promise<null>((r) => setTimeout(() => r(null), 2000).unref());
   const res = await Promise.race([request(conn, 'GET', '/v1/status?titles=1'), timeout]);
   if (!res || res.status !== 200) return [];
   const body = JSON.parse(res.bytes.toString()) as { titles?: Array<{ id: string }> };

@@ -217,7 +217,7 @@ async function loginCommand(args: string[]): Promise<number> {
   const { login } = await import('./oauth.js');
   const { readProfiles, withProfilesLock, writeProfiles } = await import('./profiles.js');
   const { trimServer } = await import('./connection.js');
-  const timeoutMs = Number(process.env.WORKGRAPH_LOGIN_TIMEOUT_MS ?? 300_000);
+  const timeoutMs = 300_000;
   const result = await login(server, { browser, timeoutMs, log: (line) => process.stderr.write(line + '\n') });
   const conn: Connection = { server: trimServer(server), token: result.tokens.access_token, org: undefined, profile: undefined };
   const me = await request(conn, 'GET', '/v1/me');

@@ -85,7 +85,7 @@ export async function withProfilesLock<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The profile name this run uses: --profile, else WORKGRAPH_PROFILE, else the current one. */
+/** The profile name this run uses: --profile, else SVC_PROFILE (WORKGRAPH_PROFILE), else the current one. */
 export function selectedProfileName(flag: string | undefined): string | undefined {
-  return flag ?? process.env.WORKGRAPH_PROFILE ?? readProfiles().current;
+  return flag ?? process.env.SVC_PROFILE ?? process.env.WORKGRAPH_PROFILE ?? readProfiles().current;
 }
