@@ -349,12 +349,23 @@ if (n === 1) {
       expect(unauth.stdout + forbidden.stdout + conflict.stdout + invalid.stdout).to.equal('');
     });
 
-    it('an unreachable server is 1; no server at all is a usage error', async () => {
+    it('an unreachable server is 1; no server at all, an unknown profile and a token of another tenant than SVC_ORG are usage errors', async () => {
       const [down, none] = await Promise.all([cli(['queue'], { ...env, SVC_SERVER: 'http://127.0.0.1:9' }), cli(['queue'], { XDG_CONFIG_HOME: tmp('wg-cli-none-') })]);
       expect(down.code).to.equal(1);
       expect(down.stderr).to.include('cannot reach http://127.0.0.1:9');
       expect(none.code).to.equal(2);
       expect(none.stderr).to.include('workgraph login');
+      const [orgOk, orgWrong, noProfile] = await Promise.all([
+        cli(['get_me', '--json'], { ...env, SVC_ORG: t.org }),
+        cli(['get_me'], { ...env, SVC_ORG: 'someone-else' }),
+        cli(['get_me', '--profile', 'nope'], { XDG_CONFIG_HOME: tmp('wg-cli-none-') }),
+      ]);
+      expect(orgOk.code, orgOk.stderr).to.equal(0);
+      expect(JSON.parse(orgOk.stdout).org).to.equal(t.org);
+      expect(orgWrong.code).to.equal(2);
+      expect(orgWrong.stderr).to.include(`the token belongs to org '${t.org}', not 'someone-else'`);
+      expect(noProfile.code).to.equal(2);
+      expect(noProfile.stderr).to.include("no profile 'nope'");
     });
   });
 
