@@ -1,21 +1,15 @@
 /**
  * The operator CLI and composition root: `workgraph <serve|mcp|tenant|token> ...`.
- * Every command reads SVC_DATA_DIR.
+ * Every operator command reads SVC_DATA_DIR. Every other command is a client command
+ * (scripts/client/: the operations against a server, login, edit, completion), dispatched
+ * before the kernel, the plugins and the sandbox are loaded so that it starts fast.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { spawnSync } from 'node:child_process';
-import { FileTokenStore, generateToken, hashPrefix, newTokenRecord } from '../kernel/auth.js';
-import { gitEnv, nodePath } from '../kernel/git-store.js';
-import { configFromEnv, createLogger, systemClock } from '../kernel/config.js';
-import { Tenant, type TenantConfig } from '../kernel/tenant.js';
-import { ORG_PATTERN, TenantManager } from '../kernel/tenants.js';
-import { startKernel, startServer } from '../kernel/server.js';
-import { createSandbox } from '../sandbox/index.js';
-import { seedPack } from '../seed-pack/index.js';
-import { allPlugins } from './plugins.js';
-import { parseExpiry } from '../kernel/expiry.js';
+import type { TenantConfig } from '../kernel/tenant.js';
+import type { TenantManager as TenantManagerType } from '../kernel/tenants.js';
 
 const HELP: Record<string, string> = {
   main: `usage: workgraph <command> [options]
@@ -59,6 +53,45 @@ queue, questions, workflows, identity, ...; default all).`,
       prints a fresh, well-formed svc_pat_ token (for SVC_BOOTSTRAP_TOKEN)`,
 };
 
+// ------------------------------------------------------------------ client commands first
+
+/** The commands below (they need the kernel); every other command is tried as a client command. */
+const OPERATOR_COMMANDS = new Set(['serve', 'mcp', 'tenant', 'token', 'cluster', 'import', 'backup', 'restore']);
+{
+  const [command, ...args] = process.argv.slice(2);
+  let handled: number | null = null;
+  try {
+    if (!command || command === '--help' || command === 'help') {
+      const [{ clientUsage }, { loadManifest }] = await Promise.all([import('./client/main.js'), import('./client/manifest.js')]);
+      process.stdout.write(HELP.main + '\n\n' + clientUsage(await loadManifest().catch(() => null)) + '\n');
+      handled = 0;
+    } else if (!OPERATOR_COMMANDS.has(command)) {
+      const { runClient } = await import('./client/main.js');
+      handled = await runClient(command, args);
+    }
+  } catch (err) {
+    process.stderr.write(`workgraph: ${err instanceof Error ? err.message : String(err)}\n`);
+    handled = 1;
+  }
+  if (handled !== null) {
+    // stdout drained before exit (an MCP client or a keep-alive socket would hold the loop open)
+    await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
+    process.exit(handled);
+  }
+}
+
+// The operator commands' modules, loaded only when one runs.
+const { FileTokenStore, generateToken, hashPrefix, newTokenRecord } = await import('../kernel/auth.js');
+const { gitEnv, nodePath } = await import('../kernel/git-store.js');
+const { configFromEnv, createLogger, systemClock } = await import('../kernel/config.js');
+const { Tenant } = await import('../kernel/tenant.js');
+const { ORG_PATTERN, TenantManager } = await import('../kernel/tenants.js');
+const { startKernel, startServer } = await import('../kernel/server.js');
+const { createSandbox } = await import('../sandbox/index.js');
+const { seedPack } = await import('../seed-pack/index.js');
+const { allPlugins } = await import('./plugins.js');
+const { parseExpiry } = await import('../kernel/expiry.js');
+
 function out(value: unknown): void {
   process.stdout.write(JSON.stringify(value) + '\n');
 }
@@ -68,7 +101,7 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-async function withManager<T>(fn: (m: TenantManager) => Promise<T>): Promise<T> {
+async function withManager<T>(fn: (m: TenantManagerType) => Promise<T>): Promise<T> {
   const config = configFromEnv();
   const sandbox = createSandbox();
   const manager = new TenantManager({ dataDir: config.dataDir, sandbox, pack: seedPack, plugins: allPlugins, clock: systemClock, log: createLogger(undefined, true), fsync: config.fsync });
@@ -318,7 +351,6 @@ async function mcp(args: string[] = []): Promise<void> {
 
 async function main(): Promise<void> {
   const [command, ...args] = process.argv.slice(2);
-  if (!command || command === '--help' || command === 'help') return void process.stdout.write(HELP.main + '\n');
   if (args.includes('--help') && HELP[command]) return void process.stdout.write(HELP[command] + '\n');
   switch (command) {
     case 'serve':
