@@ -175,7 +175,7 @@ async function putOne(ctx: OpContext, draft: WriteDraft, entry: PutEntry, defaul
   return { status: writeStatus(c), id, revision: stored?.revision ?? null, warnings };
 }
 
-const STAMPED_KEYS = new Set(['author', 'authored_via', 'authored_by_agent', 'session']);
+const STAMPED_KEYS = new Set(['author', 'authored_via', 'authored_by_agent', 'session', 'proposed_by']);
 const SERVER_KEYS = new Set(['created', 'updated']);
 
 /**

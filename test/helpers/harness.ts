@@ -168,7 +168,9 @@ export async function addPerson(t: TestServer, name: string, opts: { admin?: boo
   const email = `${name.toLowerCase().replace(/[^a-z0-9]+/g, '.')}@example.test`;
   const id = personIdForEmail(email);
   const actor = { personId: t.adminPerson, name: 'Admin', email: 'admin@localhost', agent: null, session: null };
-  await tenant.write(actor, { op: 'test_add_person', via: 'rest' }, async (draft) => {
+  const { IdentityAuthority } = await import('../../kernel/identity-guard.js');
+  // people are identity facts: the test helper writes them as an identity operation would
+  await tenant.write(actor, { op: 'test_add_person', via: 'rest', identity: IdentityAuthority.issue('test') }, async (draft) => {
     draft.put({
       frontmatter: { id, type: 'person', status: 'active', title: name, summary: name, name, email, ...(opts.admin ? { edges: [{ type: 'stewards', to: 'proj-root' }] } : {}) },
       body: '',
