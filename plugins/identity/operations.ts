@@ -312,6 +312,7 @@ export async function grantAdmin(ctx: OpContext, input: { id: string }) {
   requireAdmin(ctx);
   personNode(ctx, input.id);
   return ctx.tenant.write(writeActorOf(ctx.actor), { op: 'grant_admin', via: ctx.via, identity: identityAuthority() }, async (draft) => {
+    if (!isAdminNode(ctx.tenant.index.get(ctx.actor.personId))) throw errors.forbidden(`admin only: ${ctx.actor.personId} is no longer an admin`);
     const node = draft.get(input.id);
     if (!node || node.frontmatter.type !== 'person') throw errors.notFound(`person ${input.id}`);
     const edges = Array.isArray(node.frontmatter.edges) ? (node.frontmatter.edges as Array<Record<string, string>>) : [];
@@ -336,7 +337,9 @@ export async function revokeAdmin(ctx: OpContext, input: { id: string }) {
     if (!edges.some((e) => e.type === 'stewards' && e.to === ROOT_ID)) {
       return { id: input.id, is_admin: false, status: 'unchanged' as const, revision: node.revision };
     }
-    // counted inside the write queue, so two concurrent revocations cannot both pass
+    // checked inside the write queue, so two concurrent revocations cannot both pass, and a
+    // caller whose own rights were revoked meanwhile is refused
+    if (!isAdminNode(ctx.tenant.index.get(ctx.actor.personId))) throw errors.forbidden(`admin only: ${ctx.actor.personId} is no longer an admin`);
     const admins = [...ctx.tenant.index.idsOfType('person')].filter((id) => isAdminNode(ctx.tenant.index.get(id)));
     if (admins.length <= 1) {
       throw new SvcError(409, 'last_admin', `${input.id} is the last admin of ${ctx.tenant.org}; grant admin rights to someone else first`, { id: input.id, admins });
