@@ -11,7 +11,7 @@
  * refused by declaration, in either edge direction (inverse labels and aliases are
  * normalized before the comparison).
  */
-import { serializeNode, type Frontmatter } from './codec.js';
+import type { Frontmatter } from './codec.js';
 import { errors } from './errors.js';
 import { edgesOf } from './graph-index.js';
 import type { Registry } from './registry.js';
@@ -48,9 +48,6 @@ export function isIdentityAuthority(value: unknown): value is IdentityAuthority 
   return typeof value === 'object' && value !== null && issued.has(value);
 }
 
-/** Keys the server stamps on every write: never an identity fact by themselves. */
-const STAMPS = new Set(['author', 'authored_via', 'authored_by_agent', 'session', 'created', 'updated', 'revision']);
-
 /** One identity edge, canonical: `type` from `from` to `to`, with its attributes. */
 function edgeKeys(registry: Registry, nodeId: string, fm: Frontmatter | null): Set<string> {
   const out = new Set<string>();
@@ -77,13 +74,6 @@ export interface NodeImage {
   body: string;
 }
 
-/** A node's content without stamps, timestamps and edges (edges are judged one by one). */
-function contentOf(image: NodeImage): string {
-  const copy: Frontmatter = {};
-  for (const [k, v] of Object.entries(image.frontmatter)) if (!STAMPS.has(k) && k !== 'edges') copy[k] = v;
-  return serializeNode(copy, image.body);
-}
-
 /**
  * The identity facts one node change touches, as readable descriptions (empty: none).
  * `before`/`after` null: the node does not exist on that side.
@@ -93,10 +83,12 @@ export function identityFactChanges(registry: Registry, id: string, before: Node
   const typeName = String((after ?? before)?.frontmatter.type ?? '');
   const typeDef = registry.nodeTypes.get(typeName) ?? (before ? registry.nodeTypes.get(String(before.frontmatter.type)) : undefined);
   if (typeDef?.identity) {
+    // the node's existence is the fact (a token is bound to a person only while the node exists)
     if (!before && after) out.push(`creates the ${typeDef.type} node ${id}`);
     else if (before && !after) out.push(`deletes the ${typeDef.type} node ${id}`);
-    else if (before && after && contentOf(before) !== contentOf(after)) out.push(`changes the ${typeDef.type} node ${id}`);
-  } else if (typeDef) {
+  }
+  // a created or deleted identity node is one fact, not one per field
+  if (typeDef && !(typeDef.identity && (!before || !after))) {
     for (const rule of typeDef.fields) {
       if (!rule.identity) continue;
       const a = before ? JSON.stringify(before.frontmatter[rule.field] ?? null) : 'null';

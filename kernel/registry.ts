@@ -38,8 +38,9 @@ export interface NodeTypeDef {
   non_resolving: boolean;
   self_approval_ban: boolean;
   /**
-   * Nodes of this type are identity facts as a whole (people): creating, deleting or changing
-   * one beyond its stamps and non-identity edges is for identity operations only.
+   * The existence of a node of this type is an identity fact (people: a token is bound to a
+   * person while its node exists): creating or deleting one is for identity operations only.
+   * Its identity fields and edges are declared on the field rules and edge types.
    */
   identity?: boolean;
   forced_initial_status: string | null;

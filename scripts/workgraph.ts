@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { spawnSync } from 'node:child_process';
-import { FileTokenStore, generateToken, hashPrefix, newTokenRecord } from '../kernel/auth.js';
+import { FileTokenStore, generateToken, hashPrefix, newTokenRecord, type TokenRecord } from '../kernel/auth.js';
 import { gitEnv, nodePath } from '../kernel/git-store.js';
 import { configFromEnv, createLogger, systemClock } from '../kernel/config.js';
 import { Tenant, type TenantConfig } from '../kernel/tenant.js';
@@ -58,7 +58,8 @@ Proxy mode (SVC_SERVER and SVC_TOKEN set) forwards every call to SVC_SERVER/mcp.
       commits_scanned}. Each entry is a commit that changed an identity fact (people, admin
       rights = stewards edges to proj-root, agent ownership = owned-by edges, identity fields)
       with its author, credential kind, operation and route; flagged: true when no identity
-      operation made it. --flagged lists only those. Reads the repositories read-only (a commit
+      operation made it. --flagged lists only those. tokens_at_risk: tokens minted for an agent
+      after a flagged change of its owner. Reads the repositories read-only (a commit
       a running server made within the last second may show on the next run). Exit status 3
       when anything is flagged.`,
 };
@@ -241,7 +242,14 @@ async function auditCommand(args: string[]): Promise<void> {
       orgs = [];
     }
   }
-  const { auditIdentityHistory, auditRegistry } = await import('../plugins/identity/audit.js');
+  const { auditIdentityHistory, auditRegistry, tokensAtRisk } = await import('../plugins/identity/audit.js');
+  const readTokenFile = (file: string): TokenRecord[] => {
+    try {
+      return JSON.parse(readFileSync(file, 'utf8')) as TokenRecord[];
+    } catch {
+      return [];
+    }
+  };
   const nativeTypes = allPlugins.flatMap((p) => p.schema?.nodeTypes ?? []);
   const nativeEdges = allPlugins.flatMap((p) => p.schema?.edgeTypes ?? []);
   let flagged = 0;
@@ -251,7 +259,9 @@ async function auditCommand(args: string[]): Promise<void> {
     const registry = await auditRegistry(gitdir, seedPack, nativeTypes, nativeEdges);
     const audit = await auditIdentityHistory(gitdir, registry, { onlyFlagged: values.flagged === true });
     flagged += audit.flagged;
-    out({ org, ...audit });
+    // the file token store, read only (cluster mode keeps tokens in PostgreSQL: use the admin route there)
+    const records = config.databaseUrl ? [] : readTokenFile(join(tenantsDir, org, 'auth', 'tokens.json'));
+    out({ org, ...audit, tokens_at_risk: tokensAtRisk(audit.entries, records) });
   }
   if (flagged > 0) process.exitCode = 3;
 }

@@ -25,7 +25,7 @@ interface TypeSeed {
   moves: Record<string, string[]>;
   flags?: Partial<Pick<NodeTypeDef, 'traversable' | 'capturable' | 'queueable' | 'non_resolving' | 'always_on'>>;
   selfApproval?: boolean;
-  /** the whole node is an identity fact (kernel/identity-guard.ts) */
+  /** creating or deleting such a node is an identity fact (kernel/identity-guard.ts) */
   identity?: boolean;
   forcedInitial?: string;
   inProgress?: string;

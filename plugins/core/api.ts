@@ -173,6 +173,8 @@ export const addEdge = defineOperation({
   description: 'Add a typed edge from a node (canonical, alias or inverse form; inverse forms are written on the target). attrs are flat tokens.',
   input: edgeInput,
   output: WriteResult,
+  // 403: an identity edge (stewards to proj-root, owned-by) is written only by the identity operations
+  errors: [403],
   example: { type: 'blocks', to: 'task-release' },
   run: ops.addEdge,
 });
@@ -183,6 +185,7 @@ export const removeEdge = defineOperation({
   description: 'Remove a typed edge; a missing edge is skipped.',
   input: object({ id: NodeId, type: EdgeType, to: { ...NodeId, description: 'target node id' } }, ['id', 'type', 'to']),
   output: WriteResult,
+  errors: [403],
   run: ops.removeEdge,
 });
 

@@ -256,9 +256,18 @@ export const auditIdentity = defineOperation({
   name: 'audit_identity',
   summary: 'Every change to an identity fact in the history, flagging those no identity operation made (admin)',
   description:
-    'Admin only. Reads the git history: each commit that changed an identity fact (people, admin rights, agent ownership, identity fields), newest first, with its author, credential kind, route/operation and the facts it changed; flagged when it was not made by an identity operation (grant_admin, revoke_admin, create_person, create_agent, import_person, bootstrap). `flagged: true` lists only those. Same as `workgraph audit identity`.',
+    'Admin only. Reads the git history: each commit that changed an identity fact (people, admin rights, agent ownership, identity fields), newest first, with its author, credential kind, route/operation and the facts it changed; flagged when it was not made by an identity operation (grant_admin, revoke_admin, create_person, create_agent, import_person, bootstrap). `flagged: true` lists only those. `tokens_at_risk`: tokens minted for an agent after a flagged change of its owner (revoke them with DELETE /v1/admin/tokens/{prefix}). Same as `workgraph audit identity`.',
   input: object({ flagged: s.boolean('only the flagged changes') }),
-  output: answer({ org: s.string(), entries: s.array(AuditEntry), count: s.integer(), flagged: s.integer(), commits_scanned: s.integer() }),
+  output: answer({
+    org: s.string(),
+    entries: s.array(AuditEntry),
+    count: s.integer(),
+    flagged: s.integer(),
+    commits_scanned: s.integer(),
+    tokens_at_risk: s.array(
+      answer({ hash_prefix: s.string(), kind: s.string(), agent: s.string(), person: s.string(), minted_by: nullStr, created: s.string(), revoked_at: nullStr, after_commit: s.string() }),
+    ),
+  }),
   errors: [403],
   run: ops.auditIdentity,
 });

@@ -19,6 +19,7 @@ import { Registry, type EdgeTypeDef, type NodeTypeDef, type SchemaPack } from '.
 import { schemaLayerOf } from '../../kernel/tenant.js';
 import { streamLog, trailersOf, type ParsedCommit, type RawChange } from '../history/git.js';
 import { IDENTITY_OPS } from './authority.js';
+import { hashPrefix, type TokenRecord } from '../../kernel/auth.js';
 
 export interface IdentityAuditEntry {
   commit: string;
@@ -45,6 +46,42 @@ export interface IdentityAudit {
   count: number;
   flagged: number;
   commits_scanned: number;
+}
+
+/** A token minted for an agent after a flagged change of its owner: what a hijacker may hold. */
+export interface TokenAtRisk {
+  hash_prefix: string;
+  kind: string;
+  agent: string;
+  person: string;
+  minted_by: string | null;
+  created: string;
+  revoked_at: string | null;
+  /** the flagged commit that gave `person` the agent */
+  after_commit: string;
+}
+
+const OWNERSHIP_CHANGE = /^adds (\S+) -owned-by-> (\S+)$/;
+
+/**
+ * Token mints are not commits; a token minted for an agent whose ownership a flagged commit
+ * changed, by or for the person it was moved to, after that commit, is listed so it can be revoked.
+ */
+export function tokensAtRisk(entries: IdentityAuditEntry[], records: TokenRecord[]): TokenAtRisk[] {
+  const out: TokenAtRisk[] = [];
+  for (const entry of entries) {
+    if (!entry.flagged) continue;
+    for (const change of entry.changes) {
+      const m = OWNERSHIP_CHANGE.exec(change);
+      if (!m) continue;
+      const [, agent, person] = m as unknown as [string, string, string];
+      for (const r of records) {
+        if (r.agent !== agent || (r.person !== person && r.minted_by !== person) || r.created < entry.date) continue;
+        out.push({ hash_prefix: hashPrefix(r.hash), kind: r.kind, agent, person: r.person, minted_by: r.minted_by, created: r.created, revoked_at: r.revoked_at, after_commit: entry.commit });
+      }
+    }
+  }
+  return out;
 }
 
 function nodeImage(text: string | undefined): NodeImage | null {

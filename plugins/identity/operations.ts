@@ -8,7 +8,7 @@ import { errors, SvcError } from '../../kernel/errors.js';
 import type { Frontmatter } from '../../kernel/codec.js';
 import type { Tenant, WriteActor } from '../../kernel/tenant.js';
 import { identityAuthority } from './authority.js';
-import { auditIdentityHistory } from './audit.js';
+import { auditIdentityHistory, tokensAtRisk } from './audit.js';
 import { parseExpiry } from '../../kernel/expiry.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext } from '../../kernel/plugin.js';
@@ -357,7 +357,7 @@ export async function revokeAdmin(ctx: OpContext, input: { id: string }) {
 export async function auditIdentity(ctx: OpContext, input: { flagged?: boolean }) {
   requireAdmin(ctx);
   const audit = await auditIdentityHistory(ctx.tenant.store.gitdir, ctx.tenant.registry, { onlyFlagged: input.flagged === true });
-  return { org: ctx.tenant.org, ...audit };
+  return { org: ctx.tenant.org, ...audit, tokens_at_risk: tokensAtRisk(audit.entries, ctx.tenant.tokens.all()) };
 }
 
 /** The invitation outcome; a provider failure is reported, never thrown (the person stays). */

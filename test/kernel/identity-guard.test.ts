@@ -305,6 +305,11 @@ describe('kernel: identity facts by declaration (a test registry)', () => {
     expect(identityFactChanges(registry, 'person-p', person([]), person([{ type: 'stewards', to: 'proj-root' }]))).to.deep.equal(['adds person-p -stewards-> proj-root']);
     const renamed = person([]);
     renamed.frontmatter.email = 'attacker@x';
-    expect(identityFactChanges(registry, 'person-p', person([]), renamed)).to.deep.equal(['changes the person node person-p']);
+    expect(identityFactChanges(registry, 'person-p', person([]), renamed)).to.deep.equal(['changes email of person-p']);
+    expect(identityFactChanges(registry, 'person-p', null, person([]))).to.deep.equal(['creates the person node person-p']);
+    expect(identityFactChanges(registry, 'person-p', person([]), null)).to.deep.equal(['deletes the person node person-p']);
+    const retitled = person([]);
+    retitled.frontmatter.summary = 'a new summary';
+    expect(identityFactChanges(registry, 'person-p', person([]), retitled)).to.deep.equal([]);
   });
 });

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { serializeNode, type Frontmatter } from '../../../kernel/codec.js';
+import { generateToken, hashPrefix, hashToken, newTokenRecord } from '../../../kernel/auth.js';
 import type { Tenant } from '../../../kernel/tenant.js';
 import { runCli } from '../../helpers/processes.js';
 import { startTestServer, type TestServer } from '../../helpers/harness.js';
@@ -65,6 +66,7 @@ describe('identity: audit of identity facts (workgraph audit identity, GET /v1/a
   let second: { id: string; token: string; email: string };
   let carolAgent: string;
   const hits: Record<string, string> = {};
+  let hijackToken: string;
 
   before(async () => {
     t = await startTestServer({ plugins: allPlugins });
@@ -91,8 +93,19 @@ describe('identity: audit of identity facts (workgraph audit identity, GET /v1/a
     // 5. another member: DELETE then POST owned-by on someone's agent
     hits.disown = await oldCommit(tenant, 'remove_edge', who(olive, 'Olive'), carolAgent, removeEdge('owned-by', carol.id), (at += 1000));
     hits.own = await oldCommit(tenant, 'add_edge', who(olive, 'Olive'), carolAgent, addEdge('owned-by', olive.id), (at += 1000));
+    // 6. the new "owner" mints a standing token for the agent (a token store record, not a commit)
+    hijackToken = generateToken('pat');
+    await tenant.tokens.mutate((records) => {
+      const rec = newTokenRecord(hijackToken, { kind: 'agent-standing', person: olive.id, agent: carolAgent, created: new Date((at += 1000)).toISOString(), minted_by: olive.id });
+      records.set(rec.hash, rec);
+    });
   });
   after(async () => t.close());
+
+  function checkTokens(tokens: any[]): void {
+    expect(tokens).to.have.length(1);
+    expect(tokens[0]).to.include({ hash_prefix: hashPrefix(hashToken(hijackToken)), agent: carolAgent, person: olive.id, minted_by: olive.id, after_commit: hits.own, revoked_at: null });
+  }
 
   function checkFlagged(entries: any[]): void {
     const bySha = new Map(entries.map((e) => [e.commit, e]));
@@ -135,6 +148,7 @@ describe('identity: audit of identity facts (workgraph audit identity, GET /v1/a
     const audit = JSON.parse(lines[0]!);
     expect(audit.org).to.equal(t.org);
     checkFlagged(audit.entries);
+    checkTokens(audit.tokens_at_risk);
     const onlyFlagged = JSON.parse((await runCli(['audit', 'identity', '--flagged'], { SVC_DATA_DIR: t.dataDir })).stdout.split('\n')[0]!);
     expect(onlyFlagged.entries.map((e: { commit: string }) => e.commit).sort()).to.deep.equal(Object.values(hits).sort());
   });
@@ -143,6 +157,7 @@ describe('identity: audit of identity facts (workgraph audit identity, GET /v1/a
     const res = await t.api('GET', '/v1/admin/audit/identity');
     expect(res.status, res.text).to.equal(200);
     checkFlagged(res.body.entries);
+    checkTokens(res.body.tokens_at_risk);
     const flagged = await t.api('GET', '/v1/admin/audit/identity?flagged=true');
     expect(flagged.body.count).to.equal(6);
     expect(flagged.body.flagged).to.equal(6);
