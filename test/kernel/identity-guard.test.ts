@@ -6,6 +6,9 @@ import { seedPack } from '../../seed-pack/index.js';
 import { allPlugins } from '../../scripts/plugins.js';
 import { SvcError } from '../../kernel/errors.js';
 import { md, startTestServer, type TestServer } from '../helpers/harness.js';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from '../helpers/processes.js';
 import { createAgent, createPerson, expectError, standingToken } from '../plugins/identity/helpers.js';
 
 /**
@@ -311,5 +314,23 @@ describe('kernel: identity facts by declaration (a test registry)', () => {
     const retitled = person([]);
     retitled.frontmatter.summary = 'a new summary';
     expect(identityFactChanges(registry, 'person-p', person([]), retitled)).to.deep.equal([]);
+  });
+});
+
+describe('kernel: only the kernel issues identity authorities', () => {
+  it('no plugin source mints one (the kernel hands one to the identity plugin at boot)', () => {
+    const offenders: string[] = [];
+    const walk = (dir: string) => {
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
+        if (statSync(path).isDirectory()) walk(path);
+        else if (name.endsWith('.ts') && readFileSync(path, 'utf8').includes('IdentityAuthority.issue')) offenders.push(path.slice(ROOT.length));
+      }
+    };
+    walk(join(ROOT, 'plugins'));
+    expect(offenders).to.deep.equal([]);
+    // the kernel's own issuers: the boot hand-over and the tenant bootstrap
+    expect(readFileSync(join(ROOT, 'kernel', 'server.ts'), 'utf8')).to.contain('IdentityAuthority.issue(IDENTITY_PLUGIN)');
+    expect(readFileSync(join(ROOT, 'kernel', 'tenants.ts'), 'utf8')).to.contain("IdentityAuthority.issue('bootstrap')");
   });
 });
