@@ -16,6 +16,7 @@ import type { NodeRecord } from './graph-index.js';
 import type { TenantManager } from './tenants.js';
 import type { PluginHost } from './plugin-host.js';
 import type { KernelMetrics } from './metrics.js';
+import type { IdentityAuthority } from './identity-guard.js';
 import { FileStateStore, type StateStore } from './state-store.js';
 import { invoke, isOperationDef, validationError, validatorOf, type JsonSchema, type OperationDef } from './operation.js';
 import { CREDENTIAL_KINDS, type AccessMap } from './access.js';
@@ -281,6 +282,11 @@ export interface PluginDef {
   settings?: Record<string, TenantSettingDef>;
   init?: (services: KernelServices) => Promise<void> | void;
   /**
+   * The identity plugin only (by name, IDENTITY_PLUGIN): receives at boot the capability to
+   * change identity facts (kernel/identity-guard.ts). The kernel hands it to no other plugin.
+   */
+  receiveIdentityAuthority?: (authority: IdentityAuthority) => void;
+  /**
    * Protocol endpoints outside /v1 (OAuth, `/.well-known/*`): one koa middleware, run before the
    * API routers for every request; it handles its own paths and calls `next()` for the rest.
    */
@@ -289,6 +295,9 @@ export interface PluginDef {
   tenantOpen?: (tenant: Tenant, services: KernelServices) => Promise<void> | void;
   close?: () => Promise<void> | void;
 }
+
+/** The plugin that owns identity facts (people, admin rights, agent ownership). */
+export const IDENTITY_PLUGIN = 'identity';
 
 export function definePlugin<T extends PluginDef>(def: T): T {
   return def;

@@ -4,6 +4,7 @@
  * prefixes, statuses, transitions (as hook source), edge vocabulary and weights.
  */
 import { Ajv, type ValidateFunction } from 'ajv';
+import type { IdentityEdgeScope } from './identity-guard.js';
 
 export interface FieldRule {
   field: string;
@@ -13,6 +14,11 @@ export interface FieldRule {
   names?: string[];
   /** hook-map: the largest source in characters */
   max?: number;
+  /**
+   * The field is an identity fact (read by authentication or authorization): only identity
+   * operations may set, change or clear it (kernel/identity-guard.ts).
+   */
+  identity?: boolean;
 }
 
 export type TypeSource = 'seed' | 'graph' | 'native';
@@ -31,6 +37,12 @@ export interface NodeTypeDef {
   queueable: boolean;
   non_resolving: boolean;
   self_approval_ban: boolean;
+  /**
+   * The existence of a node of this type is an identity fact (people: a token is bound to a
+   * person while its node exists): creating or deleting one is for identity operations only.
+   * Its identity fields and edges are declared on the field rules and edge types.
+   */
+  identity?: boolean;
   forced_initial_status: string | null;
   in_progress_status: string | null;
   fields: FieldRule[];
@@ -52,6 +64,12 @@ export interface EdgeTypeDef {
   inverse_aliases: string[];
   capturable: boolean;
   review_family: boolean;
+  /**
+   * Edges of this type are identity facts (all of them, or those to the listed targets): only
+   * identity operations may add or remove one, in either direction. A graph schema can neither
+   * redefine such a type nor claim one of its names.
+   */
+  identity?: IdentityEdgeScope;
   hooks: Record<string, string>;
   source: TypeSource;
 }
@@ -204,6 +222,19 @@ export class Registry {
         continue;
       }
       const existing = this.edgeTypes.get(add.type);
+      // Identity edge types are the kernel's: a graph schema cannot redefine one (its inverse
+      // label, aliases or identity flag) nor claim one of its names for another type.
+      if (existing?.identity) {
+        this.staleOverrides.push({ schema_id: layer.id, reason: `edge type '${add.type}' is an identity fact; a graph schema cannot redefine it` });
+        continue;
+      }
+      const claimed = [add.type, add.inverse_label, ...(Array.isArray(add.aliases) ? add.aliases : [])].filter((n): n is string => typeof n === 'string');
+      const taken = claimed.find((n) => this.identityNames().has(n));
+      if (taken !== undefined) {
+        this.staleOverrides.push({ schema_id: layer.id, reason: `edge type '${add.type}' claims '${taken}', a name of an identity edge type` });
+        continue;
+      }
+      const identity = identityScopeOf(add.identity);
       const weight = typeof add.weight === 'number' ? add.weight : existing?.weight ?? this.pack.default_edge_weight;
       this.edgeTypes.set(add.type, {
         type: add.type,
@@ -215,10 +246,22 @@ export class Registry {
         inverse_aliases: existing?.inverse_aliases ?? [],
         capturable: add.capturable ?? existing?.capturable ?? false,
         review_family: existing?.review_family ?? false,
+        // a graph schema may declare a new identity edge type (stricter), never un-declare one
+        ...(identity ? { identity } : {}),
         hooks: existing?.hooks ?? {},
         source: 'graph',
       });
     }
+  }
+
+  /** Every name (type, inverse label, aliases) of the identity edge types. */
+  private identityNames(): Set<string> {
+    const names = new Set<string>();
+    for (const e of this.edgeTypes.values()) {
+      if (!e.identity) continue;
+      for (const n of [e.type, e.inverse_label, ...e.aliases, ...e.inverse_aliases]) names.add(n);
+    }
+    return names;
   }
 
   private buildEdgeLookup(): void {
@@ -299,6 +342,8 @@ export class Registry {
         initial_status: t.initial,
         transitions: t.moves,
         self_approval_ban: t.self_approval_ban,
+        identity: Boolean(t.identity),
+        identity_fields: t.fields.filter((f) => f.identity).map((f) => f.field),
       };
       if (withCode) {
         const code: Record<string, string> = {};
@@ -320,6 +365,7 @@ export class Registry {
         inverse_aliases: e.inverse_aliases,
         capturable: e.capturable,
         review_family: e.review_family,
+        identity: e.identity ?? false,
         hooks: Object.keys(e.hooks),
         source: e.source,
       };
@@ -351,6 +397,16 @@ export class Registry {
       alias_collisions: this.aliasCollisions,
     };
   }
+}
+
+/** A declared identity scope as the registry keeps it (anything malformed is no declaration). */
+function identityScopeOf(value: unknown): IdentityEdgeScope | undefined {
+  if (value === true) return true;
+  if (value && typeof value === 'object' && Array.isArray((value as { targets?: unknown }).targets)) {
+    const targets = ((value as { targets: unknown[] }).targets).filter((t): t is string => typeof t === 'string');
+    if (targets.length > 0) return { targets };
+  }
+  return undefined;
 }
 
 export const patterns = { id: ID_PATTERN, attrValue: ATTR_VALUE, shaLink: SHA_LINK };

@@ -12,7 +12,8 @@ import { seedPack } from '../seed-pack/index.js';
 import { createLogger, isLoopback, systemClock, type Clock, type Logger, type ServerConfig } from './config.js';
 import { hostRules } from './host-guard.js';
 import { createApp, createMetricsApp } from './http.js';
-import type { KernelServices, PluginDef } from './plugin.js';
+import { IDENTITY_PLUGIN, type KernelServices, type PluginDef } from './plugin.js';
+import { IdentityAuthority } from './identity-guard.js';
 import { PluginHost } from './plugin-host.js';
 import { KernelMetrics } from './metrics.js';
 import { ORG_PATTERN, TenantManager } from './tenants.js';
@@ -191,6 +192,8 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
   });
   runtime?.cluster.attach(tenants);
   const services: KernelServices = { clock, log, config, tenants, host, ticketAuthenticators: [], metrics, bearerAuthenticators: [], authChallenge: () => 'Bearer', registeredRoutes: [], requestRouters: [], globalStore: runtime ? pgGlobalStores(runtime.db) : undefined };
+  // the capability to change identity facts goes to the identity plugin and nowhere else
+  host.plugins.find((p) => p.name === IDENTITY_PLUGIN)?.receiveIdentityAuthority?.(IdentityAuthority.issue(IDENTITY_PLUGIN));
   for (const p of host.plugins) await p.init?.(services);
   tenants!.onTenantChange = async (tenant, added) => {
     for (const p of host.plugins) if (added.includes(p.name) && host.usable(tenant, p)) await p.tenantOpen?.(tenant, services);

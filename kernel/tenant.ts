@@ -19,6 +19,7 @@ import type { ErrorObject } from 'ajv';
 import { openGitStore, nodePath, runGit, type FileChange, type GitStore, type StoreFence } from './git-store.js';
 import { GraphIndex, makeRecord, type CommitEvent, type IndexChange, type NodeRecord } from './graph-index.js';
 import { HookRunner } from './hooks.js';
+import { guardIdentityFacts, isIdentityAuthority, type IdentityAuthority } from './identity-guard.js';
 import { loadNodeFiles, saveNodeSnapshot, type LoadedFile } from './node-loader.js';
 import { LIMITS, Registry, type EdgeTypeDef, type GraphSchemaLayer, type NodeTypeDef, type SchemaPack } from './registry.js';
 import { FileStateStore, type StateStore } from './state-store.js';
@@ -58,6 +59,12 @@ export interface WriteActor {
   email: string;
   agent: string | null;
   session: string | null;
+  /**
+   * The kind of credential the write came with (`pat`, `agent-standing`, `agent-session`,
+   * `oauth-access`, `connector-jwt`, ...): recorded in the commit's `Svc-Credential` trailer so
+   * history can tell how a change was made (`workgraph audit identity`).
+   */
+  credential?: string;
 }
 
 export type AuthoredVia = 'rest' | 'mcp' | 'capture' | 'dispatch' | 'distill' | 'gardener' | 'import';
@@ -72,6 +79,12 @@ export interface WriteMeta {
    * history with its own timestamps (commit author/committer dates, `created`, `updated`).
    */
   at?: number;
+  /**
+   * The capability to change identity facts (admin rights, agent ownership, people): only the
+   * identity operations and the tenant bootstrap hold one (kernel/identity-guard.ts). Without
+   * it a write touching an identity fact is 403 `forbidden` and nothing is written.
+   */
+  identity?: IdentityAuthority;
 }
 
 export interface DraftNode {
@@ -120,6 +133,11 @@ export interface TenantDeps {
 }
 
 const STAMP_KEYS = ['author', 'authored_via', 'authored_by_agent', 'session'] as const;
+/**
+ * Self-approval types (schema-, wf-): the people who proposed the current content since it was
+ * last active, kept by the server (a client value is ignored). None of them may activate it.
+ */
+export const PROPOSED_BY = 'proposed_by';
 /** commits between index snapshots at least (more on a larger graph: see `noteCommit`) */
 const SNAPSHOT_MIN_COMMITS = 2000;
 
@@ -392,7 +410,7 @@ export class Tenant {
 function contentChanged(before: NodeRecord, fm: Frontmatter, body: string): boolean {
   const strip = (f: Frontmatter) => {
     const copy: Frontmatter = { ...f };
-    for (const k of [...STAMP_KEYS, 'status', 'created', 'updated', 'revision']) delete copy[k];
+    for (const k of [...STAMP_KEYS, 'status', 'created', 'updated', 'revision', PROPOSED_BY]) delete copy[k];
     return copy;
   };
   return serializeNode(strip(before.frontmatter), before.body) !== serializeNode(strip(fm), body);
@@ -435,6 +453,47 @@ export class WriteDraft {
   }
 
   /**
+   * The self-approval ban, in the kernel so no path around the status route escapes it (a full
+   * put with `status: active`, a batch update, an import, a hook or workflow write): whoever
+   * proposed the current content (created it, changed it or moved it back towards activation
+   * while it was not active) cannot activate it; an agent or session token acts as its owner
+   * (`personId` is the owner), so it cannot either. Changing the content and activating in one
+   * write is refused too: the new content would be approved by its own author. Keeps the
+   * server-owned `proposed_by` list.
+   */
+  private selfApproval(id: string, before: NodeRecord | null, fm: Frontmatter, body: string, status: string): void {
+    const actor = this.actor.personId;
+    const previous = before && Array.isArray(before.frontmatter[PROPOSED_BY]) ? (before.frontmatter[PROPOSED_BY] as unknown[]).map(String) : [];
+    const changed = before ? contentChanged(before, fm, body) : true;
+    let proposers: string[];
+    if (!before) proposers = [actor];
+    else if (status === 'active' && before.status !== 'active') {
+      const lastAuthor = typeof before.frontmatter.author === 'string' ? before.frontmatter.author : null;
+      if (previous.includes(actor) || lastAuthor === actor) {
+        throw errors.transitionDenied(`self-approval ban: ${actor} proposed ${id}; another identity (not one of their agents or sessions) must activate it`, {
+          id,
+          gate: 'self-approval',
+          proposed_by: previous.length > 0 ? previous : lastAuthor ? [lastAuthor] : [],
+          actor,
+        });
+      }
+      if (changed) {
+        throw errors.transitionDenied(`self-approval ban: ${id} cannot be changed and activated in one write; write the change, then another identity activates it`, {
+          id,
+          gate: 'self-approval',
+          actor,
+        });
+      }
+      proposers = previous;
+    } else if (status !== 'active') {
+      if (before.status === 'active') proposers = changed ? [actor] : [];
+      else proposers = changed || before.status !== status ? [...new Set([...previous, actor])] : previous;
+    } else proposers = previous;
+    if (proposers.length > 0) fm[PROPOSED_BY] = proposers;
+    else delete fm[PROPOSED_BY];
+  }
+
+  /**
    * Validate and commit pending changes; nothing is committed if any of them fails. Resolves
    * once the commit is durable, or with `deferDurability` once it is written to the journal
    * and applied (the durability is then awaited by `Tenant.write` before it acknowledges):
@@ -451,11 +510,13 @@ export class WriteDraft {
     const now = new Date(this.meta.at ?? tenant.clock.now()).toISOString();
     const files: FileChange[] = [];
     const prepared: Array<{ id: string; path: string; markdown: string | null; fm: Frontmatter | null; body: string; before: NodeRecord | null }> = [];
+    let identityChanged = false;
 
     for (const change of pending) {
       const before = tenant.index.get(change.id) ?? null;
       if (!change.node) {
         if (!before) continue;
+        if (guardIdentityFacts(registry, change.id, before, null, this.meta.identity).length > 0) identityChanged = true;
         files.push({ path: before.path, content: null });
         prepared.push({ id: change.id, path: before.path, markdown: null, fm: null, body: '', before });
         continue;
@@ -481,6 +542,7 @@ export class WriteDraft {
         this.warnings.push(`${change.id} changed while active: it is proposed again until another identity activates it`);
       }
       const status = String(fm.status);
+      if (typeDef.self_approval_ban) this.selfApproval(change.id, before, fm, body, status);
 
       if (!change.options.skipTransition && !demoted && (!before || before.status !== status)) {
         const view: Record<string, unknown> = { ...fm, body };
@@ -524,6 +586,8 @@ export class WriteDraft {
           continue;
         }
       }
+      // The identity guard: every write passes here, whatever route, tool, hook or plugin made it.
+      if (guardIdentityFacts(registry, change.id, before, { frontmatter: fm, body }, this.meta.identity).length > 0) identityChanged = true;
       fm.updated = now;
       const markdown = serializeNode(fm, body);
       const path = nodePath(typeDef.type, change.id);
@@ -537,6 +601,8 @@ export class WriteDraft {
     const trailers = [`Svc-Op: ${this.meta.op}`, `Svc-Via: ${this.meta.via}`, `Svc-Person: ${this.actor.personId}`];
     if (this.actor.agent) trailers.push(`Svc-Agent: ${this.actor.agent}`);
     if (this.actor.session) trailers.push(`Svc-Session: ${this.actor.session}`);
+    if (this.actor.credential) trailers.push(`Svc-Credential: ${this.actor.credential}`);
+    if (identityChanged && isIdentityAuthority(this.meta.identity)) trailers.push(`Svc-Identity: ${this.meta.identity.holder}`);
     if (this.meta.internal) trailers.push('Svc-Internal: true');
     const summary = ids.length > 3 ? `${ids.slice(0, 3).join(', ')} and ${ids.length - 3} more` : ids.join(', ');
     const seconds = Math.floor((this.meta.at ?? tenant.clock.now()) / 1000);

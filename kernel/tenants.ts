@@ -16,6 +16,10 @@ import type { KernelMetrics } from './metrics.js';
 import type { EdgeTypeDef, NodeTypeDef, SchemaPack } from './registry.js';
 import { DEFAULT_LIMITS, Tenant, type OwnedTenant, type TenantConfig, type TenantDeps, type WriteActor } from './tenant.js';
 import type { StoreFence } from './git-store.js';
+import { IdentityAuthority } from './identity-guard.js';
+
+/** The kernel's own identity authority: the tenant bootstrap writes the first admin with it. */
+const BOOTSTRAP_AUTHORITY = IdentityAuthority.issue('bootstrap');
 
 export const ORG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
 export const ROOT_ID = 'proj-root';
@@ -267,7 +271,7 @@ export class TenantManager {
     const tenant = await Tenant.open(staging, this.deps, fence ? { config, fence, ackedHead: null } : undefined);
     const personId = personIdForEmail(spec.adminEmail);
     const actor: WriteActor = { personId, name: spec.adminName, email: spec.adminEmail, agent: null, session: null };
-    await tenant.write(actor, { op: 'bootstrap', via: 'rest', internal: true }, async (draft) => {
+    await tenant.write(actor, { op: 'bootstrap', via: 'rest', internal: true, identity: BOOTSTRAP_AUTHORITY }, async (draft) => {
       draft.put({ frontmatter: { id: ROOT_ID, type: 'proj', status: 'active', title: 'Root', summary: `Root of the ${spec.org} work graph` }, body: '' });
       draft.put({
         frontmatter: {
@@ -321,5 +325,12 @@ export function actorFor(tenant: Tenant, record: TokenRecord): Actor {
 /** The write attribution of an actor; a token without a person node cannot write. */
 export function writeActorOf(actor: Actor): WriteActor {
   if (!actor.bound) throw errors.noPersonForbidden('writes need a token bound to a person node');
-  return { personId: actor.personId, name: actor.name, email: actor.email || `${actor.personId}@users.noreply`, agent: actor.agent, session: actor.session };
+  return {
+    personId: actor.personId,
+    name: actor.name,
+    email: actor.email || `${actor.personId}@users.noreply`,
+    agent: actor.agent,
+    session: actor.session,
+    credential: actor.token.kind,
+  };
 }

@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { spawnSync } from 'node:child_process';
+import type { TokenRecord } from '../kernel/auth.js';
 import type { TenantConfig } from '../kernel/tenant.js';
 import type { TenantManager as TenantManagerType } from '../kernel/tenants.js';
 
@@ -23,6 +24,8 @@ commands:
   token mint|generate   mint a PAT for a person, or print a fresh token for SVC_BOOTSTRAP_TOKEN
   import <source> <path>  import beads, Backlog.md or GitHub issues (docs/import.md)
   backup|restore <file>   a tenant with its history, tokens and leases, to a file and back
+  audit identity        every change to an identity fact in the history, flagging those no
+                        identity operation made ("was I hit?")
 
 run 'workgraph <command> --help' for a command's options.`,
   serve: `usage: workgraph serve
@@ -51,12 +54,22 @@ queue, questions, workflows, identity, ...; default all).`,
       mints a personal access token for an existing person node; prints {org, person, token, hash_prefix, expires}
   workgraph token generate
       prints a fresh, well-formed svc_pat_ token (for SVC_BOOTSTRAP_TOKEN)`,
+  audit: `usage:
+  workgraph audit identity [--org ORG] [--flagged]
+      prints one JSON line per tenant (every tenant, or ORG): {org, entries, count, flagged,
+      commits_scanned}. Each entry is a commit that changed an identity fact (people, admin
+      rights = stewards edges to proj-root, agent ownership = owned-by edges, identity fields)
+      with its author, credential kind, operation and route; flagged: true when no identity
+      operation made it. --flagged lists only those. tokens_at_risk: tokens minted for an agent
+      after a flagged change of its owner. Reads the repositories read-only (a commit
+      a running server made within the last second may show on the next run). Exit status 3
+      when anything is flagged.`,
 };
 
 // ------------------------------------------------------------------ client commands first
 
 /** The commands below (they need the kernel); every other command is tried as a client command. */
-const OPERATOR_COMMANDS = new Set(['serve', 'mcp', 'tenant', 'token', 'cluster', 'import', 'backup', 'restore']);
+const OPERATOR_COMMANDS = new Set(['serve', 'mcp', 'tenant', 'token', 'cluster', 'import', 'backup', 'restore', 'audit']);
 {
   const [command, ...args] = process.argv.slice(2);
   let handled: number | null = null;
@@ -290,6 +303,49 @@ async function tokenCommand(args: string[]): Promise<void> {
   out({ org, person, token, hash_prefix: hashPrefix(rec.hash), expires });
 }
 
+async function auditCommand(args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  const { values } = parseArgs({ args: rest, options: { org: { type: 'string' }, flagged: { type: 'boolean' }, help: { type: 'boolean' } } });
+  if (values.help || !sub) return void process.stdout.write(HELP.audit + '\n');
+  if (sub !== 'identity') fail(`unknown audit command '${sub}'\n${HELP.audit}`);
+  const config = configFromEnv();
+  const tenantsDir = join(config.dataDir, 'tenants');
+  let orgs: string[];
+  if (values.org !== undefined) {
+    if (!ORG_PATTERN.test(values.org)) fail(`'${values.org}' is not an org slug (kebab-case)`);
+    if (!Tenant.exists(join(tenantsDir, values.org))) fail(`no tenant '${values.org}' under ${config.dataDir}`);
+    orgs = [values.org];
+  } else {
+    try {
+      orgs = readdirSync(tenantsDir).filter((n) => ORG_PATTERN.test(n) && Tenant.exists(join(tenantsDir, n))).sort();
+    } catch {
+      orgs = [];
+    }
+  }
+  const { auditIdentityHistory, auditRegistry, tokensAtRisk } = await import('../plugins/identity/audit.js');
+  const readTokenFile = (file: string): TokenRecord[] => {
+    try {
+      return JSON.parse(readFileSync(file, 'utf8')) as TokenRecord[];
+    } catch {
+      return [];
+    }
+  };
+  const nativeTypes = allPlugins.flatMap((p) => p.schema?.nodeTypes ?? []);
+  const nativeEdges = allPlugins.flatMap((p) => p.schema?.edgeTypes ?? []);
+  let flagged = 0;
+  for (const org of orgs) {
+    // read-only: the repository is read with git, the tenant is never opened (a running server owns its journal)
+    const gitdir = join(tenantsDir, org, 'graph.git');
+    const registry = await auditRegistry(gitdir, seedPack, nativeTypes, nativeEdges);
+    const audit = await auditIdentityHistory(gitdir, registry, { onlyFlagged: values.flagged === true });
+    flagged += audit.flagged;
+    // the file token store, read only (cluster mode keeps tokens in PostgreSQL: use the admin route there)
+    const records = config.databaseUrl ? [] : readTokenFile(join(tenantsDir, org, 'auth', 'tokens.json'));
+    out({ org, ...audit, tokens_at_risk: tokensAtRisk(audit.entries, records) });
+  }
+  if (flagged > 0) process.exitCode = 3;
+}
+
 async function serve(): Promise<void> {
   const config = configFromEnv();
   // The handlers are in place before anything starts: a signal that arrives while the server
@@ -369,6 +425,8 @@ async function main(): Promise<void> {
       const { importCommand } = await import('./import/cli.js');
       return importCommand(args);
     }
+    case 'audit':
+      return auditCommand(args);
     case 'backup':
     case 'restore': {
       const { backupCommand, restoreCommand } = await import('./import/backup.js');

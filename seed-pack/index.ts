@@ -7,6 +7,8 @@ import { readFileSync } from 'node:fs';
 import type { EdgeTypeDef, FieldRule, NodeTypeDef, SchemaPack } from '../kernel/registry.js';
 
 export const SEED_VERSION = '1';
+/** The tenant root (kernel/tenants.ts ROOT_ID): its stewards are the admins. */
+const ROOT_NODE_ID = 'proj-root';
 /** Hook sources are capped so a schema node cannot smuggle megabytes into every isolate. */
 export const HOOK_SOURCE_MAX = 16 * 1024;
 
@@ -23,6 +25,8 @@ interface TypeSeed {
   moves: Record<string, string[]>;
   flags?: Partial<Pick<NodeTypeDef, 'traversable' | 'capturable' | 'queueable' | 'non_resolving' | 'always_on'>>;
   selfApproval?: boolean;
+  /** creating or deleting such a node is an identity fact (kernel/identity-guard.ts) */
+  identity?: boolean;
   forcedInitial?: string;
   inProgress?: string;
   fields?: FieldRule[];
@@ -110,10 +114,12 @@ const seeds: TypeSeed[] = [
     statuses: ['active'],
     terminal: [],
     moves: { active: [] },
+    // sign-in (email, connector JWT), attribution (name) and admin rights read the person node
+    identity: true,
     fields: [
-      { field: 'name', kind: 'string', required: true },
-      { field: 'email', kind: 'string', required: true },
-      { field: 'roles', kind: 'slug-list' },
+      { field: 'name', kind: 'string', required: true, identity: true },
+      { field: 'email', kind: 'string', required: true, identity: true },
+      { field: 'roles', kind: 'slug-list', identity: true },
     ],
   },
   {
@@ -122,6 +128,8 @@ const seeds: TypeSeed[] = [
     statuses: ['active', 'retired'],
     terminal: ['retired'],
     moves: { active: ['retired'], retired: ['active'] },
+    // the SPIFFE identity's key; ownership is the owned-by edge (an identity edge type)
+    fields: [{ field: 'pubkey', kind: 'string', identity: true }],
   },
   {
     type: 'proj',
@@ -213,6 +221,7 @@ export const seedNodeTypes: NodeTypeDef[] = seeds.map((seed) => {
     queueable: seed.flags?.queueable ?? false,
     non_resolving: seed.flags?.non_resolving ?? false,
     self_approval_ban: Boolean(seed.selfApproval),
+    ...(seed.identity ? { identity: true } : {}),
     forced_initial_status: seed.forcedInitial ?? null,
     in_progress_status: seed.inProgress ?? null,
     fields: seed.fields ?? [],
@@ -252,8 +261,11 @@ export const seedEdgeTypes: EdgeTypeDef[] = [
   edge('supersedes', 'superseded-by', 0.8, 'The source replaces the target, which becomes stale.', { capturable: true }),
   edge('assigned', 'assignee-of', 0.6, 'Work node carried by a person (written by claims).'),
   edge('concerns', 'concerned-by', 0.3, 'A finding about a node.'),
-  edge('stewards', 'stewarded-by', 0.6, 'A person stewards a node; stewards of proj-root are admins.'),
-  edge('owned-by', 'owns', 0.4, 'An agent owned by its person.'),
+  // identity facts: admin rights (stewards of proj-root) and agent ownership (kernel/identity-guard.ts)
+  edge('stewards', 'stewarded-by', 0.6, 'A person stewards a node; stewards of proj-root are admins (an identity fact: granted with POST /v1/admin/people/{id}/admin).', {
+    identity: { targets: [ROOT_NODE_ID] },
+  }),
+  edge('owned-by', 'owns', 0.4, 'An agent owned by its person (an identity fact: set by the agent routes).', { identity: true }),
   edge('member-of', 'has-member', 0.4, 'A repo belongs to its project grouping.'),
   edge('part-of', 'has-part', 0.7, 'The source is a part of the target.', { capturable: true }),
   edge('review-requested', 'review-requested-of', 0.5, 'Review of the node is requested from a person.', { review_family: true }),

@@ -191,7 +191,8 @@ export const addEdge = defineOperation({
     `${LEASE_NOTE} Errors: 404 unknown node or target, 409 lease_held, 422 unknown edge type, bad attribute or over 40 edges.`,
   input: edgeInput,
   output: WriteResult,
-  errors: [409],
+  // 403: an identity edge (stewards to proj-root, owned-by) is written only by the identity operations
+  errors: [403, 409],
   example: { type: 'blocks', to: 'task-release' },
   run: ops.addEdge,
 });
@@ -202,7 +203,7 @@ export const removeEdge = defineOperation({
   description: `Remove a typed edge; a missing edge is skipped. ${LEASE_NOTE} Errors: 404 unknown node, 409 lease_held, 422 unknown edge type.`,
   input: object({ id: NodeId, type: EdgeType, to: { ...NodeId, description: 'target node id' }, force: Force }, ['id', 'type', 'to']),
   output: WriteResult,
-  errors: [409],
+  errors: [403, 409],
   run: ops.removeEdge,
 });
 

@@ -309,7 +309,7 @@ function removalWarnings(id: string, before: { frontmatter: Frontmatter; body: s
   return out;
 }
 
-const STAMPED_KEYS = new Set(['author', 'authored_via', 'authored_by_agent', 'session']);
+const STAMPED_KEYS = new Set(['author', 'authored_via', 'authored_by_agent', 'session', 'proposed_by']);
 const SERVER_KEYS = new Set(['created', 'updated']);
 
 /**

@@ -18,6 +18,9 @@ export const identityAccess: AccessMap = {
   admin_mint_token: { callers: callers.patOnly, admin: true, scope: 'a PAT for any existing person of the tenant' },
   admin_revoke_token: { callers: callers.humans, admin: true, scope: 'any token of the tenant' },
   list_people: { callers: callers.humans, admin: true, scope: 'every person of the tenant with their tokens' },
+  grant_admin: { callers: callers.humans, admin: true, scope: "any person of the tenant: writes their stewards edge to proj-root (the only way to make an admin)" },
+  revoke_admin: { callers: callers.humans, admin: true, scope: 'any admin of the tenant but the last one (409 last_admin)' },
+  audit_identity: { callers: callers.humans, admin: true, scope: "every change to an identity fact in the tenant's history, read-only" },
   create_person: { callers: callers.humans, admin: true, scope: 'a new person node of the tenant (never an admin)' },
   offboard_person: { callers: callers.humans, admin: true, scope: 'any other person of the tenant (self-offboarding is 422)' },
   list_agents: {

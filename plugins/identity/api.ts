@@ -212,6 +212,74 @@ export const offboardPerson = defineOperation({
   run: ops.offboardPerson,
 });
 
+// ---------------------------------------------------------------- admin rights and audit
+
+const AdminAnswer = answer({ id: s.string(), is_admin: s.boolean(), status: s.enum(['granted', 'revoked', 'unchanged']), revision: nullStr });
+
+export const grantAdmin = defineOperation({
+  name: 'grant_admin',
+  summary: 'Make a person an admin (admin)',
+  description:
+    'Admin only. Adds the stewards edge from the person to proj-root (admin rights). The only way to grant admin rights: any other write of that edge (edge routes, puts, imports, hooks) is 403 forbidden. The commit is authored by the granting admin (op grant_admin). Already an admin: status unchanged.',
+  input: object({ id: PersonId }, ['id']),
+  output: AdminAnswer,
+  errors: [403],
+  example: { id: 'person-alice' },
+  run: ops.grantAdmin,
+});
+
+export const revokeAdmin = defineOperation({
+  name: 'revoke_admin',
+  summary: "Remove a person's admin rights (admin)",
+  description:
+    "Admin only. Removes the stewards edge from the person to proj-root. The last admin of a tenant cannot be removed: 409 last_admin. The commit is authored by the revoking admin (op revoke_admin). Not an admin: status unchanged.",
+  input: object({ id: PersonId }, ['id']),
+  output: AdminAnswer,
+  errors: [403, 409],
+  example: { id: 'person-alice' },
+  run: ops.revokeAdmin,
+});
+
+const AuditEntry = answer(
+  {
+    commit: s.string(),
+    date: s.string(),
+    op: s.string(),
+    via: nullStr,
+    author: answer({ name: s.string(), email: s.string(), person: nullStr }),
+    agent: nullStr,
+    session: nullStr,
+    credential: s.string(),
+    credential_recorded: s.boolean(),
+    authored_via: nullStr,
+    nodes: s.array(s.string()),
+    changes: s.array(s.string()),
+    identity_operation: s.boolean(),
+    flagged: s.boolean(),
+    reason: nullStr,
+  },
+);
+
+export const auditIdentity = defineOperation({
+  name: 'audit_identity',
+  summary: 'Every change to an identity fact in the history, flagging those no identity operation made (admin)',
+  description:
+    'Admin only. Reads the git history: each commit that changed an identity fact (people, admin rights, agent ownership, identity fields), newest first, with its author, credential kind, route/operation and the facts it changed; flagged when it was not made by an identity operation (grant_admin, revoke_admin, create_person, create_agent, import_person, bootstrap). `flagged: true` lists only those. `tokens_at_risk`: tokens minted for an agent after a flagged change of its owner (revoke them with DELETE /v1/admin/tokens/{prefix}). Same as `workgraph audit identity`.',
+  input: object({ flagged: s.boolean('only the flagged changes') }),
+  output: answer({
+    org: s.string(),
+    entries: s.array(AuditEntry),
+    count: s.integer(),
+    flagged: s.integer(),
+    commits_scanned: s.integer(),
+    tokens_at_risk: s.array(
+      answer({ hash_prefix: s.string(), kind: s.string(), agent: s.string(), person: s.string(), minted_by: nullStr, created: s.string(), revoked_at: nullStr, after_commit: s.string() }),
+    ),
+  }),
+  errors: [403],
+  run: ops.auditIdentity,
+});
+
 // ---------------------------------------------------------------- agents
 
 const AgentEntry = answer({ id: s.string(), label: s.string(), owner: nullStr, spiffe: s.string(), pubkey: nullStr, status: s.string() });

@@ -3,13 +3,15 @@
  * binding, capability records and profile-to-host matching (SPEC "Identity and agents"),
  * plus the identity-provider adapter behind org choices and invitations (DESIGN.md §7).
  * The agent operations a lead or an agent needs have tool twins (list_agents, create_agent,
- * mint_agent_token, bind_session); the admin and personal-token routes are REST only.
+ * mint_agent_token, bind_session), and so do grant_admin, revoke_admin and audit_identity;
+ * the other admin and personal-token routes are REST only.
  */
 import { definePlugin } from '../../kernel/plugin.js';
 import { identityAccess } from './access.js';
 import { orgChoiceProviders } from '../core/org-choices.js';
 import * as api from './api.js';
 import { idpOrgChoices } from './idp.js';
+import { receiveAuthority } from './authority.js';
 
 export const identityPlugin = definePlugin({
   name: 'identity',
@@ -28,6 +30,9 @@ export const identityPlugin = definePlugin({
     { method: 'GET', path: '/v1/admin/people', operation: api.listPeople },
     { method: 'POST', path: '/v1/admin/people', operation: api.createPerson, status: 201 },
     { method: 'DELETE', path: '/v1/admin/people/:id', operation: api.offboardPerson },
+    { method: 'POST', path: '/v1/admin/people/:id/admin', operation: api.grantAdmin },
+    { method: 'DELETE', path: '/v1/admin/people/:id/admin', operation: api.revokeAdmin },
+    { method: 'GET', path: '/v1/admin/audit/identity', operation: api.auditIdentity },
 
     { method: 'GET', path: '/v1/agents', operation: api.listAgents },
     { method: 'POST', path: '/v1/agents', operation: api.createAgent, status: 201 },
@@ -51,8 +56,12 @@ export const identityPlugin = definePlugin({
     { description: 'Your agents (all: every agent, admin only).', operation: api.listAgents, annotations: { readOnlyHint: true } },
     { description: 'Create an agent you own (an owner field is ignored): label <=200 chars; id agent-<slug of label> unless given. 409 id taken.', operation: api.createAgent },
     { description: 'A token for an agent you own, shown once. Per-session (default): session (null: bind later), expires <=7d (\'8h\', ISO). standing: true: up to a year, label. 403 not yours.', operation: api.mintAgentToken },
+    { description: 'Admin only: make a person an admin (a stewards edge to proj-root, written by the identity operation; history names who granted it).', operation: api.grantAdmin, annotations: { destructiveHint: false, idempotentHint: true } },
+    { description: 'Admin only: revoke a person\'s admin rights; the last admin of a tenant cannot be removed (409 last_admin).', operation: api.revokeAdmin, annotations: { destructiveHint: true, idempotentHint: true } },
+    { description: 'Admin only: every change to an identity fact (admin, agent ownership, people) in the history, flagging those no identity operation made.', operation: api.auditIdentity, annotations: { readOnlyHint: true } },
     { description: 'With a per-session agent token minted without a session: bind it to session (write-once; the same again: unchanged; another: 409).', operation: api.bindSession, annotations: { idempotentHint: true } },
   ],
+  receiveIdentityAuthority: receiveAuthority,
   init() {
     // One stateless provider for every kernel in the process: it reads the provider URL
     // and the plugin's enablement from each request's own services.

@@ -4,7 +4,11 @@
  * graph nodes written through `tenant.write`; capability records are operational state.
  */
 import { generateToken, hashPrefix, newTokenRecord, type TokenRecord } from '../../kernel/auth.js';
-import { errors } from '../../kernel/errors.js';
+import { errors, SvcError } from '../../kernel/errors.js';
+import type { Frontmatter } from '../../kernel/codec.js';
+import type { Tenant, WriteActor } from '../../kernel/tenant.js';
+import { identityAuthority } from './authority.js';
+import { auditIdentityHistory, tokensAtRisk } from './audit.js';
 import { parseExpiry } from '../../kernel/expiry.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext } from '../../kernel/plugin.js';
@@ -264,7 +268,7 @@ export async function createPerson(ctx: OpContext, input: PersonInput) {
   const invite = input.invite === true;
   const args = inviteArgs(ctx, input);
 
-  const revision = await ctx.tenant.write(writeActorOf(ctx.actor), { op: 'create_person', via: ctx.via }, async (draft) => {
+  const revision = await ctx.tenant.write(writeActorOf(ctx.actor), { op: 'create_person', via: ctx.via, identity: identityAuthority() }, async (draft) => {
     if (draft.get(id)) throw errors.conflict(`node ${id} already exists`, { id });
     const lower = email.toLowerCase();
     for (const other of ctx.tenant.index.idsOfType('person')) {
@@ -285,6 +289,76 @@ export async function createPerson(ctx: OpContext, input: PersonInput) {
   const payload: Record<string, unknown> = { id, name, email, roles, revision };
   if (invite) payload.org_invitation = await invitePerson(ctx, { email, name }, args);
   return payload;
+}
+
+/**
+ * The importer's people (plugins/import): a person named as an assignee or owner of an imported
+ * item and missing here is created by this identity path (the import itself is admin-only).
+ */
+export async function writeImportedPerson(tenant: Tenant, actor: WriteActor, at: number | undefined, frontmatter: Frontmatter): Promise<void> {
+  if (frontmatter.type !== 'person' || Array.isArray(frontmatter.edges)) throw new Error('an imported person is a plain person node without edges');
+  await tenant.write(actor, { op: 'import_person', via: 'import', at, identity: identityAuthority() }, async (draft) => {
+    draft.put({ frontmatter, body: '' });
+  });
+}
+
+// ---------------------------------------------------------------- admin rights
+
+function isAdminNode(node: NodeRecord | undefined | null): boolean {
+  return node !== undefined && node !== null && node.type === 'person' && node.edges.some((e) => e.type === 'stewards' && e.to === ROOT_ID);
+}
+
+/** Grants admin rights: a stewards edge from the person to proj-root, committed by the granting admin. */
+export async function grantAdmin(ctx: OpContext, input: { id: string }) {
+  requireAdmin(ctx);
+  personNode(ctx, input.id);
+  return ctx.tenant.write(writeActorOf(ctx.actor), { op: 'grant_admin', via: ctx.via, identity: identityAuthority() }, async (draft) => {
+    if (!isAdminNode(ctx.tenant.index.get(ctx.actor.personId))) throw errors.forbidden(`admin only: ${ctx.actor.personId} is no longer an admin`);
+    const node = draft.get(input.id);
+    if (!node || node.frontmatter.type !== 'person') throw errors.notFound(`person ${input.id}`);
+    const edges = Array.isArray(node.frontmatter.edges) ? (node.frontmatter.edges as Array<Record<string, string>>) : [];
+    if (edges.some((e) => e.type === 'stewards' && e.to === ROOT_ID)) {
+      return { id: input.id, is_admin: true, status: 'unchanged' as const, revision: node.revision };
+    }
+    node.frontmatter.edges = [...edges, { type: 'stewards', to: ROOT_ID }];
+    draft.put(node);
+    const committed = await draft.commit();
+    return { id: input.id, is_admin: true, status: 'granted' as const, revision: committed.get(input.id)?.revision ?? null };
+  });
+}
+
+/** Revokes admin rights; the last admin of a tenant keeps them (409 `last_admin`). */
+export async function revokeAdmin(ctx: OpContext, input: { id: string }) {
+  requireAdmin(ctx);
+  personNode(ctx, input.id);
+  return ctx.tenant.write(writeActorOf(ctx.actor), { op: 'revoke_admin', via: ctx.via, identity: identityAuthority() }, async (draft) => {
+    const node = draft.get(input.id);
+    if (!node || node.frontmatter.type !== 'person') throw errors.notFound(`person ${input.id}`);
+    const edges = Array.isArray(node.frontmatter.edges) ? (node.frontmatter.edges as Array<Record<string, string>>) : [];
+    if (!edges.some((e) => e.type === 'stewards' && e.to === ROOT_ID)) {
+      return { id: input.id, is_admin: false, status: 'unchanged' as const, revision: node.revision };
+    }
+    // checked inside the write queue, so two concurrent revocations cannot both pass, and a
+    // caller whose own rights were revoked meanwhile is refused
+    if (!isAdminNode(ctx.tenant.index.get(ctx.actor.personId))) throw errors.forbidden(`admin only: ${ctx.actor.personId} is no longer an admin`);
+    const admins = [...ctx.tenant.index.idsOfType('person')].filter((id) => isAdminNode(ctx.tenant.index.get(id)));
+    if (admins.length <= 1) {
+      throw new SvcError(409, 'last_admin', `${input.id} is the last admin of ${ctx.tenant.org}; grant admin rights to someone else first`, { id: input.id, admins });
+    }
+    const kept = edges.filter((e) => !(e.type === 'stewards' && e.to === ROOT_ID));
+    if (kept.length > 0) node.frontmatter.edges = kept;
+    else delete node.frontmatter.edges;
+    draft.put(node);
+    const committed = await draft.commit();
+    return { id: input.id, is_admin: false, status: 'revoked' as const, revision: committed.get(input.id)?.revision ?? null };
+  });
+}
+
+/** GET /v1/admin/audit/identity: every change to an identity fact in this tenant's history. */
+export async function auditIdentity(ctx: OpContext, input: { flagged?: boolean }) {
+  requireAdmin(ctx);
+  const audit = await auditIdentityHistory(ctx.tenant.store.gitdir, ctx.tenant.registry, { onlyFlagged: input.flagged === true });
+  return { org: ctx.tenant.org, ...audit, tokens_at_risk: tokensAtRisk(audit.entries, ctx.tenant.tokens.all()) };
 }
 
 /** The invitation outcome; a provider failure is reported, never thrown (the person stays). */
@@ -381,7 +455,7 @@ async function createAgentFor(ctx: OpContext, input: AgentInput, owner: string) 
   const id = input.id ?? agentIdFromLabel(label);
   const pubkey = input.pubkey ?? undefined;
   const ownerName = personFields(ctx.tenant, owner).name ?? owner;
-  const revision = await ctx.tenant.write(writeActorOf(ctx.actor), { op: 'create_agent', via: ctx.via }, async (draft) => {
+  const revision = await ctx.tenant.write(writeActorOf(ctx.actor), { op: 'create_agent', via: ctx.via, identity: identityAuthority() }, async (draft) => {
     if (draft.get(id)) throw errors.conflict(`node ${id} already exists`, { id });
     draft.put({
       frontmatter: {

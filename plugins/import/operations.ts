@@ -18,6 +18,7 @@ import { LIMITS, type NodeTypeDef } from '../../kernel/registry.js';
 import type { WriteActor } from '../../kernel/tenant.js';
 import { personIdForEmail, writeActorOf } from '../../kernel/tenants.js';
 import type { ImportItem, ImportPerson, ImportRequest } from './model.js';
+import { writeImportedPerson } from '../identity/operations.js';
 
 export type ItemOutcome = 'created' | 'updated' | 'unchanged' | 'refused';
 
@@ -72,11 +73,16 @@ class People {
     const display = (name || address.split('@')[0]!).slice(0, 200);
     const id = personIdForEmail(address);
     if (!this.ctx.tenant.index.get(id)) {
-      await this.ctx.tenant.write(actor, { op: 'import_person', via: 'import', at }, async (draft) => {
-        draft.put({
-          frontmatter: { id, type: 'person', status: 'active', title: display, summary: `${display} (imported from ${source})`, name: display, email: address, import_source: source },
-          body: '',
-        });
+      // people are identity facts: created through the identity plugin's path
+      await writeImportedPerson(this.ctx.tenant, actor, at, {
+        id,
+        type: 'person',
+        status: 'active',
+        title: display,
+        summary: `${display} (imported from ${source})`,
+        name: display,
+        email: address,
+        import_source: source,
       });
       this.created++;
     }
@@ -95,7 +101,8 @@ function refused(item: ImportItem, id: string | null, reason: string, code = 'in
 
 /** What a node's content is, without the stamps and timestamps every write changes. */
 function comparable(fm: Frontmatter, body: string): string {
-  const { author: _a, authored_via: _v, authored_by_agent: _g, session: _s, created: _c, updated: _u, priority_by: _pb, priority_at: _pa, priority_via: _pv, ...rest } = fm;
+  // proposed_by: server-kept on self-approval types (kernel/tenant.ts), never import content
+  const { author: _a, authored_via: _v, authored_by_agent: _g, session: _s, created: _c, updated: _u, priority_by: _pb, priority_at: _pa, priority_via: _pv, proposed_by: _pr, ...rest } = fm;
   return JSON.stringify([rest, body]);
 }
 

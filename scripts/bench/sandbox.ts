@@ -47,6 +47,7 @@ import type { HookRef, Registry } from '../../kernel/registry.js';
 import { startKernel } from '../../kernel/server.js';
 import type { Tenant, WriteActor } from '../../kernel/tenant.js';
 import { actorFor, personIdForEmail } from '../../kernel/tenants.js';
+import { IdentityAuthority } from '../../kernel/identity-guard.js';
 import { setStatus } from '../../plugins/core/operations.js';
 import { createSandbox, type Sandbox, type SandboxEvent } from '../../sandbox/index.js';
 import { allPlugins } from '../plugins.js';
@@ -300,7 +301,8 @@ async function writeThroughput(): Promise<{ without: number; withGate: number; r
     // the second identity that activates the admin's proposal (self-approval ban)
     const reviewerEmail = 'reviewer@example.test';
     const reviewer: WriteActor = { personId: personIdForEmail(reviewerEmail), name: 'Reviewer', email: reviewerEmail, agent: null, session: null };
-    await tenant.write(admin, { op: 'bench_add_person', via: 'rest' }, async (draft) => {
+    // a person is an identity fact: the bench writes it as the identity plugin would
+    await tenant.write(admin, { op: 'bench_add_person', via: 'rest', identity: IdentityAuthority.issue('bench') }, async (draft) => {
       draft.put({ frontmatter: { id: reviewer.personId, type: 'person', status: 'active', title: 'Reviewer', summary: 'Reviewer', name: 'Reviewer', email: reviewerEmail }, body: '' });
     });
     await tenant.write(admin, { op: 'put_node', via: 'rest' }, async (draft) => {

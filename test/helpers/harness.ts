@@ -13,6 +13,7 @@ import type { PluginDef } from '../../kernel/plugin.js';
 import { startServer, type RunningServer } from '../../kernel/server.js';
 import { allPlugins } from '../../scripts/plugins.js';
 import { answerChecks } from '../../kernel/operation.js';
+import { IdentityAuthority } from '../../kernel/identity-guard.js';
 
 // Every answer of a declared operation is checked against its output schema in test runs.
 answerChecks.enabled = true;
@@ -168,7 +169,8 @@ export async function addPerson(t: TestServer, name: string, opts: { admin?: boo
   const email = `${name.toLowerCase().replace(/[^a-z0-9]+/g, '.')}@example.test`;
   const id = personIdForEmail(email);
   const actor = { personId: t.adminPerson, name: 'Admin', email: 'admin@localhost', agent: null, session: null };
-  await tenant.write(actor, { op: 'test_add_person', via: 'rest' }, async (draft) => {
+  // people are identity facts: the test helper writes them as an identity operation would
+  await tenant.write(actor, { op: 'test_add_person', via: 'rest', identity: IdentityAuthority.issue('test') }, async (draft) => {
     draft.put({
       frontmatter: { id, type: 'person', status: 'active', title: name, summary: name, name, email, ...(opts.admin ? { edges: [{ type: 'stewards', to: 'proj-root' }] } : {}) },
       body: '',

@@ -515,8 +515,7 @@ describe('authorization matrix: every operation x every credential kind, REST an
   }
 
   // ---------------------------------------------------------------- the write guard's rows
-  // GUARD: these answer 403 only once the identity-fact write guard (the guard task) is merged;
-  // the merger enables them (remove `.skip`).
+  // The five requests of the security report (kernel/identity-guard.ts refuses them in the write path).
   describe('identity edges (regression rows of the write guard)', () => {
     const memberCred = () => creds.find((c) => c.label === 'member PAT')!;
     const expectForbidden = (res: { status: number; body: any; text: string }) => {
@@ -524,35 +523,30 @@ describe('authorization matrix: every operation x every credential kind, REST an
       expect(res.body.error.code).to.equal('forbidden');
     };
 
-    // GUARD:
-    it.skip('a member cannot steward proj-root from their own person node', async () => {
+    it('a member cannot steward proj-root from their own person node', async () => {
       const m = memberCred();
       expectForbidden(await t.api('POST', `/v1/nodes/${m.person}/edges`, { token: m.token, body: { type: 'stewards', to: 'proj-root' } }));
       expect((await t.api('GET', '/v1/me', { token: m.token })).body.is_admin).to.equal(false);
     });
 
-    // GUARD:
-    it.skip('a member cannot add the inverse stewarded-by edge on proj-root', async () => {
+    it('a member cannot add the inverse stewarded-by edge on proj-root', async () => {
       const m = memberCred();
       expectForbidden(await t.api('POST', '/v1/nodes/proj-root/edges', { token: m.token, body: { type: 'stewarded-by', to: m.person } }));
       expect((await t.api('GET', '/v1/me', { token: m.token })).body.is_admin).to.equal(false);
     });
 
-    // GUARD:
-    it.skip("a standing agent token cannot make its owner an admin", async () => {
+    it("a standing agent token cannot make its owner an admin", async () => {
       const agent = creds.find((c) => c.label === "standing token of a member's agent")!;
       expectForbidden(await t.api('POST', `/v1/nodes/${agent.person}/edges`, { token: agent.token, body: { type: 'stewards', to: 'proj-root' } }));
     });
 
-    // GUARD:
-    it.skip('a member cannot remove an admin\'s stewards edge', async () => {
+    it('a member cannot remove an admin\'s stewards edge', async () => {
       const m = memberCred();
       expectForbidden(await t.api('DELETE', `/v1/nodes/${t.adminPerson}/edges`, { token: m.token, body: { type: 'stewards', to: 'proj-root' } }));
       expect((await t.api('GET', '/v1/me')).body.is_admin).to.equal(true);
     });
 
-    // GUARD:
-    it.skip("another member cannot take over someone's agent by rewriting owned-by, nor then mint its token", async () => {
+    it("another member cannot take over someone's agent by rewriting owned-by, nor then mint its token", async () => {
       const m = memberCred();
       // the other person's agent: the member is not its owner
       expectForbidden(await t.api('DELETE', `/v1/nodes/${fx.otherAgent}/edges`, { token: m.token, body: { type: 'owned-by', to: fx.other.id } }));

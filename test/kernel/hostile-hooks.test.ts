@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { IdentityAuthority } from '../../kernel/identity-guard.js';
 import { corePlugin } from '../../plugins/core/index.js';
 import { addPerson, md, putNodes, startTestServer, type TestServer } from '../helpers/harness.js';
 
@@ -96,7 +97,8 @@ describe('hostile graph hooks are contained (through the server)', function () {
     const { generateToken, newTokenRecord } = await import('../../kernel/auth.js');
     const reviewerB = generateToken('pat');
     const tenantB = otherReviewer;
-    await tenantB.write({ personId: other.person, name: 'B', email: 'b@other.test', agent: null, session: null }, { op: 'test', via: 'rest' }, async (draft) => {
+    // a person is an identity fact: written as the identity plugin would
+    await tenantB.write({ personId: other.person, name: 'B', email: 'b@other.test', agent: null, session: null }, { op: 'test', via: 'rest', identity: IdentityAuthority.issue('test') }, async (draft) => {
       draft.put({ frontmatter: { id: 'person-b2', type: 'person', status: 'active', summary: 'B2', name: 'B2', email: 'b2@other.test' }, body: '' });
     });
     await tenantB.tokens.mutate((records) => {
