@@ -43,7 +43,8 @@ export async function exportGraph(ctx: OpContext, input: ExportInput): Promise<R
   const gzip = input.gzip === true;
   const history = input.history === true;
   const auth = input.auth === true;
-  if (auth && !ctx.actor.isAdmin) throw errors.forbidden('auth=1 exports credential files and needs an admin (stewards edge to proj-root)');
+  // credential files leave only with an admin's own credential: an agent token acts for its owner but is not them
+  if (auth && (!ctx.actor.isAdmin || ctx.actor.agent)) throw errors.forbidden('auth=1 exports credential files and needs an admin (stewards edge to proj-root) using a person credential, not an agent token');
   if (history && (gzip || auth)) {
     throw errors.validation('history=1 streams a git bundle of the graph; gzip and auth apply to the tarball only', [
       { field: gzip ? 'gzip' : 'auth', message: 'not combinable with history=1' },

@@ -5,5 +5,5 @@
 import { callers, type AccessMap } from '../../kernel/access.js';
 
 export const importAccess: AccessMap = {
-  import_items: { callers: callers.anyPerson, admin: true, scope: 'writes imported nodes (and people) into the tenant' },
+  import_items: { callers: callers.humans, admin: true, scope: 'writes imported nodes (and people) into the tenant' },
 };

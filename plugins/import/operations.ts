@@ -178,7 +178,8 @@ async function importOne(ctx: OpContext, actor: WriteActor, source: string, item
 
 /** POST /v1/import (admin only): `{source, items, deleted?}` -> per-item results and a summary. */
 export async function importItems(ctx: OpContext, request: ImportRequest) {
-  if (!ctx.actor.isAdmin) throw errors.forbidden('importing needs an admin (stewards edge to proj-root)');
+  // an import may create people (identity facts): an admin's own credential, never an agent token
+  if (!ctx.actor.isAdmin || ctx.actor.agent) throw errors.forbidden('importing needs an admin (stewards edge to proj-root) using a person credential, not an agent token');
   const actor = writeActorOf(ctx.actor);
   const people = new People(ctx);
   const results: ItemResult[] = [];

@@ -109,15 +109,18 @@ describe('cluster: cookie, ticket and OAuth requests reach the tenant owner', fu
     const page2 = await get(`${b.url}/app/signin`, session);
     const signin2 = await formPost(`${b.url}/app/signin`, { csrf: field('csrf', await page2.text()), token: tokens.local!, next: '/app/orgs' }, `${session}; svc_app_csrf=${setCookies(page2).svc_app_csrf}`);
     expect(signin2.status).to.equal(303);
-    expect(setCookies(signin2).svc_app_session, 'the same session').to.equal(undefined);
-    const orgs = await get(`${a.url}/app/orgs`, session);
+    // every sign-in issues a fresh session id (no fixation), carrying the earlier session's tenants
+    const second = `svc_app_session=${setCookies(signin2).svc_app_session}`;
+    expect(second).to.not.equal(session);
+    expect((await get(`${a.url}/app/orgs`, session)).status, 'the old session id is gone').to.not.equal(200);
+    const orgs = await get(`${a.url}/app/orgs`, second);
     const orgsHtml = await orgs.text();
     expect(orgs.status).to.equal(200);
     expect(orgsHtml).to.match(/<code>local<\/code>[^<]*\s*<span class="badge">current/);
     expect(orgsHtml).to.include('Switch to beta');
-    const back = await formPost(`${owner.url}/app/orgs`, { csrf: field('csrf', orgsHtml), org: 'beta' }, session);
+    const back = await formPost(`${owner.url}/app/orgs`, { csrf: field('csrf', orgsHtml), org: 'beta' }, second);
     expect(back.status).to.equal(303);
-    const again = await get(`${b.url}/app/nodes/task-routed`, session);
+    const again = await get(`${b.url}/app/nodes/task-routed`, second);
     expect(again.status).to.equal(200);
     expect(await again.text()).to.include('Routed through the owner');
   });
