@@ -5,7 +5,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { generateToken, hashPrefix, newTokenRecord } from '../kernel/auth.js';
+import { generateToken, hashPrefix, newTokenRecord, type TokenRecord } from '../kernel/auth.js';
 import { configFromEnv, createLogger, systemClock, type ServerConfig } from '../kernel/config.js';
 import { openDatabase, type Database } from '../kernel/cluster/db.js';
 import { clusterStatus, Cluster } from '../kernel/cluster/ownership.js';
@@ -126,5 +126,16 @@ export async function clusterTokenMint(opts: { org: string; person: string; expi
     // unfenced: the operator writes beside the owner, serialized with it by the store's advisory lock
     await new PgTokenStore(db, opts.org, () => undefined, join(config.dataDir, 'tenants', opts.org, 'auth')).mutate((records) => void records.set(rec.hash, rec));
     out({ org: opts.org, person: opts.person, token, hash_prefix: hashPrefix(rec.hash), expires: opts.expires });
+  });
+}
+
+/**
+ * The token records of a tenant in cluster mode (`workgraph audit identity`): hashes and their
+ * records from `wg_tokens`, read-only, never a token.
+ */
+export async function clusterTokenRecords(org: string): Promise<TokenRecord[]> {
+  return withDatabase(configFromEnv(), async (db) => {
+    const r = await db.pool.query<{ record: TokenRecord }>('SELECT record FROM wg_tokens WHERE org = $1', [org]);
+    return r.rows.map((row) => row.record);
   });
 }

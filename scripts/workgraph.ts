@@ -339,8 +339,10 @@ async function auditCommand(args: string[]): Promise<void> {
     const registry = await auditRegistry(gitdir, seedPack, nativeTypes, nativeEdges);
     const audit = await auditIdentityHistory(gitdir, registry, { onlyFlagged: values.flagged === true });
     flagged += audit.flagged;
-    // the file token store, read only (cluster mode keeps tokens in PostgreSQL: use the admin route there)
-    const records = config.databaseUrl ? [] : readTokenFile(join(tenantsDir, org, 'auth', 'tokens.json'));
+    // the token records, read only: the file store, or PostgreSQL in cluster mode
+    const records = config.databaseUrl
+      ? await (await import('./cluster-cli.js')).clusterTokenRecords(org)
+      : readTokenFile(join(tenantsDir, org, 'auth', 'tokens.json'));
     out({ org, ...audit, tokens_at_risk: tokensAtRisk(audit.entries, records) });
   }
   if (flagged > 0) process.exitCode = 3;

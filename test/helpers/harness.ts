@@ -76,6 +76,15 @@ export async function testStoreConfig(dataDir: string): Promise<Partial<ServerCo
   return { databaseUrl: url, clusterLeaseMs: 3000 };
 }
 
+/**
+ * The environment an operator CLI process needs to act on the same store as a test server on
+ * `dataDir`: its data directory, and in cluster mode (`npm run test:pg`) its PostgreSQL schema.
+ */
+export async function cliEnv(dataDir: string): Promise<Record<string, string>> {
+  const store = await testStoreConfig(dataDir);
+  return { SVC_DATA_DIR: dataDir, ...(store.databaseUrl ? { SVC_DATABASE_URL: store.databaseUrl } : {}) };
+}
+
 export async function startTestServer(opts: { plugins?: PluginDef[]; config?: Partial<ServerConfig>; dataDir?: string; keepData?: boolean } = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'wg-test-'));
   const clock = new ManualClock();

@@ -3,7 +3,7 @@ import { serializeNode, type Frontmatter } from '../../../kernel/codec.js';
 import { generateToken, hashPrefix, hashToken, newTokenRecord } from '../../../kernel/auth.js';
 import type { Tenant } from '../../../kernel/tenant.js';
 import { runCli } from '../../helpers/processes.js';
-import { startTestServer, type TestServer } from '../../helpers/harness.js';
+import { cliEnv, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { allPlugins } from '../../../scripts/plugins.js';
 import { createAgent, createPerson, expectError, standingToken } from './helpers.js';
 
@@ -141,7 +141,7 @@ describe('identity: audit of identity facts (workgraph audit identity, GET /v1/a
   it('the CLI lists each of the five requests flagged, reading SVC_DATA_DIR (exit status 3)', async function () {
     // two CLI processes, each compiling the TypeScript CLI on a shared machine
     this.timeout(120_000);
-    const res = await runCli(['audit', 'identity', '--org', t.org], { SVC_DATA_DIR: t.dataDir });
+    const res = await runCli(['audit', 'identity', '--org', t.org], await cliEnv(t.dataDir));
     expect(res.code, res.stderr).to.equal(3);
     const lines = res.stdout.split('\n').filter(Boolean);
     expect(lines).to.have.length(1);
@@ -149,7 +149,7 @@ describe('identity: audit of identity facts (workgraph audit identity, GET /v1/a
     expect(audit.org).to.equal(t.org);
     checkFlagged(audit.entries);
     checkTokens(audit.tokens_at_risk);
-    const onlyFlagged = JSON.parse((await runCli(['audit', 'identity', '--flagged'], { SVC_DATA_DIR: t.dataDir })).stdout.split('\n')[0]!);
+    const onlyFlagged = JSON.parse((await runCli(['audit', 'identity', '--flagged'], await cliEnv(t.dataDir))).stdout.split('\n')[0]!);
     expect(onlyFlagged.entries.map((e: { commit: string }) => e.commit).sort()).to.deep.equal(Object.values(hits).sort());
   });
 
@@ -170,10 +170,10 @@ describe('identity: audit of identity facts (workgraph audit identity, GET /v1/a
 
   it('CLI: bad arguments fail with a message', async function () {
     this.timeout(120_000);
-    const res = await runCli(['audit', 'identity', '--org', 'Not_A_Slug'], { SVC_DATA_DIR: t.dataDir });
+    const res = await runCli(['audit', 'identity', '--org', 'Not_A_Slug'], await cliEnv(t.dataDir));
     expect(res.code).to.equal(2);
     expect(res.stderr).to.match(/org slug/);
-    const unknown = await runCli(['audit', 'tokens'], { SVC_DATA_DIR: t.dataDir });
+    const unknown = await runCli(['audit', 'tokens'], await cliEnv(t.dataDir));
     expect(unknown.code).to.equal(2);
     expect(unknown.stderr).to.match(/unknown audit command/);
   });

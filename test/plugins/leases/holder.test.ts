@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { queuePlugin } from '../../../plugins/queue/index.js';
-import { addPerson, md, type TestServer } from '../../helpers/harness.js';
+import { addPerson, cliEnv, md, type TestServer } from '../../helpers/harness.js';
 import { runCli } from '../../helpers/processes.js';
 import { assignees, nodeOf, post, startLeaseServer, tasks, tenantOf } from './helpers.js';
 
@@ -123,20 +123,20 @@ describe('leases: the holder is named, told, and (strict) protected', function (
 
   describe('leases: strict', () => {
     before(async () => {
-      const set = await runCli(['tenant', 'settings', t.org, '--set', 'leases=strict'], { SVC_DATA_DIR: t.dataDir });
+      const set = await runCli(['tenant', 'settings', t.org, '--set', 'leases=strict'], await cliEnv(t.dataDir));
       expect(set.code, set.stderr).to.equal(0);
       expect(JSON.parse(set.stdout)).to.deep.equal({ org: t.org, settings: { leases: 'strict' } });
       await until(() => tenantOf(t).config.settings?.leases === 'strict');
     });
     after(async () => {
-      const unset = await runCli(['tenant', 'settings', t.org, '--unset', 'leases'], { SVC_DATA_DIR: t.dataDir });
+      const unset = await runCli(['tenant', 'settings', t.org, '--unset', 'leases'], await cliEnv(t.dataDir));
       expect(JSON.parse(unset.stdout)).to.deep.equal({ org: t.org, settings: { leases: 'advisory' } });
     });
 
     it('the CLI refuses unknown settings and values', async () => {
       const [bad, unknown] = await Promise.all([
-        runCli(['tenant', 'settings', t.org, '--set', 'leases=loose'], { SVC_DATA_DIR: t.dataDir }),
-        runCli(['tenant', 'settings', t.org, '--set', 'colour=blue'], { SVC_DATA_DIR: t.dataDir }),
+        runCli(['tenant', 'settings', t.org, '--set', 'leases=loose'], await cliEnv(t.dataDir)),
+        runCli(['tenant', 'settings', t.org, '--set', 'colour=blue'], await cliEnv(t.dataDir)),
       ]);
       expect(bad.code).to.not.equal(0);
       expect(bad.stderr).to.match(/setting leases takes advisory or strict, not 'loose'/);
