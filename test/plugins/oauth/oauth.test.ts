@@ -5,9 +5,9 @@
  * and losing access when the parent PAT is revoked. Then every error path.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { auth } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { expect } from 'chai';
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -16,44 +16,14 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { hashToken } from '../../../kernel/auth.js';
 import { allPlugins } from '../../../scripts/plugins.js';
 import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
+import { MemoryOAuthClient } from '../../helpers/oauth-client.js';
 
 const REDIRECT = 'http://127.0.0.1:45999/callback';
 
-class TestClient implements OAuthClientProvider {
-  info?: OAuthClientInformationMixed;
-  saved?: OAuthTokens;
-  verifier?: string;
-  authorizationUrl?: URL;
-  constructor(readonly name = 'Test MCP client', readonly metadataUrl?: string) {}
-  get redirectUrl() {
-    return REDIRECT;
-  }
-  get clientMetadataUrl() {
-    return this.metadataUrl;
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: this.name, redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
-  }
-  clientInformation() {
-    return this.info;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.info = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(v: string) {
-    this.verifier = v;
-  }
-  codeVerifier() {
-    return this.verifier!;
+/** The test's MCP client: registers `REDIRECT` (or uses a metadata document URL). */
+class TestClient extends MemoryOAuthClient {
+  constructor(name = 'Test MCP client', metadataUrl?: string) {
+    super(REDIRECT, name, metadataUrl);
   }
 }
 
