@@ -12,7 +12,7 @@ import { parseJsonBody, readMcpBody, readRawBody, tooLargeRpcAnswer } from './bo
 import { errors, isSvcError, SvcError } from './errors.js';
 import { checkHostAndOrigin, hostRules, type HostRules } from './host-guard.js';
 import { buildMcpServer } from './mcp.js';
-import { invoke, isOperationDef, queryFieldsOf, type JsonSchema, type OperationDef } from './operation.js';
+import { invoke, queryFieldsOf, type JsonSchema, type OperationDef } from './operation.js';
 import { RawResponse, serialize, StatusPayload, type KernelServices, type OpContext, type PluginDef, type RouteDef, type RouteRequest } from './plugin.js';
 import type { Tenant } from './tenant.js';
 
@@ -290,7 +290,7 @@ export function createApp(services: KernelServices): Koa {
         if (!services.host.usable(tenant, plugin)) throw errors.notFound(`route ${ctx.method} ${ctx.path}`);
         const opctx: OpContext = { tenant, actor, via: 'rest', services, headers: req.headers };
         const op = route.operation;
-        const result = isOperationDef(op) ? await invoke(op, opctx, restInput(op, route, req)) : await op(opctx, route.input ? route.input(req) : body);
+        const result = await invoke(op, opctx, restInput(op, route, req));
         send(ctx, route, result);
       };
       const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';

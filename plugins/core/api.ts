@@ -5,7 +5,7 @@
  */
 import { isSvcError } from '../../kernel/errors.js';
 import { writeActorOf } from '../../kernel/tenants.js';
-import { answer, defineOperation, invoke, NodeId, object, s, WriteResult, type JsonSchema, type OperationDef } from '../../kernel/operation.js';
+import { answer, defineOperation, invoke, NodeId, object, s, WriteResult, type JsonSchema, type OperationDef } from '../../kernel/operation-legacy.js';
 import { StatusPayload, type OpContext } from '../../kernel/plugin.js';
 import { getNodeCached } from './node-read-cache.js';
 import * as ops from './operations.js';

@@ -7,7 +7,7 @@
  * did. Rules that need the graph or the token store (the person or agent exists, the caller
  * owns the agent, a prefix is unambiguous, an expiry is within its cap) stay in `run`.
  */
-import { answer, defineOperation, NodeId, object, s, type JsonSchema } from '../../kernel/operation.js';
+import { answer, defineOperation, NodeId, object, s, type JsonSchema } from '../../kernel/operation-legacy.js';
 import { ORG_PATTERN } from '../../kernel/tenants.js';
 import { CAP_KINDS } from './capabilities.js';
 import * as ops from './operations.js';

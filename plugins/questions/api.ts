@@ -3,7 +3,7 @@
  * and the function that runs it (operations.ts). The route and the tool `ask_question` are
  * derived from it.
  */
-import { answer, defineOperation, NodeId, object, s } from '../../kernel/operation.js';
+import { answer, defineOperation, NodeId, object, s } from '../../kernel/operation-legacy.js';
 import * as ops from './operations.js';
 
 export const askQuestion = defineOperation({

@@ -9,7 +9,7 @@
  * decides types; both forms must answer the same 422), `limit`/`offset` are clamped, never
  * rejected (SPEC rule 1), so their schemas carry no bounds.
  */
-import { answer, defineOperation, NodeId, object, s, type JsonSchema } from '../../kernel/operation.js';
+import { answer, defineOperation, NodeId, object, s, type JsonSchema } from '../../kernel/operation-legacy.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { QueueInput } from './operations.js';
 import { addMute as addMuteRun, listMutes as listMutesRun, removeMute as removeMuteRun } from './mutes.js';
