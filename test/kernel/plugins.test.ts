@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFromEnv, createLogger } from '../../kernel/config.js';
 import { callers } from '../../kernel/access.js';
-import { defineOperation, object } from '../../kernel/operation.js';
+import { defineOperation, object, pathParamsOf, s } from '../../kernel/operation.js';
 import { definePlugin as defineKernelPlugin, type OpContext, type PluginDef, type RouteDef, type ToolDef } from '../../kernel/plugin.js';
 import { startServer } from '../../kernel/server.js';
 import { corePlugin } from '../../plugins/core/index.js';
@@ -19,13 +19,14 @@ const dirs: string[] = [];
 after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 /** A declared operation for a test plugin: no input, answers what `answer` computes. */
-function probeOperation(name: string, answerOf: (ctx: OpContext) => Record<string, unknown>) {
-  return defineOperation({ name, summary: name, input: object({}), run: async (ctx) => answerOf(ctx) });
+function probeOperation(name: string, answerOf: (ctx: OpContext) => Record<string, unknown>, params: string[] = []) {
+  const input = object(Object.fromEntries(params.map((p) => [p, s.string()])), params);
+  return defineOperation({ name, summary: name, input, run: async (ctx) => answerOf(ctx) });
 }
 
 function route(path: string, method: RouteDef['method'] = 'GET'): RouteDef {
   const name = `${method}_${path}`.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/_+$/, '');
-  return { method, path, operation: probeOperation(name, () => ({ path })) };
+  return { method, path, operation: probeOperation(name, () => ({ path }), pathParamsOf(path)) };
 }
 
 function tool(name: string): ToolDef {
