@@ -165,7 +165,7 @@ export function object(properties: Record<string, JsonSchema>, required: string[
   return { type: 'object', properties, required, additionalProperties: false, ...extra };
 }
 
-/** An open object schema for answers: these keys are promised, more may be added (SPEC: additive keys). */
+/** An open object schema for answers: these keys are promised, more may be added (docs/spec.md: additive keys). */
 export function answer(properties: Record<string, JsonSchema>, required: string[] = Object.keys(properties)): JsonSchema {
   return { type: 'object', properties, required };
 }
@@ -187,7 +187,7 @@ export const s = {
   any: (description?: string): JsonSchema => (description ? { description } : {}),
 };
 
-/** A path id or node id: kebab-case, at most 200 characters (SPEC conventions). */
+/** A path id or node id: kebab-case, at most 200 characters (docs/spec.md conventions). */
 export const NodeId: JsonSchema = { type: 'string', pattern: '^[a-z0-9][a-z0-9-]*$', maxLength: 200, description: 'node id, e.g. task-fix-login' };
 /** The write success shape: `{status, id, revision, warnings}`. */
 export const WriteResult: JsonSchema = answer({

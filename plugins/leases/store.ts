@@ -29,7 +29,7 @@ export interface StoredLease {
   state: LeaseState;
 }
 
-/** The SPEC lease record `{node_id, by, expires, expires_at, session, claimed_at}` plus `agent` and `state`. */
+/** The docs/spec.md lease record `{node_id, by, expires, expires_at, session, claimed_at}` plus `agent` and `state`. */
 export interface LeaseView {
   node_id: string;
   by: string;

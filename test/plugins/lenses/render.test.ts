@@ -1,5 +1,5 @@
 /**
- * GET /v1/lens/{id}/render (SPEC "Lenses" rule 1, DESIGN.md §8): the json view tree, the
+ * GET /v1/lens/{id}/render (docs/spec.md "Lenses" rule 1, DESIGN.md §8): the json view tree, the
  * query keys, `$name` params as `param.<name>` query keys, columns, group_by, sort, the text
  * and html renderings (escaped, read-only, no forms), and the error codes.
  */
