@@ -1,5 +1,5 @@
 /**
- * POST /v1/capture and the `capture` tool (docs/spec.md Writes rule 9, DESIGN.md §6): context
+ * POST /v1/capture and the `capture` tool (docs/spec.md Writes rule 9, docs/design.md §6): context
  * checks before any ingestion, drafting (built-in or external ingester), validation with one
  * bounce, one commit stamped `authored_via: capture` (or the text preserved whole as a
  * `capture-` node), the journal entry, and idempotent replays.

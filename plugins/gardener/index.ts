@@ -1,6 +1,6 @@
 /**
  * The `gardener` plugin: POST /v1/gardener, the maintenance sweep (docs/spec.md Writes rule 13,
- * DESIGN.md §9). Any valid team token may run it (not admin-gated). docs/spec.md names no tool twin.
+ * docs/design.md §9). Any valid team token may run it (not admin-gated). docs/spec.md names no tool twin.
  */
 import { definePlugin } from '../../kernel/plugin.js';
 import { gardenerAccess } from './access.js';

@@ -1,5 +1,5 @@
 /**
- * Workflow runs (docs/spec.md "Workflow runs", rules 1-4; DESIGN.md §5): one function per
+ * Workflow runs (docs/spec.md "Workflow runs", rules 1-4; docs/design.md §5): one function per
  * operation, shared by the REST routes and the `run_workflow` tool. The server never
  * executes a step: it records runs, hands out step leases and records verdicts.
  *

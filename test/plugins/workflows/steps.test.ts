@@ -1,6 +1,6 @@
 /**
  * docs/spec.md "Workflow runs" rules 3-4 and "States and transitions / Workflow run and step"
- * (DESIGN.md §5): claims give a lease with a generation (committed as `claimed` in the run
+ * (docs/design.md §5): claims give a lease with a generation (committed as `claimed` in the run
  * node, expiry in operational state), the holder re-claiming renews, lapsed leases are
  * offered again under a new generation (clock-driven), verdicts move steps and the run,
  * retries are idempotent or 409 `outcome_conflict`, stale leases 409 `lease_expired`.
