@@ -15,7 +15,7 @@ import type { PluginDef } from './plugin.js';
 import type { KernelMetrics } from './metrics.js';
 import type { EdgeTypeDef, NodeTypeDef, SchemaPack } from './registry.js';
 import { DEFAULT_LIMITS, Tenant, type OwnedTenant, type TenantConfig, type TenantDeps, type WriteActor } from './tenant.js';
-import type { StoreFence } from './git-store.js';
+import type { StoreFence } from './git/types.js';
 import { IdentityAuthority } from './identity-guard.js';
 
 /** The kernel's own identity authority: the tenant bootstrap writes the first admin with it. */

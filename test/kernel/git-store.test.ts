@@ -6,7 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDurableFs, writeFileDurable } from '../../kernel/durable-fs.js';
 import { decodeJournal, JOURNAL_NAME } from '../../kernel/commit-journal.js';
-import { HeadMismatchError, nodePath, openGitStore, writeFileAtomicSync, type CommitAuthor, type GitStore } from '../../kernel/git-store.js';
+import { writeFileAtomicSync } from '../../kernel/durable-fs.js';
+import { nodePath } from '../../kernel/git/objects.js';
+import { openGitStore } from '../../kernel/git/open.js';
+import { HeadMismatchError, type CommitAuthor, type GitStore } from '../../kernel/git/types.js';
 import { writePack, type PackObject } from '../../kernel/pack-writer.js';
 
 const ann: CommitAuthor = { name: 'Ann Example', email: 'ann@example.com', timestamp: 1_700_000_000, timezoneOffset: -120 };
