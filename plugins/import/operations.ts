@@ -15,7 +15,7 @@ import { errors, isSvcError } from '../../kernel/errors.js';
 import type { Frontmatter } from '../../kernel/codec.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { LIMITS, type NodeTypeDef } from '../../kernel/registry.js';
-import type { WriteActor } from '../../kernel/tenant.js';
+import type { WriteActor } from '../../kernel/write-draft.js';
 import { personIdForEmail, writeActorOf } from '../../kernel/tenants.js';
 import type { ImportItem, ImportPerson, ImportRequest } from './model.js';
 import { writeImportedPerson } from '../identity/operations.js';

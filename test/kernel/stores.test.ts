@@ -14,7 +14,7 @@ import { isSvcError } from '../../kernel/errors.js';
 import { FileStateStore, type StateStore } from '../../kernel/state-store.js';
 import { systemClock } from '../../kernel/config.js';
 import { DEFAULT_LIMITS, Tenant } from '../../kernel/tenant.js';
-import type { Sandbox } from '../../sandbox/index.js';
+import type { Sandbox } from '../../sandbox/types.js';
 import { seedPack } from '../../seed-pack/index.js';
 import type { KernelServices } from '../../kernel/plugin.js';
 import { WorkgraphOAuthProvider } from '../../plugins/oauth/provider.js';
