@@ -31,7 +31,7 @@ function treeBody(gitdir: string, oid: string): Buffer {
   return execFileSync('git', ['--git-dir', gitdir, 'cat-file', 'tree', oid]);
 }
 
-describe('kernel/git-store: trees spliced per commit, stored as deltas in checkpoint packs', () => {
+describe('kernel/git: trees spliced per commit, stored as deltas in checkpoint packs', () => {
   let dir: string;
   let gitdir: string;
   beforeEach(() => {
