@@ -72,6 +72,10 @@ describe('operational stores: postgres only', () => {
     await c.set('b', 'mine too');
     const rec = record(generateToken('pat'));
     await tokens.mutate((records) => void records.set(rec.hash, rec));
+    // the insert notifies this store too, and its re-read bumps `version` whenever it lands:
+    // waited for here, so the version check below sees only the refused mutation
+    const inserted = tokens.version;
+    await until(() => tokens.version > inserted, "the store's re-read on its own notification");
 
     await bump(org); // another process took the tenant over
     expectNotOwner(await rejection(c.set('a', 'late')));
