@@ -14,6 +14,7 @@ import type { DurableFs } from '../durable-fs.js';
 import { catFileBatch, parseLsTree, runGit } from './cli.js';
 import { EMPTY_TREE_OID, isBlobMode, isTreeMode, OID_RE, parseTree, prefixSegments, sha1Hex, wrap, type EncodedObject, type Entries, type TreeEntry } from './objects.js';
 
+/** A directory's tree at HEAD as the store caches it (kernel/git/store.ts `trees`). */
 export interface CachedTree {
   oid: string;
   entries: Entries;
@@ -21,6 +22,11 @@ export interface CachedTree {
   body: Buffer | null;
 }
 
+/**
+ * Everything the store reads; the subclass adds the writes. The state both sides share is
+ * `protected`: the head, the acknowledged objects not yet in a pack, isomorphic-git's cache
+ * (dropped after a repack).
+ */
 export abstract class GitStoreReads {
   protected headOid: string | null;
   protected igCache: object = {};

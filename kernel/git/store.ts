@@ -27,8 +27,7 @@
  * before it is acknowledged, nothing is fsynced. Opening a store and replaying its journal:
  * kernel/git/open.ts.
  */
-import type { CommitInput, CommitOutput, GitStore, GitStoreOptions } from './types.js';
-import { HeadMismatchError } from './types.js';
+import { HeadMismatchError, type CommitInput, type CommitOutput, type GitStore, type GitStoreOptions } from './types.js';
 import { mkdirSync } from 'node:fs';
 import { fsyncDir, fsyncFile, writeFileAtomicSync, type DurableFs } from '../durable-fs.js';
 import type { JournalWriter } from '../commit-journal.js';
@@ -138,7 +137,6 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
     this.writeFile = opts.writeFile ?? writeFileAtomicSync;
   }
 
-
   /**
    * Read the root tree of the current head. A packed head commit is read with one
    * `git cat-file` (git binary-searches the pack index): isomorphic-git would first load the
@@ -157,7 +155,6 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
     }
     this.packs = await countPacks(this.gitdir);
   }
-
 
   /**
    * The HEAD tree of `dir`, loading it (and its ancestors) into the cache; null if absent.
