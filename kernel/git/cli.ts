@@ -11,6 +11,7 @@ import { promises as fsp } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { spawn } from 'node:child_process';
 
+/** git's environment without the caller's GIT_* overrides, in the C locale. */
 export function gitEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
