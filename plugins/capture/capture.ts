@@ -7,7 +7,8 @@
 import { errors, isSvcError } from '../../kernel/errors.js';
 import type { Edge } from '../../kernel/graph-index.js';
 import type { OpContext } from '../../kernel/plugin.js';
-import type { Tenant, WriteActor, WriteDraft } from '../../kernel/tenant.js';
+import type { Tenant } from '../../kernel/tenant.js';
+import type { WriteActor, WriteDraft } from '../../kernel/write-draft.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { slugOf, uniqueId } from './ids.js';
 import {

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { isSvcError } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext } from '../../kernel/plugin.js';
-import type { DraftNode, WriteDraft } from '../../kernel/tenant.js';
+import type { DraftNode, WriteDraft } from '../../kernel/write-draft.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { leasesOf } from '../leases/store.js';
 import { conditionsOf, isCheckName, type CheckEnv, type CheckName, type Condition } from './checks.js';

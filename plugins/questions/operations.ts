@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { errors } from '../../kernel/errors.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { LIMITS, patterns } from '../../kernel/registry.js';
-import type { WriteDraft } from '../../kernel/tenant.js';
+import type { WriteDraft } from '../../kernel/write-draft.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { graphNeighborhood, homeProject, projectFromNeighborhood, projectSteps, resolveProjectNode, routeQuestion } from './neighborhood.js';
 

@@ -45,11 +45,13 @@ import { HookRunner, type TransitionInput } from '../../kernel/hooks.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { HookRef, Registry } from '../../kernel/registry.js';
 import { startKernel } from '../../kernel/server.js';
-import type { Tenant, WriteActor } from '../../kernel/tenant.js';
+import type { Tenant } from '../../kernel/tenant.js';
+import type { WriteActor } from '../../kernel/write-draft.js';
 import { actorFor, personIdForEmail } from '../../kernel/tenants.js';
 import { IdentityAuthority } from '../../kernel/identity-guard.js';
 import { setStatus } from '../../plugins/core/operations.js';
-import { createSandbox, type Sandbox, type SandboxEvent } from '../../sandbox/index.js';
+import { createSandbox } from '../../sandbox/index.js';
+import type { Sandbox, SandboxEvent } from '../../sandbox/types.js';
 import { allPlugins } from '../plugins.js';
 import { benchConfig, benchId, benchNode, copyFixture, fixture, fmtRate, fmtRatio, machineNote, median, recordResult, runIfMain } from './lib.js';
 

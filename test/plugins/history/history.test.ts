@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync, renameSync } from 'node:
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { configFromEnv, createLogger, ManualClock } from '../../../kernel/config.js';
-import { nodePath } from '../../../kernel/git-store.js';
+import { nodePath } from '../../../kernel/git/objects.js';
 import { startServer } from '../../../kernel/server.js';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { historyPlugin } from '../../../plugins/history/index.js';
