@@ -8,7 +8,7 @@
  */
 import { definePlugin } from '../../kernel/plugin.js';
 import { identityAccess } from './access.js';
-import { orgChoiceProviders } from '../core/org-choices.js';
+import { orgChoiceProviders } from '../core/public.js';
 import * as api from './api.js';
 import { idpOrgChoices } from './idp.js';
 import { receiveAuthority } from './authority.js';

@@ -6,7 +6,7 @@
  */
 import { definePlugin } from '../../kernel/plugin.js';
 import { workflowsAccess } from './access.js';
-import { registerApprovalSource } from '../queue/approvals.js';
+import { registerApprovalSource } from '../queue/public.js';
 import * as api from './api.js';
 import { runApprovals } from './approvals.js';
 import { runBookOf } from './store.js';
