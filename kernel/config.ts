@@ -1,5 +1,5 @@
 /**
- * Server configuration from the environment (DESIGN.md §2), the injected clock and the logger.
+ * Server configuration from the environment (docs/design.md §2), the injected clock and the logger.
  */
 import { resolve } from 'node:path';
 import { pino } from 'pino';

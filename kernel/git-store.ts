@@ -1,6 +1,6 @@
 /**
  * The graph's git repository: a bare repo whose branch `main` holds
- * `nodes/<type>/<h2>/<id>.md` files (DESIGN §3).
+ * `nodes/<type>/<h2>/<id>.md` files (docs/design.md §3).
  *
  * Writes never go through a working tree or index. The store keeps an in-memory cache of
  * the HEAD tree (directory path -> entries, loaded lazily tree by tree), so a commit

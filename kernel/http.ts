@@ -12,7 +12,7 @@ import { parseJsonBody, readMcpBody, readRawBody, tooLargeRpcAnswer } from './bo
 import { errors, isSvcError, SvcError } from './errors.js';
 import { checkHostAndOrigin, hostRules, type HostRules } from './host-guard.js';
 import { buildMcpServer } from './mcp.js';
-import { invoke, isOperationDef, queryFieldsOf, type JsonSchema, type OperationDef } from './operation.js';
+import { invoke, queryFieldsOf, type JsonSchema, type OperationDef } from './operation.js';
 import { RawResponse, serialize, StatusPayload, type KernelServices, type OpContext, type PluginDef, type RouteDef, type RouteRequest } from './plugin.js';
 import type { Tenant } from './tenant.js';
 
@@ -55,7 +55,7 @@ const ERROR_PAGE_TEXT: Record<number, { title: string; hint: string }> = {
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-/** The readable page for a browser, the status kept (SPEC error codes stay visible for support). */
+/** The readable page for a browser, the status kept (docs/spec.md error codes stay visible for support). */
 function sendErrorPage(ctx: Koa.Context, err: SvcError): void {
   const text = ERROR_PAGE_TEXT[err.status] ?? { title: err.status >= 500 ? 'Something went wrong' : 'This request could not be served', hint: err.message };
   ctx.status = err.status;
@@ -290,7 +290,7 @@ export function createApp(services: KernelServices): Koa {
         if (!services.host.usable(tenant, plugin)) throw errors.notFound(`route ${ctx.method} ${ctx.path}`);
         const opctx: OpContext = { tenant, actor, via: 'rest', services, headers: req.headers };
         const op = route.operation;
-        const result = isOperationDef(op) ? await invoke(op, opctx, restInput(op, route, req)) : await op(opctx, route.input ? route.input(req) : body);
+        const result = await invoke(op, opctx, restInput(op, route, req));
         send(ctx, route, result);
       };
       const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';

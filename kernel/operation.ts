@@ -14,24 +14,29 @@
  * allowed by the live schema); shape checks belong in `input`.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Type, type Static, type TSchema, type TUnsafe } from '@sinclair/typebox';
 import { errors, isSvcError } from './errors.js';
 import { withHints } from './error-hints.js';
 import { RawResponse, StatusPayload, type OpContext, type RouteDef } from './plugin.js';
 
-/** A JSON Schema (draft 2020-12 subset that ajv and OpenAPI 3.1 both read). */
+export type { Static, TSchema };
+
+/** A JSON Schema (draft 2020-12 subset that ajv and OpenAPI 3.1 both read), untyped: for reading schemas. */
 export type JsonSchema = Record<string, unknown>;
 
-export interface OperationSpec<I = any, O = any> {
-  /** operationId and default tool name: snake_case, unique across plugins */
+/** A JSON Schema that carries its TypeScript type: `Static<typeof X>` is the value it admits. */
+export type Schema<T> = TUnsafe<T>;
+
+/** What `run` may resolve to: the answer itself, the answer under another status (207), or a raw response. */
+export type Answer<O> = O | StatusPayload<O> | RawResponse;
+
+interface OperationMeta {
+  /** operationId and tool name: snake_case, unique across plugins */
   name: string;
   /** one line for the API reference */
   summary: string;
   /** what a caller (person or agent) needs to know; the tool description unless the tool overrides it */
   description?: string;
-  /** an object schema over every input field (path, query and body alike) */
-  input: JsonSchema;
-  /** the schema of a successful answer (JSON payloads); omitted for streams and HTML */
-  output?: JsonSchema;
   /** the media type of a non-JSON answer (export streams, rendered pages) */
   produces?: string[];
   /** error statuses `run` may answer beyond the adapters' own (401, 404, 413, 422) */
@@ -42,15 +47,35 @@ export interface OperationSpec<I = any, O = any> {
   redirects?: number[];
   /** a valid input, for the API reference */
   example?: Record<string, unknown>;
-  run: (ctx: OpContext, input: I) => Promise<O>;
 }
 
-export interface OperationDef<I = any, O = any> extends OperationSpec<I, O> {
+/**
+ * An operation as declared: `input` (an object schema over every input field, path, query and
+ * body alike) and `output` (the schema of a successful JSON answer; omitted for streams and
+ * HTML) are typed schemas, and `run` is typed from them: its input is `Static<IS>`, its answer
+ * `Static<OS>`. The schema is the only declaration of the shape.
+ */
+export interface OperationSpec<IS extends TSchema, OS extends TSchema> extends OperationMeta {
+  input: IS;
+  output?: OS;
+  run: (ctx: OpContext, input: Static<IS>) => Promise<Answer<Static<OS>>>;
+}
+
+/**
+ * A declared operation, typed by its input `I` and answer `O`. `run` is a method so that any
+ * operation is usable where `OperationDef` (unknown input and answer) is expected: registries,
+ * adapters and the OpenAPI document hold them all in one list and always validate the input
+ * against `input` before calling `run` (see `invoke`).
+ */
+export interface OperationDef<I = unknown, O = unknown> extends OperationMeta {
   readonly kind: 'operation';
+  input: JsonSchema;
+  output?: JsonSchema;
+  run(ctx: OpContext, input: I): Promise<Answer<O>>;
 }
 
 /** Declares an operation; the schema is compiled on first use (start-up stays cheap). */
-export function defineOperation<I = any, O = any>(spec: OperationSpec<I, O>): OperationDef<I, O> {
+export function defineOperation<IS extends TSchema, OS extends TSchema = Schema<unknown>>(spec: OperationSpec<IS, OS>): OperationDef<Static<IS>, Static<OS>> {
   if (!/^[a-z][a-z0-9_]*$/.test(spec.name)) throw new Error(`operation '${spec.name}': name must be snake_case`);
   if (spec.input.type !== 'object') throw new Error(`operation '${spec.name}': input must be an object schema`);
   return { ...spec, kind: 'operation' };
@@ -81,12 +106,13 @@ export function validatorOf(schema: JsonSchema): ValidateFunction {
 export const answerChecks = { enabled: false };
 
 /** Validates `input` against the operation's schema, then runs it. */
-export async function invoke<I, O>(op: OperationDef<I, O>, ctx: OpContext, input: unknown): Promise<O> {
+export async function invoke<Op extends OperationDef<never, unknown>>(op: Op, ctx: OpContext, input: unknown): Promise<Awaited<ReturnType<Op['run']>>> {
   const validate = validatorOf(op.input);
   if (!validate(input)) throw validationError(op.name, validate.errors ?? []);
-  let result: O;
+  let result: Awaited<ReturnType<Op['run']>>;
   try {
-    result = await op.run(ctx, input as I);
+    // the input passed its schema: it is the operation's declared input type
+    result = (await op.run(ctx, input as never)) as Awaited<ReturnType<Op['run']>>;
   } catch (err) {
     // nearest ids and people's names (kernel/error-hints.ts): both adapters come through here
     throw isSvcError(err) ? withHints(err, ctx.tenant) : err;
@@ -159,40 +185,89 @@ function computeQueryFields(op: OperationDef, route: RouteDef): string[] {
 }
 
 // ------------------------------------------------------------------ schema builders
+//
+// Each builder returns the plain JSON Schema object (the bytes the tool list, the OpenAPI
+// document and ajv see) typed with TypeBox's `TUnsafe<T>`, so `Static<typeof schema>` is the
+// TypeScript type of the values it admits. TypeBox's own `Type.*` builders mix freely with
+// these (both are `TSchema`); these keep the established JSON shapes (a `type` list for
+// nullable scalars, closed input objects, open answers).
+
+type Props = Record<string, TSchema>;
+type Simplify<T> = { [K in keyof T]: T[K] } & {};
+/** The type of an object with properties `P`, of which `R` are required. */
+export type ObjectOf<P extends Props, R extends keyof P> = Simplify<{ [K in R]: Static<P[K]> } & { [K in Exclude<keyof P, R>]?: Static<P[K]> }>;
+type Primitive = string | number | boolean | null;
+
+const typed = <T>(schema: JsonSchema): Schema<T> => Type.Unsafe<T>(schema);
+const described = (description?: string): JsonSchema => (description ? { description } : {});
 
 /** A closed object schema: the listed properties, the required ones, nothing else. */
-export function object(properties: Record<string, JsonSchema>, required: string[] = [], extra: JsonSchema = {}): JsonSchema {
-  return { type: 'object', properties, required, additionalProperties: false, ...extra };
+export function object<const P extends Props, const R extends keyof P & string = never>(
+  properties: P,
+  required: readonly R[] = [],
+  extra: JsonSchema = {},
+): Schema<ObjectOf<P, R>> {
+  return typed({ type: 'object', properties, required: [...required], additionalProperties: false, ...extra });
 }
 
-/** An open object schema for answers: these keys are promised, more may be added (SPEC: additive keys). */
-export function answer(properties: Record<string, JsonSchema>, required: string[] = Object.keys(properties)): JsonSchema {
-  return { type: 'object', properties, required };
+/** An open object schema for answers: these keys are promised (all by default), more may be added (docs/spec.md: additive keys). */
+export function answer<const P extends Props, const R extends keyof P & string = keyof P & string>(properties: P, required?: readonly R[]): Schema<ObjectOf<P, R>> {
+  return typed({ type: 'object', properties, required: required ? [...required] : Object.keys(properties) });
+}
+
+/** `base` (an object schema) with more properties, of which `required` are required. */
+export function extend<T, const P extends Props, const R extends keyof P & string = never>(
+  base: Schema<T>,
+  properties: P,
+  required: readonly R[] = [],
+): Schema<Simplify<T & ObjectOf<P, R>>> {
+  const b = base as unknown as JsonSchema;
+  return typed({
+    ...b,
+    properties: { ...(b.properties as object), ...properties },
+    ...(Array.isArray(b.required) || required.length ? { required: [...((b.required as string[] | undefined) ?? []), ...required] } : {}),
+  });
 }
 
 export const s = {
-  string: (description?: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'string', ...(description ? { description } : {}), ...extra }),
-  integer: (description?: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'integer', ...(description ? { description } : {}), ...extra }),
-  number: (description?: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'number', ...(description ? { description } : {}), ...extra }),
-  boolean: (description?: string): JsonSchema => ({ type: 'boolean', ...(description ? { description } : {}) }),
-  array: (items: JsonSchema, description?: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'array', items, ...(description ? { description } : {}), ...extra }),
+  string: (description?: string, extra: JsonSchema = {}): Schema<string> => typed({ type: 'string', ...described(description), ...extra }),
+  integer: (description?: string, extra: JsonSchema = {}): Schema<number> => typed({ type: 'integer', ...described(description), ...extra }),
+  number: (description?: string, extra: JsonSchema = {}): Schema<number> => typed({ type: 'number', ...described(description), ...extra }),
+  boolean: (description?: string): Schema<boolean> => typed({ type: 'boolean', ...described(description) }),
+  array: <T extends TSchema>(items: T, description?: string, extra: JsonSchema = {}): Schema<Static<T>[]> =>
+    typed({ type: 'array', items, ...described(description), ...extra }),
   /** the schema or null: a `type` list when the schema has one plain type, else anyOf */
-  nullable: (schema: JsonSchema): JsonSchema =>
-    typeof schema.type === 'string' && !schema.enum && !schema.const ? { ...schema, type: [schema.type, 'null'] } : { anyOf: [schema, { type: 'null' }] },
+  nullable: <T extends TSchema>(schema: T): Schema<Static<T> | null> =>
+    typed(typeof schema.type === 'string' && !schema.enum && !('const' in schema) ? { ...schema, type: [schema.type, 'null'] } : { anyOf: [schema, { type: 'null' }] }),
   /** a string or null (optional text answers, ids that may be unset) */
-  stringOrNull: (description?: string): JsonSchema => ({ type: ['string', 'null'], ...(description ? { description } : {}) }),
-  enum: (values: unknown[], description?: string): JsonSchema => ({ enum: values, ...(description ? { description } : {}) }),
+  stringOrNull: (description?: string): Schema<string | null> => typed({ type: ['string', 'null'], ...described(description) }),
+  /** an integer or null */
+  integerOrNull: (description?: string): Schema<number | null> => typed({ type: ['integer', 'null'], ...described(description) }),
+  enum: <const V extends readonly Primitive[]>(values: V, description?: string): Schema<V[number]> => typed({ enum: [...values], ...described(description) }),
+  /** exactly this value */
+  const: <const V extends Primitive>(value: V, description?: string): Schema<V> => typed({ const: value, ...described(description) }),
   /** any JSON object (open) */
-  object: (description?: string): JsonSchema => ({ type: 'object', ...(description ? { description } : {}) }),
-  any: (description?: string): JsonSchema => (description ? { description } : {}),
+  object: (description?: string): Schema<Record<string, unknown>> => typed({ type: 'object', ...described(description) }),
+  /** an object whose every value has one schema (a map keyed by id, name, ...) */
+  record: <T extends TSchema>(values: T, description?: string): Schema<Record<string, Static<T>>> =>
+    typed({ type: 'object', additionalProperties: values, ...described(description) }),
+  /** one of these schemas (anyOf) */
+  union: <const T extends readonly TSchema[]>(schemas: T, description?: string): Schema<Static<T[number]>> =>
+    typed({ anyOf: [...schemas], ...described(description) }),
+  any: (description?: string): Schema<unknown> => typed(described(description)),
+  /**
+   * Escape hatch for keywords the builders above do not cover: the JSON Schema as written,
+   * typed `T`. Keep `T` next to the schema and as narrow as the schema.
+   */
+  raw: <T>(schema: JsonSchema): Schema<T> => typed(schema),
 };
 
-/** A path id or node id: kebab-case, at most 200 characters (SPEC conventions). */
-export const NodeId: JsonSchema = { type: 'string', pattern: '^[a-z0-9][a-z0-9-]*$', maxLength: 200, description: 'node id, e.g. task-fix-login' };
+/** A path id or node id: kebab-case, at most 200 characters (docs/spec.md conventions). */
+export const NodeId = s.string('node id, e.g. task-fix-login', { pattern: '^[a-z0-9][a-z0-9-]*$', maxLength: 200 });
 /** The write success shape: `{status, id, revision, warnings}`. */
-export const WriteResult: JsonSchema = answer({
-  status: { enum: ['created', 'updated', 'skipped'] },
-  id: { type: 'string' },
-  revision: { type: ['string', 'null'] },
-  warnings: { type: 'array', items: { type: 'string' } },
+export const WriteResult = answer({
+  status: s.enum(['created', 'updated', 'skipped']),
+  id: s.string(),
+  revision: s.stringOrNull(),
+  warnings: s.array(s.string()),
 });

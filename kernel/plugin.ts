@@ -18,7 +18,7 @@ import type { PluginHost } from './plugin-host.js';
 import type { KernelMetrics } from './metrics.js';
 import type { IdentityAuthority } from './identity-guard.js';
 import { FileStateStore, type StateStore } from './state-store.js';
-import { invoke, isOperationDef, validationError, validatorOf, type JsonSchema, type OperationDef } from './operation.js';
+import { invoke, isOperationDef, type JsonSchema, type OperationDef } from './operation.js';
 import { CREDENTIAL_KINDS, type AccessMap } from './access.js';
 
 export type Via = 'rest' | 'mcp';
@@ -89,8 +89,6 @@ export interface OpContext {
   headers: Record<string, string | undefined>;
 }
 
-export type Operation<I = any, O = any> = (ctx: OpContext, input: I) => Promise<O>;
-
 export interface RouteRequest {
   params: Record<string, string>;
   query: Record<string, string | string[] | undefined>;
@@ -125,7 +123,7 @@ export interface RouteDef {
    * (GET; on other methods only the names in `query`) and the JSON body, coerced and validated
    * against `operation.input`.
    */
-  operation: OperationDef | Operation;
+  operation: OperationDef;
   /** input fields a body method takes from the query string instead of the body */
   query?: string[];
   /**
@@ -133,8 +131,6 @@ export interface RouteDef {
    * turns `?param.project=web` into `params: { project: 'web' }` (a repeated key joins with commas).
    */
   queryPrefixes?: Record<string, string>;
-  /** @deprecated undeclared operations only: maps the raw request to the input */
-  input?: (req: RouteRequest) => unknown;
   /** default 200 */
   status?: number;
   /** 'token' (default) requires a bearer token; 'ticket' also admits a render ticket */
@@ -160,11 +156,7 @@ export interface ToolDef {
   name?: string;
   /** default: the operation's description, else its summary */
   description?: string;
-  operation: OperationDef | Operation;
-  /** @deprecated undeclared operations only: the JSON Schema of the arguments */
-  inputSchema?: Record<string, unknown>;
-  /** @deprecated undeclared operations only: maps the arguments to the input */
-  input?: (args: Record<string, unknown>) => unknown;
+  operation: OperationDef;
   annotations?: ToolAnnotations;
   _meta?: Record<string, unknown>;
 }
@@ -182,30 +174,13 @@ export interface Tool {
 
 export function resolveTool(def: ToolDef): Tool {
   const op = def.operation;
-  if (isOperationDef(op)) {
-    return {
-      name: def.name ?? op.name,
-      description: def.description ?? op.description ?? op.summary,
-      inputSchema: op.input,
-      ...(def.annotations ? { annotations: def.annotations } : {}),
-      ...(def._meta ? { _meta: def._meta } : {}),
-      call: (ctx, args) => invoke(op, ctx, args),
-    };
-  }
-  if (!def.name || !def.description || !def.inputSchema) throw new Error(`tool ${def.name ?? '?'}: an undeclared operation needs name, description and inputSchema`);
-  const schema = def.inputSchema;
-  const name = def.name;
   return {
-    name,
-    description: def.description,
-    inputSchema: schema,
+    name: def.name ?? op.name,
+    description: def.description ?? op.description ?? op.summary,
+    inputSchema: op.input,
     ...(def.annotations ? { annotations: def.annotations } : {}),
     ...(def._meta ? { _meta: def._meta } : {}),
-    call: async (ctx, args) => {
-      const validate = validatorOf(schema);
-      if (!validate(args)) throw validationError(name, validate.errors ?? []);
-      return op(ctx, def.input ? def.input(args) : args);
-    },
+    call: (ctx, args) => invoke(op, ctx, args),
   };
 }
 

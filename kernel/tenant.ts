@@ -553,7 +553,7 @@ export class WriteDraft {
         await tenant.hooks.checkTransition(registry, typeDef.type, { node: view, from: before ? before.status : null, to: status, actor: this.actor.personId });
       }
       // No completion-resolver check here: a create is the move from null through the transition
-      // gate above, the same gate a status change passes (docs/decisions.md "patch"). The SPEC's
+      // gate above, the same gate a status change passes (docs/decisions.md "patch"). The docs/spec.md
       // "order resolver first" rule is about a put batch and lives with the put (plugins/core).
 
       if (change.options.stamp !== false) {

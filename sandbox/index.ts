@@ -1,5 +1,5 @@
 /**
- * The hook sandbox host (DESIGN.md §1 "Hooks run only in the sandbox").
+ * The hook sandbox host (docs/design.md §1 "Hooks run only in the sandbox").
  *
  * Hook sources run in isolated-vm isolates inside a supervised child process
  * (`worker.mjs`), never in this process: isolated-vm can abort the whole process it lives

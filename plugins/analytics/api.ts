@@ -3,13 +3,13 @@
  * statuses, and the function that runs it (operations.ts). Routes, tools and the OpenAPI
  * document all read these.
  */
-import { answer, defineOperation, NodeId, object, s, type JsonSchema } from '../../kernel/operation.js';
+import { answer, defineOperation, NodeId, object, s, type JsonSchema } from '../../kernel/operation-legacy.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import * as ops from './operations.js';
 
 /**
  * A clamped bound: an integer (or, from a tool, its digits as a string, as the tool always
- * accepted). Out-of-range values are clamped by the operation, not rejected (SPEC Limits).
+ * accepted). Out-of-range values are clamped by the operation, not rejected (docs/spec.md Limits).
  */
 const ClampedInt = (description: string): JsonSchema => ({ type: ['integer', 'string'], pattern: '^-?\\d+$', description });
 const nullableString = s.stringOrNull();

@@ -4,7 +4,7 @@
  * these. The capture tool and query_graph take other argument names than their REST twins,
  * so each is its own operation over the same core.
  */
-import { answer, defineOperation, NodeId, object, s, WriteResult, type JsonSchema } from '../../kernel/operation.js';
+import { answer, defineOperation, NodeId, object, s, WriteResult, type JsonSchema } from '../../kernel/operation-legacy.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { LIST_MAX } from './corrections.js';
 import { QUERY_MAX } from './digest.js';

@@ -3,7 +3,7 @@
  * write endpoints, with their MCP tool twins.
  */
 import type { RESOURCE_MIME_TYPE as EXT_APPS_MIME_TYPE, RESOURCE_URI_META_KEY as EXT_APPS_URI_META_KEY } from '@modelcontextprotocol/ext-apps/server';
-import { answer, defineOperation, object, s } from '../../kernel/operation.js';
+import { answer, defineOperation, object, s } from '../../kernel/operation-legacy.js';
 import { definePlugin, type OpContext } from '../../kernel/plugin.js';
 import { coreAccess } from './access.js';
 import * as api from './api.js';

@@ -2,7 +2,7 @@
  * The export plugin's one operation, declared once: the query flags as a closed input schema,
  * the media types it streams, and the function that runs it (operations.ts).
  */
-import { defineOperation, object, s } from '../../kernel/operation.js';
+import { defineOperation, object, s } from '../../kernel/operation-legacy.js';
 import { exportGraph } from './operations.js';
 
 export const exportGraphOp = defineOperation({

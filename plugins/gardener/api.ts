@@ -2,7 +2,7 @@
  * The gardener plugin's one operation, declared once: input and answer schemas and the
  * function that runs it (operations.ts). The route and the OpenAPI document read it.
  */
-import { answer, defineOperation, object, s } from '../../kernel/operation.js';
+import { answer, defineOperation, object, s } from '../../kernel/operation-legacy.js';
 import { runGardener } from './operations.js';
 
 export const gardenerSweep = defineOperation({

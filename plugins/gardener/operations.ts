@@ -1,5 +1,5 @@
 /**
- * The gardener sweep (SPEC Writes: POST /v1/gardener, rule 13; DESIGN.md §9): runs the five
+ * The gardener sweep (docs/spec.md Writes: POST /v1/gardener, rule 13; docs/design.md §9): runs the five
  * checks over the graph and keeps exactly one open `finding-` node per (check, node) whose
  * condition holds, linked by a `concerns` edge; a finding whose condition no longer holds is
  * resolved in the same run. Findings are written with `authored_via: gardener` as internal

@@ -3,7 +3,7 @@
  * statuses, and the function that runs it (operations.ts). Routes, tools and the OpenAPI
  * document all read these.
  */
-import { answer, defineOperation, NodeId, object, s, type JsonSchema } from '../../kernel/operation.js';
+import { answer, defineOperation, NodeId, object, s, type JsonSchema } from '../../kernel/operation-legacy.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import * as ops from './operations.js';
 

@@ -3,7 +3,7 @@
  * answer schema, and the function that runs it (operations.ts). The route, the local CLI
  * path (scripts/import/cli.ts, through `invoke`) and the OpenAPI document read it.
  */
-import { answer, defineOperation, s } from '../../kernel/operation.js';
+import { answer, defineOperation, s } from '../../kernel/operation-legacy.js';
 import { importRequestSchema, type ImportRequest } from './model.js';
 import { importItems as run } from './operations.js';
 

@@ -8,7 +8,7 @@
  * hand the arguments on to the route's operation through `invoke`, so REST and MCP reject the
  * same bad input with the same bytes; `extend` and `reserve` are the route operations as is.
  */
-import { answer, defineOperation, invoke, NodeId, object, s, type JsonSchema } from '../../kernel/operation.js';
+import { answer, defineOperation, invoke, NodeId, object, s, type JsonSchema } from '../../kernel/operation-legacy.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { errors } from '../../kernel/errors.js';
 import * as ops from './operations.js';

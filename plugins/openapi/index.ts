@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { answer, defineOperation, object, s } from '../../kernel/operation.js';
+import { answer, defineOperation, object, s } from '../../kernel/operation-legacy.js';
 import { definePlugin, serialize, type KernelServices, type OpContext, type PluginDef } from '../../kernel/plugin.js';
 import { openapiAccess } from './access.js';
 import { buildDocument } from './document.js';

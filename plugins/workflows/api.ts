@@ -3,7 +3,7 @@
  * statuses, and the function that runs it (operations.ts). Routes, the tool `run_workflow`
  * and the OpenAPI document all read these.
  */
-import { answer, defineOperation, NodeId, object, s, type JsonSchema } from '../../kernel/operation.js';
+import { answer, defineOperation, NodeId, object, s, type JsonSchema } from '../../kernel/operation-legacy.js';
 import { LIMITS } from './model.js';
 import * as ops from './operations.js';
 
@@ -33,7 +33,7 @@ const StepLease: JsonSchema = answer(
   },
   ['lease_id', 'run_id', 'step', 'generation', 'by', 'expires', 'expires_at'],
 );
-/** The run's `state` (steps keyed by id, their order); its inner structure is not part of the SPEC. */
+/** The run's `state` (steps keyed by id, their order); its inner structure is not part of docs/spec.md. */
 const RunState: JsonSchema = s.object('run state: steps (by id) with their state, generation, attempts, holder and verdicts');
 
 export const runWorkflow = defineOperation({

@@ -1,7 +1,7 @@
 /**
  * The operator CLI against running servers: `tenant add|list|plugins`, `token mint`, every
  * command's --help and bad arguments. A running server picks up what the CLI changes within
- * 2 s without a restart (DESIGN.md §2).
+ * 2 s without a restart (docs/design.md §2).
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { expect } from 'chai';
@@ -10,6 +10,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanEnv, runCli, SHIM, type CliResult } from '../helpers/processes.js';
+import { callers } from '../../kernel/access.js';
+import { defineOperation, object } from '../../kernel/operation.js';
 import { definePlugin, resolveTool, type PluginDef } from '../../kernel/plugin.js';
 import { corePlugin } from '../../plugins/core/index.js';
 import { allPlugins } from '../../scripts/plugins.js';
@@ -284,18 +286,17 @@ describe('workgraph CLI', function () {
   });
 
   describe('tenant plugins against a server composed with a test plugin', () => {
+    const probePing = defineOperation({ name: 'probe_ping', summary: 'answers pong (test plugin)', input: object({}), run: async (ctx) => ({ probe: true, org: ctx.tenant.org }) });
+    const probeRoute = defineOperation({ name: 'get_probe', summary: 'answers the probe (test plugin)', input: object({}), run: async (ctx) => ({ probe: true, org: ctx.tenant.org }) });
     const probePlugin: PluginDef = definePlugin({
       name: 'probe',
       dependsOn: ['core'],
-      routes: [{ method: 'GET', path: '/v1/probe', operation: async (ctx) => ({ probe: true, org: ctx.tenant.org }) }],
-      tools: [
-        {
-          name: 'probe_ping',
-          description: 'answers pong (test plugin)',
-          inputSchema: { type: 'object', properties: {} },
-          operation: async (ctx) => ({ probe: true, org: ctx.tenant.org }),
-        },
-      ],
+      routes: [{ method: 'GET', path: '/v1/probe', operation: probeRoute }],
+      tools: [{ description: 'answers pong (test plugin)', operation: probePing }],
+      access: {
+        probe_ping: { callers: callers.anyPerson, scope: 'test plugin' },
+        get_probe: { callers: callers.anyPerson, scope: 'test plugin' },
+      },
     });
     let t: TestServer;
     let other: { token: string };

@@ -8,7 +8,9 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFromEnv, createLogger } from '../../kernel/config.js';
-import { definePlugin, type PluginDef, type RouteDef, type ToolDef } from '../../kernel/plugin.js';
+import { callers } from '../../kernel/access.js';
+import { defineOperation, object, pathParamsOf, s } from '../../kernel/operation.js';
+import { definePlugin as defineKernelPlugin, type OpContext, type PluginDef, type RouteDef, type ToolDef } from '../../kernel/plugin.js';
 import { startServer } from '../../kernel/server.js';
 import { corePlugin } from '../../plugins/core/index.js';
 import { queuePlugin } from '../../plugins/queue/index.js';
@@ -19,12 +21,25 @@ import { startTestServer, type TestServer } from '../helpers/harness.js';
 const dirs: string[] = [];
 after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
+/** A declared operation for a test plugin: no input, answers what `answer` computes. */
+function probeOperation(name: string, answerOf: (ctx: OpContext) => Record<string, unknown>, params: string[] = []) {
+  const input = object(Object.fromEntries(params.map((p) => [p, s.string()])), params);
+  return defineOperation({ name, summary: name, input, run: async (ctx) => answerOf(ctx) });
+}
+
 function route(path: string, method: RouteDef['method'] = 'GET'): RouteDef {
-  return { method, path, operation: async () => ({ path }) };
+  const name = `${method}_${path}`.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/_+$/, '');
+  return { method, path, operation: probeOperation(name, () => ({ path }), pathParamsOf(path)) };
 }
 
 function tool(name: string): ToolDef {
-  return { name, description: name, inputSchema: { type: 'object', properties: {} }, operation: async (ctx) => ({ tool: name, org: ctx.tenant.org }) };
+  return { description: name, operation: probeOperation(name, (ctx) => ({ tool: name, org: ctx.tenant.org })) };
+}
+
+/** A test plugin: every operation open to any signed-in person (the boot check wants an access entry each). */
+function definePlugin(def: PluginDef): PluginDef {
+  const ops = [...(def.routes ?? []), ...(def.tools ?? [])].map((r) => r.operation.name);
+  return defineKernelPlugin({ ...def, access: Object.fromEntries(ops.map((op) => [op, { callers: callers.anyPerson, scope: 'test plugin' }])) });
 }
 
 /** startServer must reject with a message naming the plugin, and must not have touched the data dir. */
