@@ -80,8 +80,8 @@ function checkPluginImports(tree: Tree, manifests: Manifest[]): ImportReport {
         continue;
       }
       if (to === null || to === from) continue;
-      if (!imports.has(from)) imports.set(from, new Set());
-      imports.get(from)!.add(to);
+      const seen = imports.get(from) ?? new Set<string>();
+      imports.set(from, seen.add(to));
       const declared = byName.get(from);
       const required = declared?.dependsOn ?? [];
       const optional = declared?.optionalDependsOn ?? [];
