@@ -237,7 +237,19 @@ export interface PluginDef {
   version?: string;
   /** on for every tenant, like core (the API description): tenant plugin lists do not switch it */
   alwaysOn?: boolean;
+  /**
+   * Plugins this one imports and needs: the start is refused without them, and a tenant has
+   * this plugin only where they are usable too.
+   */
   dependsOn?: string[];
+  /**
+   * Plugins this one imports but works without (it asks `host.usable` before using them, or
+   * only reads what they leave behind): ordered before it when present, part of the cycle
+   * check, but a deployment may leave them out and a tenant may disable them without losing
+   * this plugin. `dependsOn` and `optionalDependsOn` together name exactly the plugins its
+   * files import (test/kernel/plugin-imports.test.ts).
+   */
+  optionalDependsOn?: string[];
   routes?: RouteDef[];
   tools?: ToolDef[];
   resources?: ResourceDef[];
@@ -290,13 +302,17 @@ export function checkManifests(plugins: PluginDef[]): void {
     for (const dep of p.dependsOn ?? []) {
       if (!byName.has(dep)) throw new Error(`plugin '${p.name}': depends on unknown plugin '${dep}'`);
     }
+    for (const dep of p.optionalDependsOn ?? []) {
+      if ((p.dependsOn ?? []).includes(dep)) throw new Error(`plugin '${p.name}': '${dep}' is listed both in dependsOn and in optionalDependsOn`);
+    }
   }
   const state = new Map<string, 'visiting' | 'done'>();
   const visit = (name: string, path: string[]) => {
     if (state.get(name) === 'done') return;
     if (state.get(name) === 'visiting') throw new Error(`plugin '${name}': dependency cycle ${[...path, name].join(' -> ')}`);
     state.set(name, 'visiting');
-    for (const dep of byName.get(name)!.dependsOn ?? []) visit(dep, [...path, name]);
+    // an optional dependency left out of this deployment has no edges to follow
+    for (const dep of presentDependencies(byName.get(name), byName)) visit(dep, [...path, name]);
     state.set(name, 'done');
   };
   for (const p of plugins) visit(p.name, []);
@@ -352,15 +368,21 @@ function checkAccess(plugin: PluginDef): void {
   }
 }
 
-/** Plugins in dependency order. */
+/** The dependencies of `plugin` present in this deployment: every `dependsOn`, and the optional ones that were loaded. */
+function presentDependencies(plugin: PluginDef | undefined, byName: Map<string, PluginDef>): string[] {
+  if (!plugin) return [];
+  return [...(plugin.dependsOn ?? []), ...(plugin.optionalDependsOn ?? []).filter((dep) => byName.has(dep))];
+}
+
+/** Plugins in dependency order (optional dependencies that are present count too). */
 export function orderPlugins(plugins: PluginDef[]): PluginDef[] {
   const byName = new Map(plugins.map((p) => [p.name, p]));
   const out: PluginDef[] = [];
   const seen = new Set<string>();
-  const visit = (p: PluginDef) => {
-    if (seen.has(p.name)) return;
+  const visit = (p: PluginDef | undefined) => {
+    if (!p || seen.has(p.name)) return;
     seen.add(p.name);
-    for (const dep of p.dependsOn ?? []) visit(byName.get(dep)!);
+    for (const dep of presentDependencies(p, byName)) visit(byName.get(dep));
     out.push(p);
   };
   plugins.forEach(visit);

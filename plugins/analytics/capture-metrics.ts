@@ -9,7 +9,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Tenant } from '../../kernel/tenant.js';
-import { readCaptureJournal, type CaptureJournalEntry } from '../capture/journal.js';
+import { readCaptureJournal, type CaptureJournalEntry } from '../capture/public.js';
 import { DAY_MS, stats, type Stats } from './report.js';
 import type { Timelines } from './timeline.js';
 

@@ -14,6 +14,7 @@ export const analyticsPlugin = definePlugin({
   access: analyticsAccess,
   version: '1.0.0',
   dependsOn: ['core', 'history'],
+  optionalDependsOn: ['capture'],
   // The timelines replay the history once, in the background; analytics reads wait for it.
   tenantOpen(tenant) {
     timelinesOf(tenant)

@@ -11,7 +11,7 @@
  */
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { blockEdgeAttrs, blockersOf, phaseOf, type Phase } from './phase.js';
+import { blockEdgeAttrs, blockersOf, phaseOf, type Phase, type ProgramProgress } from '../core/public.js';
 
 export interface ProgramBounds {
   depth: number;
@@ -40,16 +40,6 @@ export interface ProgramNode {
   more?: number;
   /** which bound cut this node's blockers */
   cut?: 'depth' | 'max_nodes';
-}
-
-export interface ProgramProgress {
-  total: number;
-  done: number;
-  active: number;
-  blocked: number;
-  open: number;
-  pct: number;
-  statuses: Record<string, number>;
 }
 
 export interface ProgramPayload extends ProgramNode {

@@ -4,7 +4,7 @@
  */
 import type { AnalyticsPayload, Stats } from './report.js';
 import type { ProgramNode, ProgramPayload } from './program.js';
-import type { Phase } from './phase.js';
+import type { Phase } from '../core/public.js';
 
 const oneLine = (text: string) => text.replace(/\s*\r?\n\s*/g, ' ');
 const counts = (map: Record<string, number>) =>

@@ -9,9 +9,8 @@
 import type { CommitEvent, NodeRecord } from '../../kernel/graph-index.js';
 import type { Registry } from '../../kernel/registry.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { isDone } from '../core/node-view.js';
-import { resolveProject, scopeValues } from '../history/projects.js';
-import { blockedBy, blockersOf, phaseOf, type Phase } from './phase.js';
+import { resolveProject, scopeValues } from '../history/public.js';
+import { blockedBy, blockersOf, isDone, phaseOf, type Phase } from '../core/public.js';
 import type { NodeTimes, Timelines } from './timeline.js';
 
 export const DAY_MS = 24 * 60 * 60 * 1000;

@@ -16,10 +16,9 @@
 import { parseStoredNode, type Frontmatter } from '../../kernel/codec.js';
 import type { CommitEvent, Edge, NodeRecord } from '../../kernel/graph-index.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { isDone } from '../core/node-view.js';
-import { commitIndexOf, type CommitIndex } from '../history/commit-index.js';
+import { commitIndexOf, type CommitIndex } from '../history/public.js';
 import { streamBlobs } from './blobs.js';
-import { isActiveStatus } from './phase.js';
+import { isActiveStatus, isDone } from '../core/public.js';
 import { perTenant } from '../../kernel/per-tenant.js';
 import { EventIndex } from '../../kernel/event-index.js';
 

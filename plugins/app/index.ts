@@ -52,6 +52,8 @@ export const appPlugin = definePlugin({
   name: 'app',
   version: '1.0.0',
   dependsOn: ['core'],
+  // each page asks the bridge whether its plugin is usable for the tenant (404 otherwise)
+  optionalDependsOn: ['analytics', 'capture', 'history', 'leases', 'lenses', 'queue'],
   init(services) {
     services.requestRouters.push(appRouter(services));
   },

@@ -11,19 +11,17 @@ import { invoke } from '../../kernel/operation.js';
 import { RawResponse, StatusPayload, type KernelServices, type OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import * as analyticsApi from '../analytics/api.js';
-import type { AnalyticsPayload } from '../analytics/report.js';
-import type { ProgramPayload } from '../analytics/program.js';
+import type { AnalyticsPayload, ProgramPayload } from '../analytics/public.js';
 import * as captureApi from '../capture/api.js';
-import { programsOverview } from '../capture/explore.js';
+import { programsOverview } from '../capture/public.js';
 import * as coreApi from '../core/api.js';
 import * as historyApi from '../history/api.js';
 import * as leasesApi from '../leases/api.js';
-import { leasesOf, leaseView, type LeaseView } from '../leases/store.js';
+import { leasesOf, leaseView, type LeaseView } from '../leases/public.js';
 import * as lensesApi from '../lenses/api.js';
-import type { LensTree } from '../lenses/view.js';
-import { COOKIE_NAME as TICKET_COOKIE, ticketAuthenticator, verifyTicket } from '../lenses/tickets.js';
+import { COOKIE_NAME as TICKET_COOKIE, ticketAuthenticator, verifyTicket, type LensTree } from '../lenses/public.js';
 import * as queueApi from '../queue/api.js';
-import type { QueueInput } from '../queue/operations.js';
+import type { QueueInput } from '../queue/public.js';
 
 export type { AnalyticsPayload, ProgramPayload, LeaseView };
 

@@ -11,7 +11,7 @@
 import type { IncomingMessage } from 'node:http';
 import { hashToken } from '../../kernel/auth.js';
 import type { KernelServices, RequestRouter } from '../../kernel/plugin.js';
-import { ticketOrgOf } from '../lenses/tickets.js';
+import { ticketOrgOf } from '../lenses/public.js';
 import { AppHost } from './host.js';
 import { cookieOf, SESSION_COOKIE, sessionStoreOf } from './session.js';
 

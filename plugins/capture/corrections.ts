@@ -11,7 +11,7 @@ import { LIMITS } from '../../kernel/registry.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { writeActorOf } from '../../kernel/tenants.js';
-import { resolveScope } from '../queue/scope.js';
+import { resolveScope } from '../core/public.js';
 import { slugOf, uniqueId } from './ids.js';
 
 /** pin and exclude hold at most this many ids (the schema's maxItems) */

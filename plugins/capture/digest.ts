@@ -8,7 +8,7 @@ import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { resolveScope } from '../queue/scope.js';
+import { resolveScope } from '../core/public.js';
 import { firingCorrections, stringList } from './corrections.js';
 import { searchOf } from './search.js';
 

@@ -7,16 +7,14 @@
  *   tenant root) with the work nodes inside it: nodes of queueable types whose `project` is
  *   the grouping's id, bare slug or alias, or that of one of its member repos (`member-of`).
  *   Progress counts them in the same four phases as analytics' program progress
- *   (`phaseOf`: done, active, blocked, open), so both views agree on a program.
+ *   (core's `phaseOf`: done, active, blocked, open), so both views agree on a program.
  */
 import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { ROOT_ID } from '../../kernel/tenants.js';
-import { phaseOf } from '../analytics/phase.js';
-import { isDone } from '../core/node-view.js';
-import type { ProgramProgress } from '../analytics/program.js';
+import { isDone, phaseOf, type ProgramProgress } from '../core/public.js';
 import { searchOf } from './search.js';
 
 const NEIGHBORHOOD_MAX = 100;

@@ -11,7 +11,7 @@ export const exportPlugin = definePlugin({
   name: 'export',
   access: exportAccess,
   version: '1.0.0',
-  dependsOn: ['core'],
+  dependsOn: [],
   routes: [
     { method: 'GET', path: '/v1/export', operation: api.exportGraphOp },
   ],

@@ -7,8 +7,8 @@
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import { LIMITS } from '../../kernel/registry.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { isDone } from '../core/node-view.js';
-import type { StoredLease } from '../leases/store.js';
+import { isDone } from '../core/public.js';
+import type { StoredLease } from '../leases/public.js';
 
 export const CHECKS = ['lagging-resolution', 'dangling-edge', 'stale-assignment', 'superseded-open', 'overdue-block'] as const;
 export type CheckName = (typeof CHECKS)[number];

@@ -11,6 +11,7 @@ export const gardenerPlugin = definePlugin({
   access: gardenerAccess,
   version: '1.0.0',
   dependsOn: ['core'],
+  optionalDependsOn: ['leases'],
   // The body is "none" per docs/spec.md: an empty or absent body; a field in it is 422 (closed input).
   routes: [{ method: 'POST', path: '/v1/gardener', operation: api.gardenerSweep }],
 });

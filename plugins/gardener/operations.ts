@@ -11,7 +11,7 @@ import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { DraftNode, WriteDraft } from '../../kernel/write-draft.js';
 import { writeActorOf } from '../../kernel/tenants.js';
-import { leasesOf } from '../leases/store.js';
+import { leasesOf } from '../leases/public.js';
 import { conditionsOf, isCheckName, type CheckEnv, type CheckName, type Condition } from './checks.js';
 
 export interface GardenerResult {

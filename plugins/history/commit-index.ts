@@ -8,7 +8,7 @@ import { parseStoredNode } from '../../kernel/codec.js';
 import type { CommitEvent } from '../../kernel/graph-index.js';
 import { errors } from '../../kernel/errors.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { readCommitSync, streamLog, trailersOf, type ParsedCommit, type RawChange } from './git.js';
+import { readCommitSync, streamLog, trailersOf, type ParsedCommit, type RawChange } from '../../kernel/git-log.js';
 import { perTenant } from '../../kernel/per-tenant.js';
 import { EventIndex } from '../../kernel/event-index.js';
 

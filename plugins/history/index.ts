@@ -13,7 +13,7 @@ export const historyPlugin = definePlugin({
   name: 'history',
   access: historyAccess,
   version: '1.0.0',
-  dependsOn: ['core'],
+  dependsOn: [],
   // Both indexes start when the tenant opens. The commit index reads the log in the
   // background (about half a second per 10,000 commits) so opening a tenant is not held
   // up; history reads wait for it.

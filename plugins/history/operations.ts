@@ -11,7 +11,7 @@ import type { Tenant } from '../../kernel/tenant.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { codeCommitIndexOf } from './code-commits.js';
 import { commitIndexOf, type CommitInfo, type NodeChange } from './commit-index.js';
-import { diffOf } from './git.js';
+import { diffOf } from '../../kernel/git-log.js';
 import { groupingOf, listOf, ownersOfFingerprint, resolveProject, sameFingerprint, scopeValues } from './projects.js';
 import { parseSince } from './since.js';
 

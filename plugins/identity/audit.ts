@@ -17,7 +17,7 @@ import { makeRecord } from '../../kernel/graph-index.js';
 import { identityFactChanges, type NodeImage } from '../../kernel/identity-guard.js';
 import { Registry, type EdgeTypeDef, type NodeTypeDef, type SchemaPack } from '../../kernel/registry.js';
 import { schemaLayerOf } from '../../kernel/tenant.js';
-import { streamLog, trailersOf, type ParsedCommit, type RawChange } from '../history/git.js';
+import { streamLog, trailersOf, type ParsedCommit, type RawChange } from '../../kernel/git-log.js';
 import { IDENTITY_OPS } from './authority.js';
 import { hashPrefix, type TokenRecord } from '../../kernel/auth.js';
 

@@ -7,7 +7,7 @@
 import { errors } from '../../kernel/errors.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { ORG_PATTERN } from '../../kernel/tenants.js';
-import type { OrgChoicesProvider } from '../core/org-choices.js';
+import type { OrgChoicesProvider } from '../core/public.js';
 
 /** How long one provider call may take before it counts as unreachable. */
 const IDP_TIMEOUT_MS = 5000;

@@ -8,7 +8,7 @@
  */
 import { definePlugin } from '../../kernel/plugin.js';
 import { identityAccess } from './access.js';
-import { orgChoiceProviders } from '../core/org-choices.js';
+import { orgChoiceProviders } from '../core/public.js';
 import * as api from './api.js';
 import { idpOrgChoices } from './idp.js';
 import { receiveAuthority } from './authority.js';
@@ -18,6 +18,8 @@ export const identityPlugin = definePlugin({
   access: identityAccess,
   version: '1.0.0',
   dependsOn: ['core'],
+  // offboarding names the render tickets' longest lifetime (lenses' TICKET_MAX_DAYS)
+  optionalDependsOn: ['lenses'],
   routes: [
     { method: 'GET', path: '/v1/me/tokens', operation: api.listOwnTokens },
     { method: 'POST', path: '/v1/me/tokens', operation: api.mintOwnToken, status: 201 },

@@ -23,7 +23,7 @@ import {
   unmetRequirements,
   type CapabilityRecord,
 } from './capabilities.js';
-import { TICKET_MAX_DAYS } from '../lenses/tickets.js';
+import { TICKET_MAX_DAYS } from '../lenses/public.js';
 import { IdpCallError, issueInvitation } from './idp.js';
 import {
   agentEntry,

@@ -13,6 +13,6 @@ export const importPlugin = definePlugin({
   name: 'import',
   access: importAccess,
   version: '1.0.0',
-  dependsOn: ['core'],
+  dependsOn: ['identity'],
   routes: [{ method: 'POST', path: '/v1/import', operation: api.importItems }],
 });

@@ -18,7 +18,7 @@ import { LIMITS, type NodeTypeDef } from '../../kernel/registry.js';
 import type { WriteActor } from '../../kernel/write-draft.js';
 import { personIdForEmail, writeActorOf } from '../../kernel/tenants.js';
 import type { ImportItem, ImportPerson, ImportRequest } from './model.js';
-import { writeImportedPerson } from '../identity/operations.js';
+import { writeImportedPerson } from '../identity/public.js';
 
 export type ItemOutcome = 'created' | 'updated' | 'unchanged' | 'refused';
 

@@ -15,7 +15,7 @@ import type { OpContext, StatusEffect } from '../../kernel/plugin.js';
 import type { WriteDraft } from '../../kernel/tenant.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { requireId } from '../../kernel/validate.js';
-import { isDone } from '../core/node-view.js';
+import { isDone } from '../core/public.js';
 import { takeNotices, withNotices } from './holder.js';
 import {
   heldByOther,

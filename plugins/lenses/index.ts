@@ -12,6 +12,7 @@ export const lensesPlugin = definePlugin({
   access: lensesAccess,
   version: '1.0.0',
   dependsOn: ['core'],
+  optionalDependsOn: ['leases'],
   routes: [
     { method: 'GET', path: '/v1/lens', operation: api.listLenses },
     // Render params arrive as `param.<name>=<value>` query keys (docs/design.md §8), gathered into `params`.

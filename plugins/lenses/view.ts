@@ -9,8 +9,7 @@
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { ROOT_ID } from '../../kernel/tenants.js';
-import { isDone } from '../core/node-view.js';
-import { resolveScope } from '../queue/scope.js';
+import { isDone, resolveScope } from '../core/public.js';
 import type { GroupKey, LensDef, ResolvedQuery, SortKey } from './definition.js';
 
 export type CellValue = string | number | boolean | null | Array<string | number | boolean>;

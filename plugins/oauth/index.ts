@@ -278,7 +278,7 @@ function protocolApp(services: KernelServices): express.Express {
 export const oauthPlugin = definePlugin({
   name: 'oauth',
   version: '1.0.0',
-  dependsOn: ['core', 'identity'],
+  dependsOn: ['identity'],
   init(services) {
     services.requestRouters.push(oauthRouter(services));
     services.authChallenge = () => `Bearer resource_metadata="${services.baseUrl}/.well-known/oauth-protected-resource", scope="${SCOPE}"`;

@@ -21,7 +21,7 @@ import { generateToken, hashToken, isLive, newTokenRecord, type TokenRecord } fr
 import { globalStore, type KernelServices } from '../../kernel/plugin.js';
 import type { Collection, StateStore } from '../../kernel/state-store.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { revokeWithCascade } from '../identity/tokens.js';
+import { revokeWithCascade } from '../identity/public.js';
 import { fetchMetadataDocument, MetadataRefused } from './metadata-fetch.js';
 import { consentPage } from './pages.js';
 

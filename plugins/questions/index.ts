@@ -11,7 +11,7 @@ export const questionsPlugin = definePlugin({
   name: 'questions',
   access: questionsAccess,
   version: '1.0.0',
-  dependsOn: ['core'],
+  dependsOn: [],
   routes: [
     { method: 'POST', path: '/v1/questions', operation: api.askQuestion, status: 201 },
     { method: 'POST', path: '/v1/questions/:id/answer', operation: api.answerQuestion, status: 201 },

@@ -19,7 +19,7 @@
  */
 import type { CommitEvent, NodeRecord } from '../../kernel/graph-index.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { isDone } from '../core/node-view.js';
+import { isDone } from '../core/public.js';
 import { externalApprovals } from './approvals.js';
 import { policyOf } from './policy.js';
 import { perTenant } from '../../kernel/per-tenant.js';

@@ -13,13 +13,12 @@ import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import { RawResponse, type OpContext } from '../../kernel/plugin.js';
 import { queryList } from '../../kernel/validate.js';
-import { isDone } from '../core/node-view.js';
-import { leasesOf, type StoredLease } from '../leases/store.js';
+import { leasesOf, type StoredLease } from '../leases/public.js';
 import { bookOf, READINESS_CODES, SUGGEST_CODES, type QueueBook, type StaticSignals } from './book.js';
 import { mutedIds } from './mutes.js';
 import { policyOf, type QueuePolicy } from './policy.js';
 import { renderQueueMarkdown } from './render.js';
-import { resolveScope, type ProjectScope } from './scope.js';
+import { isDone, resolveScope, type ProjectScope } from '../core/public.js';
 
 export const SUGGESTIONS = ['do', 'blocked', 'triage', 'close', 'approve'] as const;
 export type Suggest = (typeof SUGGESTIONS)[number];

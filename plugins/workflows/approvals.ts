@@ -6,7 +6,7 @@
  */
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import type { PendingApproval } from '../queue/approvals.js';
+import type { PendingApproval } from '../queue/public.js';
 import { readLineage, readState } from './model.js';
 
 export function runApprovals(_tenant: Tenant, record: NodeRecord): PendingApproval[] {

@@ -6,7 +6,7 @@
  */
 import { definePlugin } from '../../kernel/plugin.js';
 import { workflowsAccess } from './access.js';
-import { registerApprovalSource } from '../queue/approvals.js';
+import { registerApprovalSource } from '../queue/public.js';
 import * as api from './api.js';
 import { runApprovals } from './approvals.js';
 import { runBookOf } from './store.js';
@@ -16,6 +16,8 @@ export const workflowsPlugin = definePlugin({
   access: workflowsAccess,
   version: '1.0.0',
   dependsOn: ['core'],
+  // adds its run approvals to the queue's approvals list where the queue is enabled
+  optionalDependsOn: ['queue'],
   routes: [
     { method: 'POST', path: '/v1/workflows/:id/run', operation: api.runWorkflow, status: 201 },
     { method: 'GET', path: '/v1/work', operation: api.listWork },

@@ -14,7 +14,7 @@ import type { Frontmatter } from '../../kernel/codec.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { writeActorOf } from '../../kernel/tenants.js';
-import { isDone } from '../core/node-view.js';
+import { isDone } from '../core/public.js';
 import {
   canonicalJson,
   initialState,

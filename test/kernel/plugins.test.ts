@@ -13,6 +13,9 @@ import { defineOperation, object, pathParamsOf, s } from '../../kernel/operation
 import { definePlugin as defineKernelPlugin, type OpContext, type PluginDef, type RouteDef, type ToolDef } from '../../kernel/plugin.js';
 import { startServer } from '../../kernel/server.js';
 import { corePlugin } from '../../plugins/core/index.js';
+import { queuePlugin } from '../../plugins/queue/index.js';
+import { workflowsPlugin } from '../../plugins/workflows/index.js';
+import { allPlugins } from '../../scripts/plugins.js';
 import { startTestServer, type TestServer } from '../helpers/harness.js';
 
 const dirs: string[] = [];
@@ -96,6 +99,81 @@ describe('plugin manifests are checked at boot', () => {
   it('a plugin registered twice or with an invalid name fails the start', async () => {
     await expectBootFailure([corePlugin, definePlugin({ name: 'solo' }), definePlugin({ name: 'solo' })], /plugin 'solo'.*twice/);
     await expectBootFailure([corePlugin, definePlugin({ name: 'Bad Name' })], /invalid plugin name 'Bad Name'/);
+  });
+
+  it('a real plugin composed without a plugin it needs fails the start (queue without leases)', async () => {
+    await expectBootFailure([corePlugin, queuePlugin], /plugin 'queue'.*unknown plugin 'leases'/);
+  });
+
+  it('an optional dependency may be left out of the composition, but not listed twice nor close a cycle', async () => {
+    // workflows adds its approvals to the queue's list when the queue is there; it boots without it
+    const dataDir = mkdtempSync(join(tmpdir(), 'wg-plugins-'));
+    dirs.push(dataDir);
+    const config = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false };
+    const server = await startServer({ config, plugins: [corePlugin, workflowsPlugin, definePlugin({ name: 'watcher', dependsOn: ['core'], optionalDependsOn: ['absent'] })], log: createLogger(() => undefined) });
+    expect(server.services.host.plugins.map((p) => p.name)).to.deep.equal(['core', 'workflows', 'watcher']);
+    await server.close();
+    await expectBootFailure([corePlugin, definePlugin({ name: 'torn', dependsOn: ['core'], optionalDependsOn: ['core'] })], /plugin 'torn'.*'core' is listed both in dependsOn and in optionalDependsOn/);
+    await expectBootFailure(
+      [corePlugin, definePlugin({ name: 'alpha', dependsOn: ['beta'] }), definePlugin({ name: 'beta', optionalDependsOn: ['alpha'] })],
+      /plugin '(alpha|beta)'.*cycle/,
+    );
+  });
+
+  it('an optional dependency that is present starts first', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'wg-plugins-'));
+    dirs.push(dataDir);
+    const config = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false };
+    const late = definePlugin({ name: 'late', dependsOn: ['core'], optionalDependsOn: ['early'] });
+    const early = definePlugin({ name: 'early', dependsOn: ['core'] });
+    const server = await startServer({ config, plugins: [corePlugin, late, early], log: createLogger(() => undefined) });
+    expect(server.services.host.plugins.map((p) => p.name)).to.deep.equal(['core', 'early', 'late']);
+    await server.close();
+  });
+});
+
+describe('the default composition with some plugins disabled for a tenant', () => {
+  let t: TestServer;
+  const org = 'lean';
+  const disabled = ['leases', 'lenses', 'capture'];
+  let token = '';
+
+  before(async () => {
+    t = await startTestServer();
+    const plugins = allPlugins.map((p) => p.name).filter((n) => !disabled.includes(n));
+    token = (await t.server.services.tenants.create({ org, adminName: 'Lean', adminEmail: 'l@lean.test', plugins })).token;
+    await t.server.services.tenants.scan();
+  });
+  after(async () => {
+    if (t) await t.close();
+  });
+
+  it('loses a plugin only where something it needs is off: optional dependencies disable nothing', () => {
+    const { host, tenants } = t.server.services;
+    const tenant = tenants.get(org);
+    if (!tenant) throw new Error(`tenant ${org} did not open`);
+    const usable = host.enabledFor(tenant).map((p) => p.name).sort();
+    // queue needs leases; everything else stays: the app, gardener, identity, analytics and
+    // workflows only use what is disabled here where it is enabled
+    const expected = allPlugins
+      .map((p) => p.name)
+      .filter((n) => !disabled.includes(n) && n !== 'queue')
+      .sort();
+    expect(usable).to.deep.equal(expected);
+  });
+
+  it("the tenant's MCP tool list follows: no queue or leases tool, the workflows and identity tools present (their optional lenses and queue are off)", async () => {
+    const { host } = t.server.services;
+    const toolsOf = (name: string) => {
+      const plugin = host.plugins.find((p) => p.name === name);
+      if (!plugin) throw new Error(`plugin ${name} is not in the default composition`);
+      const names = host.toolsOf(plugin).map((x) => x.name);
+      expect(names, `${name} declares tools`).to.have.length.above(0);
+      return names;
+    };
+    const listed = (await (await t.mcp(token)).listTools()).tools.map((x) => x.name);
+    for (const name of [...toolsOf('queue'), ...toolsOf('leases')]) expect(listed, name).to.not.include(name);
+    expect(listed).to.include.members([...toolsOf('workflows'), ...toolsOf('identity')]);
   });
 });
 

@@ -1,15 +1,27 @@
 /**
- * The four phases analytics and program progress count in: done (core's `isDone`:
- * terminal, superseded, or resolved by a live edge), active (an in-progress-like status),
- * blocked (status `blocked`, or a live blocker that is not done), open (everything else),
- * and the `blocks` adjacency both walk.
+ * The four phases analytics and program progress count in: done (`isDone`: terminal,
+ * superseded, or resolved by a live edge), active (an in-progress-like status), blocked
+ * (status `blocked`, or a live blocker that is not done), open (everything else), and the
+ * `blocks` adjacency both walk. In core (not analytics) because a phase is a reading of
+ * core's statuses and edges, and both analytics and capture count in it.
  */
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { isDone } from '../core/node-view.js';
+import { isDone } from './node-view.js';
 
 export type Phase = 'done' | 'active' | 'blocked' | 'open';
 export const PHASES: readonly Phase[] = ['done', 'active', 'blocked', 'open'];
+
+/** Work nodes counted by phase (analytics' program progress, capture's programs overview), so both views agree on a program. */
+export interface ProgramProgress {
+  total: number;
+  done: number;
+  active: number;
+  blocked: number;
+  open: number;
+  pct: number;
+  statuses: Record<string, number>;
+}
 
 /** Statuses that mean someone is working on the node (the seed pack's, plus a type's own in-progress status). */
 const ACTIVE_STATUSES = new Set(['in-progress', 'review', 'running']);

@@ -1,17 +1,18 @@
 /**
- * The history plugin's git reads: one streamed `git log` at tenant open (the whole
- * first-parent history of main with raw per-file changes), the synchronous read of one
- * just-written loose commit object (to keep the index in step without a process per
- * commit), and the unified diff of one commit and one path.
+ * Reads of a tenant's commit log, shared by the plugins that read history (history's commit
+ * index, identity's audit): one streamed `git log` (the whole first-parent history of main
+ * with raw per-file changes), the synchronous read of one just-written loose commit object
+ * (to keep an index in step without a process per commit), the `Svc-*` trailers the write
+ * path adds, and the unified diff of one commit and one path. In the kernel because the
+ * kernel writes these commits and no plugin may reach into another (docs/decisions.md,
+ * "Plugin edges").
  */
 import { spawn } from 'node:child_process';
-import { gitdirSettled, gitEnv, runGit } from '../../kernel/git/cli.js';
-import type { GitStore } from '../../kernel/git/types.js';
+import { gitdirSettled, gitEnv, runGit } from './git/cli.js';
+import type { GitStore } from './git/types.js';
 
 export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 const ZERO_OID = '0000000000000000000000000000000000000000';
-
-export { gitEnv, runGit };
 
 export interface ParsedCommit {
   sha: string;

@@ -6,6 +6,7 @@
  * read the matching nodes straight from the index's by-project sets.
  *
  * Cost: O(repo + proj nodes) to find aliases (a few hundred at most), never O(nodes).
+ * In core because queue, lenses and capture all scope by project.
  */
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { Tenant } from '../../kernel/tenant.js';

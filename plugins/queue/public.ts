@@ -1,0 +1,7 @@
+/**
+ * What other plugins may use of queue besides its operations (`api.ts`). A plugin imports
+ * another plugin only through its `api.ts` or `public.ts`, and only one it declares
+ * (docs/decisions.md, "Plugin edges"; test/kernel/plugin-imports.test.ts).
+ */
+export { registerApprovalSource, type PendingApproval } from './approvals.js';
+export type { QueueInput } from './operations.js';
