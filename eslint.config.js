@@ -13,6 +13,7 @@ export default tseslint.config(
       'dist/**',
       'data/**',
       '.bench/**',
+      'tmp/**',
       // inputs of the importers' tests, copied from other projects byte for byte
       'test/fixtures/**',
     ],
