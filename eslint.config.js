@@ -1,12 +1,13 @@
 // ESLint flat config: @eslint/js recommended + typescript-eslint recommended (syntax only; the
 // type-checked set would run the TypeScript program a second time after `npm run typecheck`),
-// tuned to the habits in docs/decisions.md ("Lint and format"). Formatting is Prettier's job
+// tuned to the habits in docs/decisions.md ("lint: ESLint and Prettier"). Formatting is Prettier's job
 // (.prettierrc.json), so no stylistic rules here.
 import js from '@eslint/js';
+import { defineConfig } from 'eslint/config';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
-export default tseslint.config(
+export default defineConfig(
   {
     ignores: [
       '**/node_modules/**',
@@ -21,7 +22,7 @@ export default tseslint.config(
   // Report an eslint-disable comment that no longer suppresses anything.
   { linterOptions: { reportUnusedDisableDirectives: 'error' } },
   js.configs.recommended,
-  ...tseslint.configs.recommended,
+  tseslint.configs.recommended,
   {
     // Node code: everything outside the two groups of non-Node scripts below.
     ignores: ['plugins/app/static/**', 'seed-pack/hooks/**'],
