@@ -127,7 +127,7 @@ function withLock<T>(dir: string, fn: () => T): T {
       } catch {
         /* raced with its owner */
       }
-      if (Date.now() > deadline) throw new Error(`auth store lock busy: ${lock}`);
+      if (Date.now() > deadline) throw new Error(`auth store lock busy: ${lock}`, { cause: err });
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
     }
   }

@@ -201,7 +201,7 @@ const commaList = (value: string | undefined): string[] => (value ?? '').split('
 /** `name` or `name:port` (IPv6 in brackets), lower-cased; anything else stops the start with its reason. */
 function hostList(value: string | undefined): string[] {
   return commaList(value).map((raw) => {
-    let url: URL | null = null;
+    let url: URL | null;
     try {
       url = new URL(`http://${raw}`);
     } catch {
@@ -217,7 +217,7 @@ function hostList(value: string | undefined): string[] {
 /** `scheme://host[:port]` (an origin: no path, query or credentials), normalized as browsers send it. */
 function originList(value: string | undefined): string[] {
   return commaList(value).map((raw) => {
-    let url: URL | null = null;
+    let url: URL | null;
     try {
       url = new URL(raw);
     } catch {

@@ -108,7 +108,7 @@ export function checkHostAndOrigin(
   // `Sec-Fetch-Site: same-origin` (a header no page can set) tells it apart from an opaque
   // origin (a sandboxed frame, a file, a cross-site redirect), which stays refused.
   if (originHeader === 'null' && fetchSite === 'same-origin' && host) return null;
-  let origin: URL | null = null;
+  let origin: URL | null;
   try {
     origin = originHeader === 'null' ? null : new URL(originHeader);
   } catch {

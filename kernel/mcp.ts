@@ -6,7 +6,7 @@
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { errors, isSvcError, SvcError } from './errors.js';
+import { errors, isSvcError, type SvcError } from './errors.js';
 import { RawResponse, serialize, StatusPayload, type OpContext, type ResourceDef, type Tool } from './plugin.js';
 import type { JsonSchema } from './operation.js';
 

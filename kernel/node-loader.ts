@@ -85,7 +85,7 @@ export async function loadNodeFiles(
   if (snap && snap.head === head) return { head, files: snap.files, source: 'snapshot' };
 
   if (snap) {
-    let changes: Awaited<ReturnType<GitStore['diffFiles']>> | null = null;
+    let changes: Awaited<ReturnType<GitStore['diffFiles']>> | null;
     try {
       changes = await store.diffFiles(snap.head, head, NODES_PREFIX);
     } catch {

@@ -257,7 +257,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     try {
       credentials = { cert: readFileSync(config.tlsCert!), key: readFileSync(config.tlsKey!) };
     } catch (err) {
-      throw new Error(`cannot read the TLS key pair (SVC_TLS_CERT, SVC_TLS_KEY): ${(err as Error).message}`);
+      throw new Error(`cannot read the TLS key pair (SVC_TLS_CERT, SVC_TLS_KEY): ${(err as Error).message}`, { cause: err });
     }
   }
   const kernel = await startKernel(opts);

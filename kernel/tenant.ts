@@ -207,26 +207,25 @@ export class Tenant {
 
   private async load(owned: OwnedTenant | undefined): Promise<void> {
     const { dir, deps, config } = this;
-    const tenant = this;
     const gitdir = join(dir, 'graph.git');
-    if (deps.backupRemote) tenant.backup = new BackupPusher(gitdir, deps.backupRemote, config.org, deps.log);
-    const storeOptions = { fsync: deps.fsync, observe: deps.metrics?.storeObserver(config.org), fence: owned?.fence, onCheckpoint: tenant.backup ? () => tenant.backup!.checkpointed() : undefined };
-    tenant.store = await openGitStore(gitdir, storeOptions);
-    if (owned?.ackedHead && (await ensureAckedHead(tenant.store, gitdir, owned.ackedHead, deps.log))) tenant.store = await openGitStore(gitdir, storeOptions);
+    if (deps.backupRemote) this.backup = new BackupPusher(gitdir, deps.backupRemote, config.org, deps.log);
+    const storeOptions = { fsync: deps.fsync, observe: deps.metrics?.storeObserver(config.org), fence: owned?.fence, onCheckpoint: this.backup ? () => this.backup!.checkpointed() : undefined };
+    this.store = await openGitStore(gitdir, storeOptions);
+    if (owned?.ackedHead && (await ensureAckedHead(this.store, gitdir, owned.ackedHead, deps.log))) this.store = await openGitStore(gitdir, storeOptions);
     const snapshot = join(dir, 'state', 'index-snapshot.v8');
-    const loaded = await loadNodeFiles(tenant.store, snapshot, (text) => parseStoredNode(text));
-    tenant.index.load(
+    const loaded = await loadNodeFiles(this.store, snapshot, (text) => parseStoredNode(text));
+    this.index.load(
       loaded.files.map((f) => {
         const parsed = f.parsed as { frontmatter: Frontmatter; body: string };
         return makeRecord(f.path, f.oid, f.content, parsed.frontmatter, parsed.body);
       }),
       loaded.head,
     );
-    tenant.rebuildRegistry();
-    tenant.index.subscribe((event) => {
-      if (event.changes.some((c) => c.before?.type === 'schema' || c.after?.type === 'schema')) tenant.rebuildRegistry();
+    this.rebuildRegistry();
+    this.index.subscribe((event) => {
+      if (event.changes.some((c) => c.before?.type === 'schema' || c.after?.type === 'schema')) this.rebuildRegistry();
     });
-    if (loaded.head && loaded.source !== 'snapshot') await tenant.saveSnapshot();
+    if (loaded.head && loaded.source !== 'snapshot') await this.saveSnapshot();
   }
 
   rebuildRegistry(): void {

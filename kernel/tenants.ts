@@ -154,7 +154,7 @@ export class TenantManager {
       for (const t of this.tenants.values()) this.refreshTokens(t);
       return;
     }
-    let names: string[] = [];
+    let names: string[];
     try {
       names = readdirSync(this.tenantsDir);
     } catch {

@@ -104,7 +104,7 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
   let headStartedAt = 0;
   let watchdog: NodeJS.Timeout | null = null;
   let watchdogAt = Infinity;
-  let readyWaiters: Array<() => void> = [];
+  const readyWaiters: Array<() => void> = [];
   let spawnScheduled = false;
   const incidents = new Map<string, Incident>();
 

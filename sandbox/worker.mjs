@@ -310,7 +310,7 @@ function compile(isolateEntry, owner, ctx, msg, deadline) {
   } finally {
     releaseQuietly(script);
   }
-  let text = null;
+  let text;
   try {
     text = ctx.sourceOf.applySync(undefined, [fn.derefInto()], { timeout: remaining(deadline) });
   } catch (error) {

@@ -24,7 +24,7 @@ function newestSource() {
   return newest;
 }
 
-let built = 0;
+let built;
 try {
   built = statSync(bundle).mtimeMs;
 } catch {

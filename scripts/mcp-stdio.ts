@@ -75,7 +75,7 @@ export async function serveStdioProxy(base: string, token: string, org: string |
     me = await fetch(`${root}/v1/me`, { headers: { authorization: `Bearer ${token}` } });
   } catch (err) {
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    throw new Error(`cannot reach SVC_SERVER ${root}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+    throw new Error(`cannot reach SVC_SERVER ${root}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, { cause: err });
   }
   if (me.status === 401) throw new Error(`SVC_SERVER ${root} refused SVC_TOKEN (401 unauthorized: missing, invalid, expired or revoked)`);
   if (!me.ok) throw new Error(`GET ${root}/v1/me answered ${me.status}`);

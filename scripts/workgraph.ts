@@ -129,7 +129,7 @@ async function withManager<T>(fn: (m: TenantManagerType) => Promise<T>): Promise
 /** Every plugin name listed in some tenant's tenant.json under `tenantsDir`. */
 function pluginNamesOnDisk(tenantsDir: string): string[] {
   const names = new Set<string>();
-  let orgs: string[] = [];
+  let orgs: string[];
   try {
     orgs = readdirSync(tenantsDir);
   } catch {

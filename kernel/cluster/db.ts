@@ -79,7 +79,7 @@ export async function migrate(pool: pg.Pool, migrations: Migration[], log: Logge
           await client.query('COMMIT');
         } catch (err) {
           await client.query('ROLLBACK').catch(() => undefined);
-          throw new Error(`database migration ${m.version} (${m.name}) failed: ${(err as Error).message}`);
+          throw new Error(`database migration ${m.version} (${m.name}) failed: ${(err as Error).message}`, { cause: err });
         }
         applied.push(m.version);
         log.info('database migrated', { version: m.version, name: m.name });

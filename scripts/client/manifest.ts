@@ -7,7 +7,7 @@
  * it depends on changed (a fingerprint of the plugin and kernel declaration files). A new
  * operation therefore shows up in the CLI on the next run with no code and no build step.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync, type Dirent } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -139,7 +139,7 @@ const ROOT = existsSync(join(HERE, '..', '..', 'scripts', 'plugins.ts')) ? join(
 function sourceFiles(): string[] {
   const files: string[] = [];
   const walk = (dir: string) => {
-    let entries: import('node:fs').Dirent[];
+    let entries: Dirent[];
     try {
       entries = readdirSync(dir, { withFileTypes: true });
     } catch {

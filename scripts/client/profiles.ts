@@ -74,7 +74,7 @@ export async function withProfilesLock<T>(fn: () => Promise<T>): Promise<T> {
       } catch {
         /* gone meanwhile */
       }
-      if (Date.now() - started > 60_000) throw new Error(`profiles are locked by another workgraph run (${lock})`);
+      if (Date.now() - started > 60_000) throw new Error(`profiles are locked by another workgraph run (${lock})`, { cause: err });
       await new Promise((r) => setTimeout(r, 50));
     }
   }

@@ -122,7 +122,7 @@ export async function startTestServer(opts: { plugins?: PluginDef[]; config?: Pa
       }
       const res = await fetch(server.url + path, { method, headers, body: body as BodyInit | undefined, redirect: "manual" });
       const text = await res.text();
-      let parsed: any = undefined;
+      let parsed: any;
       try {
         parsed = text ? JSON.parse(text) : undefined;
       } catch {

@@ -180,7 +180,7 @@ async function rest(t: TestServer, route: RouteDef, op: OperationDef, cred: Cred
   }
   const res = await fetch(t.url + url, { method: route.method, headers, body, redirect: 'manual' });
   const text = await res.text();
-  let code: string | null = null;
+  let code: string | null;
   try {
     code = (JSON.parse(text) as { error?: { code?: string } }).error?.code ?? null;
   } catch {

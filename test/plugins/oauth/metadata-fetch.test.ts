@@ -5,7 +5,7 @@
  * here listens on loopback; nothing is sent anywhere else.
  */
 import { expect } from 'chai';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fetchMetadataDocument, isPublicAddress, METADATA_MAX_BYTES, METADATA_TIMEOUT_MS, MetadataRefused } from '../../../plugins/oauth/metadata-fetch.js';
 
@@ -83,7 +83,7 @@ describe('oauth: client ID metadata document fetching (SSRF rules)', function ()
   });
 
   it('caps: a document over the size cap, a redirect (not followed), an answer slower than the time cap', async () => {
-    let slowRes: import('node:http').ServerResponse | null = null;
+    let slowRes: ServerResponse | null = null;
     const s = await serve((req, res) => {
       if (req.url === '/big') {
         res.setHeader('content-type', 'application/json');
@@ -113,7 +113,7 @@ describe('oauth: client ID metadata document fetching (SSRF rules)', function ()
       expect(await refused(fetchMetadataDocument(`http://127.0.0.1:${s.port}/slow`, { ...opts, timeoutMs: 300 }))).to.include('no answer within 300 ms');
       expect(Date.now() - started).to.be.below(5000);
     } finally {
-      (slowRes as import('node:http').ServerResponse | null)?.destroy();
+      (slowRes as ServerResponse | null)?.destroy();
       s.server.close();
     }
   });
