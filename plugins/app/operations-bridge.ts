@@ -7,7 +7,7 @@
  */
 import type { Actor } from '../../kernel/actor.js';
 import { errors } from '../../kernel/errors.js';
-import { invoke } from '../../kernel/operation.js';
+import { invoke, type Static } from '../../kernel/operation.js';
 import { RawResponse, StatusPayload, type KernelServices, type OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import * as analyticsApi from '../analytics/api.js';
@@ -149,7 +149,8 @@ export class Bridge {
   }
   lenses() {
     this.need('lenses', 'views');
-    return invoke(lensesApi.listLenses, this.ctx, {});
+    // list_lenses answers its catalog as is (never another status or a raw response)
+    return invoke(lensesApi.listLenses, this.ctx, {}) as Promise<Static<typeof lensesApi.Catalog>>;
   }
   renderLens(id: string, params: Record<string, unknown>) {
     this.need('lenses', 'views');
