@@ -91,11 +91,11 @@ export class Bridge {
   }
   history(id: string, limit = 50) {
     this.need('history', 'history');
-    return invoke(historyApi.nodeHistory, this.ctx, { id, limit });
+    return invoke(historyApi.getNodeHistory, this.ctx, { id, limit }) as Promise<Static<typeof historyApi.HistoryList>>;
   }
   historyDetail(id: string, sha: string) {
     this.need('history', 'history');
-    return invoke(historyApi.historyDetail, this.ctx, { id, sha });
+    return invoke(historyApi.getHistoryEntry, this.ctx, { id, sha }) as Promise<Static<typeof historyApi.HistoryDetail>>;
   }
   claim(id: string) {
     this.need('leases', 'leases');
