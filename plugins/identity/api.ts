@@ -62,7 +62,7 @@ const AgentTokenEntry = answer(
 const TokenList = <T extends TSchema>(entry: T) => answer({ tokens: s.array(entry), count: s.integer() });
 export const Revoked = answer({ revoked: s.const(true), hash_prefix: s.string(), oauth_grants_revoked: s.integer() });
 export const AgentCreated = answer({ id: s.string(), owner: s.string(), spiffe: s.string(), pubkey: nullStr, status: s.string(), revision: nullStr });
-const CapabilityMap = answer({ harnesses: s.array(s.string()), reachable_mcp: s.array(s.string()), skills: s.array(s.string()), plugins: s.array(s.string()), deny: s.array(s.string()) });
+export const CapabilityMap = answer({ harnesses: s.array(s.string()), reachable_mcp: s.array(s.string()), skills: s.array(s.string()), plugins: s.array(s.string()), deny: s.array(s.string()) });
 const capabilityRecordProps = { agent: s.string(), capabilities: CapabilityMap, published_at: s.string(), last_seen: s.string(), published_by: s.string(), session: s.string() };
 export const CapabilityRecord = answer(capabilityRecordProps, ['agent', 'capabilities', 'published_at', 'last_seen', 'published_by']);
 const Host = { agent: s.string(), owner: nullStr, published_at: s.string(), last_seen: s.string(), age_seconds: s.integer() };
