@@ -267,7 +267,7 @@ export async function publishCapabilities(ctx: OpContext, input: Static<typeof P
   const record: CapabilityRecord = {
     agent: agent.id,
     capabilities: map,
-    published_at: changed ? now : previous!.published_at,
+    published_at: previous && !changed ? previous.published_at : now,
     last_seen: now,
     published_by: ctx.actor.agent ?? ctx.actor.personId,
   };
