@@ -1,5 +1,5 @@
 /**
- * Agent operations (SPEC "Identity and agents"): agents, their per-session and standing
+ * Agent operations (docs/spec.md "Identity and agents"): agents, their per-session and standing
  * tokens, session binding, capability records (operational state, never committed) and
  * profile-to-host matching.
  */

@@ -14,7 +14,7 @@ export const PAT_DAYS = 365;
 export const SESSION_TOKEN_DAYS = 7;
 /** A session id: what a harness names one run; safe in commit trailers and frontmatter. */
 export const SESSION_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-/** The org slug of a tenant no org was ever set for (SPEC: GET /v1/me `org` "else local"). */
+/** The org slug of a tenant no org was ever set for (docs/spec.md: GET /v1/me `org` "else local"). */
 export const UNBOUND_ORG = 'local';
 
 export function nowMs(ctx: OpContext): number {

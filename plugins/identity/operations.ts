@@ -1,5 +1,5 @@
 /**
- * Identity administration: one function per operation (SPEC "Identity and agents") for
+ * Identity administration: one function per operation (docs/spec.md "Identity and agents") for
  * personal tokens, admin token management, people, admin rights and the identity audit.
  * Tokens live in the kernel's per-tenant TokenStore (hashes only); people are graph nodes
  * written through `tenant.write`. Agents and their tokens: agents.ts; the gates: gates.ts.
@@ -7,7 +7,8 @@
 import { generateToken, hashPrefix, newTokenRecord, type TokenRecord } from '../../kernel/auth.js';
 import { errors, SvcError } from '../../kernel/errors.js';
 import type { Frontmatter } from '../../kernel/codec.js';
-import type { Tenant, WriteActor } from '../../kernel/tenant.js';
+import type { Tenant } from '../../kernel/tenant.js';
+import type { WriteActor } from '../../kernel/write-draft.js';
 import { parseExpiry } from '../../kernel/expiry.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { Static } from '../../kernel/operation.js';
@@ -95,7 +96,7 @@ export async function adminMintToken(ctx: OpContext, input: Static<typeof AdminM
   const now = nowMs(ctx);
   const expires = parseExpiry(input.expires, { nowMs: now, defaultDays: PAT_DAYS, maxDays: PAT_DAYS });
   const label = input.label || null;
-  // Minting never creates a person (SPEC Authentication 9): the node must already exist.
+  // Minting never creates a person (docs/spec.md Authentication 9): the node must already exist.
   personNode(ctx, personId);
   const token = generateToken('pat');
   const record = newTokenRecord(token, { kind: 'pat', person: personId, created: new Date(now).toISOString(), expires, label, minted_by: ctx.actor.personId });
@@ -289,7 +290,7 @@ export async function offboardPerson(ctx: OpContext, input: Static<typeof Person
     .filter((r) => r.person === id && r.revoked_at === null)
     .map((r) => r.hash);
   const { tokens, grants } = await revokeWithCascade(ctx.tenant, hashes, nowIso(ctx));
-  // Share tickets are signed, not stored, and cannot be revoked (SPEC Lenses rule 3: expiry is
+  // Share tickets are signed, not stored, and cannot be revoked (docs/spec.md Lenses rule 3: expiry is
   // their only bound), so offboarding cannot end them: the answer tells the admin so, with the
   // latest moment one minted before now can still open its view.
   const latest = new Date(ctx.services.clock.now() + TICKET_MAX_DAYS * 24 * 3600 * 1000).toISOString();

@@ -1,5 +1,5 @@
 /**
- * Lease operations (SPEC "Leases" and "States and transitions / Lease"): one function per
+ * Lease operations (docs/spec.md "Leases" and "States and transitions / Lease"): one function per
  * operation, shared by the REST routes and the MCP tools.
  *
  * Atomicity: every decision about who holds a node is taken synchronously against the
