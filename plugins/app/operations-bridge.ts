@@ -7,7 +7,7 @@
  */
 import type { Actor } from '../../kernel/actor.js';
 import { errors } from '../../kernel/errors.js';
-import { invoke } from '../../kernel/operation.js';
+import { invoke, type Static } from '../../kernel/operation.js';
 import { RawResponse, StatusPayload, type KernelServices, type OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import * as analyticsApi from '../analytics/api.js';
@@ -89,11 +89,11 @@ export class Bridge {
   }
   history(id: string, limit = 50) {
     this.need('history', 'history');
-    return invoke(historyApi.nodeHistory, this.ctx, { id, limit });
+    return invoke(historyApi.getNodeHistory, this.ctx, { id, limit }) as Promise<Static<typeof historyApi.HistoryList>>;
   }
   historyDetail(id: string, sha: string) {
     this.need('history', 'history');
-    return invoke(historyApi.historyDetail, this.ctx, { id, sha });
+    return invoke(historyApi.getHistoryEntry, this.ctx, { id, sha }) as Promise<Static<typeof historyApi.HistoryDetail>>;
   }
   claim(id: string) {
     this.need('leases', 'leases');
@@ -147,7 +147,8 @@ export class Bridge {
   }
   lenses() {
     this.need('lenses', 'views');
-    return invoke(lensesApi.listLenses, this.ctx, {});
+    // list_lenses answers its catalog as is (never another status or a raw response)
+    return invoke(lensesApi.listLenses, this.ctx, {}) as Promise<Static<typeof lensesApi.Catalog>>;
   }
   renderLens(id: string, params: Record<string, unknown>) {
     this.need('lenses', 'views');

@@ -33,14 +33,14 @@ export const historyPlugin = definePlugin({
     },
   ],
   routes: [
-    { method: 'GET', path: '/v1/nodes/:id/history', operation: api.nodeHistory },
-    { method: 'GET', path: '/v1/nodes/:id/history/:sha', operation: api.historyDetail },
-    { method: 'GET', path: '/v1/commits/:sha', operation: api.commitLookup },
+    { method: 'GET', path: '/v1/nodes/:id/history', operation: api.getNodeHistory },
+    { method: 'GET', path: '/v1/nodes/:id/history/:sha', operation: api.getHistoryEntry },
+    { method: 'GET', path: '/v1/commits/:sha', operation: api.lookupCommit },
     { method: 'GET', path: '/v1/changes', operation: api.recentChanges },
-    { method: 'GET', path: '/v1/briefing/:project', operation: api.briefing },
+    { method: 'GET', path: '/v1/briefing/:project', operation: api.getBriefing },
   ],
   tools: [
-    { description: 'A node\'s versions, newest first (who, when, operation). sha (7-40 hex): that version with its diff and content. limit <=200.', operation: api.nodeHistoryTool, annotations: { title: 'Node history', readOnlyHint: true } },
+    { description: 'A node\'s versions, newest first (who, when, operation). sha (7-40 hex): that version with its diff and content. limit <=200.', operation: api.nodeHistory, annotations: { title: 'Node history', readOnlyHint: true } },
     { description: 'Newest change per node, newest first. since: commit sha, ISO date or a phrase (\'3 days ago\'); project; limit <=500 (100).', operation: api.recentChanges, annotations: { title: 'Recent changes', readOnlyHint: true } },
   ],
 });

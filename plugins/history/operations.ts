@@ -6,9 +6,11 @@
 import { createHash } from 'node:crypto';
 import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
+import type { Static } from '../../kernel/operation.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { writeActorOf } from '../../kernel/tenants.js';
+import type { Briefing, ChangeFeed, CommitLinks, GetBriefingInput, GetHistoryEntryInput, GetNodeHistoryInput, HistoryDetail, HistoryList, LookupCommitInput, NodeHistoryInput, RecentChangesInput } from './api.js';
 import { codeCommitIndexOf } from './code-commits.js';
 import { commitIndexOf, type CommitInfo, type NodeChange } from './commit-index.js';
 import { diffOf } from '../../kernel/git-log.js';
@@ -56,12 +58,7 @@ function clamp(value: number | undefined, def: number, min: number, max: number)
 
 // ---------------------------------------------------------------- node history
 
-export interface NodeHistoryInput {
-  id: string;
-  limit?: number;
-}
-
-export async function nodeHistory(ctx: OpContext, input: NodeHistoryInput) {
+export async function getNodeHistory(ctx: OpContext, input: Static<typeof GetNodeHistoryInput>): Promise<Static<typeof HistoryList>> {
   const id = input.id;
   const limit = clamp(input.limit, 50, 1, 200);
   const commits = commitIndexOf(ctx.tenant);
@@ -74,12 +71,7 @@ export async function nodeHistory(ctx: OpContext, input: NodeHistoryInput) {
   return { id, head: ctx.tenant.head, count: history.length, total: changes.length, history };
 }
 
-export interface HistoryDetailInput {
-  id: string;
-  sha: string;
-}
-
-export async function historyDetail(ctx: OpContext, input: HistoryDetailInput) {
+export async function getHistoryEntry(ctx: OpContext, input: Static<typeof GetHistoryEntryInput>): Promise<Static<typeof HistoryDetail>> {
   const id = input.id;
   const sha = input.sha.toLowerCase();
   const commits = commitIndexOf(ctx.tenant);
@@ -109,13 +101,12 @@ export async function historyDetail(ctx: OpContext, input: HistoryDetailInput) {
   };
 }
 
-// ---------------------------------------------------------------- commit lookup
-
-export interface CommitLookupInput {
-  sha: string;
-  /** empty is no filter */
-  repo?: string;
+/** The `node_history` tool: the list, or with `sha` one entry in detail. */
+export async function nodeHistory(ctx: OpContext, input: Static<typeof NodeHistoryInput>): Promise<Static<typeof HistoryList> | Static<typeof HistoryDetail>> {
+  return input.sha === undefined ? getNodeHistory(ctx, { id: input.id, limit: input.limit }) : getHistoryEntry(ctx, { id: input.id, sha: input.sha });
 }
+
+// ---------------------------------------------------------------- commit lookup
 
 /** Repo names a `repo` filter accepts: as given, without `repo-`, and the repo node's aliases. */
 function repoNames(tenant: Tenant, repo: string): Set<string> {
@@ -129,7 +120,8 @@ function repoNames(tenant: Tenant, repo: string): Set<string> {
   return names;
 }
 
-export async function commitLookup(ctx: OpContext, input: CommitLookupInput) {
+/** `repo` empty is no filter. */
+export async function lookupCommit(ctx: OpContext, input: Static<typeof LookupCommitInput>): Promise<Static<typeof CommitLinks>> {
   const sha = input.sha.toLowerCase();
   const repo = input.repo || null;
   const { tenant } = ctx;
@@ -160,14 +152,8 @@ export async function commitLookup(ctx: OpContext, input: CommitLookupInput) {
 
 // ---------------------------------------------------------------- change feed
 
-export interface ChangesInput {
-  since?: string;
-  /** empty is no filter */
-  project?: string;
-  limit?: number;
-}
-
-export async function recentChanges(ctx: OpContext, input: ChangesInput) {
+/** `project` empty is no filter. */
+export async function recentChanges(ctx: OpContext, input: Static<typeof RecentChangesInput>): Promise<Static<typeof ChangeFeed>> {
   const { tenant } = ctx;
   const limit = clamp(input.limit, 100, 1, 500);
   const project = input.project || null;
@@ -198,7 +184,7 @@ export async function recentChanges(ctx: OpContext, input: ChangesInput) {
   }
 
   const people = personLookup(tenant);
-  const changes = [];
+  const changes: Static<typeof ChangeFeed>['changes'] = [];
   for (const change of picked) {
     const record = change.change === 'D' ? undefined : tenant.index.get(change.id);
     const facts = record
@@ -234,12 +220,6 @@ export async function recentChanges(ctx: OpContext, input: ChangesInput) {
 }
 
 // ---------------------------------------------------------------- briefing
-
-export interface BriefingInput {
-  project: string;
-  /** at most 20 (the schema's maxItems) */
-  fp?: string[];
-}
 
 const MAX_FINGERPRINTS_PER_CALL = 20;
 const MAX_FINGERPRINTS_PER_NODE = 50;
@@ -391,7 +371,7 @@ async function proposeAlias(ctx: OpContext, slug: string, fps: string[], warning
   return { id, status: 'proposed', alias: slug, project: owner.id, fingerprint: matched, filed: true };
 }
 
-export async function briefing(ctx: OpContext, input: BriefingInput) {
+export async function getBriefing(ctx: OpContext, input: Static<typeof GetBriefingInput>): Promise<Static<typeof Briefing>> {
   const slug = input.project;
   const fps = parseFingerprints(input.fp);
   const { tenant } = ctx;
@@ -405,23 +385,20 @@ export async function briefing(ctx: OpContext, input: BriefingInput) {
   } else if (!resolved && fps.length > 0) {
     proposal = await proposeAlias(ctx, slug, fps, warnings);
   }
-  const payload: Record<string, unknown> = resolved
-    ? { found: true, version: resolved.node.revision, body: resolved.node.body }
-    : { found: false, version: null, body: null };
-  if (resolved && resolved.node.type === 'repo' && slug !== resolved.node.id) {
-    const grouping = groupingOf(tenant, resolved.node);
-    if (grouping) payload.project_brief = brief(grouping);
-  }
-  payload.graph_status = graphStatus(tenant, resolved ? slug : null);
-  payload.project = resolved ? resolved.node.id : null;
-  if (resolved) {
-    payload.title = resolved.node.title;
-    payload.resolved_via = resolved.via;
-  }
-  if (fps.length > 0) payload.fingerprints_learned = learned;
-  if (proposal) payload.alias_proposal = proposal;
-  if (warnings.length > 0) payload.warnings = warnings;
-  return payload;
+  // a repo asked for by another name also gets its grouping project's brief
+  const grouping = resolved && resolved.node.type === 'repo' && slug !== resolved.node.id ? groupingOf(tenant, resolved.node) : null;
+  return {
+    found: resolved !== null,
+    version: resolved ? resolved.node.revision : null,
+    body: resolved ? resolved.node.body : null,
+    ...(grouping ? { project_brief: brief(grouping) } : {}),
+    graph_status: graphStatus(tenant, resolved ? slug : null),
+    project: resolved ? resolved.node.id : null,
+    ...(resolved ? { title: resolved.node.title, resolved_via: resolved.via } : {}),
+    ...(fps.length > 0 ? { fingerprints_learned: learned } : {}),
+    ...(proposal ? { alias_proposal: proposal } : {}),
+    ...(warnings.length > 0 ? { warnings } : {}),
+  };
 }
 
 // ---------------------------------------------------------------- alias acceptance

@@ -4,6 +4,8 @@
  * committed), and matching a `profile-` node's `requires` against a published map.
  */
 import { errors } from '../../kernel/errors.js';
+import type { Static } from '../../kernel/operation.js';
+import type { CapabilityMap as CapabilityMapSchema, CapabilityRecord as CapabilityRecordSchema } from './api.js';
 
 export const CAP_KINDS = ['harnesses', 'reachable_mcp', 'skills', 'plugins'] as const;
 export type CapKind = (typeof CAP_KINDS)[number];
@@ -11,22 +13,10 @@ export type CapKind = (typeof CAP_KINDS)[number];
 /** The singular noun a `missing <kind>: <slug>` reason uses for each list. */
 const KIND_NOUN: Record<CapKind, string> = { harnesses: 'harness', reachable_mcp: 'reachable_mcp', skills: 'skill', plugins: 'plugin' };
 
-export interface CapabilityMap {
-  harnesses: string[];
-  reachable_mcp: string[];
-  skills: string[];
-  plugins: string[];
-  deny: string[];
-}
-
-export interface CapabilityRecord {
-  agent: string;
-  capabilities: CapabilityMap;
-  published_at: string;
-  last_seen: string;
-  published_by: string;
-  session?: string;
-}
+/** A published map: one list of slugs per kind, plus what the host refuses (the schema in api.ts). */
+export type CapabilityMap = Static<typeof CapabilityMapSchema>;
+/** The stored record, as `read_capabilities` answers it. */
+export type CapabilityRecord = Static<typeof CapabilityRecordSchema>;
 
 export const CAPABILITIES_COLLECTION = 'capabilities';
 

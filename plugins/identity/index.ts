@@ -45,9 +45,9 @@ export const identityPlugin = definePlugin({
     { method: 'DELETE', path: '/v1/agents/:id/tokens/:prefix', operation: api.revokeAgentToken },
     { method: 'POST', path: '/v1/agents/:id/capabilities', operation: api.publishCapabilities },
     { method: 'GET', path: '/v1/agents/:id/capabilities', operation: api.readCapabilities },
-    { method: 'POST', path: '/v1/agents/:id/heartbeat', operation: api.heartbeat },
+    { method: 'POST', path: '/v1/agents/:id/heartbeat', operation: api.agentHeartbeat },
 
-    { method: 'GET', path: '/v1/profiles/:id/hosts', operation: api.matchHosts },
+    { method: 'GET', path: '/v1/profiles/:id/hosts', operation: api.matchProfileHosts },
   ],
   instructions: [
     'Agent identities: a lead gives an agent its own token over MCP with create_agent {label} then mint_agent_token {id: the agent id, session} (per-session, at most 7 days; `standing: true` for up to a year). The plaintext token is in that answer once: configure it as the agent\'s Bearer token. An agent whose token was minted without a session calls bind_session {session} first; list_agents shows yours; me tells who a token acts for.',

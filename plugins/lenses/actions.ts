@@ -16,20 +16,12 @@
  */
 import { errors } from '../../kernel/errors.js';
 import type { OpContext } from '../../kernel/plugin.js';
-import { invoke } from '../../kernel/operation.js';
+import { invoke, type Static } from '../../kernel/operation.js';
 import { setPriority, setStatus } from '../core/api.js';
 import { claimNode, releaseNode } from '../leases/api.js';
+import type { ApplyLensActionInput } from './api.js';
 import type { ActionName } from './definition.js';
 import { lensView } from './operations.js';
-
-/** The arguments as the schema admits them (api.ts): ids well-formed, action one of ACTION_NAMES. */
-export interface LensActionInput {
-  lens_id: string;
-  item_id: string;
-  action: ActionName;
-  value?: string | null;
-  params?: Record<string, unknown>;
-}
 
 function needsLeases(ctx: OpContext, action: ActionName): void {
   const leases = ctx.services.host.plugins.find((p) => p.name === 'leases');
@@ -38,7 +30,7 @@ function needsLeases(ctx: OpContext, action: ActionName): void {
   }
 }
 
-export async function applyLensAction(ctx: OpContext, input: LensActionInput) {
+export async function applyLensAction(ctx: OpContext, input: Static<typeof ApplyLensActionInput>) {
   const lensId = input.lens_id;
   const itemId = input.item_id;
   const name = input.action;

@@ -17,7 +17,7 @@ export const lensesPlugin = definePlugin({
     { method: 'GET', path: '/v1/lens', operation: api.listLenses },
     // Render params arrive as `param.<name>=<value>` query keys (docs/design.md §8), gathered into `params`.
     { method: 'GET', path: '/v1/lens/:id/render', operation: api.renderLensPage, queryPrefixes: { 'param.': 'params' }, auth: 'ticket', htmlErrors: true },
-    { method: 'POST', path: '/v1/lens/:id/ticket', operation: api.mintTicket },
+    { method: 'POST', path: '/v1/lens/:id/ticket', operation: api.mintRenderTicket },
   ],
   tools: [
     { description: 'Render a saved view: {lens_id, params?} -> groups of items; no lens_id: the lens catalog.', operation: api.renderLens, annotations: { readOnlyHint: true } },

@@ -2,23 +2,23 @@
  * Lens operations (docs/spec.md "Lenses", docs/design.md §8): one core function per operation, shared
  * by the REST routes and the MCP tools.
  *
- * - `renderLens`: the view tree (the `format=json` body and the `render_lens` tool text).
- * - `lensCatalog`: the lenses one can render (`render_lens` without a lens id, GET /v1/lens).
- * - `renderLensRoute`: the REST render adapter: the ticket exchange (302 + cookie) and the
- *   html / text / json renderings of `renderLens`.
- * - `mintTicket`: POST /v1/lens/{id}/ticket.
+ * - `lensTree`: the view tree (the `format=json` body and the `render_lens` tool text).
+ * - `listLenses`: the lenses one can render (`render_lens` without a lens id, GET /v1/lens).
+ * - `renderLens`: the `render_lens` tool: the catalog or one view tree.
+ * - `renderLensPage`: the REST render adapter: the ticket exchange (302 + cookie) and the
+ *   html / text / json renderings of `lensTree`.
+ * - `mintRenderTicket`: POST /v1/lens/{id}/ticket.
  */
 import { errors } from '../../kernel/errors.js';
 import { parseExpiry } from '../../kernel/expiry.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
+import type { Static } from '../../kernel/operation.js';
 import { RawResponse, serialize, type OpContext } from '../../kernel/plugin.js';
+import type { Catalog, MintRenderTicketInput, RenderLensInput, RenderLensPageInput, RenderTicket } from './api.js';
 import { checkParams, parseLens, resolveQuery, type LensDef } from './definition.js';
 import { HTML_CSP, renderHtml, renderText } from './render.js';
 import { grantOf, signTicket, ticketCookie, TICKET_DEFAULT_DAYS, TICKET_MAX_DAYS, verifyTicket, type TicketClaims } from './tickets.js';
 import { buildView, type BuiltView, type LensTree, type Sharer } from './view.js';
-
-const FORMATS = ['html', 'text', 'json'] as const;
-type Format = (typeof FORMATS)[number];
 
 /** The lens node, 404 when the id names nothing or something that is not a lens. */
 export function lensRecord(ctx: OpContext, id: string): NodeRecord {
@@ -61,14 +61,9 @@ function build(ctx: OpContext, id: string, supplied: Record<string, unknown>): B
   return { ...view, lens };
 }
 
-export interface RenderInput {
-  lens_id: string;
-  params?: Record<string, unknown>;
-}
-
 /** The view tree of one lens. Read-only. */
-export async function renderLens(ctx: OpContext, input: RenderInput): Promise<LensTree> {
-  return build(ctx, input.lens_id, input.params ?? {}).tree;
+export async function lensTree(ctx: OpContext, id: string, params: Record<string, unknown>): Promise<LensTree> {
+  return build(ctx, id, params).tree;
 }
 
 /** The whole match set as well as the tree: apply_lens_action checks membership against it. */
@@ -76,22 +71,10 @@ export function lensView(ctx: OpContext, id: string, params: Record<string, unkn
   return build(ctx, id, params);
 }
 
-export interface CatalogEntry {
-  id: string;
-  title: string;
-  summary: string;
-  status: string;
-  params: Record<string, string>;
-  param_names: string[];
-  columns: string[] | null;
-  group_by: string | null;
-  actions: string[] | null;
-  valid: boolean;
-  errors?: unknown[];
-}
+type CatalogEntry = Static<typeof Catalog>['lenses'][number];
 
 /** Every lens not retired, by id. A lens with a broken definition is listed with its errors. */
-export async function lensCatalog(ctx: OpContext): Promise<{ lenses: CatalogEntry[]; count: number }> {
+export async function listLenses(ctx: OpContext): Promise<Static<typeof Catalog>> {
   const { index, registry } = ctx.tenant;
   const lenses: CatalogEntry[] = [];
   for (const id of [...index.idsOfType('lens')].sort()) {
@@ -110,26 +93,18 @@ export async function lensCatalog(ctx: OpContext): Promise<{ lenses: CatalogEntr
 }
 
 /** `render_lens`: the catalog without a lens id, else the view tree. */
-export async function renderLensTool(ctx: OpContext, input: { lens_id?: string; params?: Record<string, unknown> }) {
+export async function renderLens(ctx: OpContext, input: Static<typeof RenderLensInput>): Promise<LensTree | Static<typeof Catalog>> {
   if (input.lens_id === undefined) {
     if (input.params !== undefined) throw errors.validation('params need a lens_id', [{ field: 'params', message: 'render params apply to one lens' }]);
-    return lensCatalog(ctx);
+    return listLenses(ctx);
   }
-  return renderLens(ctx, { lens_id: input.lens_id, params: input.params ?? {} });
+  return lensTree(ctx, input.lens_id, input.params ?? {});
 }
 
 // ---------------------------------------------------------------- REST render
 
-/** The render route's input (api.ts `renderLensPage`): `params` holds the `param.<name>` query keys (a repeated key joined with commas). */
-export interface RenderRouteInput {
-  id: string;
-  format?: Format;
-  ticket?: string;
-  params?: Record<string, string>;
-}
-
 /** The render URL as requested, minus the ticket (so the ticket leaves the address bar and logs). */
-function locationWithoutTicket(input: RenderRouteInput): string {
+function locationWithoutTicket(input: Static<typeof RenderLensPageInput>): string {
   const search = new URLSearchParams();
   if (input.format !== undefined) search.append('format', input.format);
   for (const [name, value] of Object.entries(input.params ?? {})) search.append(`param.${name}`, value);
@@ -148,7 +123,7 @@ const COMMON_HEADERS = {
  * by a 302 to the same URL without it, setting the HttpOnly `svc_render_ticket` cookie the
  * render then authenticates with.
  */
-export async function renderLensRoute(ctx: OpContext, input: RenderRouteInput): Promise<RawResponse> {
+export async function renderLensPage(ctx: OpContext, input: Static<typeof RenderLensPageInput>): Promise<RawResponse> {
   const id = input.id;
   const ticket = input.ticket;
   if (ticket !== undefined) {
@@ -160,7 +135,7 @@ export async function renderLensRoute(ctx: OpContext, input: RenderRouteInput): 
     return new RawResponse(302, { ...COMMON_HEADERS, location: locationWithoutTicket(input), 'set-cookie': ticketCookie(ctx.services, id, ticket, maxAge) }, null);
   }
   const format = input.format ?? 'html';
-  const tree = await renderLens(ctx, { lens_id: id, params: input.params ?? {} });
+  const tree = await lensTree(ctx, id, input.params ?? {});
   if (format === 'json') return new RawResponse(200, { ...COMMON_HEADERS, 'content-type': 'application/json; charset=utf-8' }, serialize(tree));
   if (format === 'text') return new RawResponse(200, { ...COMMON_HEADERS, 'content-type': 'text/plain; charset=utf-8' }, renderText(ctx.tenant, tree));
   return new RawResponse(
@@ -172,26 +147,8 @@ export async function renderLensRoute(ctx: OpContext, input: RenderRouteInput): 
 
 // ---------------------------------------------------------------- tickets
 
-export interface RenderTicket {
-  ticket: string;
-  url: string;
-  lens_id: string;
-  sharer_person_id: string;
-  exp: string;
-  label?: string;
-  params?: Record<string, string>;
-}
-
-/** The mint input as its schema admits it (api.ts): label one line of at most 200 characters. */
-export interface MintInput {
-  id: string;
-  expires?: string;
-  label?: string;
-  params?: Record<string, unknown>;
-}
-
 /** POST /v1/lens/{id}/ticket: a signed, read-only, render-only share link for the caller's person. */
-export async function mintTicket(ctx: OpContext, input: MintInput): Promise<RenderTicket> {
+export async function mintRenderTicket(ctx: OpContext, input: Static<typeof MintRenderTicketInput>): Promise<Static<typeof RenderTicket>> {
   const id = input.id;
   if (!ctx.actor.bound) throw errors.noPerson('minting a render ticket needs a token bound to a person node (the ticket names its sharer)');
   const lens = parseLens(lensRecord(ctx, id));
