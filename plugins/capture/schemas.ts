@@ -3,13 +3,11 @@
  * shape: api.ts declares the operations with them and the code takes its types from them
  * (`Static<typeof X>`).
  */
-import { answer, NodeId, object, s, WriteResult, type Static } from '../../kernel/operation.js';
+import { answer, NodeId, object, s, type Static } from '../../kernel/operation.js';
 import { ProgramProgress } from '../analytics/schemas.js';
 import { LIST_MAX } from './corrections.js';
 import { QUERY_MAX } from './digest.js';
 import { KEY_MAX, TEXT_MAX_BYTES } from './request.js';
-
-export { WriteResult };
 
 /** A node id or project slug, or empty (read as absent, as the adapters always did). */
 const OptionalId = (description: string) => s.string(description, { pattern: '^([a-z0-9][a-z0-9-]*)?$', maxLength: 200 });
