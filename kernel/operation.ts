@@ -194,8 +194,8 @@ function computeQueryFields(op: OperationDef, route: RouteDef): string[] {
 
 type Props = Record<string, TSchema>;
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
-/** The type of an object with properties `P`, of which `R` are required. */
-export type ObjectOf<P extends Props, R extends keyof P> = Simplify<{ [K in R]: Static<P[K]> } & { [K in Exclude<keyof P, R>]?: Static<P[K]> }>;
+/** The type of an object with properties `P`, of which `R` are required (mutable: code builds answers field by field). */
+export type ObjectOf<P extends Props, R extends keyof P> = Simplify<{ -readonly [K in R]: Static<P[K]> } & { -readonly [K in Exclude<keyof P, R>]?: Static<P[K]> }>;
 type Primitive = string | number | boolean | null;
 
 const typed = <T>(schema: JsonSchema): Schema<T> => Type.Unsafe<T>(schema);

@@ -10,7 +10,8 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Tenant } from '../../kernel/tenant.js';
 import { readCaptureJournal, type CaptureJournalEntry } from '../capture/public.js';
-import { DAY_MS, stats, type Stats } from './report.js';
+import { DAY_MS, stats } from './report.js';
+import type { CaptureMetrics, ClosureEdge } from './schemas.js';
 import type { Timelines } from './timeline.js';
 
 const KEY_COLLECTION = 'analytics-pseudonym-key';
@@ -32,47 +33,6 @@ export async function pseudonymKey(tenant: Tenant, nowMs: number): Promise<strin
 
 export function pseudonym(key: string, person: string): string {
   return `author-${createHmac('sha256', Buffer.from(key, 'hex')).update(person).digest('hex').slice(0, 12)}`;
-}
-
-export type ClosureEdge = 'status' | 'resolves' | 'answers' | 'supersedes';
-
-export interface CaptureMetrics {
-  since: string;
-  until: string;
-  capture_enabled: boolean;
-  captures: {
-    total: number;
-    created: number;
-    pending: number;
-    unavailable: number;
-    nodes_created: number;
-    bounced: number;
-    with_blocks: number;
-    by_via: Record<string, number>;
-    by_source: Record<string, number>;
-    by_ingester: Record<string, number>;
-    by_type: Record<string, number>;
-  };
-  rates: {
-    created_rate: number;
-    pending_rate: number;
-    unavailable_rate: number;
-    bounce_rate: number;
-    distill_share: number;
-    agent_share: number;
-    nodes_per_capture: number;
-    captures_per_day: number;
-  };
-  distill: { reports: number; facts: number; captured: number; spooled: number; rejected: number; capture_rate: number };
-  authors: { count: number; entries: Array<{ author: string; captures: number; created: number; pending: number; distill_reports: number }> };
-  closure: {
-    tracked: number;
-    closed: number;
-    rate: number;
-    by_edge: Record<string, number>;
-    latency_days: Stats;
-    entries: Array<{ edge: ClosureEdge; latency_days: number }>;
-  };
 }
 
 const rate = (part: number, whole: number) => (whole === 0 ? 0 : Math.round((part / whole) * 1000) / 1000);

@@ -23,8 +23,8 @@ export const analyticsPlugin = definePlugin({
   },
   routes: [
     { method: 'GET', path: '/v1/analytics', operation: api.analytics },
-    { method: 'GET', path: '/v1/program/:id', operation: api.program },
-    { method: 'GET', path: '/v1/metrics/capture', operation: api.captureMetrics },
+    { method: 'GET', path: '/v1/program/:id', operation: api.getProgram },
+    { method: 'GET', path: '/v1/metrics/capture', operation: api.getCaptureMetrics },
   ],
   tools: [
     { description: 'Flow over whole ISO weeks: created/completed, throughput, cycle and lead time, aging WIP, bottlenecks. project, type, weeks 1-52 (12), top 1-100, aging 1-365 days; format json|text.', operation: api.analytics, annotations: { title: 'Analytics', readOnlyHint: true } },

@@ -7,10 +7,12 @@
 import { errors } from '../../kernel/errors.js';
 import { RawResponse, type OpContext } from '../../kernel/plugin.js';
 import { patterns } from '../../kernel/registry.js';
-import { computeCaptureMetrics, pseudonymKey, type CaptureMetrics } from './capture-metrics.js';
-import { buildProgram, type ProgramPayload } from './program.js';
+import type { Static } from '../../kernel/operation.js';
+import { computeCaptureMetrics, pseudonymKey } from './capture-metrics.js';
+import { buildProgram } from './program.js';
 import { renderAnalyticsText, renderProgramText } from './render.js';
-import { computeAnalytics, DAY_MS, type AnalyticsParams, type AnalyticsPayload } from './report.js';
+import { computeAnalytics, DAY_MS, type AnalyticsParams } from './report.js';
+import type { AnalyticsInput, AnalyticsPayload, CaptureMetrics, GetCaptureMetricsInput, GetProgramInput, ProgramPayload } from './schemas.js';
 import { timelinesOf } from './timeline.js';
 
 /** An integer bound (a tool may send its digits as a string; the schema allows only digits), clamped. */
@@ -37,18 +39,7 @@ const TEXT_HEADERS = { 'content-type': 'text/plain; charset=utf-8' };
 
 // ---------------------------------------------------------------- analytics
 
-export interface AnalyticsInput {
-  /** empty is no scope */
-  project?: string;
-  /** comma-separated or a list */
-  type?: string | string[];
-  weeks?: number | string;
-  top?: number | string;
-  aging?: number | string;
-  format?: 'json' | 'text';
-}
-
-function analyticsParams(ctx: OpContext, input: AnalyticsInput): AnalyticsParams {
+function analyticsParams(ctx: OpContext, input: Static<typeof AnalyticsInput>): AnalyticsParams {
   const project = input.project || null;
   const { registry } = ctx.tenant;
   const requested = [input.type ?? []].flat().flatMap((p) => p.split(',')).map((p) => p.trim()).filter(Boolean);
@@ -67,7 +58,7 @@ function analyticsParams(ctx: OpContext, input: AnalyticsInput): AnalyticsParams
   };
 }
 
-export async function analytics(ctx: OpContext, input: AnalyticsInput): Promise<AnalyticsPayload | RawResponse> {
+export async function analytics(ctx: OpContext, input: Static<typeof AnalyticsInput>): Promise<AnalyticsPayload | RawResponse> {
   const params = analyticsParams(ctx, input);
   const fmt = input.format ?? 'json';
   const timelines = timelinesOf(ctx.tenant);
@@ -79,14 +70,7 @@ export async function analytics(ctx: OpContext, input: AnalyticsInput): Promise<
 
 // ---------------------------------------------------------------- program
 
-export interface ProgramInput {
-  id: string;
-  depth?: number | string;
-  max_nodes?: number | string;
-  format?: 'json' | 'text';
-}
-
-export async function program(ctx: OpContext, input: ProgramInput): Promise<ProgramPayload | RawResponse> {
+export async function getProgram(ctx: OpContext, input: Static<typeof GetProgramInput>): Promise<ProgramPayload | RawResponse> {
   const id = input.id;
   const lim = PROGRAM_LIMITS;
   const bounds = { depth: clamped(input.depth, lim.depth), max_nodes: clamped(input.max_nodes, lim.max_nodes) };
@@ -99,11 +83,6 @@ export async function program(ctx: OpContext, input: ProgramInput): Promise<Prog
 }
 
 // ---------------------------------------------------------------- capture metrics
-
-export interface CaptureMetricsInput {
-  /** YYYY-MM-DD (the schema checks the shape; the calendar check is here) */
-  since?: string;
-}
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 /** default window when `since` is omitted */
@@ -122,7 +101,7 @@ function parseSinceDate(raw: string | undefined, nowMs: number): { since: string
   return { since: raw, sinceMs: ms };
 }
 
-export async function captureMetrics(ctx: OpContext, input: CaptureMetricsInput): Promise<CaptureMetrics> {
+export async function getCaptureMetrics(ctx: OpContext, input: Static<typeof GetCaptureMetricsInput>): Promise<CaptureMetrics> {
   // Off unless the deployment exports metrics (SVC_CAPTURE_METRICS=1): the route does not exist.
   if (!ctx.services.config.captureMetrics) throw errors.notFound(`route GET /v1/metrics/capture`);
   if (!ctx.actor.isAdmin) throw errors.forbidden('capture metrics are for administrators');

@@ -11,45 +11,8 @@
  */
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { blockEdgeAttrs, blockersOf, phaseOf, type Phase, type ProgramProgress } from '../core/public.js';
-
-export interface ProgramBounds {
-  depth: number;
-  max_nodes: number;
-}
-
-export interface ProgramNode {
-  id: string;
-  title: string;
-  type: string;
-  status: string;
-  phase: Phase;
-  project: string | null;
-  /** attributes of the `blocks` edge to the parent (e.g. `needed_by`) */
-  edge?: Record<string, string>;
-  /** this node blocks more than one node in the tree; the other places are `repeat` leaves */
-  shared?: boolean;
-  /** a second occurrence, rendered as a leaf; its subtree is shown at the first one */
-  repeat?: boolean;
-  /** the repeat is one of its own ancestors */
-  cycle?: boolean;
-  /** on a repeat: the node under which this one is expanded (absent when it is the root) */
-  expanded_under?: string;
-  blockers?: ProgramNode[];
-  /** blockers not listed here because a bound was hit */
-  more?: number;
-  /** which bound cut this node's blockers */
-  cut?: 'depth' | 'max_nodes';
-}
-
-export interface ProgramPayload extends ProgramNode {
-  progress: ProgramProgress;
-  blockers: ProgramNode[];
-  /** every branch a bound cut, with how many blockers it skipped; empty when the tree is whole */
-  truncated: Array<{ id: string; reason: 'depth' | 'max_nodes'; skipped: number }>;
-  bounds: ProgramBounds;
-  entries: number;
-}
+import { blockEdgeAttrs, blockersOf, phaseOf, type Phase } from '../core/public.js';
+import type { ProgramBounds, ProgramNode, ProgramPayload, ProgramProgress } from './schemas.js';
 
 function describe(tenant: Tenant, record: NodeRecord): Omit<ProgramNode, 'blockers'> {
   return { id: record.id, title: record.title, type: record.type, status: record.status, phase: phaseOf(tenant, record), project: record.project };

@@ -3,5 +3,4 @@
  * another plugin only through its `api.ts` or `public.ts`, and only one it declares
  * (docs/decisions.md, "Plugin edges"; test/kernel/plugin-imports.test.ts).
  */
-export type { AnalyticsPayload } from './report.js';
-export type { ProgramPayload } from './program.js';
+export type { AnalyticsPayload, ProgramPayload } from './schemas.js';

@@ -2,8 +2,7 @@
  * Human reports (`format=text`): the analytics payload and the program tree as plain
  * text. Both render exactly the JSON payload, so the text never says more than the JSON.
  */
-import type { AnalyticsPayload, Stats } from './report.js';
-import type { ProgramNode, ProgramPayload } from './program.js';
+import type { AnalyticsPayload, ProgramNode, ProgramPayload, Stats } from './schemas.js';
 import type { Phase } from '../core/public.js';
 
 const oneLine = (text: string) => text.replace(/\s*\r?\n\s*/g, ' ');

@@ -11,6 +11,7 @@ import type { Registry } from '../../kernel/registry.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { resolveProject, scopeValues } from '../history/public.js';
 import { blockedBy, blockersOf, isDone, phaseOf, type Phase } from '../core/public.js';
+import type { AnalyticsPayload, BottleneckEntry, Stats, WeekEntry, WipEntry } from './schemas.js';
 import type { NodeTimes, Timelines } from './timeline.js';
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
@@ -26,71 +27,7 @@ export interface AnalyticsParams {
   aging: number;
 }
 
-export interface Stats {
-  count: number;
-  mean: number | null;
-  median: number | null;
-  p85: number | null;
-  min: number | null;
-  max: number | null;
-}
-
-export interface WeekEntry {
-  week: string;
-  start: string;
-  created: number;
-  completed: number;
-}
-
 type PhaseCounts = Record<Phase, number>;
-
-export interface WipEntry {
-  id: string;
-  title: string;
-  type: string;
-  status: string;
-  project: string | null;
-  since: string;
-  age_days: number;
-  assigned: string[];
-}
-
-export interface BottleneckEntry {
-  id: string;
-  title: string;
-  type: string;
-  status: string;
-  phase: Phase;
-  project: string | null;
-  blocks: number;
-  blocks_transitive: number;
-  age_days: number;
-  in_scope: boolean;
-}
-
-export interface AnalyticsPayload {
-  window: { weeks: number; from: string; to: string; week_start: 'monday'; timezone: 'UTC' };
-  weekly: WeekEntry[];
-  totals: PhaseCounts & { nodes: number; by_type: Record<string, PhaseCounts & { nodes: number }>; by_status: Record<string, number> };
-  throughput: { completed: number; weekly_mean: number; by_type: Record<string, number>; by_status: Record<string, number> };
-  cycleTimeDays: Stats & { started: number; never_started: number };
-  wip: { count: number; by_status: Record<string, number>; mean_age_days: number | null; aging_days: number; aging_count: number; aging: WipEntry[] };
-  bottlenecks: BottleneckEntry[];
-  coverage: {
-    open: number;
-    prioritized: number;
-    prioritized_pct: number;
-    assigned: number;
-    assigned_pct: number;
-    completed: number;
-    with_commits: number;
-    with_commits_pct: number;
-  };
-  project_warning?: string;
-  leadTimeDays: Stats;
-  scope: { project: string | null; project_values: string[]; types: string[]; top: number; aging: number; nodes: number };
-  generated_at: string;
-}
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const days = (ms: number) => round2(ms / DAY_MS);

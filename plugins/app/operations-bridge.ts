@@ -7,45 +7,51 @@
  */
 import type { Actor } from '../../kernel/actor.js';
 import { errors } from '../../kernel/errors.js';
-import { invoke, type Static } from '../../kernel/operation.js';
+import { invoke, type Answer, type OperationDef } from '../../kernel/operation.js';
 import { RawResponse, StatusPayload, type KernelServices, type OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import * as analyticsApi from '../analytics/api.js';
-import type { AnalyticsPayload, ProgramPayload } from '../analytics/public.js';
 import * as captureApi from '../capture/api.js';
-import { programsOverview } from '../capture/public.js';
 import * as coreApi from '../core/api.js';
 import * as historyApi from '../history/api.js';
 import * as leasesApi from '../leases/api.js';
-import { leasesOf, leaseView, type LeaseView } from '../leases/public.js';
+import { leasesOf, leaseView } from '../leases/public.js';
 import * as lensesApi from '../lenses/api.js';
-import { COOKIE_NAME as TICKET_COOKIE, ticketAuthenticator, verifyTicket, type LensTree } from '../lenses/public.js';
+import { COOKIE_NAME as TICKET_COOKIE, ticketAuthenticator, verifyTicket } from '../lenses/public.js';
 import * as queueApi from '../queue/api.js';
-import type { QueueInput } from '../queue/public.js';
 
-export type { AnalyticsPayload, ProgramPayload, LeaseView };
+/** An operation as the bridge calls it: any input, any answer (its own types flow through `AnswerOf`). */
+type AnyOperation = OperationDef<never, unknown>;
+/** The JSON inside an answer: the answer itself, or the payload of a `StatusPayload`. */
+type JsonOf<A> = Exclude<A, RawResponse | StatusPayload<unknown>> | (A extends StatusPayload<infer P> ? P : never);
+/** An operation whose `run` declares only a raw answer (JSON bytes, not yet typed from its schema) answers an open object. */
+type OrOpen<T> = [T] extends [never] ? Record<string, unknown> : T;
+/** The JSON answer an operation declares: `O` of the `Answer<O>` its `run` resolves to. */
+export type AnswerOf<Op extends AnyOperation> = Awaited<ReturnType<Op['run']>> extends Answer<infer O> ? OrOpen<JsonOf<O>> : never;
+/** The input an operation's schema admits. */
+type InputOf<Op extends AnyOperation> = Parameters<Op['run']>[1];
 
-export interface NodeRead {
-  id: string;
-  type: string;
-  markdown: string;
-  frontmatter: Record<string, unknown>;
-  body: string;
-  revision: string;
-  resolution?: Record<string, unknown>;
-  open_findings?: Array<Record<string, unknown>>;
-  superseded_by?: unknown;
+/**
+ * The JSON answer of an operation, whatever form `run` resolved to: the payload of a
+ * `StatusPayload` (a 207), or the parsed body of a JSON `RawResponse` (the node read answers
+ * its cached bytes). A page needs the object; a raw answer that is not JSON (a stream, text)
+ * is a programming error here, not something to render.
+ */
+async function call<Op extends AnyOperation>(op: Op, ctx: OpContext, input: InputOf<Op>): Promise<AnswerOf<Op>> {
+  const answer: unknown = await invoke(op, ctx, input);
+  if (answer instanceof StatusPayload) return answer.payload as AnswerOf<Op>;
+  if (answer instanceof RawResponse) {
+    if (!/json/.test(answer.headers['content-type'] ?? '') || typeof answer.body !== 'string') throw new Error(`operation ${op.name} answered a non-JSON response`);
+    // the body is the operation's own JSON answer (the contract tests check it against its output schema)
+    return JSON.parse(answer.body) as AnswerOf<Op>;
+  }
+  return answer as AnswerOf<Op>;
 }
 
-/** One entry of POST /v1/nodes' results. */
-export interface PutEntryResult {
-  status: string;
-  warnings?: string[];
-  error?: { code: string; message: string; details: Record<string, unknown> };
-  http_status?: number;
-}
-
-/** The operations of one signed-in person in one tenant. */
+/**
+ * The operations of one signed-in person in one tenant. Each method is named after the
+ * operation it calls and answers that operation's declared answer type.
+ */
 export class Bridge {
   readonly ctx: OpContext;
 
@@ -68,92 +74,80 @@ export class Bridge {
     if (!this.has(plugin)) throw errors.notFound(`${what} (the ${plugin} plugin is not enabled for this tenant)`);
   }
 
-  me() {
-    return invoke(coreApi.getMe, this.ctx, {});
+  getMe() {
+    return call(coreApi.getMe, this.ctx, {});
   }
-  orgChoices() {
-    return invoke(coreApi.orgChoices, this.ctx, {});
+  getOrgChoices() {
+    return call(coreApi.orgChoices, this.ctx, {});
   }
-  queue(input: QueueInput) {
+  showQueue(input: InputOf<typeof queueApi.showQueue>) {
     this.need('queue', 'the queue');
-    return invoke(queueApi.showQueue, this.ctx, dropUndefined(input));
+    return call(queueApi.showQueue, this.ctx, dropUndefined(input));
   }
-  async node(id: string): Promise<NodeRead> {
-    return readJson(await invoke(coreApi.getNode, this.ctx, { id })) as NodeRead;
+  getNode(id: string) {
+    return call(coreApi.getNode, this.ctx, { id });
   }
-  /** The node's lease, if one is live or reserved (operational state, read like the queue shows holders). */
-  lease(id: string): LeaseView | null {
+  /** The node's lease, if one is live or reserved (operational state, read like the queue shows holders; not an operation). */
+  lease(id: string) {
     if (!this.has('leases')) return null;
     const live = leasesOf(this.ctx.tenant).live(id, this.services.clock.now());
     return live ? leaseView(live) : null;
   }
-  history(id: string, limit = 50) {
+  getNodeHistory(id: string, limit = 50) {
     this.need('history', 'history');
-    return invoke(historyApi.getNodeHistory, this.ctx, { id, limit }) as Promise<Static<typeof historyApi.HistoryList>>;
+    return call(historyApi.getNodeHistory, this.ctx, { id, limit });
   }
-  historyDetail(id: string, sha: string) {
+  getHistoryEntry(id: string, sha: string) {
     this.need('history', 'history');
-    return invoke(historyApi.getHistoryEntry, this.ctx, { id, sha }) as Promise<Static<typeof historyApi.HistoryDetail>>;
+    return call(historyApi.getHistoryEntry, this.ctx, { id, sha });
   }
-  claim(id: string) {
+  claimNode(id: string) {
     this.need('leases', 'leases');
-    return invoke(leasesApi.claimNode, this.ctx, { id });
+    return call(leasesApi.claimNode, this.ctx, { id });
   }
-  release(id: string) {
+  releaseNode(id: string) {
     this.need('leases', 'leases');
-    return invoke(leasesApi.releaseNode, this.ctx, { id });
+    return call(leasesApi.releaseNode, this.ctx, { id });
   }
   setStatus(id: string, status: string) {
-    return invoke(coreApi.setStatus, this.ctx, { id, status });
+    return call(coreApi.setStatus, this.ctx, { id, status });
   }
   setPriority(id: string, priority: string) {
-    return invoke(coreApi.setPriority, this.ctx, { id, priority });
+    return call(coreApi.setPriority, this.ctx, { id, priority });
   }
   setReadiness(id: string, readiness: string) {
-    return invoke(coreApi.setReadiness, this.ctx, { id, readiness });
+    return call(coreApi.setReadiness, this.ctx, { id, readiness });
   }
   addEdge(id: string, type: string, to: string) {
-    return invoke(coreApi.addEdge, this.ctx, { id, type, to });
+    return call(coreApi.addEdge, this.ctx, { id, type, to });
   }
-  /** A full put with the revision echo: a stale revision comes back as a failed entry carrying the 409. */
-  async putNode(node: Record<string, unknown>, revision: string): Promise<PutEntryResult> {
-    const answer = await invoke(coreApi.putNodes, this.ctx, { nodes: [{ node, if_exists: 'update', revision }] });
-    const payload = (answer instanceof StatusPayload ? answer.payload : answer) as { results: unknown[] };
-    return payload.results[0] as PutEntryResult;
+  /** A full put with the revision echo: a stale revision comes back as a failed entry carrying the 409 (a 207 answer). */
+  putNode(node: Record<string, unknown>, revision: string) {
+    return call(coreApi.putNodes, this.ctx, { nodes: [{ node, if_exists: 'update', revision }] });
   }
-  async program(id: string, depth?: string): Promise<ProgramPayload> {
+  getProgram(id: string, depth?: string) {
     this.need('analytics', 'programs');
-    return (await invoke(analyticsApi.program, this.ctx, dropUndefined({ id, depth, format: 'json' }))) as ProgramPayload;
+    return call(analyticsApi.getProgram, this.ctx, dropUndefined({ id, depth, format: 'json' as const }));
   }
-  programs() {
-    return programsOverview(this.ctx.tenant);
-  }
-  async analytics(input: { project?: string; type?: string; weeks?: string }): Promise<AnalyticsPayload> {
+  analytics(input: { project?: string; type?: string; weeks?: string }) {
     this.need('analytics', 'analytics');
-    return (await invoke(analyticsApi.analytics, this.ctx, dropUndefined({ ...input, format: 'json' }))) as AnalyticsPayload;
+    return call(analyticsApi.analytics, this.ctx, dropUndefined({ ...input, format: 'json' as const }));
   }
-  neighborhood(id: string, depth: 1 | 2) {
-    this.need('capture', 'the graph picture');
-    return invoke(captureApi.exploreGraph, this.ctx, { root_id: id, depth }) as Promise<{
-      root: { id: string };
-      nodes: Array<{ id: string; type: string; status: string; title: string; distance: number; done: boolean }>;
-      edges: Array<{ from: string; type: string; to: string }>;
-      truncated: boolean;
-    }>;
+  exploreGraph(input: InputOf<typeof captureApi.exploreGraph>) {
+    this.need('capture', 'the graph pictures');
+    return call(captureApi.exploreGraph, this.ctx, input);
   }
-  search(query: string) {
+  queryGraph(query: string) {
     this.need('capture', 'search');
-    return invoke(captureApi.queryGraph, this.ctx, { query, mode: 'digest' }) as Promise<{ found: boolean; text: string; node_ids: string[]; top_sim: number }>;
+    return call(captureApi.queryGraph, this.ctx, { query, mode: 'digest' });
   }
-  lenses() {
+  listLenses() {
     this.need('lenses', 'views');
-    // list_lenses answers its catalog as is (never another status or a raw response)
-    return invoke(lensesApi.listLenses, this.ctx, {}) as Promise<Static<typeof lensesApi.Catalog>>;
+    return call(lensesApi.listLenses, this.ctx, {});
   }
-  renderLens(id: string, params: Record<string, unknown>) {
+  renderLens(id: string, params: Record<string, string>) {
     this.need('lenses', 'views');
-    // with a lens id the answer is always the view tree, never the catalog
-    return invoke(lensesApi.renderLens, this.ctx, { lens_id: id, params }) as Promise<LensTree>;
+    return call(lensesApi.renderLens, this.ctx, { lens_id: id, params });
   }
 }
 
@@ -161,13 +155,6 @@ export class Bridge {
 function dropUndefined<T extends object>(input: T): T {
   return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as T;
 }
-
-/** The node read answers its cached JSON bytes (a RawResponse); the app wants the object. */
-function readJson(answer: unknown): unknown {
-  if (answer instanceof RawResponse) return JSON.parse(String(answer.body));
-  return answer;
-}
-
 
 /** Whether a share ticket is live for this lens (the lenses plugin's own check). */
 export async function ticketIsLive(services: KernelServices, lensId: string, blob: string): Promise<{ expMs: number } | null> {

@@ -6,6 +6,7 @@
  */
 import { errors, isSvcError } from '../../kernel/errors.js';
 import type { Edge } from '../../kernel/graph-index.js';
+import type { Static } from '../../kernel/operation.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import type { WriteActor, WriteDraft } from '../../kernel/write-draft.js';
@@ -24,24 +25,8 @@ import {
   type Ingester,
 } from './ingest.js';
 import { appendJournal, idempotencySlot, newJournalId, recalled, remember, type CaptureJournalEntry } from './journal.js';
-import { parseCaptureRequest, type CaptureInput, type CaptureRequest } from './request.js';
-
-export interface CapturedNode {
-  id: string;
-  type: string;
-  status: string;
-  title: string;
-  project: string | null;
-  revision: string | null;
-}
-
-export interface CaptureResult {
-  status: 'created' | 'pending';
-  ids: string[];
-  nodes: CapturedNode[];
-  summary: string;
-  warnings: string[];
-}
+import { parseCaptureRequest, type CaptureRequest } from './request.js';
+import type { CapturedNode, CaptureResult, CaptureTextInput } from './schemas.js';
 
 const SUMMARY_IDS = 5;
 const MAX_ERROR_WARNINGS = 10;
@@ -95,7 +80,7 @@ async function plan(ctx: OpContext, ingester: Ingester, request: CaptureRequest,
   return { kind: 'pending', drafts: [], reason: 'the drafts failed validation twice', attempts: 2, warnings };
 }
 
-function nodeOf(tenant: Tenant, id: string): CapturedNode {
+function nodeOf(tenant: Tenant, id: string): Static<typeof CapturedNode> {
   const r = tenant.index.get(id)!;
   return { id, type: r.type, status: r.status, title: r.title, project: r.project, revision: r.revision };
 }
@@ -201,7 +186,7 @@ async function runCapture(ctx: OpContext, actor: WriteActor, request: CaptureReq
 /** In-flight captures per tenant and idempotency slot: a concurrent repeat waits for the first. */
 const inflight = new WeakMap<Tenant, Map<string, Promise<CaptureResult>>>();
 
-export async function capture(ctx: OpContext, input: CaptureInput): Promise<CaptureResult> {
+export async function captureText(ctx: OpContext, input: Static<typeof CaptureTextInput>): Promise<CaptureResult> {
   const actor = writeActorOf(ctx.actor);
   const request = parseCaptureRequest(input, ctx.headers, ctx.via === 'rest');
   if (!request.idempotencyKey) return runCapture(ctx, actor, request);

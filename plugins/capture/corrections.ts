@@ -7,12 +7,14 @@
  */
 import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
+import type { Static, WriteResult } from '../../kernel/operation.js';
 import { LIMITS } from '../../kernel/registry.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { resolveScope } from '../core/public.js';
 import { slugOf, uniqueId } from './ids.js';
+import type { ProposeCorrectionInput } from './schemas.js';
 
 /** pin and exclude hold at most this many ids (the schema's maxItems) */
 export const LIST_MAX = 40;
@@ -34,17 +36,7 @@ function idList(tenant: Tenant, value: string[] | undefined, field: string): str
   return ids;
 }
 
-export interface CorrectionInput {
-  /** a node id, project:<slug> or global (the schema checks the form) */
-  target: string;
-  pin?: string[];
-  exclude?: string[];
-  guidance?: string;
-  /** a single line, at most 500 characters */
-  title?: string;
-}
-
-export async function proposeCorrection(ctx: OpContext, input: CorrectionInput) {
+export async function proposeCorrection(ctx: OpContext, input: Static<typeof ProposeCorrectionInput>): Promise<Static<typeof WriteResult>> {
   const actor = writeActorOf(ctx.actor);
   const { tenant } = ctx;
   const body = input;

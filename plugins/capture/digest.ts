@@ -6,10 +6,12 @@
  */
 import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
+import type { Static } from '../../kernel/operation.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { resolveScope } from '../core/public.js';
 import { firingCorrections, stringList } from './corrections.js';
+import type { CompileDigestInput, CompileDigestResult, QueryGraphInput, QueryGraphResult } from './schemas.js';
 import { searchOf } from './search.js';
 
 export const DEFAULT_MIN_SIM = 0.3;
@@ -28,26 +30,12 @@ export interface CompileInput {
   mode: 'digest' | 'full';
 }
 
-export interface Compiled {
-  found: boolean;
-  text: string;
-  node_ids: string[];
-  top_sim: number;
-}
-
-/** The digest inputs as their schemas admit them (`root` on POST /v1/digest, `root_id` on query_graph). */
-export interface DigestInput {
-  query?: string;
-  root?: string;
-  root_id?: string;
-  project?: string;
-  min_sim?: number;
-}
+/** The fields both digest operations share; the root comes apart (`root` on POST /v1/digest, `root_id` on query_graph). */
+type DigestInput = Pick<Static<typeof QueryGraphInput>, 'query' | 'project' | 'min_sim'>;
 
 /** The rules the schema cannot state: `root` wins over `query` (docs/spec.md), an unknown root is 422, a query is needed without one. */
-export function parseCompileInput(ctx: OpContext, body: DigestInput, rootField: 'root' | 'root_id', mode: 'digest' | 'full'): CompileInput {
+export function parseCompileInput(ctx: OpContext, body: DigestInput, rawRoot: string | undefined, rootField: 'root' | 'root_id', mode: 'digest' | 'full'): CompileInput {
   let root: string | null = null;
-  const rawRoot = body[rootField];
   if (rawRoot !== undefined && rawRoot !== '') {
     root = rawRoot;
     if (!ctx.tenant.index.has(root)) throw errors.validation(`unknown ${rootField} ${root}`, [{ field: rootField, message: 'no node with this id' }]);
@@ -119,7 +107,7 @@ function guidanceLines(corrections: NodeRecord[]): string[] {
   return out;
 }
 
-export function compile(ctx: OpContext, input: CompileInput): Compiled {
+export function compile(ctx: OpContext, input: CompileInput): QueryGraphResult {
   const { tenant } = ctx;
   const { index } = tenant;
   if (input.root) {
@@ -183,11 +171,11 @@ export function compile(ctx: OpContext, input: CompileInput): Compiled {
   return { found: true, text: lines.join('\n').trimEnd() + '\n', node_ids: [...seeds.map((s) => s.id), ...pinned.map((p) => p.r.id)], top_sim: best };
 }
 
-export async function digest(ctx: OpContext, input: DigestInput) {
-  const compiled = compile(ctx, parseCompileInput(ctx, input, 'root', 'digest'));
+export async function compileDigest(ctx: OpContext, input: Static<typeof CompileDigestInput>): Promise<Static<typeof CompileDigestResult>> {
+  const compiled = compile(ctx, parseCompileInput(ctx, input, input.root, 'root', 'digest'));
   return { found: compiled.found, text: compiled.text };
 }
 
-export async function queryGraph(ctx: OpContext, input: DigestInput & { mode?: 'digest' | 'full' }) {
-  return compile(ctx, parseCompileInput(ctx, input, 'root_id', input.mode ?? 'digest'));
+export async function queryGraph(ctx: OpContext, input: Static<typeof QueryGraphInput>): Promise<QueryGraphResult> {
+  return compile(ctx, parseCompileInput(ctx, input, input.root_id, 'root_id', input.mode ?? 'digest'));
 }

@@ -11,10 +11,13 @@
  */
 import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
+import type { Static } from '../../kernel/operation.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { ROOT_ID } from '../../kernel/tenants.js';
-import { isDone, phaseOf, type ProgramProgress } from '../core/public.js';
+import { isDone, phaseOf } from '../core/public.js';
+import type { ProgramProgress } from '../core/public.js';
+import type { ExploreGraphInput, ExploreGraphResult, ProgramsOverview } from './schemas.js';
 import { searchOf } from './search.js';
 
 const NEIGHBORHOOD_MAX = 100;
@@ -83,13 +86,13 @@ function neighborhood(tenant: Tenant, rootId: string, depth: number) {
     `${root.id} [${root.type}, ${root.status}] ${root.title}: ${nodes.length - 1} neighbor(s) within ${depth} hop(s)${truncated ? ` (truncated at ${NEIGHBORHOOD_MAX})` : ''}`,
     ...edges.map((e) => `${e.from} -${e.type}-> ${e.to}`),
   ].join('\n');
-  return { mode: 'neighborhood', root: brief(root), depth, nodes, edges, count: nodes.length, truncated, text };
+  return { mode: 'neighborhood' as const, root: brief(root), depth, nodes, edges, count: nodes.length, truncated, text };
 }
 
 function searchMode(tenant: Tenant, query: string) {
   const { hits } = searchOf(tenant).search(query, (id) => traversable(tenant, tenant.index.get(id)), 0);
   const results = hits.slice(0, SEARCH_LIMIT).map((h) => ({ ...brief(tenant.index.get(h.id)!), sim: h.sim }));
-  return { mode: 'search', query, results, count: results.length, total: hits.length };
+  return { mode: 'search' as const, query, results, count: results.length, total: hits.length };
 }
 
 function aliasesOf(r: NodeRecord): string[] {
@@ -113,7 +116,7 @@ function finish(p: Progress): Progress {
   return p;
 }
 
-export function programsOverview(tenant: Tenant) {
+export function programsOverview(tenant: Tenant): ProgramsOverview {
   const { index, registry } = tenant;
   // Project values -> program id, from the proj and repo nodes (the type index, a few hundred at most).
   const owner = new Map<string, string>();
@@ -158,18 +161,10 @@ export function programsOverview(tenant: Tenant) {
   return { mode: 'programs', programs: list, count: list.length, unscoped: finish(unscoped), text };
 }
 
-/** The explore_graph arguments as the schema admits them (api.ts): depth 1 or 2, query at most 2000 characters; empty values are absent. */
-export interface ExploreInput {
-  root_id?: string;
-  depth?: 1 | 2;
-  query?: string;
-  include_text?: boolean;
-}
-
-export async function exploreGraph(ctx: OpContext, input: ExploreInput) {
+export async function exploreGraph(ctx: OpContext, input: Static<typeof ExploreGraphInput>): Promise<ExploreGraphResult> {
   const body = input ?? {};
   const { tenant } = ctx;
-  const answer: Record<string, unknown> = body.root_id ? neighborhood(tenant, body.root_id, body.depth ?? 1) : body.query ? searchMode(tenant, body.query) : programsOverview(tenant);
+  const answer: ExploreGraphResult = body.root_id ? neighborhood(tenant, body.root_id, body.depth ?? 1) : body.query ? searchMode(tenant, body.query) : programsOverview(tenant);
   // the text copy repeats the JSON: sent only when asked (lean answers for agents)
   if (!body.include_text) delete answer.text;
   return answer;

@@ -15,9 +15,9 @@ export const capturePlugin = definePlugin({
   dependsOn: ['core'],
   routes: [
     { method: 'POST', path: '/v1/capture', operation: api.captureText },
-    { method: 'POST', path: '/v1/distill/report', operation: api.distillReport },
+    { method: 'POST', path: '/v1/distill/report', operation: api.reportDistill },
     { method: 'POST', path: '/v1/corrections', operation: api.proposeCorrection, status: 201 },
-    { method: 'POST', path: '/v1/digest', operation: api.digest },
+    { method: 'POST', path: '/v1/digest', operation: api.compileDigest },
   ],
   instructions: [
     'capture turns free text (lines like "task: summary") into draft nodes; query_graph and explore_graph find what already exists before you create more.',

@@ -11,7 +11,7 @@ import { isSvcError } from '../../kernel/errors.js';
 import type { Edge } from '../../kernel/graph-index.js';
 import { LIMITS, patterns, type Registry } from '../../kernel/registry.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import type { CaptureContext } from './request.js';
+import type { CaptureContext } from './schemas.js';
 
 /** How long one external ingester call may take before it counts as unreachable. */
 export const INGEST_TIMEOUT_MS = 20_000;

@@ -3,30 +3,22 @@
  * the MCP tools: capture, distill report, corrections, digest, query_graph, explore_graph.
  * The larger ones live in their own files; this is the one list.
  */
+import type { Static } from '../../kernel/operation.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { appendJournal, newJournalId } from './journal.js';
+import type { ReportDistillInput, ReportDistillResult } from './schemas.js';
 
-export { capture } from './capture.js';
+export { captureText } from './capture.js';
 export { proposeCorrection } from './corrections.js';
-export { digest, queryGraph } from './digest.js';
+export { compileDigest, queryGraph } from './digest.js';
 export { exploreGraph } from './explore.js';
-
-/** A distill report as its schema admits it (api.ts): counts 0-1,000,000, a project slug, a session id. */
-export interface DistillReportInput {
-  facts: number;
-  captured?: number;
-  spooled?: number;
-  rejected?: number;
-  project?: string;
-  session?: string;
-}
 
 /**
  * POST /v1/distill/report (docs/spec.md Writes rule 10): a distill sweep's counts go to the capture
  * journal only; the graph does not change. Zero-fact sweeps are reported too.
  */
-export async function distillReport(ctx: OpContext, input: DistillReportInput) {
+export async function reportDistill(ctx: OpContext, input: Static<typeof ReportDistillInput>): Promise<Static<typeof ReportDistillResult>> {
   const actor = writeActorOf(ctx.actor);
   const { facts, captured, spooled, rejected } = input;
   const project = input.project ?? null;
@@ -49,5 +41,5 @@ export async function distillReport(ctx: OpContext, input: DistillReportInput) {
     spooled: spooled ?? 0,
     rejected: rejected ?? 0,
   });
-  return { status: 'reported' as const };
+  return { status: 'reported' };
 }

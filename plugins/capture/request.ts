@@ -4,19 +4,14 @@
  * raised before any ingestion runs.
  */
 import { errors } from '../../kernel/errors.js';
+import type { Static } from '../../kernel/operation.js';
 import { patterns } from '../../kernel/registry.js';
+import type { CaptureContext, CaptureTextInput } from './schemas.js';
 
 /** The text is preserved whole as a node body when it fits no schema, so it obeys the body limit. */
 export const TEXT_MAX_BYTES = 8 * 1024;
 export const KEY_MAX = 255;
 const DATE_PATTERN = /^(\d{4})-(\d{2})-(\d{2})$/;
-
-export interface CaptureContext {
-  project?: string;
-  during?: string;
-  blocks?: string;
-  needed_by?: string;
-}
 
 export interface CaptureRequest {
   text: string;
@@ -60,20 +55,12 @@ function idempotencyKeyOf(inBodyRaw: string | undefined, headers: Record<string,
   return inBody ?? inHeader;
 }
 
-/** The capture input as its schema admits it (plugins/capture/api.ts): the REST body shape. */
-export interface CaptureInput {
-  text: string;
-  context?: CaptureContext;
-  idempotency_key?: string;
-  source?: string;
-}
-
 /**
  * The rules of a capture request the schema cannot state: the text's size in bytes (the node
  * body limit), a real calendar date, the context keys that need each other, and the REST
  * `Idempotency-Key` header. `fromHeaders` is true on REST (the header is a REST affordance).
  */
-export function parseCaptureRequest(input: CaptureInput, headers: Record<string, string | undefined>, fromHeaders: boolean): CaptureRequest {
+export function parseCaptureRequest(input: Static<typeof CaptureTextInput>, headers: Record<string, string | undefined>, fromHeaders: boolean): CaptureRequest {
   const text = input.text;
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > TEXT_MAX_BYTES) {

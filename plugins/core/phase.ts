@@ -6,6 +6,7 @@
  * core's statuses and edges, and both analytics and capture count in it.
  */
 import type { NodeRecord } from '../../kernel/graph-index.js';
+import { answer, s, type Static } from '../../kernel/operation.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { isDone } from './node-view.js';
 
@@ -13,15 +14,16 @@ export type Phase = 'done' | 'active' | 'blocked' | 'open';
 export const PHASES: readonly Phase[] = ['done', 'active', 'blocked', 'open'];
 
 /** Work nodes counted by phase (analytics' program progress, capture's programs overview), so both views agree on a program. */
-export interface ProgramProgress {
-  total: number;
-  done: number;
-  active: number;
-  blocked: number;
-  open: number;
-  pct: number;
-  statuses: Record<string, number>;
-}
+export const ProgramProgress = answer({
+  total: s.integer(),
+  done: s.integer(),
+  active: s.integer(),
+  blocked: s.integer(),
+  open: s.integer(),
+  pct: s.number(),
+  statuses: s.record(s.number()),
+});
+export type ProgramProgress = Static<typeof ProgramProgress>;
 
 /** Statuses that mean someone is working on the node (the seed pack's, plus a type's own in-progress status). */
 const ACTIVE_STATUSES = new Set(['in-progress', 'review', 'running']);

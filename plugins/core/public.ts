@@ -5,6 +5,6 @@
  * test/kernel/plugin-imports.test.ts).
  */
 export { isDone } from './node-view.js';
-export { blockedBy, blockEdgeAttrs, blockersOf, isActiveStatus, phaseOf, type Phase, type ProgramProgress } from './phase.js';
+export { blockedBy, blockEdgeAttrs, blockersOf, isActiveStatus, phaseOf, PHASES, ProgramProgress, type Phase } from './phase.js';
 export { resolveScope, type ProjectScope } from './scope.js';
 export { orgChoiceProviders, type OrgChoice, type OrgChoicesProvider } from './org-choices.js';

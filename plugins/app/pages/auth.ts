@@ -117,7 +117,7 @@ export async function showOrgs(_req: AppRequest, s: Signed): Promise<AppResult> 
   let choices: Array<{ slug: string; label: string; default?: boolean }> = [];
   let note = '';
   try {
-    const answer = await s.bridge.orgChoices();
+    const answer = await s.bridge.getOrgChoices();
     choices = answer.org_choices;
     if (answer.source !== 'idp') note = 'The identity provider did not list your organizations; these are the tenants of this session.';
   } catch (err) {

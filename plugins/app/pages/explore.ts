@@ -5,17 +5,20 @@
  */
 import { html, jsonBlock, layout, type Html } from '../html.js';
 import type { AppRequest, AppResult, Signed } from '../host.js';
-import type { ProgramPayload } from '../operations-bridge.js';
+import type { AnswerOf } from '../operations-bridge.js';
+import type { getProgram } from '../../analytics/api.js';
 import { nodeLink } from './queue.js';
 
-type ProgramNode = ProgramPayload['blockers'][number];
+type ProgramNode = AnswerOf<typeof getProgram>['blockers'][number];
 
 function progressBar(pct: number, label: string): Html {
   return html`<progress max="100" value="${pct}" aria-label="${label}">${pct}%</progress> <span>${pct}%</span>`;
 }
 
 export async function showPrograms(_req: AppRequest, s: Signed): Promise<AppResult> {
-  const overview = s.bridge.programs();
+  const overview = await s.bridge.exploreGraph({});
+  // without arguments explore_graph answers the programs overview
+  if (overview.mode !== 'programs') throw new Error(`explore_graph answered ${overview.mode} without arguments`);
   const body = html`<h1>Programs</h1>
 ${overview.programs.length === 0 ? html`<p class="muted">No programs yet: a program is a <code>proj-</code> grouping with work nodes in it.</p>` : ''}
 <ul class="cards">${overview.programs.map(
@@ -35,7 +38,7 @@ ${kids.length ? html`<ul>${kids.map(tree)}</ul>` : ''}</li>`;
 }
 
 export async function showProgram(req: AppRequest, s: Signed): Promise<AppResult> {
-  const p = await s.bridge.program(req.params.id!, req.query.get('depth') ?? undefined);
+  const p = await s.bridge.getProgram(req.params.id!, req.query.get('depth') ?? undefined);
   const pr = p.progress;
   const body = html`<nav class="crumbs" aria-label="Breadcrumb"><a href="/app/programs">Programs</a> › <code>${p.id}</code></nav>
 <h1>${p.title}</h1>
@@ -82,7 +85,7 @@ ${jsonBlock('chart-data', charts)}`;
 
 export async function showSearch(req: AppRequest, s: Signed): Promise<AppResult> {
   const query = (req.query.get('q') ?? '').slice(0, 2000);
-  const result = query.trim() ? await s.bridge.search(query) : null;
+  const result = query.trim() ? await s.bridge.queryGraph(query) : null;
   const index = s.bridge.tenant.index;
   const body = html`<h1>Search</h1>
 <form method="get" action="/app/search" class="filters" role="search">
@@ -103,7 +106,8 @@ ${result
 export async function showGraph(req: AppRequest, s: Signed): Promise<AppResult> {
   const id = req.params.id!;
   const depth = req.query.get('depth') === '2' ? 2 : 1;
-  const n = await s.bridge.neighborhood(id, depth);
+  const n = await s.bridge.exploreGraph({ root_id: id, depth });
+  if (n.mode !== 'neighborhood') throw new Error(`explore_graph answered ${n.mode} for root_id`);
   const elements = [
     ...n.nodes.map((x) => ({ data: { id: x.id, label: x.title.length > 40 ? `${x.title.slice(0, 39)}…` : x.title, type: x.type, status: x.status, root: x.id === id, done: x.done } })),
     ...n.edges.map((e, i) => ({ data: { id: `e${i}`, source: e.from, target: e.to, label: e.type } })),

@@ -8,7 +8,6 @@ import { isSvcError, SvcError } from '../../../kernel/errors.js';
 import { csrfField, html, layout, raw, type Html } from '../html.js';
 import type { AppRequest, AppResult, Signed } from '../host.js';
 import { markdownToSafeHtml } from '../markdown.js';
-import type { NodeRead } from '../operations-bridge.js';
 import { nodeLink } from './queue.js';
 
 const HIDDEN_FIELDS = new Set(['edges', 'summary', 'title', 'id']);
@@ -19,9 +18,27 @@ function fieldValue(v: unknown): string {
   return JSON.stringify(v);
 }
 
+/** A JSON object, or an empty one for anything else (answers are read defensively: a page never 500s on an odd value). */
+function asObject(v: unknown): Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+}
+
+/** The fields of get_node's answer this page shows, as values it can render. */
+function nodeFields(read: Record<string, unknown>) {
+  return {
+    type: String(read.type),
+    frontmatter: asObject(read.frontmatter),
+    body: typeof read.body === 'string' ? read.body : '',
+    revision: String(read.revision),
+    resolution: read.resolution === undefined ? undefined : asObject(read.resolution),
+    open_findings: Array.isArray(read.open_findings) ? read.open_findings.map(asObject) : [],
+    superseded_by: read.superseded_by,
+  };
+}
+
 interface Conflict {
   mine: string;
-  current: NodeRead;
+  current: ReturnType<typeof nodeFields>;
   changedBy: string | null;
 }
 
@@ -31,7 +48,7 @@ function when(iso: string): Html {
 
 async function nodePage(s: Signed, id: string, opts: { error?: SvcError; conflict?: Conflict; status?: number } = {}): Promise<AppResult> {
   const b = s.bridge;
-  const node = await b.node(id);
+  const node = nodeFields(await b.getNode(id));
   const record = b.tenant.index.get(id)!;
   const registry = b.tenant.registry;
   const typeDef = registry.nodeTypes.get(node.type);
@@ -39,7 +56,7 @@ async function nodePage(s: Signed, id: string, opts: { error?: SvcError; conflic
   const title = record.title;
   const lease = b.lease(id);
   const mine = lease && lease.by === s.viewer.personId;
-  const history = b.has('history') ? await b.history(id, 20) : null;
+  const history = b.has('history') ? await b.getNodeHistory(id, 20) : null;
   const inbound = b.tenant.index.inboundOf(id);
   const outbound = record.edges;
   const moves = typeDef ? typeDef.moves[node.frontmatter.status as string] ?? typeDef.statuses : [];
@@ -48,7 +65,7 @@ async function nodePage(s: Signed, id: string, opts: { error?: SvcError; conflic
   const csrf = csrfField(s.viewer.csrf);
   const action = (name: string) => `/app/nodes/${encodeURIComponent(id)}/${name}`;
   const err = opts.error;
-  const resolution = node.resolution as { by?: string; id?: string; type?: string; title?: string; lagging?: boolean } | undefined;
+  const resolution = node.resolution;
 
   const body = html`<nav class="crumbs" aria-label="Breadcrumb"><a href="/app/queue">My queue</a> › <code>${id}</code></nav>
 <h1>${title}</h1>
@@ -58,7 +75,7 @@ ${fm.project ? html`<span class="muted">project ${fm.project}</span>` : ''}</p>
 ${err ? html`<div class="flash error" role="alert"><strong>${err.status === 409 ? 'Not done: ' : 'Could not do that: '}</strong>${err.message} <span class="muted">(${err.status} ${err.code})</span></div>` : ''}
 ${resolution ? html`<p class="notice">Resolved by ${nodeLink(String(resolution.id ?? resolution.by ?? ''), String(resolution.title ?? resolution.id ?? ''))}${resolution.lagging ? ' (the status here still says open: the resolution wins)' : ''}</p>` : ''}
 ${node.superseded_by ? html`<p class="notice">Superseded by ${[node.superseded_by].flat().map((x) => (typeof x === 'string' ? nodeLink(x) : nodeLink(String((x as { id?: string }).id ?? ''))))}</p>` : ''}
-${node.open_findings?.length ? html`<section class="notice" aria-labelledby="findings-h"><h2 id="findings-h">Open findings</h2><ul>${node.open_findings.map((f) => html`<li>${nodeLink(String(f.id), String(f.title ?? f.summary ?? f.id))} ${f.check ? html`<span class="muted">(${f.check})</span>` : ''}</li>`)}</ul></section>` : ''}
+${node.open_findings.length ? html`<section class="notice" aria-labelledby="findings-h"><h2 id="findings-h">Open findings</h2><ul>${node.open_findings.map((f) => html`<li>${nodeLink(String(f.id), String(f.title ?? f.summary ?? f.id))} ${f.check ? html`<span class="muted">(${f.check})</span>` : ''}</li>`)}</ul></section>` : ''}
 ${opts.conflict ? conflictPanel(s, id, opts.conflict) : ''}
 <div class="node-grid">
 <div class="node-main">
@@ -148,8 +165,8 @@ async function act(s: Signed, id: string, done: string, run: () => Promise<unkno
   }
 }
 
-export const claimNode = (req: AppRequest, s: Signed) => act(s, req.params.id!, 'Claimed', () => s.bridge.claim(req.params.id!));
-export const releaseNode = (req: AppRequest, s: Signed) => act(s, req.params.id!, 'Released', () => s.bridge.release(req.params.id!));
+export const claimNode = (req: AppRequest, s: Signed) => act(s, req.params.id!, 'Claimed', () => s.bridge.claimNode(req.params.id!));
+export const releaseNode = (req: AppRequest, s: Signed) => act(s, req.params.id!, 'Released', () => s.bridge.releaseNode(req.params.id!));
 export const statusNode = (req: AppRequest, s: Signed) =>
   act(s, req.params.id!, `Status set to ${req.form.get('status') ?? ''}`, () => s.bridge.setStatus(req.params.id!, req.form.get('status') ?? ''));
 export const priorityNode = (req: AppRequest, s: Signed) =>
@@ -164,15 +181,19 @@ export async function editNode(req: AppRequest, s: Signed): Promise<AppResult> {
   const id = req.params.id!;
   const mine = (req.form.get('body') ?? '').replace(/\r\n/g, '\n');
   const revision = req.form.get('revision') ?? '';
-  const current = await s.bridge.node(id);
-  const first = await s.bridge.putNode({ ...current.frontmatter, body: mine }, revision);
+  const current = nodeFields(await s.bridge.getNode(id));
+  const answer = await s.bridge.putNode({ ...current.frontmatter, body: mine }, revision);
+  const first = asObject(answer.results[0]);
   if (first.status !== 'failed') {
-    s.setFlash('ok', first.status === 'skipped' || first.warnings?.includes('no change') ? 'Body unchanged' : 'Body saved');
+    const warnings = Array.isArray(first.warnings) ? first.warnings : [];
+    s.setFlash('ok', first.status === 'skipped' || warnings.includes('no change') ? 'Body unchanged' : 'Body saved');
     return { redirect: `/app/nodes/${encodeURIComponent(id)}` };
   }
-  const error = new SvcError(first.http_status ?? 422, first.error!.code, first.error!.message, first.error!.details);
+  // a failed entry carries the error envelope's fields and the HTTP status the single write would have had
+  const failure = asObject(first.error);
+  const error = new SvcError(typeof first.http_status === 'number' ? first.http_status : 422, String(failure.code), String(failure.message), asObject(failure.details));
   if (error.status === 409 && error.code === 'conflict') {
-    const history = s.bridge.has('history') ? await s.bridge.history(id, 1) : null;
+    const history = s.bridge.has('history') ? await s.bridge.getNodeHistory(id, 1) : null;
     const last = history?.history[0];
     return nodePage(s, id, { error, conflict: { mine, current, changedBy: last ? String(last.actor_name ?? last.actor) : null }, status: 409 });
   }
@@ -182,7 +203,7 @@ export async function editNode(req: AppRequest, s: Signed): Promise<AppResult> {
 /** One change of the node's history with its patch as a diff. */
 export async function showHistoryEntry(req: AppRequest, s: Signed): Promise<AppResult> {
   const id = req.params.id!;
-  const d = (await s.bridge.historyDetail(id, req.params.sha!)) as {
+  const d = (await s.bridge.getHistoryEntry(id, req.params.sha!)) as {
     sha: string;
     short: string;
     actor: string;

@@ -37,7 +37,7 @@ export async function showQueue(req: AppRequest, s: Signed): Promise<AppResult> 
     assignee: q.get('assignee') ?? '',
   };
   const offset = q.get('offset') ?? '0';
-  const queue = await s.bridge.queue({
+  const queue = await s.bridge.showQueue({
     project: filters.project || undefined,
     type: filters.type || undefined,
     readiness: filters.readiness || undefined,

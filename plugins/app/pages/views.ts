@@ -14,7 +14,7 @@ import { nodeLink } from './queue.js';
 const LENS_ID = /^[a-z0-9][a-z0-9-]*$/;
 
 export async function showLensCatalog(_req: AppRequest, s: Signed): Promise<AppResult> {
-  const { lenses } = await s.bridge.lenses();
+  const { lenses } = await s.bridge.listLenses();
   const body = html`<h1>Views</h1>
 ${lenses.length === 0 ? html`<p class="muted">No saved views yet: a view is a <code>lens-</code> node.</p>` : ''}
 <ul class="cards">${lenses.map(
@@ -32,7 +32,9 @@ function paramsOf(query: URLSearchParams): Record<string, string> {
 
 async function renderView(bridge: Bridge, id: string, params: Record<string, string>, s: Signed | null): Promise<AppResult> {
   const tree = await bridge.renderLens(id, params);
-  const cols = tree.columns.filter((c) => c !== 'id' && c !== 'title');
+  // with a lens id render_lens answers the view tree, never the catalog
+  if (!('columns' in tree)) throw new Error(`render_lens answered the catalog for lens ${id}`);
+  const cols = (tree.columns ?? []).filter((c) => c !== 'id' && c !== 'title');
   const banner = tree.sharer
     ? html`<p class="banner" role="note">Shared by <strong>${tree.sharer.name}</strong> (read-only view${tree.sharer.label ? `, “${tree.sharer.label}”` : ''}), link valid until ${tree.sharer.expires.slice(0, 10)}.</p>`
     : undefined;
