@@ -76,9 +76,12 @@ export class Bridge {
   orgChoices() {
     return invoke(coreApi.orgChoices, this.ctx, {});
   }
-  queue(input: QueueInput) {
+  async queue(input: QueueInput) {
     this.need('queue', 'the queue');
-    return invoke(queueApi.showQueue, this.ctx, dropUndefined(input));
+    const answer = await invoke(queueApi.showQueue, this.ctx, dropUndefined(input));
+    // show_queue answers its envelope as is (typed Answer<envelope>: never raw, never another status)
+    if (answer instanceof RawResponse || answer instanceof StatusPayload) throw new Error('show_queue answered a non-JSON response');
+    return answer;
   }
   async node(id: string): Promise<NodeRead> {
     return readJson(await invoke(coreApi.getNode, this.ctx, { id })) as NodeRead;
