@@ -12,5 +12,5 @@ export const gardenerPlugin = definePlugin({
   version: '1.0.0',
   dependsOn: ['core'],
   // The body is "none" per SPEC: an empty or absent body; a field in it is 422 (closed input).
-  routes: [{ method: 'POST', path: '/v1/gardener', operation: api.gardenerSweep }],
+  routes: [{ method: 'POST', path: '/v1/gardener', operation: api.runGardener }],
 });
