@@ -10,7 +10,7 @@
  */
 
 /**
- * The credential kinds a request can present (SPEC "Authentication"; kernel/auth.ts, kernel/actor.ts):
+ * The credential kinds a request can present (docs/spec.md "Authentication"; kernel/auth.ts, kernel/actor.ts):
  *
  * - `pat`: a personal access token (`svc_pat_`, TokenRecord kind `pat`);
  * - `agent-standing`: an agent's standing token (`svc_pat_`, kind `agent-standing`, `actor.agent` set);

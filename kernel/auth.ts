@@ -71,7 +71,7 @@ export function isWellFormedToken(token: string): boolean {
 }
 
 /**
- * The documented form `svc_pat_<opaque>` (DESIGN §2): what an operator may bring from a
+ * The documented form `svc_pat_<opaque>` (docs/design.md §2): what an operator may bring from a
  * secret manager as SVC_BOOTSTRAP_TOKEN (for example 32 random hex characters). At least
  * 16 characters of `[A-Za-z0-9_-]`, at most 256, so a guessable or oversized value is refused.
  */

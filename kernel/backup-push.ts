@@ -10,7 +10,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { Logger } from './config.js';
-import { gitEnv } from './git-store.js';
+import { gitEnv } from './git/cli.js';
 
 export class BackupPusher {
   private running = false;

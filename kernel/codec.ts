@@ -1,6 +1,6 @@
 /**
  * Node file codec: a node is YAML frontmatter between `---` lines, then a markdown body
- * (DESIGN §3).
+ * (docs/design.md §3).
  *
  * Three entry points:
  *  - `parseNodeMarkdown`: the canonical, strict parser for client-supplied markdown.

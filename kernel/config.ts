@@ -1,5 +1,5 @@
 /**
- * Server configuration from the environment (DESIGN.md §2), the injected clock and the logger.
+ * Server configuration from the environment (docs/design.md §2), the injected clock and the logger.
  */
 import { resolve } from 'node:path';
 import { pino } from 'pino';
@@ -138,8 +138,8 @@ export interface ServerConfig {
   /** sign-in attempts allowed per client address and minute on the app's token form (SVC_SIGNIN_RATE, default 30) */
   signinRatePerMinute: number;
   /**
-   * OAuth: requests a minute from one client address to each of /oauth/authorize and
-   * /oauth/consent (SVC_OAUTH_RATE, default 120); /oauth/register gets a quarter of it
+   * OAuth: requests a minute from one client address to each of /oauth/authorize,
+   * /oauth/consent, /oauth/token, /oauth/revoke (SVC_OAUTH_RATE, default 120); /oauth/register gets a quarter of it
    */
   oauthRatePerMinute: number;
   /**

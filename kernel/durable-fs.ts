@@ -15,9 +15,14 @@
  * Temp names are chosen so a crash that leaves one behind does not confuse git:
  * loose objects use git's own `tmp_obj_` prefix (fsck and prune know it); everything
  * else gets a dot-prefixed `.lock`-suffixed name, which git's ref iteration skips.
+ *
+ * The git store's own write-out (kernel/git/store.ts) uses the two helpers at the end:
+ * `writeFileAtomicSync` (temp + rename with the same naming, synchronous, no fsync) and
+ * `fsyncFile`.
  */
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import type { Mode, ObjectEncodingOptions, OpenMode } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
@@ -195,4 +200,41 @@ export function createDurableFs(opts: DurableFsOptions = {}): DurableFs {
     },
   };
   return { promises, fsync: doFsync };
+}
+
+let tmpSeq = 0;
+/** Atomic replace without fsync: a unique temp name beside `path`, then rename. */
+export function writeFileAtomicSync(path: string, data: Buffer | string): void {
+  const slash = path.lastIndexOf('/');
+  const dir = path.slice(0, slash);
+  const uniq = `${process.pid}_${(tmpSeq++).toString(36)}`;
+  // git's own temp-object name inside objects/xx/; elsewhere a dot-name ending in .lock, which git skips
+  const tmp = /\/objects\/[0-9a-f]{2}$/.test(dir) ? `${dir}/tmp_obj_${uniq}` : `${dir}/.${path.slice(slash + 1)}.${uniq}.tmp.lock`;
+  writeFileSync(tmp, data, { flag: 'wx' });
+  try {
+    renameSync(tmp, path);
+  } catch (err) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // already gone
+    }
+    throw err;
+  }
+}
+
+/** fsync one file by path; a missing file is skipped when `missingOk`. */
+export async function fsyncFile(path: string, missingOk: boolean): Promise<void> {
+  let fh: FileHandle;
+  try {
+    fh = await fsp.open(path, 'r');
+  } catch (err) {
+    if (missingOk && (err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
 }

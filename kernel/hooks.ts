@@ -6,7 +6,7 @@
  * identical questions do not cross into the sandbox again.
  */
 import { createHash } from 'node:crypto';
-import type { Sandbox, SandboxLimits } from '../sandbox/index.js';
+import type { Sandbox, SandboxLimits } from '../sandbox/types.js';
 import { errors } from './errors.js';
 import type { HookRef, Registry } from './registry.js';
 

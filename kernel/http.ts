@@ -55,7 +55,7 @@ const ERROR_PAGE_TEXT: Record<number, { title: string; hint: string }> = {
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-/** The readable page for a browser, the status kept (SPEC error codes stay visible for support). */
+/** The readable page for a browser, the status kept (docs/spec.md error codes stay visible for support). */
 function sendErrorPage(ctx: Koa.Context, err: SvcError): void {
   const text = ERROR_PAGE_TEXT[err.status] ?? { title: err.status >= 500 ? 'Something went wrong' : 'This request could not be served', hint: err.message };
   ctx.status = err.status;

@@ -6,7 +6,7 @@
  * prom-client itself.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { HookCall, HookOutcome, Sandbox } from '../sandbox/index.js';
+import type { HookCall, HookOutcome, Sandbox } from '../sandbox/types.js';
 
 /** What the git store reports about its durable path (seconds). */
 export interface StoreObserver {

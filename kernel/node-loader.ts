@@ -16,7 +16,7 @@ import { promises as fsp } from 'node:fs';
 import { dirname } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
 import { writeFileDurable } from './durable-fs.js';
-import type { GitStore } from './git-store.js';
+import type { GitStore } from './git/types.js';
 
 export interface LoadedFile {
   path: string;

@@ -7,7 +7,8 @@ import { createServer as createHttpServer, type Server as HttpServer } from 'nod
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { createSandbox, type Sandbox } from '../sandbox/index.js';
+import { createSandbox } from '../sandbox/index.js';
+import type { Sandbox } from '../sandbox/types.js';
 import { seedPack } from '../seed-pack/index.js';
 import { createLogger, isLoopback, systemClock, type Clock, type Logger, type ServerConfig } from './config.js';
 import { hostRules } from './host-guard.js';

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Sandbox } from '../sandbox/index.js';
+import type { Sandbox } from '../sandbox/types.js';
 import type { Actor } from './actor.js';
 import { generateToken, hashTokenBytes, isLive, isOpaqueToken, isWellFormedToken, newTokenRecord, type TokenRecord } from './auth.js';
 import type { Clock, Logger } from './config.js';
@@ -14,8 +14,9 @@ import { errors } from './errors.js';
 import type { PluginDef } from './plugin.js';
 import type { KernelMetrics } from './metrics.js';
 import type { EdgeTypeDef, NodeTypeDef, SchemaPack } from './registry.js';
-import { DEFAULT_LIMITS, Tenant, type OwnedTenant, type TenantConfig, type TenantDeps, type WriteActor } from './tenant.js';
-import type { StoreFence } from './git-store.js';
+import { DEFAULT_LIMITS, Tenant, type OwnedTenant, type TenantConfig, type TenantDeps } from './tenant.js';
+import type { WriteActor } from './write-draft.js';
+import type { StoreFence } from './git/types.js';
 import { IdentityAuthority } from './identity-guard.js';
 
 /** The kernel's own identity authority: the tenant bootstrap writes the first admin with it. */

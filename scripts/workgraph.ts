@@ -95,7 +95,8 @@ const OPERATOR_COMMANDS = new Set(['serve', 'mcp', 'tenant', 'token', 'cluster',
 
 // The operator commands' modules, loaded only when one runs.
 const { FileTokenStore, generateToken, hashPrefix, newTokenRecord } = await import('../kernel/auth.js');
-const { gitEnv, nodePath } = await import('../kernel/git-store.js');
+const { gitEnv } = await import('../kernel/git/cli.js');
+const { nodePath } = await import('../kernel/git/objects.js');
 const { configFromEnv, createLogger, systemClock } = await import('../kernel/config.js');
 const { Tenant } = await import('../kernel/tenant.js');
 const { ORG_PATTERN, TenantManager } = await import('../kernel/tenants.js');

@@ -1,5 +1,5 @@
 /**
- * The built-in schema pack (DESIGN.md §4): node types, statuses, transition tables,
+ * The built-in schema pack (docs/design.md §4): node types, statuses, transition tables,
  * edge vocabulary and queue policy defaults. Transition tables and field rules are
  * turned into hook source (hooks/*.js) that runs in the sandbox like any graph hook.
  */

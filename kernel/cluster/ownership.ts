@@ -5,7 +5,7 @@
  * owner renews its leases every third of the lease; a process that cannot renew stops
  * serving the tenant before the lease runs out, and any process may claim a tenant whose
  * lease expired. Every write of the owner is fenced: a commit is acknowledged only after its
- * head was recorded under the owner's token (kernel/git-store.ts `StoreFence`), and the
+ * head was recorded under the owner's token (kernel/git/types.ts `StoreFence`), and the
  * operational store's writes check the token in the same statement (kernel/cluster/pg-*.ts),
  * so a paused or partitioned former owner's late writes fail instead of forking history.
  *
@@ -19,7 +19,7 @@ import { hostname } from 'node:os';
 import type pg from 'pg';
 import type { Logger } from '../config.js';
 import { errors } from '../errors.js';
-import type { StoreFence } from '../git-store.js';
+import type { StoreFence } from '../git/types.js';
 import type { Tenant, TenantConfig } from '../tenant.js';
 import type { TenantManager } from '../tenants.js';
 

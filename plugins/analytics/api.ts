@@ -9,7 +9,7 @@ import * as ops from './operations.js';
 
 /**
  * A clamped bound: an integer (or, from a tool, its digits as a string, as the tool always
- * accepted). Out-of-range values are clamped by the operation, not rejected (SPEC Limits).
+ * accepted). Out-of-range values are clamped by the operation, not rejected (docs/spec.md Limits).
  */
 const ClampedInt = (description: string): JsonSchema => ({ type: ['integer', 'string'], pattern: '^-?\\d+$', description });
 const nullableString = s.stringOrNull();

@@ -4,4 +4,4 @@
  * and each blob is handed to the caller as it arrives, so the whole history is never held
  * in memory at once. Used only when a tenant opens, never per request.
  */
-export { streamBlobs } from '../../kernel/git-store.js';
+export { streamBlobs } from '../../kernel/git/cli.js';

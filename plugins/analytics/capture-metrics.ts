@@ -1,5 +1,5 @@
 /**
- * GET /v1/metrics/capture: redacted aggregates of the capture plugin's journal (SPEC Reads
+ * GET /v1/metrics/capture: redacted aggregates of the capture plugin's journal (docs/spec.md Reads
  * rule 9). Counts and rates only: no node ids, no text, no free-form reasons; people
  * appear as per-tenant pseudonyms `author-<hash12>` (HMAC-SHA256 of the person id under a
  * random per-tenant key kept in operational state), and closures as `{edge, latency_days}`.
@@ -117,7 +117,7 @@ export function computeCaptureMetrics(
     captures.total++;
     who.captures++;
     bump(byVia, e.via || 'unknown');
-    // `source` is client-supplied free text: only the SPEC's one meaningful value is told apart
+    // `source` is client-supplied free text: only the docs/spec.md one meaningful value is told apart
     bump(bySource, e.source === 'distill' ? 'distill' : e.source ? 'other' : 'direct');
     if (e.source === 'distill') distillSourced++;
     if (e.agent) agentWritten++;

@@ -19,7 +19,7 @@ function clamped(value: number | string | undefined, bound: { def: number; min: 
   return Math.min(bound.max, Math.max(bound.min, Number(value)));
 }
 
-/** SPEC Limits: weeks 1-52, top 1-100, aging 1-365, clamped. */
+/** docs/spec.md Limits: weeks 1-52, top 1-100, aging 1-365, clamped. */
 export const ANALYTICS_LIMITS = {
   weeks: { def: 12, min: 1, max: 52 },
   top: { def: 10, min: 1, max: 100 },

@@ -4,7 +4,7 @@
  * (`resolves`, `answers`, `supersedes`) pointing at it appeared.
  *
  * Analytics needs this because completion time is the moment a node entered its final
- * terminal status, never its last-updated time (SPEC Reads rule 8), and cycle time and
+ * terminal status, never its last-updated time (docs/spec.md Reads rule 8), and cycle time and
  * WIP age need the moment work started.
  *
  * Built once when the tenant opens: the history plugin's commit index (one streamed

@@ -1,6 +1,6 @@
 /**
  * The app's request plumbing: a small router over `/app/*` (and `/views/:id`, the share-link
- * host of SPEC Lenses rule 4), form parsing with CSRF checks, sessions, security headers, and
+ * host of docs/spec.md Lenses rule 4), form parsing with CSRF checks, sessions, security headers, and
  * errors turned into readable pages. Pages are functions from a request to a result.
  */
 import type Koa from 'koa';

@@ -104,7 +104,7 @@ const ERROR_TEXT: Record<number, { title: string; hint: string }> = {
   503: { title: 'Temporarily unavailable', hint: 'Try again in a moment.' },
 };
 
-/** The readable page for an error: what happened, the server's message, and the SPEC code for support. */
+/** The readable page for an error: what happened, the server's message, and the docs/spec.md code for support. */
 export function errorPage(err: SvcError, viewer: Viewer | null): string {
   const text = ERROR_TEXT[err.status] ?? (err.status >= 500 ? { title: 'Something went wrong', hint: 'The server could not finish this request. It was logged.' } : { title: 'This request could not be served', hint: '' });
   const detail = err.status >= 500 ? '' : err.message;

@@ -1,6 +1,6 @@
 /**
  * The `app` plugin: the web app for people, served by the same server under `/app` (and
- * `/views/:id`, the share-link host of SPEC Lenses rule 4; `SVC_APP_URL` points ticket links
+ * `/views/:id`, the share-link host of docs/spec.md Lenses rule 4; `SVC_APP_URL` points ticket links
  * here). Server-rendered pages with small progressive enhancement (charts, the graph
  * picture); sessions in an HttpOnly cookie; CSRF tokens on every form; a strict
  * Content-Security-Policy without inline scripts. Mounted through the plugin `middleware`

@@ -1,5 +1,5 @@
 /**
- * POST /v1/capture and the `capture` tool (SPEC Writes rule 9, DESIGN.md §6): context
+ * POST /v1/capture and the `capture` tool (docs/spec.md Writes rule 9, docs/design.md §6): context
  * checks before any ingestion, drafting (built-in or external ingester), validation with one
  * bounce, one commit stamped `authored_via: capture` (or the text preserved whole as a
  * `capture-` node), the journal entry, and idempotent replays.
@@ -7,7 +7,8 @@
 import { errors, isSvcError } from '../../kernel/errors.js';
 import type { Edge } from '../../kernel/graph-index.js';
 import type { OpContext } from '../../kernel/plugin.js';
-import type { Tenant, WriteActor, WriteDraft } from '../../kernel/tenant.js';
+import type { Tenant } from '../../kernel/tenant.js';
+import type { WriteActor, WriteDraft } from '../../kernel/write-draft.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { slugOf, uniqueId } from './ids.js';
 import {
@@ -118,7 +119,7 @@ async function runCapture(ctx: OpContext, actor: WriteActor, request: CaptureReq
   const { tenant } = ctx;
   const { context } = request;
   const warnings: string[] = [];
-  // SPEC: a missing blocks target is 404, checked before any ingestion.
+  // docs/spec.md: a missing blocks target is 404, checked before any ingestion.
   if (context.blocks && !tenant.index.has(context.blocks)) throw errors.notFound(`node ${context.blocks}`, { field: 'context.blocks', id: context.blocks });
   const duringExists = context.during ? tenant.index.has(context.during) : false;
   if (context.during && !duringExists) warnings.push(`context.during ${context.during} does not exist; no relates-to edge was added`);

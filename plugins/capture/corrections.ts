@@ -1,5 +1,5 @@
 /**
- * POST /v1/corrections and the `propose_correction` tool (SPEC Writes rule 11): a
+ * POST /v1/corrections and the `propose_correction` tool (docs/spec.md Writes rule 11): a
  * `correction-` node with a server-generated id that pins nodes into, excludes nodes from,
  * or adds guidance to the digests it fires on. `target` is an existing node id (fires when
  * that node is the compile root or a matched seed), `project:<slug>` (every compile for that

@@ -1,5 +1,5 @@
 /**
- * The digest compiler behind POST /v1/digest and the `query_graph` tool (SPEC Writes rule
+ * The digest compiler behind POST /v1/digest and the `query_graph` tool (docs/spec.md Writes rule
  * 1): a compact text about the nodes that match a query (full-text, `search.ts`) or about
  * one root node and its neighbors, with the corrections that fire on the compile applied
  * (pins added, exclusions removed, guidance appended).
@@ -44,7 +44,7 @@ export interface DigestInput {
   min_sim?: number;
 }
 
-/** The rules the schema cannot state: `root` wins over `query` (SPEC), an unknown root is 422, a query is needed without one. */
+/** The rules the schema cannot state: `root` wins over `query` (docs/spec.md), an unknown root is 422, a query is needed without one. */
 export function parseCompileInput(ctx: OpContext, body: DigestInput, rootField: 'root' | 'root_id', mode: 'digest' | 'full'): CompileInput {
   let root: string | null = null;
   const rawRoot = body[rootField];

@@ -1,5 +1,5 @@
 /**
- * The `explore_graph` tool (tool-only, SPEC): free-form browsing.
+ * The `explore_graph` tool (tool-only, docs/spec.md): free-form browsing.
  *
  * - `root_id` (+ `depth` 1-2): the neighborhood, following edges both ways;
  * - `query`: the full-text matches, best first, with their similarity;

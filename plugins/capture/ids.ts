@@ -1,6 +1,6 @@
 /**
  * Server-made node ids: the type prefix plus a kebab slug of a line of text (at most 60
- * characters), with a numeric suffix when the id is taken (DESIGN.md §6).
+ * characters), with a numeric suffix when the id is taken (docs/design.md §6).
  */
 import { createHash } from 'node:crypto';
 

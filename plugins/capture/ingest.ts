@@ -1,5 +1,5 @@
 /**
- * Ingestion (DESIGN.md §6): an ingester turns captured text into draft nodes against the
+ * Ingestion (docs/design.md §6): an ingester turns captured text into draft nodes against the
  * live registry. The built-in one is deterministic (`<type>: <summary>` lines); an external
  * one is an HTTP endpoint (`SVC_INGEST_URL`, wire format in this plugin's README). Whatever
  * drafted them, drafts are normalized and validated here the same way the kernel will
@@ -285,7 +285,7 @@ export function normalizeDrafts(raw: unknown, tenant: Tenant): { drafts: Draft[]
   return { drafts: errors.length > 0 ? [] : drafts, errors };
 }
 
-/** The context edges every new node of a capture gets (DESIGN.md §6). */
+/** The context edges every new node of a capture gets (docs/design.md §6). */
 export function contextEdges(context: CaptureContext, duringExists: boolean): Edge[] {
   const edges: Edge[] = [];
   if (context.during && duringExists) edges.push({ type: 'relates-to', to: context.during, kind: 'found-during' });

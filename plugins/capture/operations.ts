@@ -23,7 +23,7 @@ export interface DistillReportInput {
 }
 
 /**
- * POST /v1/distill/report (SPEC Writes rule 10): a distill sweep's counts go to the capture
+ * POST /v1/distill/report (docs/spec.md Writes rule 10): a distill sweep's counts go to the capture
  * journal only; the graph does not change. Zero-fact sweeps are reported too.
  */
 export async function distillReport(ctx: OpContext, input: DistillReportInput) {

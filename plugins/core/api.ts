@@ -39,7 +39,7 @@ export const NodeRead: JsonSchema = {
 /** Admins only: write to a work node someone else holds under `leases: strict` (the holder is told). */
 const Force = s.boolean("admins only: write although another person holds the node's lease (needed under the tenant setting leases: strict; the holder is told); 403 for non-admins");
 
-/** Limits and formats every node-writing tool states (SPEC "Limits"). */
+/** Limits and formats every node-writing tool states (docs/spec.md "Limits"). */
 const NODE_LIMITS = 'Limits: summary at most 500 characters, body at most 8 KB, at most 40 edges and 40 commits per node, request at most 1 MB (413 too_large).';
 const EDGES_FORMAT = 'Edges in frontmatter: `edges:` is a list of {type, to} maps with optional flat [A-Za-z0-9_-] attributes, e.g. `edges: [{type: blocks, to: task-release, needed_by: 2026-01-31}]`; types are canonical or alias forms (GET /v1/schema).';
 const LEASE_NOTE = "A write to a work node someone else holds (a live lease) warns naming the holder, who is told; under the tenant setting leases: strict it is 409 lease_held unless you hold the lease or are an admin passing force.";

@@ -69,7 +69,7 @@ export function guardNodeWrite(ctx: OpContext, id: string, op: string, intent: W
   };
 }
 
-/** Runs a single-node write and shapes the SPEC's write success answer. */
+/** Runs a single-node write and shapes the docs/spec.md write success answer. */
 export async function singleWrite(
   ctx: OpContext,
   op: string,
@@ -230,7 +230,7 @@ async function putOne(ctx: OpContext, draft: WriteDraft, entry: PutEntry, defaul
 }
 
 /**
- * SPEC "Create of a node already in a terminal status": when this batch carries the node's
+ * docs/spec.md "Create of a node already in a terminal status": when this batch carries the node's
  * resolver in a later entry, the create fails (order resolver first), so no commit ever shows
  * the node done before the evidence of its completion. Without a resolver in the batch a
  * create is the move from null through the transition gate, like any status change.
@@ -358,7 +358,7 @@ export async function putNodes(ctx: OpContext, input: { nodes: unknown[]; if_exi
     }
   });
   const payload = { results, count: results.length, failed };
-  // every entry failed: the MCP result says so with isError (REST keeps SPEC's 207)
+  // every entry failed: the MCP result says so with isError (REST keeps docs/spec.md's 207)
   return failed > 0 ? new StatusPayload(207, payload, failed === results.length) : payload;
 }
 
@@ -428,7 +428,7 @@ function normalizeEdgeInput(ctx: OpContext, input: EdgeInput) {
 }
 
 /**
- * Adds (type, target) to an edge list with the SPEC's edge-add rules: an identical edge is a
+ * Adds (type, target) to an edge list with the docs/spec.md edge-add rules: an identical edge is a
  * no-op, different attributes replace the attribute set, a review-family edge replaces its
  * sibling to the same person (with a `flipped` warning). Returns whether the list changed.
  */

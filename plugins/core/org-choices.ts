@@ -1,5 +1,5 @@
 /**
- * GET /v1/me/org-choices. With no identity provider configured (DESIGN.md §7) the answer is
+ * GET /v1/me/org-choices. With no identity provider configured (docs/design.md §7) the answer is
  * the tenant's own org with `source: bound`; the identity plugin's provider adapter makes
  * it a live `idp` enumeration.
  */

@@ -1,7 +1,7 @@
 /**
  * The `export` plugin: GET /v1/export streams the tenant's graph as a ustar tarball of its
  * node files (optionally gzipped, optionally with the credential files for admins) or as a
- * git bundle of the whole repository. There is no tool twin (SPEC lists none).
+ * git bundle of the whole repository. There is no tool twin (docs/spec.md lists none).
  */
 import { definePlugin } from '../../kernel/plugin.js';
 import { exportAccess } from './access.js';

@@ -26,7 +26,7 @@ export interface ExportInput {
   auth?: boolean;
 }
 
-/** The fixed wire names (SPEC Versioning: clients read them as written). */
+/** The fixed wire names (docs/spec.md Versioning: clients read them as written). */
 export const HEADER = {
   head: 'x-svc-head',
   nodeCount: 'x-svc-node-count',

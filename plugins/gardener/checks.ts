@@ -1,5 +1,5 @@
 /**
- * The gardener's five checks (DESIGN.md §9). Each looks at one node (the subject) and says
+ * The gardener's five checks (docs/design.md §9). Each looks at one node (the subject) and says
  * whether its condition holds now; a finding is kept open for every (check, subject) whose
  * condition holds. Pure functions of the index, the lease table (when the leases plugin is
  * on for the tenant) and the clock.

@@ -1,6 +1,6 @@
 /**
- * The `gardener` plugin: POST /v1/gardener, the maintenance sweep (SPEC Writes rule 13,
- * DESIGN.md §9). Any valid team token may run it (not admin-gated). SPEC names no tool twin.
+ * The `gardener` plugin: POST /v1/gardener, the maintenance sweep (docs/spec.md Writes rule 13,
+ * docs/design.md §9). Any valid team token may run it (not admin-gated). docs/spec.md names no tool twin.
  */
 import { definePlugin } from '../../kernel/plugin.js';
 import { gardenerAccess } from './access.js';
@@ -11,6 +11,6 @@ export const gardenerPlugin = definePlugin({
   access: gardenerAccess,
   version: '1.0.0',
   dependsOn: ['core'],
-  // The body is "none" per SPEC: an empty or absent body; a field in it is 422 (closed input).
+  // The body is "none" per docs/spec.md: an empty or absent body; a field in it is 422 (closed input).
   routes: [{ method: 'POST', path: '/v1/gardener', operation: api.runGardener }],
 });

@@ -1,5 +1,5 @@
 /**
- * The gardener sweep (SPEC Writes: POST /v1/gardener, rule 13; DESIGN.md §9): runs the five
+ * The gardener sweep (docs/spec.md Writes: POST /v1/gardener, rule 13; docs/design.md §9): runs the five
  * checks over the graph and keeps exactly one open `finding-` node per (check, node) whose
  * condition holds, linked by a `concerns` edge; a finding whose condition no longer holds is
  * resolved in the same run. Findings are written with `authored_via: gardener` as internal
@@ -10,7 +10,7 @@ import { isSvcError } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { Static } from '../../kernel/operation.js';
 import type { OpContext } from '../../kernel/plugin.js';
-import type { DraftNode, WriteDraft } from '../../kernel/tenant.js';
+import type { DraftNode, WriteDraft } from '../../kernel/write-draft.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { leasesOf } from '../leases/store.js';
 import type { RunGardenerOutput } from './schemas.js';

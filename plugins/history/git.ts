@@ -5,7 +5,8 @@
  * commit), and the unified diff of one commit and one path.
  */
 import { spawn } from 'node:child_process';
-import { gitdirSettled, gitEnv, runGit, type GitStore } from '../../kernel/git-store.js';
+import { gitdirSettled, gitEnv, runGit } from '../../kernel/git/cli.js';
+import type { GitStore } from '../../kernel/git/types.js';
 
 export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 const ZERO_OID = '0000000000000000000000000000000000000000';

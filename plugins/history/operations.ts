@@ -15,7 +15,7 @@ import { diffOf } from './git.js';
 import { groupingOf, listOf, ownersOfFingerprint, resolveProject, sameFingerprint, scopeValues } from './projects.js';
 import { parseSince } from './since.js';
 
-/** `authored_via` values written by machines (SPEC Reads rule 7); every other value is human. */
+/** `authored_via` values written by machines (docs/spec.md Reads rule 7); every other value is human. */
 export const MACHINE_VIA = new Set(['capture', 'distill', 'gardener']);
 
 /** Person ids by email, built on first need (only for commits without a Svc-Person trailer). */
@@ -49,7 +49,7 @@ function historyEntry(commit: CommitInfo, personByEmail: (email: string) => stri
   };
 }
 
-/** Limits are clamped, not rejected (SPEC Reads rules 4 and 7); the schema makes them integers. */
+/** Limits are clamped, not rejected (docs/spec.md Reads rules 4 and 7); the schema makes them integers. */
 function clamp(value: number | undefined, def: number, min: number, max: number): number {
   return value === undefined ? def : Math.min(max, Math.max(min, value));
 }

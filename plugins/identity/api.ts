@@ -1,7 +1,7 @@
 /**
- * The identity plugin's operations (SPEC "Identity and agents"), each declared once: input
+ * The identity plugin's operations (docs/spec.md "Identity and agents"), each declared once: input
  * and answer schemas, error statuses, and the function that runs it (operations.ts). Every
- * one is REST only (SPEC names no tool twins); the routes and the OpenAPI document read them.
+ * one is REST only (docs/spec.md names no tool twins); the routes and the OpenAPI document read them.
  *
  * Optional body fields accept `null` as "not given", as the hand checks these schemas replace
  * did. Rules that need the graph or the token store (the person or agent exists, the caller

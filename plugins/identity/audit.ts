@@ -12,7 +12,7 @@
  * `Svc-Session`, `Svc-Credential`, `Svc-Identity`), plus the node's `authored_via` stamp.
  */
 import { parseStoredNode, type Frontmatter } from '../../kernel/codec.js';
-import { streamBlobs, runGit } from '../../kernel/git-store.js';
+import { streamBlobs, runGit } from '../../kernel/git/cli.js';
 import { makeRecord } from '../../kernel/graph-index.js';
 import { identityFactChanges, type NodeImage } from '../../kernel/identity-guard.js';
 import { Registry, type EdgeTypeDef, type NodeTypeDef, type SchemaPack } from '../../kernel/registry.js';

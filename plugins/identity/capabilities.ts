@@ -1,5 +1,5 @@
 /**
- * Capability maps (DESIGN.md §10): parsing the three accepted publish forms, the record
+ * Capability maps (docs/design.md §10): parsing the three accepted publish forms, the record
  * kept as operational state (collection `capabilities`, keyed by agent id, never
  * committed), and matching a `profile-` node's `requires` against a published map.
  */

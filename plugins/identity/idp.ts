@@ -1,5 +1,5 @@
 /**
- * The identity-provider adapter of DESIGN.md §7 (`SVC_IDP_URL`): a small HTTP client for
+ * The identity-provider adapter of docs/design.md §7 (`SVC_IDP_URL`): a small HTTP client for
  * organization memberships (GET /v1/me/org-choices) and person invitations
  * (POST /v1/admin/people with `invite: true`). The wire API it speaks is documented in
  * this plugin's README; test/helpers/fake-idp.ts implements it on loopback.

@@ -1,7 +1,7 @@
 /**
  * The `identity` plugin: personal tokens, people, agents and their tokens, session
- * binding, capability records and profile-to-host matching (SPEC "Identity and agents"),
- * plus the identity-provider adapter behind org choices and invitations (DESIGN.md §7).
+ * binding, capability records and profile-to-host matching (docs/spec.md "Identity and agents"),
+ * plus the identity-provider adapter behind org choices and invitations (docs/design.md §7).
  * The agent operations a lead or an agent needs have tool twins (list_agents, create_agent,
  * mint_agent_token, bind_session), and so do grant_admin, revoke_admin and audit_identity;
  * the other admin and personal-token routes are REST only.

@@ -1,5 +1,5 @@
 /**
- * Identity administration: one function per operation (SPEC "Identity and agents").
+ * Identity administration: one function per operation (docs/spec.md "Identity and agents").
  * Tokens live in the kernel's per-tenant TokenStore (hashes only); people and agents are
  * graph nodes written through `tenant.write`; capability records are operational state.
  */
@@ -46,7 +46,7 @@ const PAT_DAYS = 365;
 const SESSION_TOKEN_DAYS = 7;
 /** A session id: what a harness names one run; safe in commit trailers and frontmatter. */
 export const SESSION_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-/** The org slug of a tenant no org was ever set for (SPEC: GET /v1/me `org` "else local"). */
+/** The org slug of a tenant no org was ever set for (docs/spec.md: GET /v1/me `org` "else local"). */
 const UNBOUND_ORG = 'local';
 
 function nowMs(ctx: OpContext): number {
@@ -178,7 +178,7 @@ export async function adminMintToken(ctx: OpContext, input: MintInput & { person
   const now = nowMs(ctx);
   const expires = parseExpiry(input.expires, { nowMs: now, defaultDays: PAT_DAYS, maxDays: PAT_DAYS });
   const label = input.label || null;
-  // Minting never creates a person (SPEC Authentication 9): the node must already exist.
+  // Minting never creates a person (docs/spec.md Authentication 9): the node must already exist.
   personNode(ctx, personId);
   const token = generateToken('pat');
   const record = newTokenRecord(token, { kind: 'pat', person: personId, created: new Date(now).toISOString(), expires, label, minted_by: ctx.actor.personId });
@@ -384,7 +384,7 @@ export async function offboardPerson(ctx: OpContext, input: { id: string }) {
     .filter((r) => r.person === id && r.revoked_at === null)
     .map((r) => r.hash);
   const { tokens, grants } = await revokeWithCascade(ctx.tenant, hashes, nowIso(ctx));
-  // Share tickets are signed, not stored, and cannot be revoked (SPEC Lenses rule 3: expiry is
+  // Share tickets are signed, not stored, and cannot be revoked (docs/spec.md Lenses rule 3: expiry is
   // their only bound), so offboarding cannot end them: the answer tells the admin so, with the
   // latest moment one minted before now can still open its view.
   const latest = new Date(ctx.services.clock.now() + TICKET_MAX_DAYS * 24 * 3600 * 1000).toISOString();

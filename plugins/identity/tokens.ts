@@ -87,7 +87,7 @@ export function personFields(tenant: Tenant, personId: string): { name: string |
   return { name: String(person.frontmatter.name ?? person.title), email: typeof person.frontmatter.email === 'string' ? person.frontmatter.email : null };
 }
 
-/** Own listing entry (SPEC "Personal access token record"). */
+/** Own listing entry (docs/spec.md "Personal access token record"). */
 export function ownEntry(tenant: Tenant, r: TokenRecord, nowMs: number) {
   const { name, email } = personFields(tenant, r.person);
   return {

@@ -15,7 +15,7 @@ import { errors, isSvcError } from '../../kernel/errors.js';
 import type { Frontmatter } from '../../kernel/codec.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { LIMITS, type NodeTypeDef } from '../../kernel/registry.js';
-import type { WriteActor } from '../../kernel/tenant.js';
+import type { WriteActor } from '../../kernel/write-draft.js';
 import { personIdForEmail, writeActorOf } from '../../kernel/tenants.js';
 import type { ImportItem, ImportPerson, ImportRequest } from './model.js';
 import { writeImportedPerson } from '../identity/operations.js';
@@ -101,7 +101,7 @@ function refused(item: ImportItem, id: string | null, reason: string, code = 'in
 
 /** What a node's content is, without the stamps and timestamps every write changes. */
 function comparable(fm: Frontmatter, body: string): string {
-  // proposed_by: server-kept on self-approval types (kernel/tenant.ts), never import content
+  // proposed_by: server-kept on self-approval types (kernel/write-draft.ts), never import content
   const { author: _a, authored_via: _v, authored_by_agent: _g, session: _s, created: _c, updated: _u, priority_by: _pb, priority_at: _pa, priority_via: _pv, proposed_by: _pr, ...rest } = fm;
   return JSON.stringify([rest, body]);
 }

@@ -1,5 +1,5 @@
 /**
- * Lease operations (SPEC "Leases" and "States and transitions / Lease"): one function per
+ * Lease operations (docs/spec.md "Leases" and "States and transitions / Lease"): one function per
  * operation, shared by the REST routes and the MCP tools.
  *
  * Atomicity: every decision about who holds a node is taken synchronously against the
@@ -12,7 +12,7 @@ import { errors, isSvcError, type SvcError } from '../../kernel/errors.js';
 import { withHints } from '../../kernel/error-hints.js';
 import type { Edge, NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext, StatusEffect } from '../../kernel/plugin.js';
-import type { WriteDraft } from '../../kernel/tenant.js';
+import type { WriteDraft } from '../../kernel/write-draft.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { requireId } from '../../kernel/validate.js';
 import { isDone } from '../core/node-view.js';

@@ -1,5 +1,5 @@
 /**
- * Lease records: operational state (DESIGN.md §1), one record per work node in the tenant's
+ * Lease records: operational state (docs/design.md §1), one record per work node in the tenant's
  * `leases` state collection. Never committed to the graph. Expiry is a stored instant
  * compared with the injected clock on every read, so no timer has to fire for a lease to
  * lapse, and a restart reads the same records back.

@@ -11,7 +11,7 @@
  * | `release`      | none                          | leases `release` (needs `leases`)      |
  *
  * The item must be in the lens as it renders now (same params), and a lens may narrow the
- * vocabulary with an `actions` list in its frontmatter. Readiness has no tool twin (SPEC),
+ * vocabulary with an `actions` list in its frontmatter. Readiness has no tool twin (docs/spec.md),
  * so it is not an action either.
  */
 import { errors } from '../../kernel/errors.js';

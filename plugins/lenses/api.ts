@@ -3,7 +3,7 @@
  * statuses, and the function that runs it (operations.ts, actions.ts). Routes, tools and
  * the OpenAPI document all read these.
  *
- * The render route takes its render params as query keys `param.<name>=<value>` (DESIGN §8);
+ * The render route takes its render params as query keys `param.<name>=<value>` (docs/design.md §8);
  * the route's `queryPrefixes` gathers them into the `params` property.
  */
 import { answer, defineOperation, NodeId, object, s, type JsonSchema } from '../../kernel/operation-legacy.js';

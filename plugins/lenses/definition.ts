@@ -1,5 +1,5 @@
 /**
- * A lens node's view definition (DESIGN.md §8): `query`, `columns`, `group_by`, `sort`,
+ * A lens node's view definition (docs/design.md §8): `query`, `columns`, `group_by`, `sort`,
  * `params` (defaults), plus the optional `limit` and `actions` keys of this plugin.
  *
  * Two phases keep the error codes honest: `parseLens` checks the definition itself (a

@@ -14,7 +14,7 @@ export const lensesPlugin = definePlugin({
   dependsOn: ['core'],
   routes: [
     { method: 'GET', path: '/v1/lens', operation: api.listLenses },
-    // Render params arrive as `param.<name>=<value>` query keys (DESIGN §8), gathered into `params`.
+    // Render params arrive as `param.<name>=<value>` query keys (docs/design.md §8), gathered into `params`.
     { method: 'GET', path: '/v1/lens/:id/render', operation: api.renderLensPage, queryPrefixes: { 'param.': 'params' }, auth: 'ticket', htmlErrors: true },
     { method: 'POST', path: '/v1/lens/:id/ticket', operation: api.mintTicket },
   ],

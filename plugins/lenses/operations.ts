@@ -1,5 +1,5 @@
 /**
- * Lens operations (SPEC "Lenses", DESIGN.md §8): one core function per operation, shared
+ * Lens operations (docs/spec.md "Lenses", docs/design.md §8): one core function per operation, shared
  * by the REST routes and the MCP tools.
  *
  * - `renderLens`: the view tree (the `format=json` body and the `render_lens` tool text).

@@ -1,11 +1,11 @@
 /**
- * Render tickets (SPEC "Lenses" rules 2-4, Authentication): a JWT (HS256, jose) signed with
+ * Render tickets (docs/spec.md "Lenses" rules 2-4, Authentication): a JWT (HS256, jose) signed with
  * a per-tenant key kept in `tenants/<org>/auth/render-ticket.key`. Nothing about a ticket is
  * stored: the signature, the lens it names and its expiry are the whole authority, so a
  * ticket cannot be revoked, only outlived. It authenticates only the render route of the
  * lens it was minted for, as the sharer, through the kernel's ticket authenticators.
  *
- * Offboarding the sharer does not end a ticket (nothing is stored to revoke; SPEC Lenses rule 3
+ * Offboarding the sharer does not end a ticket (nothing is stored to revoke; docs/spec.md Lenses rule 3
  * makes expiry the only bound): `offboard_person` tells the admin so in its answer
  * (`render_tickets`, `render_tickets_valid_until`) and docs/operator.md says how to end them all.
  */

@@ -1,5 +1,5 @@
 /**
- * The lens view tree (DESIGN.md §8): select nodes from the in-memory index, sort, cut at
+ * The lens view tree (docs/design.md §8): select nodes from the in-memory index, sort, cut at
  * the lens limit, group, and project the columns.
  *
  * Selection starts from the narrowest index set the query offers (inbound edges of the

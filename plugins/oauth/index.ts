@@ -225,10 +225,10 @@ function protocolApp(services: KernelServices): express.Express {
   // something or fetch something (docs/decisions.md); the SDK's (express-rate-limit) are off.
   const perMinute = services.config.oauthRatePerMinute;
   app.use('/oauth/authorize', rateLimit('authorize', perMinute), express.urlencoded({ extended: false, limit: '16kb' }), authorizeHandler(services, provider));
-  app.use('/oauth/token', tokenHandler({ provider, rateLimit: false }));
+  app.use('/oauth/token', rateLimit('token', perMinute), tokenHandler({ provider, rateLimit: false }));
   app.use('/oauth/register', rateLimit('registration', Math.max(1, Math.floor(perMinute / 4))), express.json({ limit: '16kb' }), registrationPrecheck, clientRegistrationHandler({ clientsStore: provider.clientsStore, rateLimit: false }));
   app.use('/oauth/register', registrationBodyError);
-  app.use('/oauth/revoke', revocationHandler({ provider, rateLimit: false }));
+  app.use('/oauth/revoke', rateLimit('revoke', perMinute), revocationHandler({ provider, rateLimit: false }));
   app.use('/.well-known/oauth-authorization-server', metadataHandler(meta.authorizationServer as never));
   for (const path of ['', '/mcp', '/v1']) app.use(`/.well-known/oauth-protected-resource${path}`, metadataHandler(meta.protectedResource as never));
 

@@ -22,7 +22,7 @@ export const askQuestion = defineOperation({
         maxLength: NodeId.maxLength,
         description: `node ids the question is about (at most ${ops.MAX_MENTIONS} distinct; one id may be given as a string); a mentioned person is asked directly`,
       },
-      // No type or pattern here: SPEC answers a malformed slug with 400 bad_request, checked by the operation.
+      // No type or pattern here: docs/spec.md answers a malformed slug with 400 bad_request, checked by the operation.
       project: { description: 'project slug (repo or grouping, ^[a-z0-9][a-z0-9-]*$; a malformed slug is 400); derived when omitted' },
     },
     ['text'],

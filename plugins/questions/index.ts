@@ -1,5 +1,5 @@
 /**
- * The `questions` plugin: POST /v1/questions and its tool twin `ask_question` (SPEC Writes
+ * The `questions` plugin: POST /v1/questions and its tool twin `ask_question` (docs/spec.md Writes
  * rule 12). Question nodes carry `routed_to`, `asker` and `mentions`, the fields the queue
  * routes its `questions` and `asked` sections by.
  */

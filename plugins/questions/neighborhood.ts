@@ -1,5 +1,5 @@
 /**
- * The relevance neighborhood of a question, its project, and its steward (SPEC Writes rule
+ * The relevance neighborhood of a question, its project, and its steward (docs/spec.md Writes rule
  * 12). Everything here reads the in-memory index; the walk is bounded (depth 2, at most
  * LEVEL_CAP nodes per level), so routing costs the same on a 50-node graph and a 50,000-node
  * one.

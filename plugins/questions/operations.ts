@@ -1,5 +1,5 @@
 /**
- * Questions (SPEC Writes: POST /v1/questions, rule 12; tool twin `ask_question`): file a
+ * Questions (docs/spec.md Writes: POST /v1/questions, rule 12; tool twin `ask_question`): file a
  * `question-` node, derive its project and route it to the steward of the closest node in
  * its relevance neighborhood (neighborhood.ts). A question is answered by any node with an
  * `answers` edge to it; the queue shows it under the steward's `questions` and the asker's
@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { errors } from '../../kernel/errors.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { LIMITS, patterns } from '../../kernel/registry.js';
-import type { WriteDraft } from '../../kernel/tenant.js';
+import type { WriteDraft } from '../../kernel/write-draft.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { graphNeighborhood, homeProject, projectFromNeighborhood, projectSteps, resolveProjectNode, routeQuestion } from './neighborhood.js';
 
@@ -43,11 +43,11 @@ export interface AskRequest {
   text: string;
   title?: string | null;
   mentions?: string | string[] | null;
-  /** any JSON value: a malformed slug is 400 (SPEC), so the schema leaves it to `parseAskInput` */
+  /** any JSON value: a malformed slug is 400 (docs/spec.md), so the schema leaves it to `parseAskInput` */
   project?: unknown;
 }
 
-/** What the schema cannot say: the text in bytes, distinct mentions, and a 400 (not 422) for a malformed project slug (SPEC Errors). */
+/** What the schema cannot say: the text in bytes, distinct mentions, and a 400 (not 422) for a malformed project slug (docs/spec.md Errors). */
 export function parseAskInput(body: AskRequest): AskInput {
   const { text } = body;
   if (Buffer.byteLength(text, 'utf8') > TEXT_MAX_BYTES) {

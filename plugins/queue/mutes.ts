@@ -1,6 +1,6 @@
 /**
  * Per-person mute lists (operational state, `queue-mutes` collection, keyed by person id).
- * A muted node leaves that person's queue items (counted as `muted`, SPEC rule 3) until the
+ * A muted node leaves that person's queue items (counted as `muted`, docs/spec.md rule 3) until the
  * mute is removed or its optional `until` date passes.
  *
  *   GET    /v1/queue/mutes        -> {person, mutes: [{id, until, muted_at}], count}

@@ -1,5 +1,5 @@
 /**
- * GET /v1/queue (SPEC "GET /v1/queue", rules 1-6) and its tool twins `show_queue` (same
+ * GET /v1/queue (docs/spec.md "GET /v1/queue", rules 1-6) and its tool twins `show_queue` (same
  * JSON) and `render_queue` (the same queue as markdown). The ranking policy is documented
  * in docs/queue.md and echoed as `policy`.
  *
@@ -55,7 +55,7 @@ function list(value: string | string[] | undefined): string[] {
   return queryList(value);
 }
 
-/** An integer (or its digits), clamped: SPEC rule 1 clamps, never rejects. */
+/** An integer (or its digits), clamped: docs/spec.md rule 1 clamps, never rejects. */
 function clamped(value: number | string | undefined, def: number, min: number, max: number): number {
   if (value === undefined) return def;
   return Math.min(max, Math.max(min, Number(value)));

@@ -7,7 +7,7 @@
  * `readiness` are a comma-separated string or a list, `limit` and `offset` an integer or its
  * digits. Readiness values and node types are checked by the operation (the live registry
  * decides types; both forms must answer the same 422), `limit`/`offset` are clamped, never
- * rejected (SPEC rule 1), so their schemas carry no bounds.
+ * rejected (docs/spec.md rule 1), so their schemas carry no bounds.
  */
 import { answer, extend, NodeId, object, s } from '../../kernel/operation.js';
 import { SUGGEST_CODES } from './book.js';

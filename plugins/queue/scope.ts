@@ -1,5 +1,5 @@
 /**
- * Project scoping (SPEC GET /v1/queue rule 5, and "Conventions"): a bare repo slug resolves
+ * Project scoping (docs/spec.md GET /v1/queue rule 5, and "Conventions"): a bare repo slug resolves
  * through project-node aliases and rides up to its home grouping, unioning the grouping's
  * member queues; `repo-<slug>` pins one repo; `proj-<slug>` pins a grouping. The result is
  * the set of frontmatter `project` values that fall inside the scope, so the caller can

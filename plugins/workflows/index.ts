@@ -1,5 +1,5 @@
 /**
- * The `workflows` plugin: workflow runs (SPEC "Workflow runs", DESIGN.md §5). Starting a run
+ * The `workflows` plugin: workflow runs (docs/spec.md "Workflow runs", docs/design.md §5). Starting a run
  * records a `run-` node and executes nothing; workers list claimable steps, claim one under a
  * lease with a generation and report a verdict. Approval steps are a person's: they are fed to
  * the decision queue as `approve` items. Tool twin: `run_workflow`.

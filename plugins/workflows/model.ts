@@ -1,5 +1,5 @@
 /**
- * The workflow and run model (DESIGN.md §5), as pure functions over plain data: a `wf-`
+ * The workflow and run model (docs/design.md §5), as pure functions over plain data: a `wf-`
  * node's `steps` parsed and checked, the initial run state, the committed step moves
  * (claim, verdict, fail-fast) and dependency release. No I/O here: operations.ts reads the
  * graph and the lease table and commits what these functions return.

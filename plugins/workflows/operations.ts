@@ -1,5 +1,5 @@
 /**
- * Workflow runs (SPEC "Workflow runs", rules 1-4; DESIGN.md §5): one function per
+ * Workflow runs (docs/spec.md "Workflow runs", rules 1-4; docs/design.md §5): one function per
  * operation, shared by the REST routes and the `run_workflow` tool. The server never
  * executes a step: it records runs, hands out step leases and records verdicts.
  *
@@ -87,7 +87,7 @@ function optionalIdempotencyKey(value: string | null | undefined): string | null
  * `lease` of a verdict: the `lease_id` string of the claim answer, or that lease object itself
  * (the schema requires one of the two). A string that names no lease of this step (another
  * step's or run's lease, or an id this server never issued) is `null`: the caller then answers
- * 409 `lease_expired`, like a superseded lease (SPEC Workflow rule 4).
+ * 409 `lease_expired`, like a superseded lease (docs/spec.md Workflow rule 4).
  */
 function parseLeaseRef(value: string | { lease_id: string }, runId: string, step: string): number | null {
   const raw = typeof value === 'string' ? value : value.lease_id;

@@ -26,7 +26,7 @@ export const StepLease = answer(
   },
   ['lease_id', 'run_id', 'step', 'generation', 'by', 'expires', 'expires_at'],
 );
-/** The run's `state` (steps keyed by id, their order); its inner structure is not part of the SPEC. */
+/** The run's `state` (steps keyed by id, their order); its inner structure is not part of docs/spec.md. */
 const RunState = s.object('run state: steps (by id) with their state, generation, attempts, holder and verdicts');
 
 export const RunWorkflowInput = object(

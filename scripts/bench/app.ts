@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { configFromEnv, createLogger } from '../../kernel/config.js';
 import { startServer, type RunningServer } from '../../kernel/server.js';
-import type { WriteActor } from '../../kernel/tenant.js';
+import type { WriteActor } from '../../kernel/write-draft.js';
 import { allPlugins } from '../plugins.js';
 import { fmtRatio, machineNote, median, recordResult, runIfMain } from './lib.js';
 

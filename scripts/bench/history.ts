@@ -25,7 +25,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLogger } from '../../kernel/config.js';
-import { nodePath } from '../../kernel/git-store.js';
+import { nodePath } from '../../kernel/git/objects.js';
 import { startKernel, startServer } from '../../kernel/server.js';
 import { corePlugin } from '../../plugins/core/index.js';
 import { CommitIndex } from '../../plugins/history/commit-index.js';

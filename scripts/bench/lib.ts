@@ -21,7 +21,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { configFromEnv, createLogger, type ServerConfig } from '../../kernel/config.js';
 import { serializeNode, type Frontmatter } from '../../kernel/codec.js';
-import { nodePath, openGitStore } from '../../kernel/git-store.js';
+import { nodePath } from '../../kernel/git/objects.js';
+import { openGitStore } from '../../kernel/git/open.js';
 import { startKernel } from '../../kernel/server.js';
 import { allPlugins } from '../plugins.js';
 

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { configFromEnv, createLogger } from '../../kernel/config.js';
 import { startServer, type RunningServer } from '../../kernel/server.js';
-import type { WriteActor } from '../../kernel/tenant.js';
+import type { WriteActor } from '../../kernel/write-draft.js';
 import { corePlugin } from '../../plugins/core/index.js';
 import { leasesPlugin } from '../../plugins/leases/index.js';
 import { bookOf } from '../../plugins/queue/book.js';

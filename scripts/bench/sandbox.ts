@@ -5,7 +5,7 @@
  *
  *   node --no-node-snapshot --import tsx scripts/bench/sandbox.ts     (or `npm run bench -- sandbox`)
  *
- * Part 1, per call. The DESIGN.md §4 example transition hook (review gate), with inputs shaped
+ * Part 1, per call. The docs/design.md §4 example transition hook (review gate), with inputs shaped
  * like the kernel's (`{node, from, to, actor}`, the node view of a ~600-byte task, ~650 B of
  * JSON), each input different:
  *   direct             the source compiled in this process with `new Function` (the reference;
@@ -45,15 +45,17 @@ import { HookRunner, type TransitionInput } from '../../kernel/hooks.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { HookRef, Registry } from '../../kernel/registry.js';
 import { startKernel } from '../../kernel/server.js';
-import type { Tenant, WriteActor } from '../../kernel/tenant.js';
+import type { Tenant } from '../../kernel/tenant.js';
+import type { WriteActor } from '../../kernel/write-draft.js';
 import { actorFor, personIdForEmail } from '../../kernel/tenants.js';
 import { IdentityAuthority } from '../../kernel/identity-guard.js';
 import { setStatus } from '../../plugins/core/operations.js';
-import { createSandbox, type Sandbox, type SandboxEvent } from '../../sandbox/index.js';
+import { createSandbox } from '../../sandbox/index.js';
+import type { Sandbox, SandboxEvent } from '../../sandbox/types.js';
 import { allPlugins } from '../plugins.js';
 import { benchConfig, benchId, benchNode, copyFixture, fixture, fmtRate, fmtRatio, machineNote, median, recordResult, runIfMain } from './lib.js';
 
-/** DESIGN.md §4, verbatim. */
+/** docs/design.md §4, verbatim. */
 const REVIEW_GATE = `(input) => input.to !== 'done' || input.from === 'review'
   ? { allow: true }
   : { allow: false, reason: 'move to review first' }`;
@@ -159,7 +161,7 @@ async function perCall(): Promise<PerCall> {
   const inputs = Array.from({ length: 1000 }, (_, i) => transitionInput(i));
   const expected = inputs.map((input) => JSON.stringify(fn(input)));
   const inputBytes = median(inputs.map((x) => JSON.stringify(x).length));
-  console.log(`part 1, per call: DESIGN.md §4 review-gate transition hook, ${inputs.length} distinct inputs of ~${inputBytes} B JSON, ${CALL_ROUNDS} rounds each (median shown, rounds in brackets)`);
+  console.log(`part 1, per call: docs/design.md §4 review-gate transition hook, ${inputs.length} distinct inputs of ~${inputBytes} B JSON, ${CALL_ROUNDS} rounds each (median shown, rounds in brackets)`);
 
   const direct = measureDirect(fn, inputs, false);
   console.log(`  direct JS call (new Function, in host)       ${fmtUs(median(direct)).padStart(12)}  ${spread(direct, fmtUs)}`);

@@ -14,7 +14,7 @@
 import { spawnSync } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { nodePath } from '../../kernel/git-store.js';
+import { nodePath } from '../../kernel/git/objects.js';
 import { fmtMs, fmtRate, fmtRatio, gitEnv, gitSync, machineNote, median, nowMs, recordResult, runIfMain, scratchDir, startServerProcess, waitQuiet, type ServerChild } from './lib.js';
 
 const N = Number(process.env.BENCH_SCALE_N ?? 100_000);

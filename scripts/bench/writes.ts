@@ -36,7 +36,8 @@ import { cpSync, mkdirSync, promises as fsp, rmSync, writeFileSync } from 'node:
 import { dirname, join } from 'node:path';
 import { createLogger } from '../../kernel/config.js';
 import { startKernel } from '../../kernel/server.js';
-import type { Tenant, WriteActor } from '../../kernel/tenant.js';
+import type { Tenant } from '../../kernel/tenant.js';
+import type { WriteActor } from '../../kernel/write-draft.js';
 import { allPlugins } from '../plugins.js';
 import {
   benchConfig,

@@ -1,5 +1,5 @@
 /**
- * A real HTTP fake of the external identity provider (DESIGN.md §7) on a loopback port,
+ * A real HTTP fake of the external identity provider (docs/design.md §7) on a loopback port,
  * speaking the small API the identity plugin's adapter uses (plugins/identity/README.md):
  *
  *   GET  /v1/memberships?email=E   -> 200 {orgs: [{slug, name}]}

@@ -1,5 +1,5 @@
 /**
- * A real HTTP fake of an external capture ingester (DESIGN.md §6, `SVC_INGEST_URL`) on a
+ * A real HTTP fake of an external capture ingester (docs/design.md §6, `SVC_INGEST_URL`) on a
  * loopback port, speaking the wire format of plugins/capture/README.md:
  *
  *   POST / {version, org, text, context, source, attempt, errors?, previous?, registry}

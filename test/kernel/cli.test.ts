@@ -1,7 +1,7 @@
 /**
  * The operator CLI against running servers: `tenant add|list|plugins`, `token mint`, every
  * command's --help and bad arguments. A running server picks up what the CLI changes within
- * 2 s without a restart (DESIGN.md §2).
+ * 2 s without a restart (docs/design.md §2).
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { expect } from 'chai';

@@ -181,7 +181,7 @@ const bodyArb = fc.oneof(
 
 describe('kernel/codec', () => {
   describe('serializeNode / parseNodeMarkdown round trip', () => {
-    it('round-trips the DESIGN schema-node example with hook sources exactly', () => {
+    it('round-trips the docs/design.md schema-node example with hook sources exactly', () => {
       const fm: Frontmatter = {
         id: 'schema-task-review-gate',
         type: 'schema',

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { runGit } from '../../kernel/git-store.js';
+import { runGit } from '../../kernel/git/cli.js';
 import { guardIdentityFacts, IdentityAuthority, identityFactChanges } from '../../kernel/identity-guard.js';
 import { Registry, type EdgeTypeDef } from '../../kernel/registry.js';
 import { seedPack } from '../../seed-pack/index.js';

@@ -2,7 +2,9 @@ import { expect } from 'chai';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { nodePath, openGitStore, type CommitAuthor, type GitStore } from '../../kernel/git-store.js';
+import { nodePath } from '../../kernel/git/objects.js';
+import { openGitStore } from '../../kernel/git/open.js';
+import type { CommitAuthor, GitStore } from '../../kernel/git/types.js';
 import { loadNodeFiles, saveNodeSnapshot, type LoadedFile } from '../../kernel/node-loader.js';
 
 const ann: CommitAuthor = { name: 'Ann', email: 'ann@example.com' };

@@ -1,5 +1,5 @@
 /**
- * The operator contract of DESIGN.md §2, driven through the real CLI (`node scripts/workgraph.mjs
+ * The operator contract of docs/design.md §2, driven through the real CLI (`node scripts/workgraph.mjs
  * serve`, which re-executes node with tsx) and the real HTTP server: PORT=0 and the listening line,
  * first-start bootstrap, the admin token file or SVC_BOOTSTRAP_TOKEN, /healthz, the TLS/loopback
  * rule, the one 401 answer, the body limit and the error envelope.

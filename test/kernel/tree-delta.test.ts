@@ -4,7 +4,9 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { openGitStore, spliceTree, type CommitAuthor, type TreeChange } from '../../kernel/git-store.js';
+import { spliceTree, type TreeChange } from '../../kernel/git/objects.js';
+import { openGitStore } from '../../kernel/git/open.js';
+import type { CommitAuthor } from '../../kernel/git/types.js';
 import { prefixSuffixDelta, writePack } from '../../kernel/pack-writer.js';
 
 const ann: CommitAuthor = { name: 'Ann Example', email: 'ann@example.com', timestamp: 1_700_000_000 };
@@ -29,7 +31,7 @@ function treeBody(gitdir: string, oid: string): Buffer {
   return execFileSync('git', ['--git-dir', gitdir, 'cat-file', 'tree', oid]);
 }
 
-describe('kernel/git-store: trees spliced per commit, stored as deltas in checkpoint packs', () => {
+describe('kernel/git: trees spliced per commit, stored as deltas in checkpoint packs', () => {
   let dir: string;
   let gitdir: string;
   beforeEach(() => {

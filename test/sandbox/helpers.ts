@@ -1,4 +1,5 @@
-import { createSandbox, type HookCall, type HookOutcome, type Sandbox, type SandboxEvent, type SandboxOptions } from '../../sandbox/index.js';
+import { createSandbox } from '../../sandbox/index.js';
+import type { HookCall, HookOutcome, Sandbox, SandboxEvent, SandboxOptions } from '../../sandbox/types.js';
 
 export interface Timed {
   outcome: HookOutcome;

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { HookFailureKind, HookOutcome } from '../../sandbox/index.js';
+import type { HookFailureKind, HookOutcome } from '../../sandbox/types.js';
 import { ANSWER_SLACK_MS, BENIGN, TRANSITION_INPUT, sandboxScope, type TestSandbox, type Timed } from './helpers.js';
 
 const TIMEOUT_MS = 50;

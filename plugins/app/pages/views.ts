@@ -1,5 +1,5 @@
 /**
- * Lens views in the app, and the share-link host of SPEC Lenses rule 4:
+ * Lens views in the app, and the share-link host of docs/spec.md Lenses rule 4:
  * `{app_url}/views/{id}?ticket=` exchanges the ticket once (302) into the HttpOnly
  * `svc_render_ticket` cookie scoped to that view, so the ticket leaves the address bar and
  * the logs. A live signed-in session outranks the ticket cookie.

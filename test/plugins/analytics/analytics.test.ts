@@ -1,5 +1,5 @@
 /**
- * SPEC Reads rule 8 (GET /v1/analytics): the payload keys, completion time as the moment a
+ * docs/spec.md Reads rule 8 (GET /v1/analytics): the payload keys, completion time as the moment a
  * node entered its final terminal status (never its last update), the clamps of Limits,
  * comma-separated and repeatable `type`, 422 for a bad slug or type, `project_warning`
  * for a scope matching nothing, and the `format=text` report; plus what the sections

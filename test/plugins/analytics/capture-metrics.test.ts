@@ -1,5 +1,5 @@
 /**
- * SPEC Reads rule 9 (GET /v1/metrics/capture): 404 unless the deployment exports metrics
+ * docs/spec.md Reads rule 9 (GET /v1/metrics/capture): 404 unless the deployment exports metrics
  * (SVC_CAPTURE_METRICS=1), 403 for non-admins, counts and rates only, identities as
  * per-tenant pseudonyms `author-<hash12>`, closure entries `{edge, latency_days}` without
  * node ids, 422 for a malformed `since`; computed from the capture plugin's journal (real

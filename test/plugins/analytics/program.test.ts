@@ -1,5 +1,5 @@
 /**
- * SPEC Reads rule 10 (GET /v1/program/{id}): the gating tree over `blocks` edges with
+ * docs/spec.md Reads rule 10 (GET /v1/program/{id}): the gating tree over `blocks` edges with
  * `progress: {total, done, active, blocked, open, pct, statuses}` on the root; shared
  * blockers render once and repeat as marked leaves counted once; `depth`/`max_nodes`
  * bounds report the skipped branches in `truncated`; a root nothing blocks is a

@@ -87,7 +87,7 @@ describe('app: every page in Chromium (axe, CSP, layout, share tickets)', functi
   });
 
   it('a share ticket is exchanged once into an HttpOnly cookie; the view shows the sharer and nothing else opens', async () => {
-    // SVC_APP_URL names this server's app: minted links land on it (SPEC Lenses rule 4)
+    // SVC_APP_URL names this server's app: minted links land on it (docs/spec.md Lenses rule 4)
     (t.server.services.config as { appUrl: string | null }).appUrl = `${t.url}/app`;
     const minted = await t.api('POST', '/v1/lens/lens-open-work/ticket', { body: { expires: '2d', label: 'for the board' } });
     (t.server.services.config as { appUrl: string | null }).appUrl = null;

@@ -1,5 +1,5 @@
 /**
- * POST /v1/capture with the built-in ingester (SPEC Writes rule 9, DESIGN.md §6): typed lines
+ * POST /v1/capture with the built-in ingester (docs/spec.md Writes rule 9, docs/design.md §6): typed lines
  * become nodes stamped `authored_via: capture`, text that fits no schema is preserved as a
  * capture-pending node, context edges, the 404/422 checks, idempotency, and the journal.
  */

@@ -1,5 +1,5 @@
 /**
- * POST /v1/corrections (SPEC Writes rule 11) and POST /v1/distill/report (rule 10).
+ * POST /v1/corrections (docs/spec.md Writes rule 11) and POST /v1/distill/report (rule 10).
  */
 import { expect } from 'chai';
 import type { TestServer } from '../../helpers/harness.js';

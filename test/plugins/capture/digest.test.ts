@@ -1,5 +1,5 @@
 /**
- * POST /v1/digest (SPEC Writes rule 1), the query_graph and explore_graph tools, the
+ * POST /v1/digest (docs/spec.md Writes rule 1), the query_graph and explore_graph tools, the
  * full-text index kept in step with commits, and corrections firing on digests.
  */
 import { expect } from 'chai';

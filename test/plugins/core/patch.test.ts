@@ -1,7 +1,7 @@
 /**
  * Updates that cannot drop data silently: patch_node (PATCH /v1/nodes/{id}, tool patch_node) changes only what it names, with the revision echo;
  * a full replace (put_node if_exists update) names every field, edge and body it removed; and
- * one completion rule for put_node and set_status (SPEC "Create of a node already in a
+ * one completion rule for put_node and set_status (docs/spec.md "Create of a node already in a
  * terminal status").
  */
 import { expect } from 'chai';

@@ -2,7 +2,7 @@
  * Issue 10 item 5: a write never drops client data without saying so. A supplied priority,
  * readiness, author (and the other stamped fields) or an unknown frontmatter field produces a
  * warning, in REST and MCP alike; a put_node call in which every entry failed is an MCP result
- * with isError: true (REST keeps SPEC's 207).
+ * with isError: true (REST keeps docs/spec.md's 207).
  */
 import { expect } from 'chai';
 import { corePlugin } from '../../../plugins/core/index.js';

@@ -27,7 +27,7 @@ function sh(cmd: string, args: string[], cwd?: string): string {
 
 const LONG_ID = `task-${'long-'.repeat(28)}id`; // 147 characters: too long for a plain ustar name field
 
-describe('export: GET /v1/export (SPEC Reads rule 11)', () => {
+describe('export: GET /v1/export (docs/spec.md Reads rule 11)', () => {
   let t: TestServer;
   let member: { id: string; token: string };
   let work: string;

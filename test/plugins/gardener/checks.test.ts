@@ -1,5 +1,5 @@
 /**
- * DESIGN.md §9 and SPEC Writes rule 13: POST /v1/gardener runs lagging-resolution,
+ * docs/design.md §9 and docs/spec.md Writes rule 13: POST /v1/gardener runs lagging-resolution,
  * dangling-edge, superseded-open and overdue-block (stale-assignment: stale.test.ts) and keeps
  * one open `finding-` node per (check, node) with a `concerns` edge, resolving it in the same
  * run once the condition no longer holds; `filed`, `resolved`, `skipped` are id lists and

@@ -1,5 +1,5 @@
 /**
- * DESIGN.md §9 stale-assignment: "an `assigned` edge with no live lease past the grace
+ * docs/design.md §9 stale-assignment: "an `assigned` edge with no live lease past the grace
  * window". With the leases plugin enabled the lease table is read (plugins/leases/store.ts);
  * without it the node's last write is the only heartbeat (plugins/gardener README).
  */

@@ -9,7 +9,7 @@ import { ok, relaxHookTimeout } from './helpers.js';
 
 const ROOT_SHA = 'a1b2c3d4e5f60718293a4b5c6d7e8f9012345678';
 
-describe('history: GET /v1/briefing/{project} (SPEC Reads rule 3)', () => {
+describe('history: GET /v1/briefing/{project} (docs/spec.md Reads rule 3)', () => {
   let t: TestServer;
   let member: { id: string; token: string };
 

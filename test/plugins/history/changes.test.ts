@@ -7,7 +7,7 @@ import { directWrite, ok, relaxHookTimeout } from './helpers.js';
 const DAY = 24 * 60 * 60 * 1000;
 const ids = (body: any) => body.changes.map((c: any) => c.id);
 
-describe('history: GET /v1/changes (SPEC Reads rule 7)', () => {
+describe('history: GET /v1/changes (docs/spec.md Reads rule 7)', () => {
   describe('since: commit sha, ISO date or relative phrase', () => {
     let t: TestServer;
     let t0 = 0;

@@ -7,7 +7,7 @@ import { directWrite, ok, relaxHookTimeout } from './helpers.js';
 const FULL = '3f2a9c1d7e8b4a6f0c2d1e3f4a5b6c7d8e9f0a1b';
 const OTHER = '3f2a9c1ffffffffffffffffffffffffffffffff0';
 
-describe('history: GET /v1/commits/{sha} (SPEC Reads rule 6)', () => {
+describe('history: GET /v1/commits/{sha} (docs/spec.md Reads rule 6)', () => {
   let t: TestServer;
 
   before(async () => {

@@ -1,4 +1,5 @@
-import type { DraftNode, Tenant, WriteMeta } from '../../../kernel/tenant.js';
+import type { Tenant } from '../../../kernel/tenant.js';
+import type { DraftNode, WriteMeta } from '../../../kernel/write-draft.js';
 import type { TestServer } from '../../helpers/harness.js';
 
 export function tenantOf(t: TestServer): Tenant {

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync, renameSync } from 'node:
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { configFromEnv, createLogger, ManualClock } from '../../../kernel/config.js';
-import { nodePath } from '../../../kernel/git-store.js';
+import { nodePath } from '../../../kernel/git/objects.js';
 import { startServer } from '../../../kernel/server.js';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { historyPlugin } from '../../../plugins/history/index.js';
@@ -15,7 +15,7 @@ function git(args: string[], cwd?: string, env: Record<string, string> = {}): st
   return execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-describe('history: GET /v1/nodes/{id}/history (SPEC Reads rule 4)', () => {
+describe('history: GET /v1/nodes/{id}/history (docs/spec.md Reads rule 4)', () => {
   let t: TestServer;
   let member: { id: string; token: string };
   let createdMarkdown = '';
@@ -108,7 +108,7 @@ describe('history: GET /v1/nodes/{id}/history (SPEC Reads rule 4)', () => {
     expect((await t.api('GET', '/v1/nodes/task-h/history', { token: null })).status).to.equal(401);
   });
 
-  describe('GET /v1/nodes/{id}/history/{sha} (SPEC Reads rule 5)', () => {
+  describe('GET /v1/nodes/{id}/history/{sha} (docs/spec.md Reads rule 5)', () => {
     it('creation: change A, the file content at that commit, an all-added patch', async () => {
       const { history } = await ok(t, '/v1/nodes/task-h/history');
       const creation = history[history.length - 1];

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { runGit } from '../../../kernel/git-store.js';
+import { runGit } from '../../../kernel/git/cli.js';
 import type { TestServer } from '../../helpers/harness.js';
 import { createAgent, createPerson, expectError, sessionToken, startIdentityServer } from './helpers.js';
 

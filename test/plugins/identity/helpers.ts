@@ -82,7 +82,7 @@ export async function oauthGrant(t: TestServer, parentToken: string, org = t.org
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 
-/** Asserts the SPEC error envelope with the given status and code. */
+/** Asserts the docs/spec.md error envelope with the given status and code. */
 export function expectError(res: { status: number; body: any; text: string }, status: number, code?: string): void {
   expect(res.status, res.text).to.equal(status);
   expect(res.body, res.text).to.have.property('error');

@@ -78,7 +78,7 @@ describe('identity: no plaintext token is ever stored or logged', () => {
     const objects = gitObjects(t.dataDir);
 
     // the scan is not blind: it sees the token hashes, a committed node inside zlib'd git objects,
-    // and the bootstrap admin token in the one file DESIGN.md says holds it
+    // and the bootstrap admin token in the one file docs/design.md says holds it
     const tokensFile = forms.find((f) => f.file === join('tenants', t.org, 'auth', 'tokens.json'))!;
     for (const token of Object.values(minted)) expect(tokensFile.contents[0]!.toString('utf8')).to.contain(hashToken(token));
     expect(objects.includes(Buffer.from('needle-in-git summary'))).to.equal(true);

@@ -1,5 +1,5 @@
 /**
- * SPEC "Leases" rules 2-5: the batch routes run the singular logic per item, are never
+ * docs/spec.md "Leases" rules 2-5: the batch routes run the singular logic per item, are never
  * rolled back, report per item, and the renew-all / release-all modes.
  */
 import { expect } from 'chai';

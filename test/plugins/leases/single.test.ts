@@ -1,5 +1,5 @@
 /**
- * SPEC "States and transitions / Lease", single routes: every row of the lease table, the
+ * docs/spec.md "States and transitions / Lease", single routes: every row of the lease table, the
  * response shapes, the config-driven TTL / max TTL / grace window, and bad input.
  */
 import { expect } from 'chai';
@@ -9,7 +9,7 @@ import { addPerson, type TestServer } from '../../helpers/harness.js';
 import { agentToken, assignees, DAY, freezeClock, GRACE, MAX_TTL, MIN, nodeOf, post, startLeaseServer, tasks, TTL, unboundToken } from './helpers.js';
 import { onPostgres } from '../../helpers/harness.js';
 
-describe('leases: single routes (SPEC lease table)', function () {
+describe('leases: single routes (docs/spec.md lease table)', function () {
   let t: TestServer;
   let alice: { id: string; token: string };
   let bob: { id: string; token: string };

@@ -1,5 +1,5 @@
 /**
- * SPEC: "POST /v1/nodes/{id}/status to an in-progress status on a work node: the caller also
+ * docs/spec.md: "POST /v1/nodes/{id}/status to an in-progress status on a work node: the caller also
  * gets the same lease as the claim endpoint" (lease table row "none -> status set to
  * in-progress").
  */

@@ -1,5 +1,5 @@
 /**
- * GET /v1/lens/{id}/render (SPEC "Lenses" rule 1, DESIGN.md §8): the json view tree, the
+ * GET /v1/lens/{id}/render (docs/spec.md "Lenses" rule 1, docs/design.md §8): the json view tree, the
  * query keys, `$name` params as `param.<name>` query keys, columns, group_by, sort, the text
  * and html renderings (escaped, read-only, no forms), and the error codes.
  */
@@ -20,7 +20,7 @@ describe('lenses: render', function () {
   const json = (path: string, token?: string) => t.api('GET', path + (path.includes('?') ? '&' : '?') + 'format=json', { token });
 
   describe('format=json: the view tree', () => {
-    it('has the DESIGN shape {lens_id, title, generated_at, params, groups: [{key, count, items}], count}', async () => {
+    it('has the docs/design.md shape {lens_id, title, generated_at, params, groups: [{key, count, items}], count}', async () => {
       const res = await json('/v1/lens/lens-board/render');
       expect(res.status, res.text).to.equal(200);
       expect(res.headers.get('content-type')).to.match(/^application\/json/);

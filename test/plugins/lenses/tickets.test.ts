@@ -1,5 +1,5 @@
 /**
- * Render tickets (SPEC "Lenses" rules 2-5, Authentication 1 and the render-ticket row, the
+ * Render tickets (docs/spec.md "Lenses" rules 2-5, Authentication 1 and the render-ticket row, the
  * Render ticket record, Limits): minting, the one-time 302 exchange into the HttpOnly
  * `svc_render_ticket` cookie, the sharer banner, scope (this lens's render route only,
  * read-only), expiry, app URLs, and that a ticket never reaches a log line.
@@ -24,7 +24,7 @@ describe('lenses: render tickets', function () {
     f = await seed(t);
   });
   after(async () => {
-    // SPEC rule 2: the ticket leaves URLs and logs. Nothing this suite minted was logged.
+    // docs/spec.md rule 2: the ticket leaves URLs and logs. Nothing this suite minted was logged.
     const logs = t.logs.join('\n');
     expect(minted.length).to.be.greaterThan(5);
     for (const ticket of minted) {

@@ -1,5 +1,5 @@
 /**
- * The MCP tools (SPEC "What the service does", tool names): `render_lens` is the twin of
+ * The MCP tools (docs/spec.md "What the service does", tool names): `render_lens` is the twin of
  * GET /v1/lens/{id}/render?format=json (and, without a lens id, of the GET /v1/lens catalog),
  * byte for byte; `apply_lens_action` runs a small declarative vocabulary over the core and
  * lease operations on items of a rendered lens.

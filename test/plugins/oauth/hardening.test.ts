@@ -189,6 +189,17 @@ describe('oauth hardening: redirect URIs, metadata documents, pending authorizat
       for (let i = 0; i < 4; i++) expect((await consent()).status).to.equal(403);
       await expectLimited(await consent(), 'consent');
     });
+
+    it('token and revoke answer 429 rate_limited past the limit: a guessed code or refresh token costs a request like any other', async () => {
+      const form = (path: string, body: string) =>
+        fetch(`${t.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
+      const guess = 'grant_type=refresh_token&refresh_token=guess&client_id=nobody';
+      for (let i = 0; i < 4; i++) expect((await form('/oauth/token', guess)).status, `token ${i}`).to.be.within(400, 401);
+      await expectLimited(await form('/oauth/token', guess), 'token');
+      const revoke = 'token=guess&client_id=nobody';
+      for (let i = 0; i < 4; i++) expect((await form('/oauth/revoke', revoke)).status, `revoke ${i}`).to.not.equal(429);
+      await expectLimited(await form('/oauth/revoke', revoke), 'revoke');
+    });
   });
 
   describe('pending authorizations (a 60 KB client_name from a metadata document, under its 64 KB cap)', () => {

@@ -1,5 +1,5 @@
 /**
- * SPEC Writes rule 12: "Questions: routed to the steward of the closest node in the relevance
+ * docs/spec.md Writes rule 12: "Questions: routed to the steward of the closest node in the relevance
  * neighborhood (mentions first), unrouted if none; ... Project is derived from the
  * neighborhood, then the asker's home project, unless an explicit slug is given; a malformed
  * slug is 400." Response: 201 `{status, id, project, routed_to, via, asker, revision, warnings}`.
@@ -27,7 +27,7 @@ describe('questions: POST /v1/questions', function () {
   });
   after(async () => t.close());
 
-  it('answers 201 with exactly the SPEC keys and files a question node routed to the steward of a mentioned node', async () => {
+  it('answers 201 with exactly the docs/spec.md keys and files a question node routed to the steward of a mentioned node', async () => {
     await put(t, [{ id: 'task-r1', type: 'task', summary: 'release one', project: 'web' }]);
     await steward(t, bob.id, 'task-r1');
     const res = await ask(t, alice.token, { text: 'How do we deploy r1?\nSecond line.', mentions: ['task-r1'] });

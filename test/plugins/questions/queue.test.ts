@@ -1,7 +1,7 @@
 /**
  * Question nodes fit the queue's routing conventions (plugins/queue README: `routed_to`,
  * `asker`, `mentions`): a routed question shows up in the steward's GET /v1/queue
- * `questions` and in the asker's `asked`; an unrouted one shows up for everyone. SPEC rule
+ * `questions` and in the asker's `asked`; an unrouted one shows up for everyone. docs/spec.md rule
  * 12: "answered by writing a node with an `answers` edge to it".
  */
 import { expect } from 'chai';

@@ -1,5 +1,5 @@
 /**
- * SPEC "GET /v1/queue": every query parameter and envelope key, rules 1, 2, 3, 5 and 6.
+ * docs/spec.md "GET /v1/queue": every query parameter and envelope key, rules 1, 2, 3, 5 and 6.
  */
 import { expect } from 'chai';
 import { addPerson, md, putNodes, type TestServer } from '../../helpers/harness.js';
@@ -68,7 +68,7 @@ describe('queue: GET /v1/queue envelope and rules', function () {
     await t.close();
   });
 
-  it('envelope: every SPEC key, in order; policy and generated_at from the injected clock', async () => {
+  it('envelope: every docs/spec.md key, in order; policy and generated_at from the injected clock', async () => {
     const res = await queue(t, alice.token, '');
     expect(res.status, res.text).to.equal(200);
     const keys = Object.keys(res.body).filter((k) => SPEC_KEYS.includes(k));

@@ -1,7 +1,7 @@
 /**
- * SPEC GET /v1/queue rule 4: `questions`, `findings`, `pending` are routed-to-me plus
+ * docs/spec.md GET /v1/queue rule 4: `questions`, `findings`, `pending` are routed-to-me plus
  * unrouted; `asked` is the questions the caller filed; `reviews` is nodes with an open
- * `review-requested` edge to the caller's person node (no unrouted fallback). SPEC
+ * `review-requested` edge to the caller's person node (no unrouted fallback). docs/spec.md
  * GET /v1/me rule 1: an unbound caller's routed questions are empty.
  */
 import { expect } from 'chai';

@@ -1,5 +1,5 @@
 /**
- * SPEC "Workflow runs" rule 2 and DESIGN.md §5: approval steps never appear in GET /v1/work;
+ * docs/spec.md "Workflow runs" rule 2 and docs/design.md §5: approval steps never appear in GET /v1/work;
  * they appear in the human decision queue (GET /v1/queue) with `suggest: approve` and are
  * completed by a person (agent tokens get 403).
  */

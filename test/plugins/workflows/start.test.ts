@@ -1,5 +1,5 @@
 /**
- * SPEC "Workflow runs" rule 1 (starting a run records a node with lineage and executes
+ * docs/spec.md "Workflow runs" rule 1 (starting a run records a node with lineage and executes
  * nothing), "States and transitions" (a proposed workflow must be activated by another
  * identity before a run can start), the run record of GET /v1/runs/{id}, and bad input.
  */

@@ -1,6 +1,6 @@
 /**
- * SPEC "Workflow runs" rules 3-4 and "States and transitions / Workflow run and step"
- * (DESIGN.md §5): claims give a lease with a generation (committed as `claimed` in the run
+ * docs/spec.md "Workflow runs" rules 3-4 and "States and transitions / Workflow run and step"
+ * (docs/design.md §5): claims give a lease with a generation (committed as `claimed` in the run
  * node, expiry in operational state), the holder re-claiming renews, lapsed leases are
  * offered again under a new generation (clock-driven), verdicts move steps and the run,
  * retries are idempotent or 409 `outcome_conflict`, stale leases 409 `lease_expired`.
@@ -156,7 +156,7 @@ describe('workflows: claiming steps and reporting verdicts', function () {
       expect(res.body.error.code).to.equal('validation_failed');
     }
     expect((await t.api('POST', `/v1/runs/${run}/steps/a/complete`, { token: alice.token })).status).to.equal(422);
-    // SPEC Workflow rule 4: a superseded lease is 409 lease_expired, and so is any lease that is not this step's
+    // docs/spec.md Workflow rule 4: a superseded lease is 409 lease_expired, and so is any lease that is not this step's
     for (const other of ['garbage', `${run}:b:1`, `run-other:a:1`, `${run}:a:2`]) {
       const res = await complete(t, run, 'a', { lease: other, status: 'succeeded' }, alice.token);
       expect(res.status, `${other}: ${res.text}`).to.equal(409);

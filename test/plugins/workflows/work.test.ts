@@ -1,5 +1,5 @@
 /**
- * SPEC "Workflow runs" rule 2: GET /v1/work lists claimable steps of running runs, excludes
+ * docs/spec.md "Workflow runs" rule 2: GET /v1/work lists claimable steps of running runs, excludes
  * approval steps, and filters by `capability=a,b` (a step's capability, when it has one, must
  * be in the list).
  */
