@@ -13,5 +13,5 @@ export const gardenerPlugin = definePlugin({
   dependsOn: ['core'],
   optionalDependsOn: ['leases'],
   // The body is "none" per docs/spec.md: an empty or absent body; a field in it is 422 (closed input).
-  routes: [{ method: 'POST', path: '/v1/gardener', operation: api.gardenerSweep }],
+  routes: [{ method: 'POST', path: '/v1/gardener', operation: api.runGardener }],
 });

@@ -8,23 +8,13 @@
 import { createHash } from 'node:crypto';
 import { isSvcError } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
+import type { Static } from '../../kernel/operation.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { DraftNode, WriteDraft } from '../../kernel/write-draft.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { leasesOf } from '../leases/public.js';
+import type { RunGardenerOutput } from './schemas.js';
 import { conditionsOf, isCheckName, type CheckEnv, type CheckName, type Condition } from './checks.js';
-
-export interface GardenerResult {
-  /** nodes examined (every node except findings) */
-  checked: number;
-  /** findings opened by this run (new, or reopened) */
-  filed: string[];
-  /** findings resolved by this run */
-  resolved: string[];
-  /** findings left open because their condition still holds (or whose write a schema hook refused) */
-  skipped: string[];
-  generated_at: string;
-}
 
 const ID_MAX = 200;
 
@@ -63,7 +53,7 @@ interface Change {
   outcome: 'filed' | 'resolved' | 'refreshed';
 }
 
-export async function runGardener(ctx: OpContext): Promise<GardenerResult> {
+export async function runGardener(ctx: OpContext): Promise<Static<typeof RunGardenerOutput>> {
   const actor = writeActorOf(ctx.actor);
   const { tenant, services } = ctx;
   const leasesPlugin = services.host.plugins.find((p) => p.name === 'leases');

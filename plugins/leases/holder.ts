@@ -20,6 +20,7 @@ import type { NodeWriteCheck, OpContext, TenantSettingDef } from '../../kernel/p
 import { perTenant } from '../../kernel/per-tenant.js';
 import type { Collection } from '../../kernel/state-store.js';
 import type { Tenant } from '../../kernel/tenant.js';
+import type { LeaseNotice } from './schemas.js';
 import { holderDetails, leasesOf, relationOf, type StoredLease } from './store.js';
 
 /** The tenant settings this plugin reads (tenant.json `settings`). */
@@ -33,22 +34,6 @@ export const leaseSettings: Record<string, TenantSettingDef> = {
 
 export function strictLeases(tenant: Tenant): boolean {
   return tenant.config.settings?.leases === 'strict';
-}
-
-/** One write someone made to a node the recipient held. */
-export interface LeaseNotice {
-  node_id: string;
-  op: string;
-  by: string;
-  by_name: string | null;
-  agent: string | null;
-  at: string;
-  /** the node's status after the write */
-  status: string;
-  forced: boolean;
-  /** the write left the node terminal and the recipient's lease was released */
-  released: boolean;
-  message: string;
 }
 
 interface NoticeBox {

@@ -12,11 +12,30 @@ import { errors, isSvcError, type SvcError } from '../../kernel/errors.js';
 import { withHints } from '../../kernel/error-hints.js';
 import type { Edge, NodeRecord } from '../../kernel/graph-index.js';
 import type { OpContext, StatusEffect } from '../../kernel/plugin.js';
-import type { WriteDraft } from '../../kernel/tenant.js';
+import type { WriteDraft } from '../../kernel/write-draft.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { requireId } from '../../kernel/validate.js';
 import { isDone } from '../core/public.js';
+import type { Static } from '../../kernel/operation.js';
 import { takeNotices, withNotices } from './holder.js';
+import type {
+  BatchFailure,
+  ClaimBatchInput,
+  ClaimBatchOutput,
+  ClaimNodeInput,
+  ClaimNodeOutput,
+  EdgeResult,
+  ExtendInput,
+  ExtendOutput,
+  LeaseInput,
+  ReleaseBatchInput,
+  ReleaseBatchOutput,
+  ReleaseNodeOutput,
+  RenewBatchInput,
+  RenewBatchOutput,
+  RenewNodeOutput,
+  ReserveOutput,
+} from './schemas.js';
 import {
   heldByOther,
   leaseLost,
@@ -29,26 +48,8 @@ import {
   type StoredLease,
 } from './store.js';
 
-export const MAX_BATCH_IDS = 500;
-
-export interface EdgeResult {
-  type: 'assigned';
-  from: string;
-  to: string;
-  status: 'created' | 'skipped' | 'deleted';
-  /** the node's revision after the change (echo it on the next update) */
-  revision: string | null;
-}
-
-export interface BatchFailure {
-  node_id: string;
-  code: string;
-  message: string;
-  holder?: string;
-}
-
-/** `session` is checked by the operation's input schema (api.ts): 1-128 of [A-Za-z0-9._:-]. */
-type Session = string | null | undefined;
+/** `session` is checked by the operation's input schema (schemas.ts): 1-128 of [A-Za-z0-9._:-]. */
+type Session = Static<typeof LeaseInput>['session'];
 
 // ---------------------------------------------------------------- input checks
 
@@ -259,14 +260,7 @@ function checkClaimable(ctx: OpContext, record: NodeRecord): void {
 
 // ---------------------------------------------------------------- single routes
 
-export interface ClaimInput {
-  id: string;
-  session?: Session;
-  nonce?: string;
-  force?: boolean;
-}
-
-export async function claim(ctx: OpContext, input: ClaimInput) {
+export async function claimNode(ctx: OpContext, input: Static<typeof ClaimNodeInput>): Promise<Static<typeof ClaimNodeOutput>> {
   const { id, nonce } = input;
   const claimant = claimantOf(ctx, input.session);
   const force = input.force === true;
@@ -306,12 +300,7 @@ async function ownLease(
   return { claimant, table, nowMs, live: ownLive(table, id, claimant, nowMs) };
 }
 
-export interface LeaseInput {
-  id: string;
-  session?: Session;
-}
-
-export async function renew(ctx: OpContext, input: LeaseInput): Promise<LeaseView> {
+export async function renewNode(ctx: OpContext, input: Static<typeof LeaseInput>): Promise<Static<typeof RenewNodeOutput>> {
   const { claimant, table, nowMs, live } = await ownLease(ctx, input.id, input.session);
   const next = refreshed(live, claimant, nowMs, ctx.tenant.config.limits.claim_ttl_ms);
   const persisted = table.put(next);
@@ -319,7 +308,7 @@ export async function renew(ctx: OpContext, input: LeaseInput): Promise<LeaseVie
   return withNotices(ctx, leaseView(next));
 }
 
-export async function extend(ctx: OpContext, input: LeaseInput & { ms: number }) {
+export async function extend(ctx: OpContext, input: Static<typeof ExtendInput>): Promise<Static<typeof ExtendOutput>> {
   const { ms } = input;
   const { claimant, table, nowMs, live } = await ownLease(ctx, input.id, input.session);
   const { claim_ttl_ms: ttl, claim_ttl_max_ms: maxTtl } = ctx.tenant.config.limits;
@@ -341,7 +330,7 @@ export async function extend(ctx: OpContext, input: LeaseInput & { ms: number })
   });
 }
 
-export async function reserve(ctx: OpContext, input: LeaseInput) {
+export async function reserve(ctx: OpContext, input: Static<typeof LeaseInput>): Promise<Static<typeof ReserveOutput>> {
   const { claimant, table, nowMs, live } = await ownLease(ctx, input.id, input.session);
   const grace = ctx.tenant.config.limits.grace_window_ms;
   const next: StoredLease = {
@@ -355,7 +344,7 @@ export async function reserve(ctx: OpContext, input: LeaseInput) {
   return withNotices(ctx, { ok: true, status: 'reserved', lease: leaseView(next), grace_window_ms: grace });
 }
 
-export async function release(ctx: OpContext, input: LeaseInput) {
+export async function releaseNode(ctx: OpContext, input: Static<typeof LeaseInput>): Promise<Static<typeof ReleaseNodeOutput>> {
   const { id } = input;
   const claimant = claimantOf(ctx, input.session);
   workNode(ctx, id);
@@ -378,12 +367,12 @@ export async function release(ctx: OpContext, input: LeaseInput) {
 
 // ---------------------------------------------------------------- batch routes
 
-function batchStatus(landed: number, asked: number, all: string, some: string, none: string): string {
+function batchStatus<A extends string, S extends string, N extends string>(landed: number, asked: number, all: A, some: S, none: N): A | S | N {
   if (landed === asked) return all;
   return landed > 0 ? some : none;
 }
 
-export async function batchClaim(ctx: OpContext, input: { ids: string[]; session?: Session }) {
+export async function claimBatch(ctx: OpContext, input: Static<typeof ClaimBatchInput>): Promise<Static<typeof ClaimBatchOutput>> {
   const ids = idList(input.ids);
   const claimant = claimantOf(ctx, input.session);
   const table = leasesOf(ctx.tenant);
@@ -435,7 +424,7 @@ export async function batchClaim(ctx: OpContext, input: { ids: string[]; session
   return withNotices(ctx, { ok: true, status: batchStatus(claimed.length, ids.length, 'claimed', 'partial', 'refused'), count: claimed.length, claimed, leases, failed });
 }
 
-export async function batchRenew(ctx: OpContext, input: { ids?: string[]; session?: Session }) {
+export async function renewBatch(ctx: OpContext, input: Static<typeof RenewBatchInput>): Promise<Static<typeof RenewBatchOutput>> {
   const claimant = claimantOf(ctx, input.session);
   const table = leasesOf(ctx.tenant);
   const nowMs = ctx.services.clock.now();
@@ -518,7 +507,7 @@ export async function batchRenew(ctx: OpContext, input: { ids?: string[]; sessio
   });
 }
 
-export async function batchRelease(ctx: OpContext, input: { ids?: string[]; session?: Session }) {
+export async function releaseBatch(ctx: OpContext, input: Static<typeof ReleaseBatchInput>): Promise<Static<typeof ReleaseBatchOutput>> {
   const claimant = claimantOf(ctx, input.session);
   const ids = input.ids === undefined ? null : idList(input.ids);
   const table = leasesOf(ctx.tenant);

@@ -13,6 +13,8 @@ import { errors, type SvcError } from '../../kernel/errors.js';
 import type { Collection } from '../../kernel/state-store.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { perTenant } from '../../kernel/per-tenant.js';
+import type { Static } from '../../kernel/operation.js';
+import type { LeaseRecord } from './schemas.js';
 
 export type LeaseState = 'live' | 'reserved';
 
@@ -29,18 +31,8 @@ export interface StoredLease {
   state: LeaseState;
 }
 
-/** The docs/spec.md lease record `{node_id, by, expires, expires_at, session, claimed_at}` plus `agent` and `state`. */
-export interface LeaseView {
-  node_id: string;
-  by: string;
-  /** epoch milliseconds */
-  expires: number;
-  expires_at: string;
-  session: string | null;
-  claimed_at: string;
-  agent: string | null;
-  state: LeaseState;
-}
+/** A lease as answers show it (schemas.ts `LeaseRecord`). */
+export type LeaseView = Static<typeof LeaseRecord>;
 
 /** Who is asking: the authenticated person, the agent acting for them, and the run (session). */
 export interface Claimant {

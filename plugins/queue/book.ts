@@ -25,7 +25,7 @@ import { policyOf } from './policy.js';
 import { perTenant } from '../../kernel/per-tenant.js';
 
 export type Readiness = { value: 'agent' | 'human' | null; reasons: string[] };
-export type Suggest = 'do' | 'blocked' | 'triage' | 'close' | 'approve';
+export type Suggest = (typeof SUGGEST_CODES)[number];
 
 /**
  * Everything about a candidate that does not depend on the clock, flattened so the

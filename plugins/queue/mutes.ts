@@ -9,14 +9,11 @@
  */
 import { errors } from '../../kernel/errors.js';
 import type { OpContext } from '../../kernel/plugin.js';
+import type { Static } from '../../kernel/operation.js';
 import type { Tenant } from '../../kernel/tenant.js';
+import type { AddMuteInput, AddMuteOutput, ListMutesOutput, MuteEntry, RemoveMuteInput, RemoveMuteOutput } from './schemas.js';
 
-export interface MuteEntry {
-  id: string;
-  /** YYYY-MM-DD; the mute ends at the start of that day (UTC); null = until removed */
-  until: string | null;
-  muted_at: string;
-}
+type MuteEntry = Static<typeof MuteEntry>;
 
 interface MuteList {
   mutes: MuteEntry[];
@@ -43,14 +40,14 @@ function personOf(ctx: OpContext): string {
   return ctx.actor.personId;
 }
 
-export async function listMutes(ctx: OpContext) {
+export async function listMutes(ctx: OpContext): Promise<Static<typeof ListMutesOutput>> {
   const person = personOf(ctx);
   const mutes = activeMutes(collectionOf(ctx.tenant).get(person), ctx.services.clock.now()).sort((a, b) => (a.id < b.id ? -1 : 1));
   return { person, mutes, count: mutes.length };
 }
 
-/** `id` and the `until` form (YYYY-MM-DD) are checked by the input schema (api.ts); a real, future date here. */
-export async function addMute(ctx: OpContext, input: { id: string; until?: string | null }) {
+/** `id` and the `until` form (YYYY-MM-DD) are checked by the input schema (schemas.ts); a real, future date here. */
+export async function addMute(ctx: OpContext, input: Static<typeof AddMuteInput>): Promise<Static<typeof AddMuteOutput>> {
   const { id } = input;
   const person = personOf(ctx);
   let until: string | null = null;
@@ -71,7 +68,7 @@ export async function addMute(ctx: OpContext, input: { id: string; until?: strin
   return { status: existing ? 'updated' : 'muted', ...entry };
 }
 
-export async function removeMute(ctx: OpContext, input: { id: string }) {
+export async function removeMute(ctx: OpContext, input: Static<typeof RemoveMuteInput>): Promise<Static<typeof RemoveMuteOutput>> {
   const { id } = input;
   const person = personOf(ctx);
   const collection = collectionOf(ctx.tenant);

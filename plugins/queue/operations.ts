@@ -14,32 +14,28 @@ import type { NodeRecord } from '../../kernel/graph-index.js';
 import { RawResponse, type OpContext } from '../../kernel/plugin.js';
 import { queryList } from '../../kernel/validate.js';
 import { leasesOf, type StoredLease } from '../leases/public.js';
-import { bookOf, READINESS_CODES, SUGGEST_CODES, type QueueBook, type StaticSignals } from './book.js';
+import type { Static } from '../../kernel/operation.js';
+import { bookOf, READINESS_CODES, SUGGEST_CODES, type QueueBook, type StaticSignals, type Suggest } from './book.js';
 import { mutedIds } from './mutes.js';
 import { policyOf, type QueuePolicy } from './policy.js';
 import { renderQueueMarkdown } from './render.js';
+import type { QueueEnvelope, QueueFilters, QueueItem, SectionEntry, ShowQueueInput } from './schemas.js';
 import { isDone, resolveScope, type ProjectScope } from '../core/public.js';
 
-export const SUGGESTIONS = ['do', 'blocked', 'triage', 'close', 'approve'] as const;
-export type Suggest = (typeof SUGGESTIONS)[number];
 const READINESS_FILTERS = ['agent', 'human', 'untriaged'] as const;
 type ReadinessFilter = (typeof READINESS_FILTERS)[number];
 const SECTION_CAP = 50;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
- * The input as the schema (api.ts) admits it: slugs checked; lists as a comma-separated string
- * or a list; `limit`/`offset` an integer or its digits (the forms the tools always took).
+ * The filters as the schema (schemas.ts) admits them: slugs checked; lists as a comma-separated
+ * string or a list; `limit`/`offset` an integer or its digits (the forms the tools always took).
  */
-export interface QueueInput {
-  project?: string;
-  assignee?: string;
-  type?: string | string[];
-  exclude_type?: string | string[];
-  readiness?: string | string[];
-  limit?: number | string;
-  offset?: number | string;
-}
+export type QueueInput = Static<typeof QueueFilters>;
+type QueueItem = Static<typeof QueueItem>;
+type SectionEntry = Static<typeof SectionEntry>;
+/** The envelope as built: the policy is always there until show_queue leaves it out. */
+type QueueEnvelope = Static<typeof QueueEnvelope> & { policy: QueuePolicy };
 
 interface QueueQuery {
   project: string | null;
@@ -49,34 +45,6 @@ interface QueueQuery {
   readiness: ReadinessFilter[];
   limit: number;
   offset: number;
-}
-
-export interface QueueItem {
-  id: string;
-  title: string;
-  type: string;
-  status: string;
-  project: string | null;
-  priority: string | null;
-  score: number;
-  signals: { blocking: number; heat: number; staleness: number; age: number };
-  suggest: Suggest;
-  why: string;
-  readiness?: 'agent' | 'human';
-  readiness_reasons?: string[];
-  lease?: { by: string; agent: string | null; session: string | null; state: string; expires_at: string };
-}
-
-export interface SectionEntry {
-  id: string;
-  type: string;
-  title: string;
-  status: string;
-  project: string | null;
-  author: string | null;
-  created: string | null;
-  routed_to: string[];
-  answered_by?: string[];
 }
 
 // ---------------------------------------------------------------- input
@@ -323,32 +291,6 @@ function carriedBy(ctx: OpContext, person: string): Set<string> {
   return ids;
 }
 
-export interface QueueEnvelope {
-  items: QueueItem[];
-  count: number;
-  offset: number;
-  returned_count: number;
-  total_count: number;
-  truncated: boolean;
-  next_offset: number | null;
-  counts_by_type: Record<string, number>;
-  counts_by_project: Record<string, number>;
-  counts_by_suggest: Record<Suggest, number>;
-  counts_by_readiness: Record<ReadinessFilter, number>;
-  muted: number;
-  dormant: number;
-  reserved: number;
-  questions: SectionEntry[];
-  asked: SectionEntry[];
-  findings: SectionEntry[];
-  pending: SectionEntry[];
-  reviews: SectionEntry[];
-  section_totals: Record<string, number>;
-  filters: Record<string, unknown>;
-  policy: QueuePolicy;
-  generated_at: string;
-}
-
 /**
  * The first `k` items in `cmp` order. A page near the top (the common case) costs
  * O(n log k) with a bounded heap instead of sorting the whole candidate set.
@@ -390,7 +332,20 @@ export function selectTop(items: Int32Array, k: number, cmp: (a: number, b: numb
   return heap.sort(cmp);
 }
 
-export async function showQueue(ctx: OpContext, input: QueueInput = {}): Promise<QueueEnvelope> {
+/**
+ * `show_queue`: the ranked queue. The ~500-byte ranking policy is the same on every call: REST
+ * keeps it unless include_policy=false, the tool sends it when asked.
+ */
+export async function showQueue(ctx: OpContext, input: Static<typeof ShowQueueInput>): Promise<Static<typeof QueueEnvelope>> {
+  const { include_policy, ...filters } = input;
+  const envelope = queueOf(ctx, filters);
+  if (include_policy ?? ctx.via === 'rest') return envelope;
+  const { policy: _policy, ...lean } = envelope;
+  return lean;
+}
+
+/** The queue envelope for these filters (policy included). */
+function queueOf(ctx: OpContext, input: QueueInput): QueueEnvelope {
   const query = parseQuery(ctx, input);
   const { tenant } = ctx;
   const book = bookOf(tenant);
@@ -496,7 +451,7 @@ export async function showQueue(ctx: OpContext, input: QueueInput = {}): Promise
   const countsByProject = new Map<string, number>();
   typeCounts.forEach((n, key) => n > 0 && countsByType.set(book.keyNames[key]!, n));
   projectCounts.forEach((n, key) => n > 0 && countsByProject.set(book.keyNames[key]!, n));
-  const countsBySuggest = Object.fromEntries(SUGGESTIONS.map((name) => [name, suggestCounts[SUGGEST_CODES.indexOf(name)]!])) as Record<Suggest, number>;
+  const countsBySuggest = Object.fromEntries(SUGGEST_CODES.map((name) => [name, suggestCounts[SUGGEST_CODES.indexOf(name)]!])) as Record<Suggest, number>;
   const countsByReadiness = Object.fromEntries(READINESS_CODES.map((name, i) => [name, readinessCounts[i]!])) as Record<ReadinessFilter, number>;
 
   // Ranked order: own reservations first, then score, priority, age (oldest first), id.
@@ -586,7 +541,7 @@ export async function showQueue(ctx: OpContext, input: QueueInput = {}): Promise
 }
 
 /** `render_queue`: the same queue, as markdown a person can read. */
-export async function renderQueue(ctx: OpContext, input: QueueInput = {}): Promise<RawResponse> {
-  const envelope = await showQueue(ctx, input);
+export async function renderQueue(ctx: OpContext, input: QueueInput): Promise<RawResponse> {
+  const envelope = queueOf(ctx, input);
   return new RawResponse(200, { 'content-type': 'text/markdown; charset=utf-8' }, renderQueueMarkdown(ctx.tenant.org, envelope));
 }

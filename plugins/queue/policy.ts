@@ -5,14 +5,15 @@
  */
 import type { Registry } from '../../kernel/registry.js';
 
-export interface PriorityWeights {
+// type aliases, not interfaces: the policy is answered as a JSON object (`Record<string, unknown>`)
+export type PriorityWeights = {
   p1: number;
   p2: number;
   p3: number;
   none: number;
-}
+};
 
-export interface QueuePolicy {
+export type QueuePolicy = {
   version: number;
   weights: { priority: PriorityWeights; blocking: number; heat: number; staleness: number; age: number };
   heat_window_days: number;
@@ -27,7 +28,7 @@ export interface QueuePolicy {
   /** subtracted from the score of an item someone else holds a live lease on */
   leased_penalty: number;
   doc: string;
-}
+};
 
 export const DEFAULT_POLICY: QueuePolicy = {
   version: 1,

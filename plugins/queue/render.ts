@@ -2,13 +2,15 @@
  * The queue envelope as markdown (the `render_queue` tool): the ranked page with each item's
  * suggestion, score and why line, then the routed sections and the counts.
  */
-import type { QueueEnvelope, SectionEntry } from './operations.js';
+import type { Static } from '../../kernel/operation.js';
+import type { QueuePolicy } from './policy.js';
+import type { QueueEnvelope, SectionEntry } from './schemas.js';
 
 function escape(text: string): string {
   return text.replace(/([\\`*_[\]|<>])/g, '\\$1').replace(/\r?\n/g, ' ');
 }
 
-function section(title: string, entries: SectionEntry[], total: number): string[] {
+function section(title: string, entries: Static<typeof SectionEntry>[], total: number): string[] {
   const lines = [`## ${title} (${total})`, ''];
   if (entries.length === 0) lines.push('_none_');
   for (const e of entries) {
@@ -25,7 +27,7 @@ const counts = (map: Record<string, number>) =>
     .map(([k, v]) => `${k} ${v}`)
     .join(', ') || 'none';
 
-export function renderQueueMarkdown(org: string, q: QueueEnvelope): string {
+export function renderQueueMarkdown(org: string, q: Static<typeof QueueEnvelope> & { policy: QueuePolicy }): string {
   const lines: string[] = [];
   const first = q.items.length > 0 ? q.offset + 1 : q.offset;
   lines.push(`# Decision queue: ${org}`, '');

@@ -12,6 +12,7 @@
 import { errors } from '../../kernel/errors.js';
 import type { Frontmatter } from '../../kernel/codec.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
+import type { Static } from '../../kernel/operation.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { isDone } from '../core/public.js';
@@ -34,6 +35,19 @@ import {
   type StepState,
   type Verdict,
 } from './model.js';
+import type {
+  ClaimStepInput,
+  ClaimStepOutput,
+  CompleteStepInput,
+  CompleteStepOutput,
+  GetRunInput,
+  GetRunOutput,
+  ListWorkInput,
+  ListWorkOutput,
+  RunWorkflowInput,
+  RunWorkflowOutput,
+  WorkItem,
+} from './schemas.js';
 import { leaseKey, RUN_KEY_TTL_MS, runBookOf, type RunBook, type StepLease } from './store.js';
 
 type Body = Record<string, unknown>;
@@ -47,7 +61,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 // ---------------------------------------------------------------- input checks
 
 /*
- * Shapes, bounds and patterns are the input schemas' (api.ts); what stays here is what they
+ * Shapes, bounds and patterns are the input schemas' (schemas.ts); what stays here is what they
  * cannot say: JSON sizes in bytes, the Idempotency-Key header, and which lease a reference names.
  */
 
@@ -215,14 +229,8 @@ function personOnly(ctx: OpContext, step: RunStep, runId: string, sid: string): 
 
 // ---------------------------------------------------------------- start a run
 
-export interface StartInput {
-  id: string;
-  inputs?: Record<string, unknown> | null;
-  idempotency_key?: string | null;
-}
-
 /** POST /v1/workflows/{id}/run and `run_workflow`: records a run node; executes nothing. */
-export async function startRun(ctx: OpContext, input: StartInput) {
+export async function runWorkflow(ctx: OpContext, input: Static<typeof RunWorkflowInput>): Promise<Static<typeof RunWorkflowOutput>> {
   const workflowId = input.id;
   const inputs = checkInputs(input.inputs);
   const key = optionalIdempotencyKey(input.idempotency_key ?? ctx.headers['idempotency-key']);
@@ -305,51 +313,25 @@ export async function startRun(ctx: OpContext, input: StartInput) {
 
 // ---------------------------------------------------------------- read a run
 
-export async function getRun(ctx: OpContext, input: { id: string }) {
+export async function getRun(ctx: OpContext, input: Static<typeof GetRunInput>): Promise<Static<typeof GetRunOutput>> {
   const runId = input.id;
   return runRecord(runBookOf(ctx.tenant), runNode(ctx, runId), ctx.services.clock.now());
 }
 
 // ---------------------------------------------------------------- claimable work
 
-export interface WorkInput {
-  /** capability slugs */
-  capability?: string[];
-  /** page size, clamped to 1-500 (default 100) */
-  limit?: number;
-}
-
-export interface WorkItem {
-  run_id: string;
-  step: string;
-  title: string;
-  run_title: string;
-  workflow: string | null;
-  workflow_version: string | null;
-  project: string | null;
-  capability: string | null;
-  needs: string[];
-  /** the generation of the last lease; a claim issues generation + 1 */
-  generation: number;
-  attempts: number;
-  max_attempts: number;
-  iteration: number | null;
-  /** a former holder's lease lapsed: the step is offered again */
-  lapsed: boolean;
-}
-
 /**
  * GET /v1/work: ready steps of running runs, approval steps excluded (they are a person's,
  * through the decision queue). Cost: O(running runs x their steps), from the run book and the
  * index; finished runs are never visited.
  */
-export async function listWork(ctx: OpContext, input: WorkInput = {}) {
+export async function listWork(ctx: OpContext, input: Static<typeof ListWorkInput>): Promise<Static<typeof ListWorkOutput>> {
   const capabilities = input.capability && input.capability.length > 0 ? new Set(input.capability) : null;
   const limit = Math.min(WORK_LIMIT_MAX, Math.max(1, input.limit ?? WORK_LIMIT_DEFAULT));
   const { tenant } = ctx;
   const book = runBookOf(tenant);
   const nowMs = ctx.services.clock.now();
-  const found: Array<{ item: WorkItem; created: string; index: number }> = [];
+  const found: Array<{ item: Static<typeof WorkItem>; created: string; index: number }> = [];
   for (const runId of book.running) {
     const record = tenant.index.get(runId);
     if (!record) continue;
@@ -391,21 +373,6 @@ export async function listWork(ctx: OpContext, input: WorkInput = {}) {
 
 // ---------------------------------------------------------------- claim a step
 
-export interface StepInput {
-  /** the run id */
-  id: string;
-  /** the step id */
-  sid: string;
-  iteration?: number | null;
-}
-
-export interface CompleteInput extends StepInput {
-  lease: string | { lease_id: string };
-  status: Verdict;
-  result?: unknown;
-  log?: string | null;
-}
-
 function notClaimable(runId: string, sid: string, reason: string, message: string, extra: Body = {}) {
   return errors.conflict(`step ${sid} of ${runId} is not claimable: ${message}`, { run_id: runId, step: sid, reason, ...extra });
 }
@@ -415,7 +382,7 @@ function notClaimable(runId: string, sid: string, reason: string, message: strin
  * lease with the next generation, committed as `claimed` in the run node; the holder claiming
  * again renews the same lease without a commit.
  */
-export async function claimStep(ctx: OpContext, input: StepInput) {
+export async function claimStep(ctx: OpContext, input: Static<typeof ClaimStepInput>): Promise<Static<typeof ClaimStepOutput>> {
   const { id: runId, sid } = input;
   const iteration = input.iteration ?? null;
   const actor = writeActorOf(ctx.actor);
@@ -492,7 +459,7 @@ function claimAnswer(book: RunBook, runId: string, sid: string, lease: StepLease
  * every unfinished step is skipped). A retry of a recorded generation is answered from the
  * record (`replayed: true`) when it agrees and is 409 `outcome_conflict` when it does not.
  */
-export async function completeStep(ctx: OpContext, input: CompleteInput) {
+export async function completeStep(ctx: OpContext, input: Static<typeof CompleteStepInput>): Promise<Static<typeof CompleteStepOutput>> {
   const { id: runId, sid, status } = input;
   const generation = parseLeaseRef(input.lease, runId, sid);
   const result = optionalResult(input.result);

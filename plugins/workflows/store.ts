@@ -15,6 +15,8 @@ import type { Collection } from '../../kernel/state-store.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { readLineage, readState } from './model.js';
 import { perTenant } from '../../kernel/per-tenant.js';
+import type { Static } from '../../kernel/operation.js';
+import type { RunWorkflowOutput } from './schemas.js';
 
 /** The operational half of a step lease. */
 export interface StepLease {
@@ -38,7 +40,7 @@ export interface RunKey {
   inputs: string;
   run_id: string;
   created_ms: number;
-  payload: unknown;
+  payload: Static<typeof RunWorkflowOutput>;
 }
 
 export const RUN_KEY_TTL_MS = 24 * 60 * 60 * 1000;

@@ -22,7 +22,7 @@ const HEADER_LINES = 15;
  * still too long); the test fails for an entry that is no longer over the limit, so the list
  * cannot outlive its purpose.
  */
-const PENDING_SPLIT: ReadonlySet<string> = new Set(['plugins/core/operations.ts', 'plugins/leases/operations.ts']);
+const PENDING_SPLIT: ReadonlySet<string> = new Set(['plugins/core/operations.ts']);
 
 /** Lines as `wc -l` counts them, plus a last line without its newline. */
 function lineCount(text: string): number {
