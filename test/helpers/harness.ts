@@ -44,10 +44,22 @@ export interface TestServer {
 /**
  * Every log line of every harness server in this mocha run, and every credential the harness
  * saw (admin tokens, bearer tokens sent, `token`/`ticket` fields of responses): a root hook
- * (test/kernel/observability.test.ts) proves no credential reached any log line of the run.
+ * (test/helpers/root-hooks.ts) proves after every test file that no credential reached any log
+ * line this process collected (the whole run when serial, the worker's files with --parallel).
  */
 export const runLog: string[] = [];
 export const runSecrets = new Set<string>();
+
+/**
+ * Throws if any credential in runSecrets appears in runLog. Called by the root hook after every
+ * test file (test/helpers/root-hooks.ts) and by test/kernel/observability.test.ts.
+ */
+export function assertNoCredentialLogged(): void {
+  const all = runLog.join('\n');
+  for (const secret of runSecrets) {
+    if (all.includes(secret)) throw new Error(`a credential reached a log line: ${secret.slice(0, 12)}...`);
+  }
+}
 
 function collectSecrets(value: unknown, depth = 0): void {
   if (depth > 4 || value === null || typeof value !== 'object') return;
