@@ -21,7 +21,7 @@ async function until(check: () => boolean | Promise<boolean>, limitMs = 5000): P
 }
 
 describe('leases: the holder is named, told, and (strict) protected', function () {
-  this.timeout(30_000);
+  this.timeout(120_000);
   let t: TestServer;
   let ada: { id: string; token: string };
   let bob: { id: string; token: string };
