@@ -123,7 +123,11 @@ export async function startTestServer(opts: { plugins?: PluginDef[]; config?: Pa
     server,
     logs,
     async api(method, path, o = {}) {
-      const headers: Record<string, string> = { ...(o.headers ?? {}) };
+      // A fresh connection per call: a pooled keep-alive socket reused just as the server's
+      // 5 s keep-alive timeout closes it fails the request ("fetch failed", ECONNRESET); on a
+      // loaded machine undici's coarse keep-alive timer lost that race (admin-tokens, export,
+      // history at load 25). Tests about connections use fetch directly.
+      const headers: Record<string, string> = { connection: 'close', ...(o.headers ?? {}) };
       const token = o.token === undefined ? adminToken : o.token;
       if (token) {
         headers.authorization = `Bearer ${token}`;
