@@ -44,10 +44,22 @@ export interface TestServer {
 /**
  * Every log line of every harness server in this mocha run, and every credential the harness
  * saw (admin tokens, bearer tokens sent, `token`/`ticket` fields of responses): a root hook
- * (test/kernel/observability.test.ts) proves no credential reached any log line of the run.
+ * (test/helpers/root-hooks.ts) proves after every test file that no credential reached any log
+ * line this process collected (the whole run when serial, the worker's files with --parallel).
  */
 export const runLog: string[] = [];
 export const runSecrets = new Set<string>();
+
+/**
+ * Throws if any credential in runSecrets appears in runLog. Called by the root hook after every
+ * test file (test/helpers/root-hooks.ts) and by test/kernel/observability.test.ts.
+ */
+export function assertNoCredentialLogged(): void {
+  const all = runLog.join('\n');
+  for (const secret of runSecrets) {
+    if (all.includes(secret)) throw new Error(`a credential reached a log line: ${secret.slice(0, 12)}...`);
+  }
+}
 
 function collectSecrets(value: unknown, depth = 0): void {
   if (depth > 4 || value === null || typeof value !== 'object') return;
@@ -73,7 +85,10 @@ export async function testStoreConfig(dataDir: string): Promise<Partial<ServerCo
     url = await freshSchemaUrl((await sharedPostgres()).url);
     clusterSchemas.set(dataDir, url);
   }
-  return { databaseUrl: url, clusterLeaseMs: 3000 };
+  // A lease is renewed every third of it and held for three quarters of it: at 3 s, a renewal
+  // delayed 1.25 s by a loaded machine (seen at load 25 on 2 cores) lost the tenant mid-test
+  // ("this process no longer serves tenant local"). Servers the tests stop release at once.
+  return { databaseUrl: url, clusterLeaseMs: 10_000 };
 }
 
 /**
@@ -108,7 +123,11 @@ export async function startTestServer(opts: { plugins?: PluginDef[]; config?: Pa
     server,
     logs,
     async api(method, path, o = {}) {
-      const headers: Record<string, string> = { ...(o.headers ?? {}) };
+      // A fresh connection per call: a pooled keep-alive socket reused just as the server's
+      // 5 s keep-alive timeout closes it fails the request ("fetch failed", ECONNRESET); on a
+      // loaded machine undici's coarse keep-alive timer lost that race (admin-tokens, export,
+      // history at load 25). Tests about connections use fetch directly.
+      const headers: Record<string, string> = { connection: 'close', ...(o.headers ?? {}) };
       const token = o.token === undefined ? adminToken : o.token;
       if (token) {
         headers.authorization = `Bearer ${token}`;

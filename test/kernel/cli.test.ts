@@ -66,7 +66,7 @@ function startServe(env: Record<string, string>): Promise<{ url: string; child: 
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line in 20 s: ${out} ${err}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`no listening line in 60 s: ${out} ${err}`)), 60_000);
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /^listening on (https?:\/\/\S+)$/m.exec(out);
@@ -110,7 +110,7 @@ after(async () => {
 });
 
 describe('workgraph CLI', function () {
-  this.timeout(60_000);
+  this.timeout(180_000);
 
   describe('--help and bad arguments', () => {
     it('every command answers --help with its usage and exit 0 (serve --help does not start a server)', async () => {

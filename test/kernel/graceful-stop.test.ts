@@ -59,7 +59,7 @@ function startServer(dataDir: string, how: { command?: string; args?: string[] }
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no start in 30 s: ${out}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`no start in 60 s: ${out}`)), 60_000);
     const onData = () => {
       const m = /^listening on (http:\/\/\S+)$/m.exec(out);
       if (!m) return;
@@ -78,7 +78,7 @@ const exitOf = (child: ChildProcess) =>
   child.exitCode !== null || child.signalCode !== null ? Promise.resolve({ code: child.exitCode, signal: child.signalCode }) : new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
 
 describe('graceful stop (SIGTERM, SIGINT)', function () {
-  this.timeout(90_000);
+  this.timeout(180_000);
   const dirs: string[] = [];
   const children: ChildProcess[] = [];
   after(async () => {

@@ -29,7 +29,10 @@ const open: StdioSession[] = [];
 async function stdio(env: Record<string, string>): Promise<StdioSession> {
   const transport = new StdioClientTransport({ command: process.execPath, args: [SHIM, 'mcp'], env, stderr: 'pipe', cwd: ROOT });
   let err = '';
-  transport.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const stderr = transport.stderr!;
+  stderr.on('data', (d: Buffer) => (err += d.toString()));
+  // the child's stderr is piped into this stream, which ends when the child's stderr closes
+  const stderrEnded = new Promise<void>((r) => stderr.once('end', () => r()));
   const client = new Client({ name: 'stdio-test', version: '0.0.0' });
   const session: StdioSession = { client, stderr: () => err, close: () => client.close() };
   open.push(session);
@@ -37,8 +40,11 @@ async function stdio(env: Record<string, string>): Promise<StdioSession> {
     await client.connect(transport);
   } catch (e) {
     await client.close().catch(() => undefined);
-    // let the last stderr bytes arrive
-    await new Promise((r) => setTimeout(r, 100));
+    // the last stderr bytes: until the child's stderr ends (bounded: a stuck child still fails
+    // with what it wrote by then)
+    let bound: NodeJS.Timeout | undefined;
+    await Promise.race([stderrEnded, new Promise((r) => (bound = setTimeout(r, 10_000)))]);
+    clearTimeout(bound);
     throw Object.assign(new Error(`connect failed: ${(e as Error).message}\nstderr: ${err}`), { stderr: err });
   }
   return session;
@@ -69,7 +75,7 @@ after(async () => {
 });
 
 describe('workgraph mcp over stdio', function () {
-  this.timeout(60_000);
+  this.timeout(180_000);
 
   describe('local mode on SVC_DATA_DIR (no server running)', () => {
     let dataDir: string;

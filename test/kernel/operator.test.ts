@@ -50,7 +50,7 @@ function startServe(env: Record<string, string>, how: { command?: string; args?:
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in 20 s\nstdout: ${out}\nstderr: ${err}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start in 60 s\nstdout: ${out}\nstderr: ${err}`)), 60_000);
     const onData = () => {
       const m = /^listening on (https?:\/\/\S+)$/m.exec(out);
       if (!m) return;
@@ -133,7 +133,7 @@ after(async () => {
 // ------------------------------------------------------------------ tests
 
 describe('operator contract (real CLI, real HTTP)', function () {
-  this.timeout(60_000);
+  this.timeout(180_000);
 
   describe('first start without SVC_BOOTSTRAP_TOKEN, then a second start', () => {
     let dataDir: string;
