@@ -78,14 +78,6 @@ export default defineConfig(
     },
   },
   {
-    // TEMPORARY (issue 23 item 1): the untyped operation generics `OperationSpec<I = any, O = any>`
-    // and `Operation<I = any, O = any>` are being replaced by the schema-typed builders in the
-    // TypeBox lanes. Once merged, `grep -n "any>" kernel/operation.ts kernel/plugin.ts` finds
-    // nothing and this block goes (the merger removes it; see LINT-PLUGINS.md).
-    files: ['kernel/operation.ts', 'kernel/plugin.ts'],
-    rules: { '@typescript-eslint/no-explicit-any': 'off' },
-  },
-  {
     // The web app's own progressive-enhancement scripts: classic browser scripts, one global
     // each from the vendored library the page loads before them.
     files: ['plugins/app/static/**/*.js'],

@@ -167,7 +167,7 @@ export async function auditIdentityHistory(gitdir: string, registry: Registry, o
  * identity edge types).
  */
 export async function auditRegistry(gitdir: string, pack: SchemaPack, nativeTypes: NodeTypeDef[], nativeEdges: EdgeTypeDef[]): Promise<Registry> {
-  let listing = '';
+  let listing: string;
   try {
     listing = (await runGit(gitdir, ['ls-tree', '-r', 'refs/heads/main', '--', 'nodes/schema'])).toString('utf8');
   } catch {

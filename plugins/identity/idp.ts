@@ -46,7 +46,7 @@ async function call(base: string, path: string, init: RequestInit): Promise<{ st
     throw new IdpCallError(`identity provider unreachable: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`);
   }
   const text = await res.text();
-  let body: unknown = undefined;
+  let body: unknown;
   try {
     body = text ? JSON.parse(text) : undefined;
   } catch {

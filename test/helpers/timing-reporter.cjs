@@ -11,6 +11,7 @@
  * line per file to <file>.lines as each file ends.
  */
 'use strict';
+/* eslint-disable @typescript-eslint/no-require-imports -- mocha loads reporters with require() */
 const { appendFileSync, readFileSync, writeFileSync } = require('node:fs');
 const { loadavg } = require('node:os');
 const Mocha = require('mocha');
