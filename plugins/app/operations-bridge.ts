@@ -71,10 +71,13 @@ export class Bridge {
   }
 
   me() {
-    return invoke(coreApi.getMe, this.ctx, {});
+    return invoke(coreApi.me, this.ctx, {});
   }
-  orgChoices() {
-    return invoke(coreApi.orgChoices, this.ctx, {});
+  async orgChoices() {
+    const answer = await invoke(coreApi.getOrgChoices, this.ctx, {});
+    // get_org_choices answers its payload as is (never a status payload or a raw response)
+    if (answer instanceof StatusPayload || answer instanceof RawResponse) throw new Error('get_org_choices answered a status payload or a raw response');
+    return answer;
   }
   queue(input: QueueInput) {
     this.need('queue', 'the queue');
@@ -119,7 +122,7 @@ export class Bridge {
   }
   /** A full put with the revision echo: a stale revision comes back as a failed entry carrying the 409. */
   async putNode(node: Record<string, unknown>, revision: string): Promise<PutEntryResult> {
-    const answer = await invoke(coreApi.putNodes, this.ctx, { nodes: [{ node, if_exists: 'update', revision }] });
+    const answer = await invoke(coreApi.putNode, this.ctx, { nodes: [{ node, if_exists: 'update', revision }] });
     const payload = (answer instanceof StatusPayload ? answer.payload : answer) as { results: unknown[] };
     return payload.results[0] as PutEntryResult;
   }
