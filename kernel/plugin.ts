@@ -150,10 +150,8 @@ export interface ToolAnnotations {
   openWorldHint?: boolean;
 }
 
-/** An MCP tool over an operation: its name, description and input schema come from the operation unless given. */
+/** An MCP tool over an operation: its name (always) and input schema come from the operation, its description unless given. */
 export interface ToolDef {
-  /** default: the operation's name */
-  name?: string;
   /** default: the operation's description, else its summary */
   description?: string;
   operation: OperationDef;
@@ -175,7 +173,7 @@ export interface Tool {
 export function resolveTool(def: ToolDef): Tool {
   const op = def.operation;
   return {
-    name: def.name ?? op.name,
+    name: op.name,
     description: def.description ?? op.description ?? op.summary,
     inputSchema: op.input,
     ...(def.annotations ? { annotations: def.annotations } : {}),

@@ -321,7 +321,7 @@ export class Registry {
   }
 
   /** The registry object of GET /v1/schema. */
-  describe(withCode: boolean): Record<string, unknown> {
+  describe(withCode: boolean) {
     const nodeTypes = [...this.nodeTypes.values()].map((t) => {
       const hooks = [...Object.keys(t.hooks), ...(this.graphHooks.get(t.type) ?? []).map((h) => `${h.owner}:${h.hook}`)];
       const entry: Record<string, unknown> = {

@@ -24,11 +24,6 @@ import { Registry, type EdgeTypeDef, type GraphSchemaLayer, type NodeTypeDef, ty
 import { FileStateStore, type StateStore } from './state-store.js';
 import { WriteDraft, type WriteActor, type WriteMeta } from './write-draft.js';
 
-// PENDING_SPLIT: plugins/core and plugins/leases operations.ts are rewritten
-// in this round and still import these from here; the merger points them at
-// kernel/write-draft.ts and removes this line.
-export type { CommittedNode, WriteActor, WriteDraft } from './write-draft.js';
-
 export interface TenantLimits {
   claim_ttl_ms: number;
   claim_ttl_max_ms: number;

@@ -74,11 +74,11 @@ export class Bridge {
     if (!this.has(plugin)) throw errors.notFound(`${what} (the ${plugin} plugin is not enabled for this tenant)`);
   }
 
-  getMe() {
-    return call(coreApi.getMe, this.ctx, {});
+  me() {
+    return call(coreApi.me, this.ctx, {});
   }
   getOrgChoices() {
-    return call(coreApi.orgChoices, this.ctx, {});
+    return call(coreApi.getOrgChoices, this.ctx, {});
   }
   showQueue(input: InputOf<typeof queueApi.showQueue>) {
     this.need('queue', 'the queue');
@@ -123,7 +123,7 @@ export class Bridge {
   }
   /** A full put with the revision echo: a stale revision comes back as a failed entry carrying the 409 (a 207 answer). */
   putNode(node: Record<string, unknown>, revision: string) {
-    return call(coreApi.putNodes, this.ctx, { nodes: [{ node, if_exists: 'update', revision }] });
+    return call(coreApi.putNode, this.ctx, { nodes: [{ node, if_exists: 'update', revision }] });
   }
   getProgram(id: string, depth?: string) {
     this.need('analytics', 'programs');

@@ -22,7 +22,8 @@ const MAX_LINKS = 12;
 /** query length at most (the schemas' maxLength) */
 export const QUERY_MAX = 2000;
 
-export interface CompileInput {
+/** A digest request after the rules the schema cannot state (root over query, defaults): not a schema copy. */
+export interface ParsedDigestRequest {
   query: string | null;
   root: string | null;
   project: string | null;
@@ -34,7 +35,7 @@ export interface CompileInput {
 type DigestInput = Pick<Static<typeof QueryGraphInput>, 'query' | 'project' | 'min_sim'>;
 
 /** The rules the schema cannot state: `root` wins over `query` (docs/spec.md), an unknown root is 422, a query is needed without one. */
-export function parseCompileInput(ctx: OpContext, body: DigestInput, rawRoot: string | undefined, rootField: 'root' | 'root_id', mode: 'digest' | 'full'): CompileInput {
+export function parseCompileInput(ctx: OpContext, body: DigestInput, rawRoot: string | undefined, rootField: 'root' | 'root_id', mode: 'digest' | 'full'): ParsedDigestRequest {
   let root: string | null = null;
   if (rawRoot !== undefined && rawRoot !== '') {
     root = rawRoot;
@@ -107,7 +108,7 @@ function guidanceLines(corrections: NodeRecord[]): string[] {
   return out;
 }
 
-export function compile(ctx: OpContext, input: CompileInput): QueryGraphResult {
+export function compile(ctx: OpContext, input: ParsedDigestRequest): QueryGraphResult {
   const { tenant } = ctx;
   const { index } = tenant;
   if (input.root) {

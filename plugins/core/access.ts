@@ -11,7 +11,7 @@ const FORCE = { input: { force: true }, admin: true, note: "writes over another 
 
 export const coreAccess: AccessMap = {
   get_status: { callers: callers.anyPerson, scope: "the tenant's status, read-only" },
-  get_me: { callers: callers.anyPerson, scope: "the caller's own identity, read-only" },
+  me: { callers: callers.anyPerson, scope: "the caller's own identity, read-only" },
   get_org_choices: { callers: callers.anyPerson, scope: "the orgs the caller's person may choose (identity provider), read-only" },
   schema: { callers: callers.anyPerson, scope: "the tenant's live schema, read-only" },
   get_node: { callers: callers.anyPerson, scope: `${ANY_NODE}, read-only` },

@@ -3,7 +3,7 @@
  * write endpoints, with their MCP tool twins.
  */
 import type { RESOURCE_MIME_TYPE as EXT_APPS_MIME_TYPE, RESOURCE_URI_META_KEY as EXT_APPS_URI_META_KEY } from '@modelcontextprotocol/ext-apps/server';
-import { answer, defineOperation, object, s } from '../../kernel/operation-legacy.js';
+import { answer, defineOperation, object, s } from '../../kernel/operation.js';
 import { definePlugin, type OpContext } from '../../kernel/plugin.js';
 import { coreAccess } from './access.js';
 import * as api from './api.js';
@@ -14,17 +14,6 @@ const HELLO_URI = 'ui://workgraph/hello.html';
 // ~30 ms on top of the SDK modules kernel/mcp.ts loads; docs/performance.md).
 const RESOURCE_MIME_TYPE: typeof EXT_APPS_MIME_TYPE = 'text/html;profile=mcp-app';
 const RESOURCE_URI_META_KEY: typeof EXT_APPS_URI_META_KEY = 'ui/resourceUri';
-
-async function helloRun(ctx: OpContext) {
-  return {
-    ok: true,
-    message: `connected to the ${ctx.tenant.org} work graph`,
-    org: ctx.tenant.org,
-    person: ctx.actor.bound ? ctx.actor.personId : null,
-    node_count: ctx.tenant.index.size,
-    head: ctx.tenant.head,
-  };
-}
 
 const helloHtml = `<!doctype html>
 <html><head><meta charset="utf-8"><title>Work graph</title>
@@ -44,13 +33,20 @@ const helloHtml = `<!doctype html>
 </script></body></html>
 `;
 
-const hello = defineOperation({
+const helloMcpApp = defineOperation({
   name: 'hello_mcp_app',
   summary: 'Connectivity probe widget',
   description: 'Connectivity probe: shows a small widget confirming the connection to the work graph.',
   input: object({}),
-  output: answer({ ok: s.boolean(), message: s.string(), org: s.string(), person: { type: ['string', 'null'] }, node_count: s.integer(), head: { type: ['string', 'null'] } }),
-  run: helloRun,
+  output: answer({ ok: s.boolean(), message: s.string(), org: s.string(), person: s.stringOrNull(), node_count: s.integer(), head: s.stringOrNull() }),
+  run: async (ctx: OpContext) => ({
+    ok: true,
+    message: `connected to the ${ctx.tenant.org} work graph`,
+    org: ctx.tenant.org,
+    person: ctx.actor.bound ? ctx.actor.personId : null,
+    node_count: ctx.tenant.index.size,
+    head: ctx.tenant.head,
+  }),
 });
 
 export const corePlugin = definePlugin({
@@ -60,18 +56,18 @@ export const corePlugin = definePlugin({
   dependsOn: [],
   routes: [
     { method: 'GET', path: '/v1/status', operation: api.getStatus },
-    { method: 'GET', path: '/v1/me', operation: api.getMe },
-    { method: 'GET', path: '/v1/me/org-choices', operation: api.orgChoices },
-    { method: 'GET', path: '/v1/schema', operation: api.getSchema },
+    { method: 'GET', path: '/v1/me', operation: api.me },
+    { method: 'GET', path: '/v1/me/org-choices', operation: api.getOrgChoices },
+    { method: 'GET', path: '/v1/schema', operation: api.schema },
     { method: 'GET', path: '/v1/nodes/:id', operation: api.getNode },
-    { method: 'POST', path: '/v1/nodes', operation: api.putNodes },
+    { method: 'POST', path: '/v1/nodes', operation: api.putNode },
     { method: 'PATCH', path: '/v1/nodes/:id', operation: api.patchNode },
     { method: 'POST', path: '/v1/nodes/:id/edges', operation: api.addEdge },
     { method: 'DELETE', path: '/v1/nodes/:id/edges', operation: api.removeEdge },
     { method: 'POST', path: '/v1/nodes/:id/status', operation: api.setStatus },
     { method: 'POST', path: '/v1/nodes/:id/priority', operation: api.setPriority },
     { method: 'POST', path: '/v1/nodes/:id/readiness', operation: api.setReadiness },
-    { method: 'POST', path: '/v1/nodes/:id/commits', operation: api.addCommit },
+    { method: 'POST', path: '/v1/nodes/:id/commits', operation: api.linkCommit },
     { method: 'POST', path: '/v1/edges', operation: api.addEdges },
     { method: 'DELETE', path: '/v1/edges', operation: api.removeEdges },
     { method: 'POST', path: '/v1/priorities', operation: api.setPriorities },
@@ -85,7 +81,7 @@ export const corePlugin = definePlugin({
   ],
   tools: [
     { description: 'Read a node: frontmatter (edges: [{type, to, ...attrs}]), body, revision (echo it to update). include_markdown: also the raw file. 404 names the nearest ids.', operation: api.getNode, annotations: { readOnlyHint: true } },
-    { description: 'Create or update nodes. nodes (1-500, in order): markdown strings (--- YAML frontmatter --- body) or {node, if_exists, revision}. Frontmatter: id with its type prefix (task-x), summary (standalone, <=500 chars), edges: [{type, to, ...attrs}] (<=40); body <=8192 bytes. if_exists: error (default), skip, update (needs the revision read, else 409). Ignored, with a warning: author, created, updated, priority, readiness (own tools). Failed entries in failed (207); 422 gives the first reason.', operation: api.putNodes },
+    { description: 'Create or update nodes. nodes (1-500, in order): markdown strings (--- YAML frontmatter --- body) or {node, if_exists, revision}. Frontmatter: id with its type prefix (task-x), summary (standalone, <=500 chars), edges: [{type, to, ...attrs}] (<=40); body <=8192 bytes. if_exists: error (default), skip, update (needs the revision read, else 409). Ignored, with a warning: author, created, updated, priority, readiness (own tools). Failed entries in failed (207); 422 gives the first reason.', operation: api.putNode },
     { description: 'Change only the named fields, edges or body of a node: {id, revision, set?, unset?, add_edges?, remove_edges?, body?, append_body?}; null in set removes a field. Stale revision 409 conflict; status in set passes the transition gate and lease rules; 403 person nodes or force without admin.', operation: api.patchNode },
     { description: 'Add edge id -type-> to. type: canonical, alias or inverse form (schema tool); attrs: flat [A-Za-z0-9_-] tokens. 404 unknown node, 422 unknown type (nearest named).', operation: api.addEdge },
     { description: 'Remove edge id -type-> to; an absent edge is skipped.', operation: api.removeEdge, annotations: { idempotentHint: true } },
@@ -95,10 +91,10 @@ export const corePlugin = definePlugin({
     { description: 'Batch add_edge: items [{id, type, to, attrs?}] (1-100), each its own commit. Answer {ok, status, results, failed: [{index, id, code, message}]}.', operation: api.addEdges },
     { description: 'Batch remove_edge: items [{id, type, to}] (1-100), each its own commit. Answer {ok, status, results, failed}.', operation: api.removeEdges, annotations: { idempotentHint: true } },
     { description: 'Batch set_priority: items [{id, priority}] (1-100), each its own commit. Answer {ok, status, results, failed}.', operation: api.setPriorities },
-    { description: 'Node types (prefix, statuses, transitions) and edge types (aliases, inverse forms). code: include hook sources.', operation: api.getSchema, annotations: { readOnlyHint: true } },
-    { name: 'me', description: 'Who this token acts for: person, name, org, is_admin, agent and session.', operation: api.getMe, annotations: { readOnlyHint: true } },
+    { description: 'Node types (prefix, statuses, transitions) and edge types (aliases, inverse forms). code: include hook sources.', operation: api.schema, annotations: { readOnlyHint: true } },
+    { description: 'Who this token acts for: person, name, org, is_admin, agent and session.', operation: api.me, annotations: { readOnlyHint: true } },
     {
-      operation: hello,
+      operation: helloMcpApp,
       annotations: { readOnlyHint: true },
       _meta: { ui: { resourceUri: HELLO_URI }, [RESOURCE_URI_META_KEY]: HELLO_URI },
     },

@@ -1,11 +1,11 @@
 /**
  * The node read (GET /v1/nodes/{id} and its twin `get_node`) with a response cache.
  *
- * The node read (`getNode` -> `nodeView`) is a pure function of the tenant's graph index
+ * The node read (`readNode` -> `nodeView`) is a pure function of the tenant's graph index
  * and registry, so its serialized bytes stay valid until the next commit (which moves
  * `index.head`) or registry rebuild. This adapter keeps, per tenant, the `serialize()`d
  * payload of each node read since the last commit and answers repeated reads with those
- * bytes: both adapters answer exactly `serialize(getNode(...))` (the MCP adapter takes a
+ * bytes: both adapters answer exactly `serialize(readNode(...))` (the MCP adapter takes a
  * RawResponse's body as the tool text), but a hot node costs a Map
  * lookup instead of building and stringifying its view (measured: about a third of the
  * per-request CPU; docs/performance.md).
@@ -13,10 +13,12 @@
  * If node reads ever gain keys that come from outside the graph (operational state such as
  * leases), this cache must key on that state too, or be dropped.
  */
+import type { Static } from '../../kernel/operation.js';
 import { RawResponse, serialize, type OpContext } from '../../kernel/plugin.js';
 import type { Registry } from '../../kernel/registry.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { getNode } from './operations.js';
+import type { GetNodeInput } from './api.js';
+import { readNode } from './operations.js';
 
 /** Body text kept per tenant between commits (UTF-16 code units; a full clear when reached). */
 const MAX_CHARS = 8 * 1024 * 1024;
@@ -37,11 +39,12 @@ const caches = new WeakMap<Tenant, TenantReadCache>();
  * answers it unless `include_markdown=false`, a tool only when asked; each adapter sends the
  * same bytes as the other for the same explicit flag (docs/decisions.md, "tools").
  */
-export function wantsMarkdown(ctx: OpContext, input: { include_markdown?: boolean }): boolean {
+function wantsMarkdown(ctx: OpContext, input: Static<typeof GetNodeInput>): boolean {
   return input.include_markdown ?? ctx.via === 'rest';
 }
 
-export async function getNodeCached(ctx: OpContext, input: { id: string; include_markdown?: boolean }): Promise<RawResponse> {
+/** get_node: the node's view, served from the cache while the graph has not moved. */
+export async function getNode(ctx: OpContext, input: Static<typeof GetNodeInput>): Promise<RawResponse> {
   const { tenant } = ctx;
   let cache = caches.get(tenant);
   if (!cache || cache.head !== tenant.index.head || cache.registry !== tenant.registry) {
@@ -52,7 +55,7 @@ export async function getNodeCached(ctx: OpContext, input: { id: string; include
   const key = withMarkdown ? String(input.id) : `${String(input.id)}\u0000lean`;
   let answer = cache.answers.get(key);
   if (answer === undefined) {
-    const view = (await getNode(ctx, input)) as Record<string, unknown>; // 404 / 422 throw as before, uncached
+    const view = await readNode(ctx, input); // 404 / 422 throw as before, uncached
     let body: string;
     if (withMarkdown) body = serialize(view);
     else {

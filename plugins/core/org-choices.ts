@@ -3,15 +3,22 @@
  * the tenant's own org with `source: bound`; the identity plugin's provider adapter makes
  * it a live `idp` enumeration.
  */
+import { answer, s, type Static } from '../../kernel/operation.js';
 import type { OpContext } from '../../kernel/plugin.js';
 
-export type OrgChoice = { slug: string; label: string; default?: boolean };
-export type OrgChoicesProvider = (ctx: OpContext) => Promise<{ org_choices: OrgChoice[]; source: string } | null>;
+/** The answer of get_org_choices (declared here: the identity plugin's provider answers the same shape). */
+export const OrgChoices = answer({
+  org_choices: s.array(answer({ slug: s.string(), label: s.string(), default: s.boolean() }, ['slug', 'label'])),
+  source: s.enum(['idp', 'bound']),
+});
+
+export type OrgChoice = Static<typeof OrgChoices>['org_choices'][number];
+export type OrgChoicesProvider = (ctx: OpContext) => Promise<Static<typeof OrgChoices> | null>;
 
 /** Set by a plugin that talks to an identity provider; null answers `bound`. */
 export const orgChoiceProviders: OrgChoicesProvider[] = [];
 
-export async function orgChoices(ctx: OpContext) {
+export async function getOrgChoices(ctx: OpContext): Promise<Static<typeof OrgChoices>> {
   for (const provider of orgChoiceProviders) {
     const answer = await provider(ctx);
     if (answer) return answer;

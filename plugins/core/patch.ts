@@ -8,21 +8,11 @@
 import type { Frontmatter } from '../../kernel/codec.js';
 import { errors } from '../../kernel/errors.js';
 import type { Edge } from '../../kernel/graph-index.js';
+import type { Static } from '../../kernel/operation.js';
 import type { OpContext } from '../../kernel/plugin.js';
+import type { PatchNodeInput, StatusWriteResult } from './api.js';
 import { KNOWN_FIELDS } from './known-fields.js';
-import { addToEdges, checkAttrs, checkForce, existing, PROVENANCE_KEYS, singleWrite, withStatusEffects, type WriteResult } from './operations.js';
-
-export interface PatchInput {
-  id: string;
-  revision: string;
-  set?: Record<string, unknown>;
-  unset?: string[];
-  add_edges?: Array<Record<string, unknown> & { type: string; to: string }>;
-  remove_edges?: Array<{ type: string; to: string }>;
-  body?: string;
-  append_body?: string;
-  force?: boolean;
-}
+import { addToEdges, checkAttrs, checkForce, existing, PROVENANCE_KEYS, singleWrite, withStatusEffects } from './operations.js';
 
 /** Fields a patch may not name, each with where it is changed instead. */
 const NOT_PATCHABLE: Record<string, string> = {
@@ -42,7 +32,7 @@ const NOT_PATCHABLE: Record<string, string> = {
   ),
 };
 
-function checkNames(input: PatchInput): void {
+function checkNames(input: Static<typeof PatchNodeInput>): void {
   const set = input.set ?? {};
   const unset = input.unset ?? [];
   for (const key of [...Object.keys(set), ...unset]) {
@@ -73,7 +63,7 @@ function edgeTypeOf(ctx: OpContext, type: string, field: string): string {
   return n.type;
 }
 
-export async function patchNode(ctx: OpContext, input: PatchInput): Promise<WriteResult> {
+export async function patchNode(ctx: OpContext, input: Static<typeof PatchNodeInput>): Promise<Static<typeof StatusWriteResult>> {
   const { id } = input;
   checkNames(input);
   checkForce(ctx, input.force);

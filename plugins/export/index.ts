@@ -13,6 +13,6 @@ export const exportPlugin = definePlugin({
   version: '1.0.0',
   dependsOn: [],
   routes: [
-    { method: 'GET', path: '/v1/export', operation: api.exportGraphOp },
+    { method: 'GET', path: '/v1/export', operation: api.exportGraph },
   ],
 });

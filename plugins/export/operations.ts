@@ -19,12 +19,9 @@ import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import { RawResponse, type OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
+import type { Static } from '../../kernel/operation.js';
+import type { ExportGraphInput } from './api.js';
 
-export interface ExportInput {
-  gzip?: boolean;
-  history?: boolean;
-  auth?: boolean;
-}
 
 /** The fixed wire names (docs/spec.md Versioning: clients read them as written). */
 export const HEADER = {
@@ -39,7 +36,7 @@ const ENTRY_WINDOW = 32;
 
 const NODE_PATH = /^nodes\/[a-z0-9][a-z0-9-]*\/[0-9a-f]{2}\/([a-z0-9][a-z0-9-]*)\.md$/;
 
-export async function exportGraph(ctx: OpContext, input: ExportInput): Promise<RawResponse> {
+export async function exportGraph(ctx: OpContext, input: Static<typeof ExportGraphInput>): Promise<RawResponse> {
   const gzip = input.gzip === true;
   const history = input.history === true;
   const auth = input.auth === true;

@@ -3,30 +3,19 @@
  * answer schema, and the function that runs it (operations.ts). The route, the local CLI
  * path (scripts/import/cli.ts, through `invoke`) and the OpenAPI document read it.
  */
-import { answer, defineOperation, s } from '../../kernel/operation-legacy.js';
-import { importRequestSchema, type ImportRequest } from './model.js';
-import { importItems as run } from './operations.js';
+import { answer, defineOperation, s } from '../../kernel/operation.js';
+import { importRequestSchema, itemResultSchema } from './model.js';
+import * as ops from './operations.js';
 
-const ItemResult = answer(
-  {
-    source_id: s.string("the item's id in its source"),
-    id: { type: ['string', 'null'], description: 'the node id (null when refused before one was derived)' },
-    status: s.enum(['created', 'updated', 'unchanged', 'refused']),
-    reason: s.string('why the item was refused'),
-    code: s.string('error code of a refusal (invalid_node, conflict, ...)'),
-  },
-  ['source_id', 'id', 'status'],
-);
-
-export const importItems = defineOperation<ImportRequest>({
+export const importItems = defineOperation({
   name: 'import_items',
   summary: 'Bulk-import normalized items from another tracker (admin only)',
   description:
     "Imports up to 2,000 normalized items (beads, Backlog.md, GitHub readers in scripts/import/) as nodes whose ids derive from (source, type, source_id), so a re-import updates instead of duplicating. Assignees and owners are matched by email, then name, and created when missing. An item that cannot be represented is refused with its reason; the rest of the batch goes on. Admin only (stewards edge to proj-root).",
-  input: { ...importRequestSchema },
+  input: importRequestSchema,
   output: answer({
     source: s.string(),
-    results: s.array(ItemResult, 'one entry per item, in request order'),
+    results: s.array(itemResultSchema, 'one entry per item, in request order'),
     summary: answer({
       items: s.integer(),
       created: s.integer(),
@@ -39,5 +28,5 @@ export const importItems = defineOperation<ImportRequest>({
   }),
   errors: [403],
   example: { source: 'beads', items: [{ source_id: 'bd-1', type: 'task', title: 'Write the getting-started guide', status: 'open' }] },
-  run,
+  run: ops.importItems,
 });

@@ -5,93 +5,74 @@
  * verbatim before the operation runs.
  */
 
+import { Type } from '@sinclair/typebox';
+import { answer, object, s, type Static } from '../../kernel/operation.js';
+
 export const MAX_ITEMS_PER_REQUEST = 2000;
 
-const person = {
-  type: 'object',
-  properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, email: { type: 'string', maxLength: 200 } },
-  additionalProperties: false,
-};
+// TypeBox's Object: no `required` key at all where nothing is required (the builders write `required: []`)
+const person = Type.Object({ name: Type.Optional(s.string(undefined, { minLength: 1, maxLength: 200 })), email: Type.Optional(s.string(undefined, { maxLength: 200 })) }, { additionalProperties: false });
 
-const isoDate = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}([T ][0-9:.]+(Z|[+-]\\d{2}:?\\d{2})?)?$' };
+const isoDate = s.string(undefined, { pattern: '^\\d{4}-\\d{2}-\\d{2}([T ][0-9:.]+(Z|[+-]\\d{2}:?\\d{2})?)?$' });
+const token = (description?: string) => s.string(description, { pattern: '^[a-z][a-z0-9-]*$' });
 
-export const importItemSchema = {
-  type: 'object',
-  required: ['source_id', 'type', 'title', 'status'],
-  properties: {
-    source_id: { type: 'string', minLength: 1, maxLength: 200, description: "the item's id in its source (kept as import_id)" },
-    type: { type: 'string', pattern: '^[a-z][a-z0-9-]*$', description: 'a node type of the registry (task, issue, dec, spec, ...)' },
-    title: { type: 'string', minLength: 1 },
-    summary: { type: 'string' },
-    body: { type: 'string' },
-    status: { type: 'string', pattern: '^[a-z][a-z0-9-]*$', description: "a status of the node type (the reader maps the source's)" },
-    close_reason: { type: 'string', maxLength: 2000 },
-    priority: { enum: ['p1', 'p2', 'p3'] },
-    labels: { type: 'array', items: { type: 'string', maxLength: 200 }, maxItems: 100 },
-    assignees: { type: 'array', items: person, maxItems: 20 },
+export const importItemSchema = object(
+  {
+    source_id: s.string("the item's id in its source (kept as import_id)", { minLength: 1, maxLength: 200 }),
+    type: token('a node type of the registry (task, issue, dec, spec, ...)'),
+    title: s.string(undefined, { minLength: 1 }),
+    summary: s.string(),
+    body: s.string(),
+    status: token("a status of the node type (the reader maps the source's)"),
+    close_reason: s.string(undefined, { maxLength: 2000 }),
+    priority: s.enum(['p1', 'p2', 'p3']),
+    labels: s.array(s.string(undefined, { maxLength: 200 }), undefined, { maxItems: 100 }),
+    assignees: s.array(person, undefined, { maxItems: 20 }),
     owner: person,
     created_at: isoDate,
     updated_at: isoDate,
     closed_at: isoDate,
-    project: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]*$' },
-    edges: {
-      type: 'array',
-      maxItems: 1000,
-      items: {
-        type: 'object',
-        required: ['type', 'to', 'to_type'],
-        properties: {
-          type: { type: 'string', pattern: '^[a-z][a-z0-9-]*$' },
-          to: { type: 'string', minLength: 1, maxLength: 200, description: 'source_id of the target item (same source)' },
-          to_type: { type: 'string', pattern: '^[a-z][a-z0-9-]*$', description: "the target item's node type" },
-          attrs: { type: 'object', additionalProperties: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' } },
+    project: s.string(undefined, { pattern: '^[a-z0-9][a-z0-9-]*$' }),
+    edges: s.array(
+      object(
+        {
+          type: token(),
+          to: s.string('source_id of the target item (same source)', { minLength: 1, maxLength: 200 }),
+          to_type: token("the target item's node type"),
+          attrs: s.record(s.string(undefined, { pattern: '^[A-Za-z0-9_-]+$' })),
         },
-        additionalProperties: false,
-      },
-    },
-    fields: { type: 'object', description: 'other source fields kept in the frontmatter (milestone, ...)' },
+        ['type', 'to', 'to_type'],
+      ),
+      undefined,
+      { maxItems: 1000 },
+    ),
+    fields: s.object('other source fields kept in the frontmatter (milestone, ...)'),
   },
-  additionalProperties: false,
-} as const;
+  ['source_id', 'type', 'title', 'status'],
+);
 
-export const importRequestSchema = {
-  type: 'object',
-  required: ['source', 'items'],
-  properties: {
-    source: { type: 'string', pattern: '^[a-z][a-z0-9]{0,19}$', description: 'source name: beads, backlog, github, ...' },
-    items: { type: 'array', minItems: 1, maxItems: MAX_ITEMS_PER_REQUEST, items: importItemSchema },
-    deleted: { type: 'integer', minimum: 0, description: "tombstoned items the reader skipped (counted in the summary)" },
+export const importRequestSchema = object(
+  {
+    source: s.string('source name: beads, backlog, github, ...', { pattern: '^[a-z][a-z0-9]{0,19}$' }),
+    items: s.array(importItemSchema, undefined, { minItems: 1, maxItems: MAX_ITEMS_PER_REQUEST }),
+    deleted: s.integer('tombstoned items the reader skipped (counted in the summary)', { minimum: 0 }),
   },
-  additionalProperties: false,
-} as const;
+  ['source', 'items'],
+);
 
-export interface ImportPerson {
-  name?: string;
-  email?: string;
-}
+/** One item's outcome in the answer of import_items. */
+export const itemResultSchema = answer(
+  {
+    source_id: s.string("the item's id in its source"),
+    id: s.stringOrNull('the node id (null when refused before one was derived)'),
+    status: s.enum(['created', 'updated', 'unchanged', 'refused']),
+    reason: s.string('why the item was refused'),
+    code: s.string('error code of a refusal (invalid_node, conflict, ...)'),
+  },
+  ['source_id', 'id', 'status'],
+);
 
-export interface ImportItem {
-  source_id: string;
-  type: string;
-  title: string;
-  summary?: string;
-  body?: string;
-  status: string;
-  close_reason?: string;
-  priority?: 'p1' | 'p2' | 'p3';
-  labels?: string[];
-  assignees?: ImportPerson[];
-  owner?: ImportPerson;
-  created_at?: string;
-  updated_at?: string;
-  closed_at?: string;
-  project?: string;
-  edges?: Array<{ type: string; to: string; to_type: string; attrs?: Record<string, string> }>;
-  fields?: Record<string, unknown>;
-}
-
-export interface ImportRequest {
-  source: string;
-  items: ImportItem[];
-  deleted?: number;
-}
+export type ItemResult = Static<typeof itemResultSchema>;
+export type ImportPerson = Static<typeof person>;
+export type ImportItem = Static<typeof importItemSchema>;
+export type ImportRequest = Static<typeof importRequestSchema>;

@@ -17,18 +17,8 @@ import type { OpContext } from '../../kernel/plugin.js';
 import { LIMITS, type NodeTypeDef } from '../../kernel/registry.js';
 import type { WriteActor } from '../../kernel/write-draft.js';
 import { personIdForEmail, writeActorOf } from '../../kernel/tenants.js';
-import type { ImportItem, ImportPerson, ImportRequest } from './model.js';
+import type { ImportItem, ImportPerson, ImportRequest, ItemResult } from './model.js';
 import { writeImportedPerson } from '../identity/public.js';
-
-export type ItemOutcome = 'created' | 'updated' | 'unchanged' | 'refused';
-
-export interface ItemResult {
-  source_id: string;
-  id: string | null;
-  status: ItemOutcome;
-  reason?: string;
-  code?: string;
-}
 
 const slug = (text: string) =>
   text
@@ -191,7 +181,7 @@ export async function importItems(ctx: OpContext, request: ImportRequest) {
       results.push(refused(item, null, err.message, err.code));
     }
   }
-  const count = (s: ItemOutcome) => results.filter((r) => r.status === s).length;
+  const count = (s: ItemResult['status']) => results.filter((r) => r.status === s).length;
   return {
     source: request.source,
     results,

@@ -5,7 +5,7 @@
  * by hand per route: a route whose operation is not declared is a boot-time bug, reported as
  * such.
  */
-import { isOperationDef, pathParamsOf, queryFieldsOf, type JsonSchema, type OperationDef } from '../../kernel/operation.js';
+import { answer, isOperationDef, pathParamsOf, queryFieldsOf, s, type JsonSchema, type OperationDef, type Static } from '../../kernel/operation.js';
 import type { PluginDef, RouteDef } from '../../kernel/plugin.js';
 import { describeAccess, openApiCallers } from '../../kernel/access.js';
 
@@ -134,8 +134,23 @@ export function operationObject(plugin: PluginDef, route: RouteDef, op: Operatio
   return out;
 }
 
+/** The document's top level, as get_openapi answers it. */
+export const OpenApiDocument = answer(
+  {
+    openapi: s.string(),
+    info: s.object(),
+    jsonSchemaDialect: s.string(),
+    servers: s.array(s.object()),
+    security: s.array(s.object()),
+    tags: s.array(s.object()),
+    paths: s.object(),
+    components: s.object(),
+  },
+  ['openapi', 'info', 'paths', 'components'],
+);
+
 /** The whole document for these plugins (their declared routes, in plugin order). */
-export function buildDocument(plugins: PluginDef[], opts: DocumentOptions): Json {
+export function buildDocument(plugins: PluginDef[], opts: DocumentOptions): Static<typeof OpenApiDocument> {
   const oauth = plugins.some((p) => p.name === 'oauth');
   const base = opts.baseUrl ?? '';
   const securitySchemes: Json = {

@@ -11,15 +11,15 @@
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { answer, defineOperation, object, s } from '../../kernel/operation-legacy.js';
+import { defineOperation, object } from '../../kernel/operation.js';
 import { definePlugin, serialize, type KernelServices, type OpContext, type PluginDef } from '../../kernel/plugin.js';
 import { openapiAccess } from './access.js';
-import { buildDocument } from './document.js';
+import { buildDocument, OpenApiDocument } from './document.js';
 
 const API_VERSION = '1.0.0';
 
 /** Documents are built once per set of plugins (a tenant's plugin change picks another). */
-const documents = new Map<string, { text: string; doc: Record<string, unknown> }>();
+const documents = new Map<string, { text: string; doc: ReturnType<typeof buildDocument> }>();
 
 function documentFor(plugins: PluginDef[], services: KernelServices) {
   const key = `${services.baseUrl ?? ''}|${plugins.map((p) => p.name).join(',')}`;
@@ -37,7 +37,7 @@ export const getOpenApi = defineOperation({
   summary: "The OpenAPI 3.1 document of this tenant's API",
   description: 'Every route of every plugin enabled for the caller\'s tenant: parameters, request bodies, answers and the error envelope, generated from the same declarations that validate requests and define the MCP tools.',
   input: object({}),
-  output: answer({ openapi: s.string(), info: s.object(), paths: s.object(), components: s.object() }),
+  output: OpenApiDocument,
   run: async (ctx: OpContext) => documentFor(ctx.services.host.enabledFor(ctx.tenant), ctx.services).doc,
 });
 

@@ -7,10 +7,12 @@
  */
 import { createHash } from 'node:crypto';
 import { errors } from '../../kernel/errors.js';
+import type { Static } from '../../kernel/operation.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { LIMITS, patterns } from '../../kernel/registry.js';
 import type { WriteDraft } from '../../kernel/write-draft.js';
 import { writeActorOf } from '../../kernel/tenants.js';
+import type { AnswerQuestionInput, AnswerQuestionOutput, AskQuestionInput, AskQuestionOutput } from './api.js';
 import { graphNeighborhood, homeProject, projectFromNeighborhood, projectSteps, resolveProjectNode, routeQuestion } from './neighborhood.js';
 
 export const MAX_MENTIONS = 20;
@@ -19,7 +21,8 @@ export const TITLE_MAX = 500;
 export const TEXT_MAX_BYTES = LIMITS.bodyBytes;
 const SLUG_MAX = 60;
 
-export interface AskInput {
+/** A question as the rules below leave it: the text checked in bytes, distinct mentions, a checked project slug. */
+interface ParsedQuestion {
   text: string;
   title?: string;
   mentions: string[];
@@ -27,34 +30,14 @@ export interface AskInput {
   project?: string;
 }
 
-export interface AskResult {
-  status: 'created';
-  id: string;
-  project: string | null;
-  routed_to: string | null;
-  via: string | null;
-  asker: string;
-  revision: string | null;
-  warnings: string[];
-}
-
-/** The input as the schema (api.ts) admits it: shapes are checked, the rules below are not. */
-export interface AskRequest {
-  text: string;
-  title?: string | null;
-  mentions?: string | string[] | null;
-  /** any JSON value: a malformed slug is 400 (docs/spec.md), so the schema leaves it to `parseAskInput` */
-  project?: unknown;
-}
-
 /** What the schema cannot say: the text in bytes, distinct mentions, and a 400 (not 422) for a malformed project slug (docs/spec.md Errors). */
-export function parseAskInput(body: AskRequest): AskInput {
+export function parseAskInput(body: Static<typeof AskQuestionInput>): ParsedQuestion {
   const { text } = body;
   if (Buffer.byteLength(text, 'utf8') > TEXT_MAX_BYTES) {
     throw errors.validation(`text exceeds ${TEXT_MAX_BYTES} bytes`, [{ field: 'text', message: `at most ${TEXT_MAX_BYTES} bytes` }]);
   }
   const mentions = distinctMentions(body.mentions);
-  const input: AskInput = { text, mentions };
+  const input: ParsedQuestion = { text, mentions };
   const title = body.title ?? undefined;
   if (title !== undefined && title.trim() !== '') input.title = title.trim();
   if (body.project !== undefined && body.project !== null) {
@@ -100,12 +83,12 @@ function freshId(draft: WriteDraft, seed: string): string {
 }
 
 /** One line, at most the summary limit: the title, else the text with its whitespace folded. */
-function summaryOf(input: AskInput): string {
+function summaryOf(input: ParsedQuestion): string {
   const line = (input.title ?? input.text).replace(/\s+/g, ' ').trim();
   return line.length <= LIMITS.summaryChars ? line : `${line.slice(0, LIMITS.summaryChars - 1)}…`;
 }
 
-export async function askQuestion(ctx: OpContext, raw: AskRequest): Promise<AskResult> {
+export async function askQuestion(ctx: OpContext, raw: Static<typeof AskQuestionInput>): Promise<Static<typeof AskQuestionOutput>> {
   const input = parseAskInput(raw);
   const actor = writeActorOf(ctx.actor);
   const asker = actor.personId;
@@ -156,29 +139,12 @@ export async function askQuestion(ctx: OpContext, raw: AskRequest): Promise<AskR
   });
 }
 
-export interface AnswerRequest {
-  id: string;
-  summary: string;
-  body?: string | null;
-  type?: string | null;
-  answer_id?: string | null;
-}
-
-export interface AnswerResult {
-  status: 'created';
-  id: string;
-  question: string;
-  question_status: string;
-  revision: string | null;
-  warnings: string[];
-}
-
 /**
  * answer_question (POST /v1/questions/{id}/answer): the answer node with its `answers` edge to
  * the question, and the question moved to `answered`, in one commit, so no reader sees an
  * answer that is not yet linked or a question answered by nothing.
  */
-export async function answerQuestion(ctx: OpContext, input: AnswerRequest): Promise<AnswerResult> {
+export async function answerQuestion(ctx: OpContext, input: Static<typeof AnswerQuestionInput>): Promise<Static<typeof AnswerQuestionOutput>> {
   const actor = writeActorOf(ctx.actor);
   const { tenant } = ctx;
   const typeName = input.type ?? 'dec';

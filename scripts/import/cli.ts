@@ -12,11 +12,10 @@ import { parseArgs } from 'node:util';
 import { configFromEnv, createLogger } from '../../kernel/config.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { startKernel } from '../../kernel/server.js';
-import type { ImportItem } from '../../plugins/import/model.js';
+import type { ImportItem, ItemResult } from '../../plugins/import/model.js';
 import { MAX_ITEMS_PER_REQUEST } from '../../plugins/import/model.js';
 import { invoke } from '../../kernel/operation.js';
 import { importItems } from '../../plugins/import/api.js';
-import type { ItemResult } from '../../plugins/import/operations.js';
 import { allPlugins } from '../plugins.js';
 import { readBacklog, readBeads, readGithub, type ReadResult } from './readers.js';
 

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFromEnv, createLogger } from '../../kernel/config.js';
-import { answer, defineOperation, object } from '../../kernel/operation-legacy.js';
+import { answer, defineOperation, object } from '../../kernel/operation.js';
 import { declaredOperations, definePlugin, type PluginDef } from '../../kernel/plugin.js';
 import { PluginHost } from '../../kernel/plugin-host.js';
 import { startServer } from '../../kernel/server.js';

@@ -231,7 +231,7 @@ describe('authorization matrix: every operation x every credential kind, REST an
         op,
         access: plugin.access![op.name]!,
         routes: (plugin.routes ?? []).filter((r) => r.operation === op),
-        tools: (plugin.tools ?? []).filter((d) => d.operation === op).map((d) => d.name ?? op.name),
+        tools: (plugin.tools ?? []).filter((d) => d.operation === op).map(() => op.name),
       });
     }
   }

@@ -384,9 +384,9 @@ if (n === 1) {
       expect(none.code).to.equal(2);
       expect(none.stderr).to.include('workgraph login');
       const [orgOk, orgWrong, noProfile] = await Promise.all([
-        cli(['get_me', '--json'], { ...env, SVC_ORG: t.org }),
-        cli(['get_me'], { ...env, SVC_ORG: 'someone-else' }),
-        cli(['get_me', '--profile', 'nope'], { XDG_CONFIG_HOME: tmp('wg-cli-none-') }),
+        cli(['me', '--json'], { ...env, SVC_ORG: t.org }),
+        cli(['me'], { ...env, SVC_ORG: 'someone-else' }),
+        cli(['me', '--profile', 'nope'], { XDG_CONFIG_HOME: tmp('wg-cli-none-') }),
       ]);
       expect(orgOk.code, orgOk.stderr).to.equal(0);
       expect(JSON.parse(orgOk.stdout).org).to.equal(t.org);
@@ -498,7 +498,7 @@ if (n === 1) {
       expect(profile.access_token).to.match(/^svc_oat_/);
 
       // the profile works with no SVC_* at all
-      const me = await cli(['get_me', '--json'], loginEnv);
+      const me = await cli(['me', '--json'], loginEnv);
       expect(me.code, me.stderr).to.equal(0);
       expect(JSON.parse(me.stdout)).to.include({ person: person.id, org: t.org });
 

@@ -95,8 +95,8 @@ describe('openapi: the API description', function () {
         const route = (plugin.routes ?? []).find((r) => r.operation === def.operation);
         if (!route) continue;
         const op = doc.paths[toOpenApiPath(route.path)]![route.method.toLowerCase()];
-        // a tool may carry a shorter name than its operation (`me` over get_me)
-        expect(op.operationId).to.equal(def.name ? def.operation.name : tool.name);
+        // one name per operation: the tool's name is its operationId
+        expect(op.operationId).to.equal(tool.name);
         const documentedFields = [
           ...(op.parameters ?? []).map((p: { name: string }) => p.name),
           ...Object.keys(op.requestBody?.content['application/json'].schema.properties ?? {}),
