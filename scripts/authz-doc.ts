@@ -82,7 +82,7 @@ export function renderAuthorizationDoc(plugins: PluginDef[] = allPlugins): strin
       if (!access) throw new Error(`plugin '${plugin.name}': operation '${op.name}' has no access declaration`);
       const where = [
         ...(plugin.routes ?? []).filter((r) => isOperationDef(r.operation) && r.operation.name === op.name).map((r) => `\`${r.method} ${r.path}\``),
-        ...(plugin.tools ?? []).filter((t) => isOperationDef(t.operation) && t.operation.name === op.name).map((t) => `tool \`${op.name}\``),
+        ...(plugin.tools ?? []).filter((t) => isOperationDef(t.operation) && t.operation.name === op.name).map(() => `tool \`${op.name}\``),
       ];
       out.push(`| \`${op.name}\` | ${where.join(', ')} | ${COLUMNS.map((c) => c.cell(access)).join(' | ')} | ${escapeCell(onWhat(access))} |`);
     }
