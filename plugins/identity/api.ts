@@ -1,4 +1,5 @@
 /**
+ * size: 24 operation declarations whose schemas are their documentation (tool and API text).
  * The identity plugin's operations (docs/spec.md "Identity and agents"), each declared once:
  * input and answer schemas, error statuses, and the function that runs it (operations.ts,
  * agents.ts). The routes, the tools and the OpenAPI document read them.

@@ -1,4 +1,6 @@
 /**
+ * size: claim, renew and release, single and batch, share the holder, session and terminal rules
+ * kept side by side here; a split by single/batch would separate each rule from its twin.
  * Lease operations (docs/spec.md "Leases" and "States and transitions / Lease"): one function per
  * operation, shared by the REST routes and the MCP tools.
  *

@@ -1,4 +1,5 @@
 /**
+ * size: one state machine (run, step lease, verdict, next step) read top to bottom.
  * Workflow runs (docs/spec.md "Workflow runs", rules 1-4; docs/design.md §5): one function per
  * operation, shared by the REST routes and the `run_workflow` tool. The server never
  * executes a step: it records runs, hands out step leases and records verdicts.

@@ -1,4 +1,5 @@
 /**
+ * size: the input table for every operation lives with the matrix that walks it.
  * The authorization matrix: every declared operation x every credential kind, over REST and MCP,
  * held to the access declarations (plugins/<name>/access.ts; docs/authorization.md). An allowed
  * credential never gets 401/403 (its answer may be 2xx, 404, 409, 422 depending on the input);

@@ -1,4 +1,5 @@
 /**
+ * size: one scenario per CLI command family against one server, in the order an agent uses them.
  * The client side of the `workgraph` CLI, run for real (`node --import tsx scripts/workgraph.ts`)
  * against a real server: every operation's --help against its declaration, the agent loop
  * (queue, claim, show, edit through a concurrent change, done) in text and --json, the exit

@@ -1,3 +1,4 @@
+// size: property tests and examples for every codec rule (frontmatter order, YAML, ids) in one place.
 import { expect } from 'chai';
 import fc from 'fast-check';
 import {
