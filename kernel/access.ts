@@ -30,7 +30,13 @@ export const CREDENTIAL_KINDS = ['pat', 'agent-standing', 'agent-session', 'oaut
 export type CredentialKind = (typeof CREDENTIAL_KINDS)[number];
 
 /** The kinds that act for a person (every one but a ticket and no credential). */
-export const PERSON_KINDS = ['pat', 'agent-standing', 'agent-session', 'oauth', 'connector-jwt'] as const satisfies readonly CredentialKind[];
+export const PERSON_KINDS = [
+  'pat',
+  'agent-standing',
+  'agent-session',
+  'oauth',
+  'connector-jwt',
+] as const satisfies readonly CredentialKind[];
 export const AGENT_KINDS = ['agent-standing', 'agent-session'] as const satisfies readonly CredentialKind[];
 
 /**
@@ -98,27 +104,67 @@ export interface RouteAccess {
 
 export const NON_OPERATION_ROUTES: readonly RouteAccess[] = [
   { route: 'GET /healthz', plugin: 'kernel', callers: ['none'], scope: 'liveness only; any credential is ignored' },
-  { route: 'GET /metrics', plugin: 'kernel', callers: ['metrics token (SVC_METRICS_TOKEN)'], scope: 'Prometheus text of the process; 404 when no metrics token is configured (METRICS_PORT serves it without one)' },
+  {
+    route: 'GET /metrics',
+    plugin: 'kernel',
+    callers: ['metrics token (SVC_METRICS_TOKEN)'],
+    scope: 'Prometheus text of the process; 404 when no metrics token is configured (METRICS_PORT serves it without one)',
+  },
   {
     route: 'POST|GET|DELETE /mcp',
     plugin: 'kernel',
     callers: PERSON_KINDS,
     scope: "the tenant's tools; each tool call is gated as its operation is declared below (a ticket or no credential is 401)",
   },
-  { route: 'GET /openapi.json, GET /docs, /docs/*', plugin: 'openapi', callers: ['none'], scope: "the API's shape for every plugin of the server; no tenant data" },
+  {
+    route: 'GET /openapi.json, GET /docs, /docs/*',
+    plugin: 'openapi',
+    callers: ['none'],
+    scope: "the API's shape for every plugin of the server; no tenant data",
+  },
   { route: 'GET /.well-known/oauth-*', plugin: 'oauth', callers: ['none'], scope: 'OAuth discovery metadata' },
-  { route: 'GET /oauth/authorize, POST /oauth/register', plugin: 'oauth', callers: ['none'], scope: 'starts a sign-in; registers a client (no tenant data)' },
-  { route: 'POST /oauth/consent', plugin: 'oauth', callers: ['a PAT typed into the form (not an agent, OAuth or derived token)'], scope: "grants the client an OAuth access token for that PAT's person" },
-  { route: 'POST /oauth/token, POST /oauth/revoke', plugin: 'oauth', callers: ['client credentials + code or refresh token'], scope: 'exchanges or revokes OAuth tokens of that grant only' },
-  { route: 'GET|POST /app, /app/*', plugin: 'app', callers: ['app session cookie (signed in with a PAT)'], scope: "the signed-in person's pages; each page calls the operations below with that person's rights" },
-  { route: 'GET /views/:id, /app/views/:id', plugin: 'app', callers: ['app session cookie', 'ticket'], scope: 'one saved view; a ticket only its own lens, read-only' },
+  {
+    route: 'GET /oauth/authorize, POST /oauth/register',
+    plugin: 'oauth',
+    callers: ['none'],
+    scope: 'starts a sign-in; registers a client (no tenant data)',
+  },
+  {
+    route: 'POST /oauth/consent',
+    plugin: 'oauth',
+    callers: ['a PAT typed into the form (not an agent, OAuth or derived token)'],
+    scope: "grants the client an OAuth access token for that PAT's person",
+  },
+  {
+    route: 'POST /oauth/token, POST /oauth/revoke',
+    plugin: 'oauth',
+    callers: ['client credentials + code or refresh token'],
+    scope: 'exchanges or revokes OAuth tokens of that grant only',
+  },
+  {
+    route: 'GET|POST /app, /app/*',
+    plugin: 'app',
+    callers: ['app session cookie (signed in with a PAT)'],
+    scope: "the signed-in person's pages; each page calls the operations below with that person's rights",
+  },
+  {
+    route: 'GET /views/:id, /app/views/:id',
+    plugin: 'app',
+    callers: ['app session cookie', 'ticket'],
+    scope: 'one saved view; a ticket only its own lens, read-only',
+  },
 ];
 
 /**
  * Whether `kind` may call an operation with this declaration, held for a person who is an admin
  * or not, and whose person node exists or not (`personBound`).
  */
-export function allows(access: Pick<OperationAccess, 'callers' | 'admin' | 'person'>, kind: CredentialKind, personIsAdmin: boolean, personBound = true): boolean {
+export function allows(
+  access: Pick<OperationAccess, 'callers' | 'admin' | 'person'>,
+  kind: CredentialKind,
+  personIsAdmin: boolean,
+  personBound = true,
+): boolean {
   if (!access.callers.includes(kind)) return false;
   if (access.person && !personBound) return false;
   return !access.admin || personIsAdmin;
@@ -132,9 +178,16 @@ export function underCondition(access: OperationAccess, condition: AccessConditi
 /** One line saying who may call, for the OpenAPI description and the table. */
 export function describeAccess(access: OperationAccess): string {
   const who = access.callers.length === 0 ? 'nobody' : access.callers.map(kindLabel).join(', ');
-  const parts = [`Callers: ${who}${access.admin ? ' (the person must be an admin)' : access.person ? ' (bound to an existing person node)' : ''}; on: ${access.scope}.`];
+  const parts = [
+    `Callers: ${who}${access.admin ? ' (the person must be an admin)' : access.person ? ' (bound to an existing person node)' : ''}; on: ${access.scope}.`,
+  ];
   if (access.owns) parts.push(OWNERSHIP_TEXT[access.owns]);
-  for (const c of access.when ?? []) parts.push(`With ${Object.entries(c.input).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(', ')}: ${c.note}.`);
+  for (const c of access.when ?? [])
+    parts.push(
+      `With ${Object.entries(c.input)
+        .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+        .join(', ')}: ${c.note}.`,
+    );
   return parts.join(' ');
 }
 
@@ -166,6 +219,15 @@ export function openApiCallers(access: OperationAccess): Record<string, unknown>
     person: access.person === true || access.admin === true,
     ...(access.owns ? { owns: access.owns } : {}),
     scope: access.scope,
-    ...(access.when?.length ? { when: access.when.map((c) => ({ input: c.input, ...(c.callers ? { callers: [...c.callers] } : {}), ...(c.admin !== undefined ? { admin: c.admin } : {}), note: c.note })) } : {}),
+    ...(access.when?.length
+      ? {
+          when: access.when.map((c) => ({
+            input: c.input,
+            ...(c.callers ? { callers: [...c.callers] } : {}),
+            ...(c.admin !== undefined ? { admin: c.admin } : {}),
+            note: c.note,
+          })),
+        }
+      : {}),
   };
 }

@@ -7,7 +7,18 @@
  * (kernel/cluster/pg-tokens.ts).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmdirSync, statSync, writeSync, mkdirSync as mkdirLock } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmdirSync,
+  statSync,
+  writeSync,
+  mkdirSync as mkdirLock,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 
@@ -265,9 +276,6 @@ export class FileTokenStore extends MemoryTokenRecords implements TokenStore {
     return true;
   }
 
-
-
-
   /** Read-modify-write under the cross-process lock (done synchronously; the promise is already settled). */
   async mutate<T>(fn: (records: Map<string, TokenRecord>) => T): Promise<T> {
     return this.mutateSync(fn);
@@ -303,7 +311,6 @@ export class FileTokenStore extends MemoryTokenRecords implements TokenStore {
       if (r) r.last_used = at;
     }
   }
-
 
   async flush(): Promise<void> {
     if (this.pendingLastUsed.size > 0) this.mutateSync(() => undefined);

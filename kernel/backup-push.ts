@@ -49,10 +49,14 @@ export class BackupPusher {
 
   private push(): Promise<void> {
     return new Promise((resolve) => {
-      const child = spawn('git', ['--git-dir', this.gitdir, 'push', '--quiet', '--force', this.remote, `refs/heads/main:refs/heads/${this.org}`], {
-        env: gitEnv(),
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
+      const child = spawn(
+        'git',
+        ['--git-dir', this.gitdir, 'push', '--quiet', '--force', this.remote, `refs/heads/main:refs/heads/${this.org}`],
+        {
+          env: gitEnv(),
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
       let err = '';
       child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
       child.on('error', (e) => {
@@ -65,7 +69,8 @@ export class BackupPusher {
           this.lastError = null;
         } else {
           const message = (err.trim().slice(0, 500) || `git push exited ${code}`).replace(/\/\/[^/@\s]+@/g, '//***@'); // never a credential in a log line
-          if (message !== this.lastError) this.log.warn('backup push failed; retried after the next checkpoint', { org: this.org, error: message });
+          if (message !== this.lastError)
+            this.log.warn('backup push failed; retried after the next checkpoint', { org: this.org, error: message });
           this.lastError = message;
         }
         resolve();

@@ -41,7 +41,10 @@ const EDGE_BYTES = 4096;
  * The /mcp body: whole when within the limit; over it, only its first and last bytes (the rest
  * is drained, so the client gets an answer rather than a reset connection).
  */
-export async function readMcpBody(req: IncomingMessage, limit = LIMITS.requestBytes): Promise<{ tooLarge: false; raw: Buffer } | { tooLarge: true; head: string; tail: string }> {
+export async function readMcpBody(
+  req: IncomingMessage,
+  limit = LIMITS.requestBytes,
+): Promise<{ tooLarge: false; raw: Buffer } | { tooLarge: true; head: string; tail: string }> {
   const declared = Number(req.headers['content-length']);
   let over = Number.isFinite(declared) && declared > limit;
   const chunks: Buffer[] = [];
@@ -105,6 +108,7 @@ export function tooLargeRpcAnswer(head: string, tail: string): Record<string, un
   const last = /"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)\s*\}\s*$/.exec(tail);
   const id = found.id ?? (last ? (JSON.parse(last[1]!) as string | number) : null);
   const envelope = errors.tooLarge(LIMITS.requestBytes).envelope();
-  if (found.method === 'tools/call') return { jsonrpc: '2.0', id, result: { isError: true, content: [{ type: 'text', text: JSON.stringify(envelope) }] } };
+  if (found.method === 'tools/call')
+    return { jsonrpc: '2.0', id, result: { isError: true, content: [{ type: 'text', text: JSON.stringify(envelope) }] } };
   return { jsonrpc: '2.0', id, error: { code: -32600, message: envelope.error.message, data: envelope } };
 }

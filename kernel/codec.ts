@@ -21,18 +21,7 @@
 import { unified } from 'unified';
 import remarkParse from 'remark-parse';
 import remarkFrontmatter from 'remark-frontmatter';
-import {
-  Document,
-  LineCounter,
-  Scalar,
-  isAlias,
-  isMap,
-  isScalar,
-  isSeq,
-  parseDocument,
-  visit,
-  type Node as YamlNode,
-} from 'yaml';
+import { Document, LineCounter, Scalar, isAlias, isMap, isScalar, isSeq, parseDocument, visit, type Node as YamlNode } from 'yaml';
 import * as jsyaml from 'js-yaml';
 
 export type Frontmatter = Record<string, unknown>;
@@ -146,9 +135,7 @@ const OPENING_FENCE = /^---[ \t]*(?:\r\n|\n|\r)/;
 /** Aliases are expanded into copies; this caps the nodes produced through them. */
 const MAX_ALIAS_EXPANSION = 10_000;
 /** Explicit tags that still yield JSON data; anything else (`!!binary`, `!!timestamp`, `!!set`, `!!omap`, `!local`) is rejected. */
-const ALLOWED_TAGS = new Set(
-  ['str', 'int', 'float', 'bool', 'null', 'map', 'seq'].map((t) => `tag:yaml.org,2002:${t}`),
-);
+const ALLOWED_TAGS = new Set(['str', 'int', 'float', 'bool', 'null', 'map', 'seq'].map((t) => `tag:yaml.org,2002:${t}`));
 
 interface PositionedNode {
   type: string;
@@ -347,8 +334,7 @@ function parseFrontmatterYaml(source: string, lineOffset: number): Frontmatter {
  * js-yaml and strings to yaml, so yaml writes them plain. Forcing double quotes on every
  * string any of js-yaml's implicit resolvers accept makes both parsers read a string.
  */
-const jsyamlImplicit = (jsyaml as unknown as { types: Record<'null' | 'bool' | 'int' | 'float', jsyaml.Type> })
-  .types;
+const jsyamlImplicit = (jsyaml as unknown as { types: Record<'null' | 'bool' | 'int' | 'float', jsyaml.Type> }).types;
 const JSYAML_RESOLVERS = [jsyamlImplicit.null, jsyamlImplicit.bool, jsyamlImplicit.int, jsyamlImplicit.float];
 
 /**
@@ -425,9 +411,7 @@ function toJsonData(v: unknown, path: (string | number)[], stack: Set<object>, e
       return v;
     case 'number':
       if (!Number.isFinite(v)) {
-        throw new CodecError(`cannot serialize ${pathString(path)}: non-finite number ${v}`, [
-          `${pathString(path)}: non-finite number`,
-        ]);
+        throw new CodecError(`cannot serialize ${pathString(path)}: non-finite number ${v}`, [`${pathString(path)}: non-finite number`]);
       }
       return v === 0 ? 0 : v;
     case 'undefined':
@@ -435,23 +419,17 @@ function toJsonData(v: unknown, path: (string | number)[], stack: Set<object>, e
     case 'object':
       break;
     default:
-      throw new CodecError(`cannot serialize ${pathString(path)}: ${typeof v} is not JSON data`, [
-        `${pathString(path)}: ${typeof v}`,
-      ]);
+      throw new CodecError(`cannot serialize ${pathString(path)}: ${typeof v} is not JSON data`, [`${pathString(path)}: ${typeof v}`]);
   }
   if (v === null) return null;
   if (stack.has(v)) {
-    throw new CodecError(`cannot serialize ${pathString(path)}: circular reference`, [
-      `${pathString(path)}: circular reference`,
-    ]);
+    throw new CodecError(`cannot serialize ${pathString(path)}: circular reference`, [`${pathString(path)}: circular reference`]);
   }
   stack.add(v);
   let out: unknown;
   if (Array.isArray(v)) {
     out = v.map((item, i) =>
-      edges && isPlainObject(item)
-        ? edgeToJsonData(item, [...path, i], stack)
-        : toJsonData(item, [...path, i], stack, false),
+      edges && isPlainObject(item) ? edgeToJsonData(item, [...path, i], stack) : toJsonData(item, [...path, i], stack, false),
     );
   } else if (isPlainObject(v)) {
     const obj: Record<string, unknown> = {};
@@ -462,9 +440,7 @@ function toJsonData(v: unknown, path: (string | number)[], stack: Set<object>, e
     out = obj;
   } else {
     const name = (v as { constructor?: { name?: string } }).constructor?.name ?? 'object';
-    throw new CodecError(`cannot serialize ${pathString(path)}: ${name} is not JSON data`, [
-      `${pathString(path)}: ${name}`,
-    ]);
+    throw new CodecError(`cannot serialize ${pathString(path)}: ${name} is not JSON data`, [`${pathString(path)}: ${name}`]);
   }
   stack.delete(v);
   return out;

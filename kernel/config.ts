@@ -196,7 +196,11 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
   };
 }
 
-const commaList = (value: string | undefined): string[] => (value ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+const commaList = (value: string | undefined): string[] =>
+  (value ?? '')
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
 
 /** `name` or `name:port` (IPv6 in brackets), lower-cased; anything else stops the start with its reason. */
 function hostList(value: string | undefined): string[] {
@@ -223,7 +227,12 @@ function originList(value: string | undefined): string[] {
     } catch {
       url = null;
     }
-    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin === 'null' || raw.replace(/\/+$/, '').toLowerCase() !== url.origin.toLowerCase()) {
+    if (
+      !url ||
+      (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+      url.origin === 'null' ||
+      raw.replace(/\/+$/, '').toLowerCase() !== url.origin.toLowerCase()
+    ) {
       throw new Error(`SVC_ALLOWED_ORIGINS: '${raw}' is not an origin (scheme://host[:port], nothing after)`);
     }
     return url.origin;

@@ -95,13 +95,7 @@ function splitWriteOptions(options: WriteOptions): { encoding: BufferEncoding | 
   return { encoding: options.encoding ?? undefined, mode: options.mode };
 }
 
-async function writeViaTemp(
-  path: string,
-  data: WriteData,
-  options: WriteOptions,
-  doFsync: boolean,
-  syncDir: boolean,
-): Promise<void> {
+async function writeViaTemp(path: string, data: WriteData, options: WriteOptions, doFsync: boolean, syncDir: boolean): Promise<void> {
   const { encoding, mode } = splitWriteOptions(options);
   const tmp = tempPathFor(path);
   // 'wx': the temp name is unique; ENOENT here when the directory is missing (isomorphic-git relies on it).
@@ -126,11 +120,7 @@ async function writeViaTemp(
  * Write `data` to `path` durably: temp file in the same directory, fsync, rename, fsync
  * the directory. The parent directory must exist (ENOENT otherwise).
  */
-export async function writeFileDurable(
-  path: string,
-  data: WriteData,
-  opts: { fsync?: boolean; mode?: Mode } = {},
-): Promise<void> {
+export async function writeFileDurable(path: string, data: WriteData, opts: { fsync?: boolean; mode?: Mode } = {}): Promise<void> {
   await writeViaTemp(path, data, opts.mode === undefined ? undefined : { mode: opts.mode }, opts.fsync ?? true, true);
 }
 
@@ -154,8 +144,7 @@ export function createDurableFs(opts: DurableFsOptions = {}): DurableFs {
       return fsp.readdir(path, options as Parameters<typeof fsp.readdir>[1]);
     },
     async mkdir(path, options) {
-      const recursive =
-        typeof options === 'object' && options !== null && (options as { recursive?: boolean }).recursive === true;
+      const recursive = typeof options === 'object' && options !== null && (options as { recursive?: boolean }).recursive === true;
       const first = await fsp.mkdir(path, options as Parameters<typeof fsp.mkdir>[1]);
       if (doFsync) {
         if (!recursive) {

@@ -129,9 +129,10 @@ export function unknownTypeError(registry: Registry, id: string, type: unknown):
   const types = [...registry.nodeTypes.values()];
   const prefixes = types.map((t) => t.prefix).filter(Boolean);
   if (type === undefined || type === null || type === '') {
-    return errors.validation(`cannot tell the type of '${id}': ids start with a type prefix such as ${prefixes.slice(0, 4).join(', ')} (e.g. task-${id}), or set type`, [
-      { field: 'id', message: `must start with a type prefix: ${prefixes.join(', ')}` },
-    ]);
+    return errors.validation(
+      `cannot tell the type of '${id}': ids start with a type prefix such as ${prefixes.slice(0, 4).join(', ')} (e.g. task-${id}), or set type`,
+      [{ field: 'id', message: `must start with a type prefix: ${prefixes.join(', ')}` }],
+    );
   }
   const names = types.map((t) => t.type);
   const hint = didYouMean(nearest(String(type), names));

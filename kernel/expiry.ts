@@ -23,6 +23,7 @@ export function parseExpiry(value: unknown, opts: { nowMs: number; defaultDays: 
     throw errors.validation(`${field} must be '<N>d' or an ISO date`, [{ field, value }]);
   }
   if (at <= opts.nowMs) throw errors.validation(`${field} is in the past`, [{ field, value }]);
-  if (at > cap + 60_000) throw errors.validation(`${field} is beyond the ${opts.maxDays}-day maximum`, [{ field, value, max_days: opts.maxDays }]);
+  if (at > cap + 60_000)
+    throw errors.validation(`${field} is beyond the ${opts.maxDays}-day maximum`, [{ field, value, max_days: opts.maxDays }]);
   return new Date(at).toISOString();
 }

@@ -56,7 +56,11 @@ export function parseCommitText(sha: string, text: string, indented: boolean): P
       }
     }
   }
-  if (indented) body = body.split('\n').map((l) => (l.startsWith('    ') ? l.slice(4) : l)).join('\n');
+  if (indented)
+    body = body
+      .split('\n')
+      .map((l) => (l.startsWith('    ') ? l.slice(4) : l))
+      .join('\n');
   return { sha, parent, authorName, authorEmail, timestamp, message: body.replace(/\n+$/, '') };
 }
 
@@ -78,12 +82,29 @@ function parseRawMeta(meta: string): { status: 'A' | 'M' | 'D'; oldBlob: string 
  * then alternating raw metadata and path tokens. The message is indented, so "\n:" can
  * only start the raw section.
  */
-export async function streamLog(gitdir: string, tip: string, onCommit: (commit: ParsedCommit, changes: RawChange[]) => void): Promise<void> {
+export async function streamLog(
+  gitdir: string,
+  tip: string,
+  onCommit: (commit: ParsedCommit, changes: RawChange[]) => void,
+): Promise<void> {
   await gitdirSettled(gitdir);
   return new Promise((resolve, reject) => {
     const child = spawn(
       'git',
-      ['--git-dir', gitdir, 'log', '--first-parent', '--diff-merges=first-parent', '--no-renames', '--raw', '--no-abbrev', '-z', '--pretty=raw', tip, '--'],
+      [
+        '--git-dir',
+        gitdir,
+        'log',
+        '--first-parent',
+        '--diff-merges=first-parent',
+        '--no-renames',
+        '--raw',
+        '--no-abbrev',
+        '-z',
+        '--pretty=raw',
+        tip,
+        '--',
+      ],
       { env: gitEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let current: { commit: ParsedCommit; changes: RawChange[] } | null = null;

@@ -29,7 +29,13 @@ export class HookRunner {
   ) {}
 
   private async call(ref: HookRef, input: unknown): Promise<{ ok: true; value: unknown } | { ok: false; message: string }> {
-    const key = createHash('sha1').update(ref.owner).update('\0').update(ref.source).update('\0').update(JSON.stringify(input)).digest('hex');
+    const key = createHash('sha1')
+      .update(ref.owner)
+      .update('\0')
+      .update(ref.source)
+      .update('\0')
+      .update(JSON.stringify(input))
+      .digest('hex');
     if (this.cache.has(key)) return { ok: true, value: this.cache.get(key) };
     const call = { tenant: this.tenant, owner: ref.owner, hook: ref.hook, source: ref.source, input, limits: this.limits() };
     let outcome = await this.sandbox.run(call);
@@ -51,11 +57,17 @@ export class HookRunner {
       const result = await this.call(ref, input);
       const where = `transition hook of ${ref.owner}`;
       if (!result.ok) {
-        throw errors.transitionDenied(`${where} failed (${result.message}); the move is denied`, { hook: ref.owner, from: input.from, to: input.to });
+        throw errors.transitionDenied(`${where} failed (${result.message}); the move is denied`, {
+          hook: ref.owner,
+          from: input.from,
+          to: input.to,
+        });
       }
       const verdict = result.value as { allow?: unknown; reason?: unknown } | null;
       if (!verdict || typeof verdict !== 'object' || typeof verdict.allow !== 'boolean') {
-        throw errors.transitionDenied(`${where} answered malformed data (expected {allow, reason?}); the move is denied`, { hook: ref.owner });
+        throw errors.transitionDenied(`${where} answered malformed data (expected {allow, reason?}); the move is denied`, {
+          hook: ref.owner,
+        });
       }
       if (!verdict.allow) {
         const reason = typeof verdict.reason === 'string' && verdict.reason ? verdict.reason : `denied by ${where}`;

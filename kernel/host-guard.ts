@@ -98,9 +98,14 @@ export function checkHostAndOrigin(
 ): SvcError | null {
   const host = hostHeader === undefined ? null : parseHost(hostHeader);
   if (!HOST_EXEMPT.has(path) && rules.anyPortNames !== null && (!host || !hostAllowed(rules, host))) {
-    return new SvcError(403, 'forbidden_host', `the Host header '${(hostHeader ?? '').slice(0, 100)}' does not name this service; add the name to SVC_ALLOWED_HOSTS if it should`, {
-      host: (hostHeader ?? '').slice(0, 100),
-    });
+    return new SvcError(
+      403,
+      'forbidden_host',
+      `the Host header '${(hostHeader ?? '').slice(0, 100)}' does not name this service; add the name to SVC_ALLOWED_HOSTS if it should`,
+      {
+        host: (hostHeader ?? '').slice(0, 100),
+      },
+    );
   }
   if (originHeader === undefined) return null;
   // `Origin: null` is what browsers send for a same-origin form post from a page whose
@@ -119,7 +124,12 @@ export function checkHostAndOrigin(
     // same-origin with the request's own (allowed) Host: a page of this service
     if (host && origin.host === host.host.replace(/:80$/, '') && hostAllowed(rules, host)) return null;
   }
-  return new SvcError(403, 'forbidden_origin', `requests from the origin '${originHeader.slice(0, 100)}' are not accepted; add it to SVC_ALLOWED_ORIGINS if it should be`, {
-    origin: originHeader.slice(0, 100),
-  });
+  return new SvcError(
+    403,
+    'forbidden_origin',
+    `requests from the origin '${originHeader.slice(0, 100)}' are not accepted; add it to SVC_ALLOWED_ORIGINS if it should be`,
+    {
+      origin: originHeader.slice(0, 100),
+    },
+  );
 }

@@ -13,7 +13,16 @@ import { errors, isSvcError, SvcError } from './errors.js';
 import { checkHostAndOrigin, hostRules, type HostRules } from './host-guard.js';
 import { buildMcpServer } from './mcp.js';
 import { invoke, queryFieldsOf, type JsonSchema, type OperationDef } from './operation.js';
-import { RawResponse, serialize, StatusPayload, type KernelServices, type OpContext, type PluginDef, type RouteDef, type RouteRequest } from './plugin.js';
+import {
+  RawResponse,
+  serialize,
+  StatusPayload,
+  type KernelServices,
+  type OpContext,
+  type PluginDef,
+  type RouteDef,
+  type RouteRequest,
+} from './plugin.js';
 import type { Tenant } from './tenant.js';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -34,7 +43,8 @@ function sendError(ctx: Koa.Context, err: SvcError, services?: KernelServices): 
   ctx.status = err.status;
   ctx.type = 'application/json';
   ctx.body = serialize(err.envelope());
-  if (err.status === 401) ctx.set('WWW-Authenticate', services && (ctx.path === '/mcp' || ctx.path.startsWith('/v1/')) ? services.authChallenge() : 'Bearer');
+  if (err.status === 401)
+    ctx.set('WWW-Authenticate', services && (ctx.path === '/mcp' || ctx.path.startsWith('/v1/')) ? services.authChallenge() : 'Bearer');
 }
 
 /** A JWT (three base64url parts), not one of the kernel's `svc_` tokens. */
@@ -48,20 +58,30 @@ function prefersHtml(ctx: Koa.Context): boolean {
 }
 
 const ERROR_PAGE_TEXT: Record<number, { title: string; hint: string }> = {
-  401: { title: 'This link is not valid', hint: 'The share link is malformed, has expired, or you are not signed in. Ask the person who shared it for a new link.' },
+  401: {
+    title: 'This link is not valid',
+    hint: 'The share link is malformed, has expired, or you are not signed in. Ask the person who shared it for a new link.',
+  },
   403: { title: 'Not allowed', hint: 'Your identity may not see this page.' },
   404: { title: 'Not found', hint: 'There is nothing here: the view may have been removed, or the address is wrong.' },
 };
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** The readable page for a browser, the status kept (docs/spec.md error codes stay visible for support). */
 function sendErrorPage(ctx: Koa.Context, err: SvcError): void {
-  const text = ERROR_PAGE_TEXT[err.status] ?? { title: err.status >= 500 ? 'Something went wrong' : 'This request could not be served', hint: err.message };
+  const text = ERROR_PAGE_TEXT[err.status] ?? {
+    title: err.status >= 500 ? 'Something went wrong' : 'This request could not be served',
+    hint: err.message,
+  };
   ctx.status = err.status;
   ctx.type = 'text/html; charset=utf-8';
   // the page is never to be framed (clickjacking); X-Frame-Options for browsers without CSP 2
-  ctx.set('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+  ctx.set(
+    'content-security-policy',
+    "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+  );
   ctx.set('x-frame-options', 'DENY');
   ctx.set('referrer-policy', 'no-referrer');
   ctx.set('cache-control', 'no-store');
@@ -175,7 +195,9 @@ export function createApp(services: KernelServices): Koa {
       ctx.type = 'application/json';
       ctx.set('connection', 'close');
       ctx.set('retry-after', '1');
-      ctx.body = serialize(new SvcError(503, 'shutting_down', 'the server is stopping; retry on another instance or in a moment').envelope());
+      ctx.body = serialize(
+        new SvcError(503, 'shutting_down', 'the server is stopping; retry on another instance or in a moment').envelope(),
+      );
       return;
     }
     await next();
@@ -187,10 +209,15 @@ export function createApp(services: KernelServices): Koa {
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw errors.notFound(`route ${ctx.method} ${ctx.path}`);
-      if (ctx.status === 405 && ctx.body === undefined) throw new SvcError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
+      if (ctx.status === 405 && ctx.body === undefined)
+        throw new SvcError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
     } catch (err) {
       if (isSvcError(err)) return sendError(ctx, err, services);
-      services.log.error('unhandled error', { method: ctx.method, path: ctx.path, error: err instanceof Error ? err.stack ?? err.message : String(err) });
+      services.log.error('unhandled error', {
+        method: ctx.method,
+        path: ctx.path,
+        error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+      });
       sendError(ctx, errors.internal(), services);
     }
   });
@@ -203,9 +230,20 @@ export function createApp(services: KernelServices): Koa {
     const port = ctx.req.socket.localPort ?? services.config.port;
     let rules = rulesByPort.get(port);
     if (!rules) rulesByPort.set(port, (rules = hostRules(services.config, port)));
-    const refusal = checkHostAndOrigin(rules, ctx.path, ctx.req.headers.host, ctx.req.headers.origin, ctx.req.headers['sec-fetch-site'] as string | undefined);
+    const refusal = checkHostAndOrigin(
+      rules,
+      ctx.path,
+      ctx.req.headers.host,
+      ctx.req.headers.origin,
+      ctx.req.headers['sec-fetch-site'] as string | undefined,
+    );
     if (refusal) {
-      services.log.warn('request refused by the Host/Origin check', { code: refusal.code, route: ctx.path === '/mcp' ? '/mcp' : 'unmatched', request_id: ctx.state.requestId, ...refusal.details });
+      services.log.warn('request refused by the Host/Origin check', {
+        code: refusal.code,
+        route: ctx.path === '/mcp' ? '/mcp' : 'unmatched',
+        request_id: ctx.state.requestId,
+        ...refusal.details,
+      });
       throw refusal;
     }
     await next();
@@ -251,7 +289,8 @@ export function createApp(services: KernelServices): Koa {
 
   router.get('/metrics', (ctx) => {
     const presented = bearer(ctx.get('authorization') || undefined);
-    if (!metricsTokenHash || !presented) throw metricsTokenHash ? errors.unauthorized() : errors.notFound(`route ${ctx.method} ${ctx.path}`);
+    if (!metricsTokenHash || !presented)
+      throw metricsTokenHash ? errors.unauthorized() : errors.notFound(`route ${ctx.method} ${ctx.path}`);
     const hash = createHash('sha256').update(presented).digest();
     if (!timingSafeEqual(hash, metricsTokenHash)) throw errors.unauthorized();
     return serveMetrics(ctx, services);
@@ -276,7 +315,12 @@ export function createApp(services: KernelServices): Koa {
         } catch (err) {
           if (!prefersHtml(ctx)) throw err;
           const svcErr = isSvcError(err) ? err : errors.internal();
-          if (!isSvcError(err)) services.log.error('unhandled error', { method: ctx.method, path: ctx.path, error: err instanceof Error ? err.stack ?? err.message : String(err) });
+          if (!isSvcError(err))
+            services.log.error('unhandled error', {
+              method: ctx.method,
+              path: ctx.path,
+              error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+            });
           sendErrorPage(ctx, svcErr);
         }
       };
@@ -284,7 +328,12 @@ export function createApp(services: KernelServices): Koa {
         const body = BODY_METHODS.has(ctx.method) ? await readBody(ctx) : undefined;
         const req = routeRequest(ctx, ctx.params ?? {}, body);
         // token routes authenticate synchronously; only ticket routes may need to await
-        const identity = route.auth === 'ticket' ? await resolveIdentity(ctx, route, req) : services.bearerAuthenticators.length > 0 ? await authenticateAny(ctx) : authenticate(ctx);
+        const identity =
+          route.auth === 'ticket'
+            ? await resolveIdentity(ctx, route, req)
+            : services.bearerAuthenticators.length > 0
+              ? await authenticateAny(ctx)
+              : authenticate(ctx);
         if (!identity) throw errors.unauthorized();
         const { tenant, actor } = identity;
         if (!services.host.usable(tenant, plugin)) throw errors.notFound(`route ${ctx.method} ${ctx.path}`);
@@ -334,7 +383,7 @@ export function createApp(services: KernelServices): Koa {
       instructions: services.host.instructionsFor(tenant, toolsets),
       tools: services.host.toolsFor(tenant, toolsets),
       resources: services.host.resourcesFor(tenant),
-      log: (err) => services.log.error('tool failed', { error: err instanceof Error ? err.stack ?? err.message : String(err) }),
+      log: (err) => services.log.error('tool failed', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) }),
     });
     // Stateless: a fresh server and transport per request, JSON responses.
     const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
@@ -367,7 +416,11 @@ export function createApp(services: KernelServices): Koa {
 function fromQuery(raw: string | string[], schema: JsonSchema | undefined): unknown {
   const types = schema ? [schema.type].flat().filter(Boolean) : [];
   const last = Array.isArray(raw) ? raw[raw.length - 1]! : raw;
-  if (types.includes('array')) return (Array.isArray(raw) ? raw : [raw]).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+  if (types.includes('array'))
+    return (Array.isArray(raw) ? raw : [raw])
+      .flatMap((v) => v.split(','))
+      .map((v) => v.trim())
+      .filter(Boolean);
   if ((types.includes('integer') || types.includes('number')) && /^-?\d+(\.\d+)?$/.test(last)) return Number(last);
   if (types.includes('boolean')) {
     if (last === 'true' || last === '1') return true;
@@ -382,7 +435,9 @@ function restInput(op: OperationDef, route: RouteDef, req: RouteRequest): Record
   const props = (op.input.properties as Record<string, JsonSchema> | undefined) ?? {};
   if (BODY_METHODS.has(route.method) && req.body !== undefined && req.body !== null) {
     if (typeof req.body !== 'object' || Array.isArray(req.body)) {
-      throw errors.validation('request body must be a JSON object', [{ instancePath: '', schemaPath: '#/type', keyword: 'type', params: { type: 'object' }, message: 'must be object' }]);
+      throw errors.validation('request body must be a JSON object', [
+        { instancePath: '', schemaPath: '#/type', keyword: 'type', params: { type: 'object' }, message: 'must be object' },
+      ]);
     }
     Object.assign(input, req.body);
   }

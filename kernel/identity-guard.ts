@@ -108,7 +108,13 @@ export function identityFactChanges(registry: Registry, id: string, before: Node
 }
 
 /** The write path's check: throws 403 `forbidden` when a change touches an identity fact without the authority. */
-export function guardIdentityFacts(registry: Registry, id: string, before: NodeImage | null, after: NodeImage | null, authority: unknown): string[] {
+export function guardIdentityFacts(
+  registry: Registry,
+  id: string,
+  before: NodeImage | null,
+  after: NodeImage | null,
+  authority: unknown,
+): string[] {
   const facts = identityFactChanges(registry, id, before, after);
   if (facts.length > 0 && !isIdentityAuthority(authority)) {
     throw errors.forbidden(

@@ -15,7 +15,12 @@ export function errorResult(err: SvcError): CallToolResult {
 }
 
 /** Runs one tool call against the core operation; shared by every MCP transport. */
-export async function callTool(tool: Tool, ctx: OpContext, args: Record<string, unknown>, log: (err: unknown) => void): Promise<CallToolResult> {
+export async function callTool(
+  tool: Tool,
+  ctx: OpContext,
+  args: Record<string, unknown>,
+  log: (err: unknown) => void,
+): Promise<CallToolResult> {
   try {
     let payload = await tool.call(ctx, args);
     let isError = false;
@@ -89,7 +94,16 @@ export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
   server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
     const resource = spec.resources.find((r) => r.uri === request.params.uri);
     if (!resource) throw new Error(`unknown resource ${request.params.uri}`);
-    return { contents: [{ uri: resource.uri, mimeType: resource.mimeType, text: await resource.read(), ...(resource._meta ? { _meta: resource._meta } : {}) }] };
+    return {
+      contents: [
+        {
+          uri: resource.uri,
+          mimeType: resource.mimeType,
+          text: await resource.read(),
+          ...(resource._meta ? { _meta: resource._meta } : {}),
+        },
+      ],
+    };
   });
   return server;
 }
@@ -120,7 +134,11 @@ function compact(value: unknown): unknown {
   const out: Record<string, unknown> = {};
   const src = value as Record<string, unknown>;
   const type = src.type;
-  const digits = Array.isArray(type) && type.length === 2 && type.includes('string') && (type.includes('integer') || type.includes('number') || type.includes('array'));
+  const digits =
+    Array.isArray(type) &&
+    type.length === 2 &&
+    type.includes('string') &&
+    (type.includes('integer') || type.includes('number') || type.includes('array'));
   for (const [k, v] of Object.entries(src)) {
     if (k === 'pattern' && typeof v === 'string') continue;
     if (k === 'description' && typeof v === 'string') continue;
@@ -131,7 +149,10 @@ function compact(value: unknown): unknown {
       continue;
     }
     // property names are data, not schema keywords: only their values are compacted
-    out[k] = k === 'properties' && v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([n, p]) => [n, compact(p)])) : compact(v);
+    out[k] =
+      k === 'properties' && v && typeof v === 'object'
+        ? Object.fromEntries(Object.entries(v).map(([n, p]) => [n, compact(p)]))
+        : compact(v);
   }
   return out;
 }

@@ -37,7 +37,12 @@ export class KernelMetrics {
       buckets: LATENCY_BUCKETS,
       registers,
     });
-    this.writeQueueDepth = new Gauge({ name: 'workgraph_write_queue_depth', help: 'writes queued or running in the tenant write queue', labelNames: ['tenant'], registers });
+    this.writeQueueDepth = new Gauge({
+      name: 'workgraph_write_queue_depth',
+      help: 'writes queued or running in the tenant write queue',
+      labelNames: ['tenant'],
+      registers,
+    });
     this.commitDuration = new Histogram({
       name: 'workgraph_commit_duration_seconds',
       help: 'time from a write entering the tenant queue to its durable acknowledgement',
@@ -65,7 +70,11 @@ export class KernelMetrics {
       labelNames: ['outcome'],
       registers,
     });
-    this.authFailures = new Counter({ name: 'workgraph_auth_failures_total', help: 'requests refused 401 (missing, malformed, unknown, expired or revoked credentials)', registers });
+    this.authFailures = new Counter({
+      name: 'workgraph_auth_failures_total',
+      help: 'requests refused 401 (missing, malformed, unknown, expired or revoked credentials)',
+      registers,
+    });
     new Gauge({
       name: 'workgraph_tenants_open',
       help: 'tenants this process serves',

@@ -75,7 +75,9 @@ export interface OperationDef<I = unknown, O = unknown> extends OperationMeta {
 }
 
 /** Declares an operation; the schema is compiled on first use (start-up stays cheap). */
-export function defineOperation<IS extends TSchema, OS extends TSchema = Schema<unknown>>(spec: OperationSpec<IS, OS>): OperationDef<Static<IS>, Static<OS>> {
+export function defineOperation<IS extends TSchema, OS extends TSchema = Schema<unknown>>(
+  spec: OperationSpec<IS, OS>,
+): OperationDef<Static<IS>, Static<OS>> {
   if (!/^[a-z][a-z0-9_]*$/.test(spec.name)) throw new Error(`operation '${spec.name}': name must be snake_case`);
   if (spec.input.type !== 'object') throw new Error(`operation '${spec.name}': input must be an object schema`);
   return { ...spec, kind: 'operation' };
@@ -106,7 +108,11 @@ export function validatorOf(schema: JsonSchema): ValidateFunction {
 export const answerChecks = { enabled: false };
 
 /** Validates `input` against the operation's schema, then runs it. */
-export async function invoke<Op extends OperationDef<never, unknown>>(op: Op, ctx: OpContext, input: unknown): Promise<Awaited<ReturnType<Op['run']>>> {
+export async function invoke<Op extends OperationDef<never, unknown>>(
+  op: Op,
+  ctx: OpContext,
+  input: unknown,
+): Promise<Awaited<ReturnType<Op['run']>>> {
   const validate = validatorOf(op.input);
   if (!validate(input)) throw validationError(op.name, validate.errors ?? []);
   let result: Awaited<ReturnType<Op['run']>>;
@@ -130,7 +136,9 @@ function checkAnswer(op: OperationDef, result: unknown): void {
   }
   const validate = validatorOf(op.output!);
   if (!validate(payload)) {
-    throw new Error(`answer of operation ${op.name} does not match its declared output: ${JSON.stringify(validate.errors)} in ${JSON.stringify(payload).slice(0, 400)}`);
+    throw new Error(
+      `answer of operation ${op.name} does not match its declared output: ${JSON.stringify(validate.errors)} in ${JSON.stringify(payload).slice(0, 400)}`,
+    );
   }
 }
 
@@ -152,9 +160,11 @@ export function describeAjvError(e: Partial<ErrorObject>): string {
   const where = e.instancePath ? ` at ${e.instancePath}` : '';
   let what = e.message ?? 'invalid';
   const params = (e.params ?? {}) as Record<string, unknown>;
-  if (e.keyword === 'enum' && Array.isArray(params.allowedValues)) what += `: ${params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+  if (e.keyword === 'enum' && Array.isArray(params.allowedValues))
+    what += `: ${params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
   else if (e.keyword === 'const' && 'allowedValue' in params) what += `: ${JSON.stringify(params.allowedValue)}`;
-  else if (e.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') what += ` ('${params.additionalProperty}')`;
+  else if (e.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string')
+    what += ` ('${params.additionalProperty}')`;
   return `${where}: ${what}`;
 }
 
@@ -195,7 +205,9 @@ function computeQueryFields(op: OperationDef, route: RouteDef): string[] {
 type Props = Record<string, TSchema>;
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
 /** The type of an object with properties `P`, of which `R` are required (mutable: code builds answers field by field). */
-export type ObjectOf<P extends Props, R extends keyof P> = Simplify<{ -readonly [K in R]: Static<P[K]> } & { -readonly [K in Exclude<keyof P, R>]?: Static<P[K]> }>;
+export type ObjectOf<P extends Props, R extends keyof P> = Simplify<
+  { -readonly [K in R]: Static<P[K]> } & { -readonly [K in Exclude<keyof P, R>]?: Static<P[K]> }
+>;
 type Primitive = string | number | boolean | null;
 
 const typed = <T>(schema: JsonSchema): Schema<T> => Type.Unsafe<T>(schema);
@@ -211,7 +223,10 @@ export function object<const P extends Props, const R extends keyof P & string =
 }
 
 /** An open object schema for answers: these keys are promised (all by default), more may be added (docs/spec.md: additive keys). */
-export function answer<const P extends Props, const R extends keyof P & string = keyof P & string>(properties: P, required?: readonly R[]): Schema<ObjectOf<P, R>> {
+export function answer<const P extends Props, const R extends keyof P & string = keyof P & string>(
+  properties: P,
+  required?: readonly R[],
+): Schema<ObjectOf<P, R>> {
   return typed({ type: 'object', properties, required: required ? [...required] : Object.keys(properties) });
 }
 
@@ -231,19 +246,25 @@ export function extend<T, const P extends Props, const R extends keyof P & strin
 
 export const s = {
   string: (description?: string, extra: JsonSchema = {}): Schema<string> => typed({ type: 'string', ...described(description), ...extra }),
-  integer: (description?: string, extra: JsonSchema = {}): Schema<number> => typed({ type: 'integer', ...described(description), ...extra }),
+  integer: (description?: string, extra: JsonSchema = {}): Schema<number> =>
+    typed({ type: 'integer', ...described(description), ...extra }),
   number: (description?: string, extra: JsonSchema = {}): Schema<number> => typed({ type: 'number', ...described(description), ...extra }),
   boolean: (description?: string): Schema<boolean> => typed({ type: 'boolean', ...described(description) }),
   array: <T extends TSchema>(items: T, description?: string, extra: JsonSchema = {}): Schema<Static<T>[]> =>
     typed({ type: 'array', items, ...described(description), ...extra }),
   /** the schema or null: a `type` list when the schema has one plain type, else anyOf */
   nullable: <T extends TSchema>(schema: T): Schema<Static<T> | null> =>
-    typed(typeof schema.type === 'string' && !schema.enum && !('const' in schema) ? { ...schema, type: [schema.type, 'null'] } : { anyOf: [schema, { type: 'null' }] }),
+    typed(
+      typeof schema.type === 'string' && !schema.enum && !('const' in schema)
+        ? { ...schema, type: [schema.type, 'null'] }
+        : { anyOf: [schema, { type: 'null' }] },
+    ),
   /** a string or null (optional text answers, ids that may be unset) */
   stringOrNull: (description?: string): Schema<string | null> => typed({ type: ['string', 'null'], ...described(description) }),
   /** an integer or null */
   integerOrNull: (description?: string): Schema<number | null> => typed({ type: ['integer', 'null'], ...described(description) }),
-  enum: <const V extends readonly Primitive[]>(values: V, description?: string): Schema<V[number]> => typed({ enum: [...values], ...described(description) }),
+  enum: <const V extends readonly Primitive[]>(values: V, description?: string): Schema<V[number]> =>
+    typed({ enum: [...values], ...described(description) }),
   /** exactly this value */
   const: <const V extends Primitive>(value: V, description?: string): Schema<V> => typed({ const: value, ...described(description) }),
   /** any JSON object (open) */

@@ -184,7 +184,7 @@ export function zlibStored(data: Buffer): Buffer {
   }
   let a = 1;
   let c = 0;
-  for (let i = 0; i < data.length; ) {
+  for (let i = 0; i < data.length;) {
     const end = Math.min(data.length, i + 3800); // sums stay below 2^32 between reductions
     for (; i < end; i++) {
       a += data[i]!;

@@ -2,7 +2,16 @@
  * The plugin host: validated, dependency-ordered plugins and what a tenant may use of
  * them (a plugin disabled for a tenant has no routes and no tools there).
  */
-import { checkManifests, orderPlugins, resolveTool, type NodeWriteCheck, type PluginDef, type ResourceDef, type StatusEffect, type Tool } from './plugin.js';
+import {
+  checkManifests,
+  orderPlugins,
+  resolveTool,
+  type NodeWriteCheck,
+  type PluginDef,
+  type ResourceDef,
+  type StatusEffect,
+  type Tool,
+} from './plugin.js';
 import type { Tenant } from './tenant.js';
 import { errors } from './errors.js';
 import { didYouMean, nearest } from './error-hints.js';
@@ -42,7 +51,9 @@ export class PluginHost {
 
   /** The toolset names a tenant offers: its enabled plugins that declare tools. */
   toolsetsOf(tenant: Tenant): string[] {
-    return this.enabledFor(tenant).filter((p) => (this.tools.get(p) ?? []).length > 0).map((p) => p.name);
+    return this.enabledFor(tenant)
+      .filter((p) => (this.tools.get(p) ?? []).length > 0)
+      .map((p) => p.name);
   }
 
   /**
@@ -50,13 +61,21 @@ export class PluginHost {
    * null for all. An unknown name is 400 with the names the tenant offers and the nearest.
    */
   parseToolsets(tenant: Tenant, raw: string | string[] | undefined | null): string[] | null {
-    const names = [raw ?? []].flat().flatMap((v) => v.split(',')).map((v) => v.trim().toLowerCase()).filter(Boolean);
+    const names = [raw ?? []]
+      .flat()
+      .flatMap((v) => v.split(','))
+      .map((v) => v.trim().toLowerCase())
+      .filter(Boolean);
     if (names.length === 0 || names.includes('all')) return null;
     const offered = this.toolsetsOf(tenant);
     const unknown = names.filter((n) => !offered.includes(n));
     if (unknown.length > 0) {
       const hint = didYouMean(nearest(unknown[0]!, offered));
-      throw errors.badRequest(`unknown toolset '${unknown[0]}'${hint} (allowed: all, ${offered.join(', ')})`, { field: 'toolsets', unknown, allowed: ['all', ...offered] });
+      throw errors.badRequest(`unknown toolset '${unknown[0]}'${hint} (allowed: all, ${offered.join(', ')})`, {
+        field: 'toolsets',
+        unknown,
+        allowed: ['all', ...offered],
+      });
     }
     return [...new Set(names)];
   }
@@ -74,7 +93,10 @@ export class PluginHost {
   /** The MCP server `instructions` for a tenant: a heading, then each enabled plugin's lines, in plugin order. */
   instructionsFor(tenant: Tenant, toolsets: string[] | null = null): string {
     const lines = this.pluginsFor(tenant, toolsets).flatMap((p) => p.instructions ?? []);
-    return ['Work graph: typed work nodes (tasks, issues, decisions, specs, ...) kept in git; every write is a commit with its author.', ...lines.map((l) => `- ${l}`)].join('\n');
+    return [
+      'Work graph: typed work nodes (tasks, issues, decisions, specs, ...) kept in git; every write is a commit with its author.',
+      ...lines.map((l) => `- ${l}`),
+    ].join('\n');
   }
 
   resourcesFor(tenant: Tenant): ResourceDef[] {

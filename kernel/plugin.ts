@@ -301,7 +301,8 @@ export function checkManifests(plugins: PluginDef[]): void {
       if (!byName.has(dep)) throw new Error(`plugin '${p.name}': depends on unknown plugin '${dep}'`);
     }
     for (const dep of p.optionalDependsOn ?? []) {
-      if ((p.dependsOn ?? []).includes(dep)) throw new Error(`plugin '${p.name}': '${dep}' is listed both in dependsOn and in optionalDependsOn`);
+      if ((p.dependsOn ?? []).includes(dep))
+        throw new Error(`plugin '${p.name}': '${dep}' is listed both in dependsOn and in optionalDependsOn`);
     }
   }
   const state = new Map<string, 'visiting' | 'done'>();
@@ -354,14 +355,19 @@ function checkAccess(plugin: PluginDef): void {
   for (const op of declaredOperations(plugin)) {
     names.add(op.name);
     if (!Object.hasOwn(access, op.name)) {
-      throw new Error(`plugin '${plugin.name}': operation '${op.name}' has no access declaration (add it to plugins/${plugin.name}/access.ts: who may call it and on what; see docs/authorization.md)`);
+      throw new Error(
+        `plugin '${plugin.name}': operation '${op.name}' has no access declaration (add it to plugins/${plugin.name}/access.ts: who may call it and on what; see docs/authorization.md)`,
+      );
     }
   }
   for (const [name, entry] of Object.entries(access)) {
     if (!names.has(name)) throw new Error(`plugin '${plugin.name}': access declaration '${name}' names no operation of the plugin`);
     const kinds = [...entry.callers, ...(entry.when ?? []).flatMap((c) => c.callers ?? [])];
     const unknown = kinds.filter((k) => !(CREDENTIAL_KINDS as readonly string[]).includes(k));
-    if (unknown.length > 0) throw new Error(`plugin '${plugin.name}': operation '${name}' declares unknown credential kind(s) ${unknown.join(', ')} (known: ${CREDENTIAL_KINDS.join(', ')})`);
+    if (unknown.length > 0)
+      throw new Error(
+        `plugin '${plugin.name}': operation '${name}' declares unknown credential kind(s) ${unknown.join(', ')} (known: ${CREDENTIAL_KINDS.join(', ')})`,
+      );
     if (!entry.scope) throw new Error(`plugin '${plugin.name}': operation '${name}' declares no scope (on what it may be called)`);
   }
 }

@@ -195,7 +195,10 @@ export class Registry {
         for (const s of statuses) moves[s] = terminal.includes(s) ? [statuses[0]!] : statuses.filter((x) => x !== s);
         const dropped = t.statuses.filter((s) => !statuses.includes(s));
         if (dropped.length > 0) {
-          this.staleOverrides.push({ schema_id: layer.id, reason: `drops ${typeName} statuses ${dropped.join(', ')}; nodes in them can only move out` });
+          this.staleOverrides.push({
+            schema_id: layer.id,
+            reason: `drops ${typeName} statuses ${dropped.join(', ')}; nodes in them can only move out`,
+          });
         }
         t.statuses = statuses;
         t.terminal = terminal;
@@ -225,17 +228,25 @@ export class Registry {
       // Identity edge types are the kernel's: a graph schema cannot redefine one (its inverse
       // label, aliases or identity flag) nor claim one of its names for another type.
       if (existing?.identity) {
-        this.staleOverrides.push({ schema_id: layer.id, reason: `edge type '${add.type}' is an identity fact; a graph schema cannot redefine it` });
+        this.staleOverrides.push({
+          schema_id: layer.id,
+          reason: `edge type '${add.type}' is an identity fact; a graph schema cannot redefine it`,
+        });
         continue;
       }
-      const claimed = [add.type, add.inverse_label, ...(Array.isArray(add.aliases) ? add.aliases : [])].filter((n): n is string => typeof n === 'string');
+      const claimed = [add.type, add.inverse_label, ...(Array.isArray(add.aliases) ? add.aliases : [])].filter(
+        (n): n is string => typeof n === 'string',
+      );
       const taken = claimed.find((n) => this.identityNames().has(n));
       if (taken !== undefined) {
-        this.staleOverrides.push({ schema_id: layer.id, reason: `edge type '${add.type}' claims '${taken}', a name of an identity edge type` });
+        this.staleOverrides.push({
+          schema_id: layer.id,
+          reason: `edge type '${add.type}' claims '${taken}', a name of an identity edge type`,
+        });
         continue;
       }
       const identity = identityScopeOf(add.identity);
-      const weight = typeof add.weight === 'number' ? add.weight : existing?.weight ?? this.pack.default_edge_weight;
+      const weight = typeof add.weight === 'number' ? add.weight : (existing?.weight ?? this.pack.default_edge_weight);
       this.edgeTypes.set(add.type, {
         type: add.type,
         description: add.description ?? existing?.description ?? '',
@@ -403,7 +414,7 @@ export class Registry {
 function identityScopeOf(value: unknown): IdentityEdgeScope | undefined {
   if (value === true) return true;
   if (value && typeof value === 'object' && Array.isArray((value as { targets?: unknown }).targets)) {
-    const targets = ((value as { targets: unknown[] }).targets).filter((t): t is string => typeof t === 'string');
+    const targets = (value as { targets: unknown[] }).targets.filter((t): t is string => typeof t === 'string');
     if (targets.length > 0) return { targets };
   }
   return undefined;

@@ -175,7 +175,9 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
   const { config } = opts;
   let tenants: TenantManager | null = null;
   const metrics = new KernelMetrics(() => tenants?.list().length ?? 0);
-  const runtime = config.databaseUrl ? await openClusterRuntime({ databaseUrl: config.databaseUrl, leaseMs: config.clusterLeaseMs, log, tenants: () => tenants! }) : null;
+  const runtime = config.databaseUrl
+    ? await openClusterRuntime({ databaseUrl: config.databaseUrl, leaseMs: config.clusterLeaseMs, log, tenants: () => tenants! })
+    : null;
   const ownSandbox = opts.sandbox ? null : createSandbox();
   const sandbox = metrics.observeSandbox(opts.sandbox ?? ownSandbox!);
   tenants = new TenantManager({
@@ -192,7 +194,20 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     operational: runtime ? pgOperational(runtime.db, (org) => runtime.cluster.fenceOf(org)) : undefined,
   });
   runtime?.cluster.attach(tenants);
-  const services: KernelServices = { clock, log, config, tenants, host, ticketAuthenticators: [], metrics, bearerAuthenticators: [], authChallenge: () => 'Bearer', registeredRoutes: [], requestRouters: [], globalStore: runtime ? pgGlobalStores(runtime.db) : undefined };
+  const services: KernelServices = {
+    clock,
+    log,
+    config,
+    tenants,
+    host,
+    ticketAuthenticators: [],
+    metrics,
+    bearerAuthenticators: [],
+    authChallenge: () => 'Bearer',
+    registeredRoutes: [],
+    requestRouters: [],
+    globalStore: runtime ? pgGlobalStores(runtime.db) : undefined,
+  };
   // the capability to change identity facts goes to the identity plugin and nowhere else
   host.plugins.find((p) => p.name === IDENTITY_PLUGIN)?.receiveIdentityAuthority?.(IdentityAuthority.issue(IDENTITY_PLUGIN));
   for (const p of host.plugins) await p.init?.(services);
@@ -211,7 +226,11 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     });
     bootstrap = { org: config.orgSlug, person: created.person, token: created.token };
     if (!config.bootstrapToken) writeFileSync(join(config.dataDir, 'admin-token'), created.token + '\n', { mode: 0o600 });
-    log.info('first start: created tenant', { org: config.orgSlug, admin: created.person, token_file: config.bootstrapToken ? null : join(config.dataDir, 'admin-token') });
+    log.info('first start: created tenant', {
+      org: config.orgSlug,
+      admin: created.person,
+      token_file: config.bootstrapToken ? null : join(config.dataDir, 'admin-token'),
+    });
   };
   if (runtime) {
     // the cluster's first start: exactly one of the processes starting together creates the tenant
@@ -264,7 +283,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const { services } = kernel;
   const app = createApp(services);
   let selfUrl = '';
-  const handler = kernel.cluster ? kernel.cluster.handler(app.callback(), () => selfUrl, () => services.requestRouters) : app.callback();
+  const handler = kernel.cluster
+    ? kernel.cluster.handler(
+        app.callback(),
+        () => selfUrl,
+        () => services.requestRouters,
+      )
+    : app.callback();
   let server: HttpServer;
   try {
     server = credentials ? createHttpsServer(credentials, handler) : createHttpServer(handler);
@@ -305,7 +330,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       throw err;
     }
   }
-  const metricsUrl = metricsServer ? `http://${config.metricsHost.includes(':') ? `[${config.metricsHost}]` : config.metricsHost}:${(metricsServer.address() as AddressInfo).port}/metrics` : null;
+  const metricsUrl = metricsServer
+    ? `http://${config.metricsHost.includes(':') ? `[${config.metricsHost}]` : config.metricsHost}:${(metricsServer.address() as AddressInfo).port}/metrics`
+    : null;
   if (metricsUrl) services.log.info(`metrics on ${metricsUrl}`);
   const port = (server.address() as AddressInfo).port;
   const scheme = tls ? 'https' : 'http';
@@ -327,7 +354,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   // URL followed by a space, so a reader matching `listening on (\S+)` in either finds the URL.
   services.log.info(`listening on ${url} (pid ${process.pid})`, { url });
   if (hostRules(config, port).anyPortNames === null) {
-    services.log.warn('DNS-rebinding protection: the Host header is not checked (bound to a non-loopback address without SVC_PUBLIC_URL or SVC_ALLOWED_HOSTS); set one of them');
+    services.log.warn(
+      'DNS-rebinding protection: the Host header is not checked (bound to a non-loopback address without SVC_PUBLIC_URL or SVC_ALLOWED_HOSTS); set one of them',
+    );
   }
 
   let scanning = false;
@@ -370,8 +399,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         // has run for QUIET_MS: node's close() drops connections that are accepted but have not
         // sent their request yet, so closing while clients still arrive would reset them.
         const deadline = performance.now() + graceMs;
-        while (performance.now() < deadline && (inFlight > 0 || performance.now() - lastRequestAt < QUIET_MS)) await new Promise((r) => setTimeout(r, 20));
-        if (inFlight > 0) services.log.warn('graceful stop: requests still running after the grace period were cut', { in_flight: inFlight, grace_ms: graceMs });
+        while (performance.now() < deadline && (inFlight > 0 || performance.now() - lastRequestAt < QUIET_MS))
+          await new Promise((r) => setTimeout(r, 20));
+        if (inFlight > 0)
+          services.log.warn('graceful stop: requests still running after the grace period were cut', {
+            in_flight: inFlight,
+            grace_ms: graceMs,
+          });
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAllConnections();
         await stopped;

@@ -12,7 +12,18 @@
  * memory (unless a later write replaced the value since).
  */
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, promises as fsp, readdirSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  promises as fsp,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { writeFileDurable } from './durable-fs.js';
 
@@ -197,9 +208,10 @@ class KeyedFileCollection<T> extends MemoryCollection<T> implements Collection<T
     const previous = this.writing.get(key) ?? Promise.resolve();
     const next = previous.then(async () => {
       const value = this.data.get(key);
-      if (value === undefined) await fsp.unlink(this.fileOf(key)).catch((err: NodeJS.ErrnoException) => {
-        if (err.code !== 'ENOENT') throw err;
-      });
+      if (value === undefined)
+        await fsp.unlink(this.fileOf(key)).catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== 'ENOENT') throw err;
+        });
       else await writeFileDurable(this.fileOf(key), JSON.stringify({ k: key, v: value }));
     });
     const settled = next.catch(() => undefined);
@@ -247,7 +259,10 @@ export class FileStateStore implements StateStore {
   collection<T>(name: string, options: CollectionOptions = {}): Collection<T> {
     let c = this.collections.get(name);
     if (!c) {
-      c = options.layout === 'file-per-key' ? new KeyedFileCollection<unknown>(join(this.dir, name), join(this.dir, `${name}.json`)) : new FileCollection<unknown>(join(this.dir, `${name}.json`));
+      c =
+        options.layout === 'file-per-key'
+          ? new KeyedFileCollection<unknown>(join(this.dir, name), join(this.dir, `${name}.json`))
+          : new FileCollection<unknown>(join(this.dir, `${name}.json`));
       this.collections.set(name, c);
     }
     return c as Collection<T>;

@@ -86,7 +86,9 @@ export function schemaLayerOf(record: NodeRecord): GraphSchemaLayer {
   const layer: GraphSchemaLayer = { id: record.id, revision: record.revision, applies_to: appliesTo, hooks };
   if (Array.isArray(fm.statuses)) layer.statuses = fm.statuses.map(String);
   if (Array.isArray(fm.edge_types)) {
-    layer.edge_types = fm.edge_types.filter((e): e is EdgeTypeDef => !!e && typeof e === 'object' && typeof (e as EdgeTypeDef).type === 'string');
+    layer.edge_types = fm.edge_types.filter(
+      (e): e is EdgeTypeDef => !!e && typeof e === 'object' && typeof (e as EdgeTypeDef).type === 'string',
+    );
   }
   return layer;
 }
@@ -127,8 +129,12 @@ async function ensureAckedHead(store: GitStore, gitdir: string, acked: string, l
   } catch {
     present = false;
   }
-  if (!present) throw new Error(`acknowledged head ${acked} is not in ${gitdir} (head ${head}): refusing to serve a history that lost acknowledged commits`);
-  if (head && !ahead && !(await isAncestor(head, acked))) log.warn('cluster: the ref pointed off the acknowledged history; moved back', { gitdir, ref: head, acked });
+  if (!present)
+    throw new Error(
+      `acknowledged head ${acked} is not in ${gitdir} (head ${head}): refusing to serve a history that lost acknowledged commits`,
+    );
+  if (head && !ahead && !(await isAncestor(head, acked)))
+    log.warn('cluster: the ref pointed off the acknowledged history; moved back', { gitdir, ref: head, acked });
   await store.close();
   await writeFileDurable(join(gitdir, 'refs', 'heads', 'main'), `${acked}\n`);
   return true;
@@ -204,9 +210,15 @@ export class Tenant {
     const { dir, deps, config } = this;
     const gitdir = join(dir, 'graph.git');
     if (deps.backupRemote) this.backup = new BackupPusher(gitdir, deps.backupRemote, config.org, deps.log);
-    const storeOptions = { fsync: deps.fsync, observe: deps.metrics?.storeObserver(config.org), fence: owned?.fence, onCheckpoint: this.backup ? () => this.backup!.checkpointed() : undefined };
+    const storeOptions = {
+      fsync: deps.fsync,
+      observe: deps.metrics?.storeObserver(config.org),
+      fence: owned?.fence,
+      onCheckpoint: this.backup ? () => this.backup!.checkpointed() : undefined,
+    };
     this.store = await openGitStore(gitdir, storeOptions);
-    if (owned?.ackedHead && (await ensureAckedHead(this.store, gitdir, owned.ackedHead, deps.log))) this.store = await openGitStore(gitdir, storeOptions);
+    if (owned?.ackedHead && (await ensureAckedHead(this.store, gitdir, owned.ackedHead, deps.log)))
+      this.store = await openGitStore(gitdir, storeOptions);
     const snapshot = join(dir, 'state', 'index-snapshot.v8');
     const loaded = await loadNodeFiles(this.store, snapshot, (text) => parseStoredNode(text));
     this.index.load(
@@ -327,7 +339,9 @@ export class Tenant {
   async close(): Promise<void> {
     await this.drain();
     this.closed = true;
-    await this.tokens.flush().catch((err: unknown) => this.deps.log.warn('token last_used flush failed', { org: this.org, error: String(err) }));
+    await this.tokens
+      .flush()
+      .catch((err: unknown) => this.deps.log.warn('token last_used flush failed', { org: this.org, error: String(err) }));
     await this.tokens.close?.();
     await this.state.close?.();
     await this.saveSnapshot().catch(() => undefined);

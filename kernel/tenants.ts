@@ -83,7 +83,18 @@ export class TenantManager {
       nativeTypes.push(...(p.schema?.nodeTypes ?? []));
       nativeEdges.push(...(p.schema?.edgeTypes ?? []));
     }
-    this.deps = { sandbox: options.sandbox, pack: options.pack, nativeTypes, nativeEdges, clock: options.clock, log: options.log, fsync: options.fsync, metrics: options.metrics, operational: options.operational, backupRemote: options.backupRemote };
+    this.deps = {
+      sandbox: options.sandbox,
+      pack: options.pack,
+      nativeTypes,
+      nativeEdges,
+      clock: options.clock,
+      log: options.log,
+      fsync: options.fsync,
+      metrics: options.metrics,
+      operational: options.operational,
+      backupRemote: options.backupRemote,
+    };
     mkdirSync(this.tenantsDir, { recursive: true });
   }
 
@@ -247,7 +258,9 @@ export class TenantManager {
     const unknown = spec.plugins.filter((p) => !this.allPluginNames.includes(p));
     if (unknown.length > 0) throw new Error(`unknown plugin(s): ${unknown.join(', ')}; known: ${this.allPluginNames.join(', ')}`);
     if (spec.adminToken && !(spec.adminToken.startsWith('svc_pat_') && isOpaqueToken(spec.adminToken))) {
-      throw new Error('SVC_BOOTSTRAP_TOKEN must be a svc_pat_<opaque> token: svc_pat_ and 16-256 characters of [A-Za-z0-9_-] (`workgraph token generate` makes one)');
+      throw new Error(
+        'SVC_BOOTSTRAP_TOKEN must be a svc_pat_<opaque> token: svc_pat_ and 16-256 characters of [A-Za-z0-9_-] (`workgraph token generate` makes one)',
+      );
     }
     const hooks = this.options.creation;
     const fence = hooks ? await hooks.reserve(spec.org) : undefined;
@@ -260,20 +273,32 @@ export class TenantManager {
     }
   }
 
-  private async build(spec: NewTenant, dir: string, fence: StoreFence | undefined): Promise<{ tenant: Tenant; person: string; token: string; config: TenantConfig }> {
+  private async build(
+    spec: NewTenant,
+    dir: string,
+    fence: StoreFence | undefined,
+  ): Promise<{ tenant: Tenant; person: string; token: string; config: TenantConfig }> {
     // Built in a staging directory the scanner ignores, then renamed into place whole,
     // so a running server never opens a half-made tenant.
     const staging = join(this.tenantsDir, `.staging-${spec.org}-${process.pid}`);
     rmSync(staging, { recursive: true, force: true });
     mkdirSync(staging, { recursive: true, mode: 0o700 });
     const now = new Date(this.options.clock.now()).toISOString();
-    const config: TenantConfig = { org: spec.org, plugins: [...new Set(['core', ...spec.plugins])], limits: { ...DEFAULT_LIMITS }, created: now };
+    const config: TenantConfig = {
+      org: spec.org,
+      plugins: [...new Set(['core', ...spec.plugins])],
+      limits: { ...DEFAULT_LIMITS },
+      created: now,
+    };
     await Tenant.writeConfig(staging, config);
     const tenant = await Tenant.open(staging, this.deps, fence ? { config, fence, ackedHead: null } : undefined);
     const personId = personIdForEmail(spec.adminEmail);
     const actor: WriteActor = { personId, name: spec.adminName, email: spec.adminEmail, agent: null, session: null };
     await tenant.write(actor, { op: 'bootstrap', via: 'rest', internal: true, identity: BOOTSTRAP_AUTHORITY }, async (draft) => {
-      draft.put({ frontmatter: { id: ROOT_ID, type: 'proj', status: 'active', title: 'Root', summary: `Root of the ${spec.org} work graph` }, body: '' });
+      draft.put({
+        frontmatter: { id: ROOT_ID, type: 'proj', status: 'active', title: 'Root', summary: `Root of the ${spec.org} work graph` },
+        body: '',
+      });
       draft.put({
         frontmatter: {
           id: personId,
@@ -291,7 +316,13 @@ export class TenantManager {
     });
     const token = spec.adminToken ?? generateToken('pat');
     await tenant.tokens.mutate((records) => {
-      const rec = newTokenRecord(token, { kind: 'pat', person: personId, created: now, label: 'bootstrap admin token', minted_by: 'bootstrap' });
+      const rec = newTokenRecord(token, {
+        kind: 'pat',
+        person: personId,
+        created: now,
+        label: 'bootstrap admin token',
+        minted_by: 'bootstrap',
+      });
       rec.expires = null;
       records.set(rec.hash, rec);
     });

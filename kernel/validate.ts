@@ -9,7 +9,9 @@ import { patterns } from './registry.js';
 
 export function requireId(value: unknown, field = 'id'): string {
   if (typeof value !== 'string' || !patterns.id.test(value) || value.length > 200) {
-    throw errors.validation(`${field} must match ^[a-z0-9][a-z0-9-]*$`, [{ field, message: 'malformed id', value: typeof value === 'string' ? value.slice(0, 200) : value }]);
+    throw errors.validation(`${field} must match ^[a-z0-9][a-z0-9-]*$`, [
+      { field, message: 'malformed id', value: typeof value === 'string' ? value.slice(0, 200) : value },
+    ]);
   }
   return value;
 }
@@ -23,5 +25,8 @@ export function queryString(value: string | string[] | undefined): string | unde
 /** Comma-separated and repeatable values, flattened. */
 export function queryList(value: string | string[] | undefined): string[] {
   const parts = Array.isArray(value) ? value : value === undefined ? [] : [value];
-  return parts.flatMap((p) => p.split(',')).map((p) => p.trim()).filter(Boolean);
+  return parts
+    .flatMap((p) => p.split(','))
+    .map((p) => p.trim())
+    .filter(Boolean);
 }

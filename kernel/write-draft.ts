@@ -141,26 +141,33 @@ export class WriteDraft {
    */
   private selfApproval(id: string, before: NodeRecord | null, fm: Frontmatter, body: string, status: string): void {
     const actor = this.actor.personId;
-    const previous = before && Array.isArray(before.frontmatter[PROPOSED_BY]) ? (before.frontmatter[PROPOSED_BY] as unknown[]).map(String) : [];
+    const previous =
+      before && Array.isArray(before.frontmatter[PROPOSED_BY]) ? (before.frontmatter[PROPOSED_BY] as unknown[]).map(String) : [];
     const changed = before ? contentChanged(before, fm, body) : true;
     let proposers: string[];
     if (!before) proposers = [actor];
     else if (status === 'active' && before.status !== 'active') {
       const lastAuthor = typeof before.frontmatter.author === 'string' ? before.frontmatter.author : null;
       if (previous.includes(actor) || lastAuthor === actor) {
-        throw errors.transitionDenied(`self-approval ban: ${actor} proposed ${id}; another identity (not one of their agents or sessions) must activate it`, {
-          id,
-          gate: 'self-approval',
-          proposed_by: previous.length > 0 ? previous : lastAuthor ? [lastAuthor] : [],
-          actor,
-        });
+        throw errors.transitionDenied(
+          `self-approval ban: ${actor} proposed ${id}; another identity (not one of their agents or sessions) must activate it`,
+          {
+            id,
+            gate: 'self-approval',
+            proposed_by: previous.length > 0 ? previous : lastAuthor ? [lastAuthor] : [],
+            actor,
+          },
+        );
       }
       if (changed) {
-        throw errors.transitionDenied(`self-approval ban: ${id} cannot be changed and activated in one write; write the change, then another identity activates it`, {
-          id,
-          gate: 'self-approval',
-          actor,
-        });
+        throw errors.transitionDenied(
+          `self-approval ban: ${id} cannot be changed and activated in one write; write the change, then another identity activates it`,
+          {
+            id,
+            gate: 'self-approval',
+            actor,
+          },
+        );
       }
       proposers = previous;
     } else if (status !== 'active') {
@@ -187,7 +194,14 @@ export class WriteDraft {
     const registry = tenant.registry;
     const now = new Date(this.meta.at ?? tenant.clock.now()).toISOString();
     const files: FileChange[] = [];
-    const prepared: Array<{ id: string; path: string; markdown: string | null; fm: Frontmatter | null; body: string; before: NodeRecord | null }> = [];
+    const prepared: Array<{
+      id: string;
+      path: string;
+      markdown: string | null;
+      fm: Frontmatter | null;
+      body: string;
+      before: NodeRecord | null;
+    }> = [];
     let identityChanged = false;
 
     for (const change of pending) {
@@ -204,7 +218,9 @@ export class WriteDraft {
       const typeDef = registry.nodeTypes.get(String(fm.type));
       if (!typeDef) throw unknownTypeError(registry, change.id, fm.type);
       if (!change.id.startsWith(typeDef.prefix)) {
-        throw errors.validation(`id '${change.id}' does not carry the ${typeDef.type} prefix '${typeDef.prefix}'`, [{ field: 'id', message: `must start with ${typeDef.prefix}` }]);
+        throw errors.validation(`id '${change.id}' does not carry the ${typeDef.type} prefix '${typeDef.prefix}'`, [
+          { field: 'id', message: `must start with ${typeDef.prefix}` },
+        ]);
       }
       if (before && before.type !== typeDef.type) {
         throw errors.validation(`node ${change.id} is a ${before.type}; its type cannot change`, [{ field: 'type' }]);
@@ -228,7 +244,12 @@ export class WriteDraft {
           if (before && before.frontmatter[k] !== undefined) view[k] = before.frontmatter[k];
           else if (!before) delete view[k];
         }
-        await tenant.hooks.checkTransition(registry, typeDef.type, { node: view, from: before ? before.status : null, to: status, actor: this.actor.personId });
+        await tenant.hooks.checkTransition(registry, typeDef.type, {
+          node: view,
+          from: before ? before.status : null,
+          to: status,
+          actor: this.actor.personId,
+        });
       }
       // No completion-resolver check here: a create is the move from null through the transition
       // gate above, the same gate a status change passes (docs/decisions.md "patch"). The docs/spec.md
@@ -250,9 +271,15 @@ export class WriteDraft {
 
       const shapeErrors = registry.validateShape(typeDef, fm);
       // the first reason in the message (the full list stays under details.errors)
-      if (shapeErrors.length > 0) throw errors.validation(`invalid ${typeDef.type} frontmatter${describeAjvError(shapeErrors[0] as Partial<ErrorObject>)}`, shapeErrors);
+      if (shapeErrors.length > 0)
+        throw errors.validation(
+          `invalid ${typeDef.type} frontmatter${describeAjvError(shapeErrors[0] as Partial<ErrorObject>)}`,
+          shapeErrors,
+        );
       if (Buffer.byteLength(body, 'utf8') > LIMITS.bodyBytes) {
-        throw errors.validation(`body exceeds ${LIMITS.bodyBytes} bytes`, [{ field: 'body', message: `at most ${LIMITS.bodyBytes} bytes`, bytes: Buffer.byteLength(body, 'utf8') }]);
+        throw errors.validation(`body exceeds ${LIMITS.bodyBytes} bytes`, [
+          { field: 'body', message: `at most ${LIMITS.bodyBytes} bytes`, bytes: Buffer.byteLength(body, 'utf8') },
+        ]);
       }
       await tenant.hooks.validate(registry, typeDef.type, { ...fm, body });
 

@@ -43,9 +43,7 @@ interface WorkerRequest {
 }
 
 type WorkerReply =
-  | { ready: true }
-  | { i: number; k: 'ok'; v: string; n?: number }
-  | { i: number; k: HookFailureKind; m: string; n?: number };
+  { ready: true } | { i: number; k: 'ok'; v: string; n?: number } | { i: number; k: HookFailureKind; m: string; n?: number };
 
 interface Pending {
   request: WorkerRequest;
@@ -273,7 +271,11 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
     inflight.delete(head.request.i);
     recordIncident(head, 'timeout');
     const forgiven = starved > 1 ? ` (+${Math.round(starved)} ms waiting for a CPU)` : '';
-    settle(head, { ok: false, kind: 'timeout', message: `hook did not finish within ${head.request.to} ms${forgiven}; sandbox process restarted` });
+    settle(head, {
+      ok: false,
+      kind: 'timeout',
+      message: `hook did not finish within ${head.request.to} ms${forgiven}; sandbox process restarted`,
+    });
     state.killedByWatchdog = true;
     state.starvedMs = Math.round(starved);
     state.process.kill('SIGKILL');
@@ -304,7 +306,11 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
         for (const wake of readyWaiters.splice(0)) wake();
         const failed = waiting.splice(0);
         for (const p of failed) {
-          settle(p, { ok: false, kind: 'crashed', message: `sandbox process cannot start: ${lastLine(state.stderr) || describeExit(exit)}` });
+          settle(p, {
+            ok: false,
+            kind: 'crashed',
+            message: `sandbox process cannot start: ${lastLine(state.stderr) || describeExit(exit)}`,
+          });
         }
         return;
       }
@@ -326,7 +332,11 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
       if (index === 0 && !state.killedByWatchdog) {
         // The oldest unanswered call is the one the child was running when it died.
         recordIncident(p, 'crashed');
-        settle(p, { ok: false, kind: 'crashed', message: `sandbox process died running this hook (${describeExit(exit)}); it was restarted` });
+        settle(p, {
+          ok: false,
+          kind: 'crashed',
+          message: `sandbox process died running this hook (${describeExit(exit)}); it was restarted`,
+        });
       } else if (p.attempts >= MAX_ATTEMPTS) {
         settle(p, { ok: false, kind: 'crashed', message: 'sandbox process died repeatedly before this hook could run' });
       } else {
@@ -400,7 +410,11 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
     try {
       return runChecked(call);
     } catch (error) {
-      return Promise.resolve({ ok: false, kind: 'crashed', message: `sandbox error: ${error instanceof Error ? error.message : String(error)}` });
+      return Promise.resolve({
+        ok: false,
+        kind: 'crashed',
+        message: `sandbox error: ${error instanceof Error ? error.message : String(error)}`,
+      });
     }
   }
 
@@ -417,7 +431,11 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
     try {
       inputJson = JSON.stringify(call.input === undefined ? null : call.input);
     } catch (error) {
-      return Promise.resolve({ ok: false, kind: 'malformed', message: `hook input is not JSON data: ${error instanceof Error ? error.message : String(error)}` });
+      return Promise.resolve({
+        ok: false,
+        kind: 'malformed',
+        message: `hook input is not JSON data: ${error instanceof Error ? error.message : String(error)}`,
+      });
     }
     if (inputJson === undefined) return Promise.resolve({ ok: false, kind: 'malformed', message: 'hook input is not JSON data' });
     if (inputJson.length > maxInputBytes) {
@@ -432,7 +450,16 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
 
     return new Promise<HookOutcome>((resolve) => {
       const pending: Pending = {
-        request: { i: nextId++, t: tenant, o: String(call.owner), h: String(call.hook), s: source, in: inputJson, to: timeoutMs, mb: memoryMb },
+        request: {
+          i: nextId++,
+          t: tenant,
+          o: String(call.owner),
+          h: String(call.hook),
+          s: source,
+          in: inputJson,
+          to: timeoutMs,
+          mb: memoryMb,
+        },
         attempts: 0,
         resolve,
       };

@@ -28,9 +28,7 @@ export interface HookCall {
 
 export type HookFailureKind = 'timeout' | 'memory' | 'threw' | 'compile' | 'crashed' | 'malformed';
 
-export type HookOutcome =
-  | { ok: true; value: unknown }
-  | { ok: false; kind: HookFailureKind; message: string };
+export type HookOutcome = { ok: true; value: unknown } | { ok: false; kind: HookFailureKind; message: string };
 
 /** Supervision events, for the kernel's log. */
 export type SandboxEvent =

@@ -250,10 +250,17 @@ function isWholeSource(source, text) {
 /** Count `paren` in a stretch made only of whitespace, comments and that paren; -1 otherwise. */
 function countFiller(stretch, paren) {
   let count = 0;
-  for (let i = 0; i < stretch.length; ) {
+  for (let i = 0; i < stretch.length;) {
     const c = stretch[i];
-    if (c === paren) { count++; i++; continue; }
-    if (/\s/.test(c)) { i++; continue; }
+    if (c === paren) {
+      count++;
+      i++;
+      continue;
+    }
+    if (/\s/.test(c)) {
+      i++;
+      continue;
+    }
     if (c === '/' && stretch[i + 1] === '/') {
       const end = stretch.indexOf('\n', i);
       i = end < 0 ? stretch.length : end + 1;
@@ -374,9 +381,10 @@ process.on('message', (msg) => {
   try {
     reply = runHook(msg);
   } catch (error) {
-    reply = error instanceof HookFailure
-      ? { k: error.kind, m: error.message }
-      : { k: 'crashed', m: `sandbox internal error: ${clip(error instanceof Error ? error.message : String(error))}` };
+    reply =
+      error instanceof HookFailure
+        ? { k: error.kind, m: error.message }
+        : { k: 'crashed', m: `sandbox internal error: ${clip(error instanceof Error ? error.message : String(error))}` };
   }
   reply.i = msg.i;
   if (isolates.size !== reportedIsolates) {

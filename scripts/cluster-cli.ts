@@ -54,7 +54,12 @@ export async function clusterCommand(args: string[]): Promise<void> {
 }
 
 /** `workgraph tenant add` in cluster mode: built on the shared data directory, registered in PostgreSQL. */
-export async function clusterTenantAdd(spec: { org: string; adminEmail: string; adminName: string; plugins: string[] }): Promise<{ org: string; person: string; token: string }> {
+export async function clusterTenantAdd(spec: {
+  org: string;
+  adminEmail: string;
+  adminName: string;
+  plugins: string[];
+}): Promise<{ org: string; person: string; token: string }> {
   const config = configFromEnv();
   return withDatabase(config, async (db) => {
     const cluster = new Cluster({ pool: db.pool, log: createLogger(undefined, true), leaseMs: config.clusterLeaseMs });
@@ -120,12 +125,23 @@ export async function clusterTokenMint(opts: { org: string; person: string; expi
     const known = await db.pool.query('SELECT 1 FROM wg_tenants WHERE org = $1', [opts.org]);
     if (known.rowCount !== 1) fail(`no tenant '${opts.org}'`);
     const gitdir = join(config.dataDir, 'tenants', opts.org, 'graph.git');
-    const found = spawnSync('git', ['--git-dir', gitdir, 'cat-file', '-e', `refs/heads/main:${nodePath('person', opts.person)}`], { env: gitEnv() });
+    const found = spawnSync('git', ['--git-dir', gitdir, 'cat-file', '-e', `refs/heads/main:${nodePath('person', opts.person)}`], {
+      env: gitEnv(),
+    });
     if (found.status !== 0) fail(`no person node '${opts.person}' in ${opts.org}`);
     const token = generateToken('pat');
-    const rec = newTokenRecord(token, { kind: 'pat', person: opts.person, created: new Date().toISOString(), expires: opts.expires, label: opts.label, minted_by: 'cli' });
+    const rec = newTokenRecord(token, {
+      kind: 'pat',
+      person: opts.person,
+      created: new Date().toISOString(),
+      expires: opts.expires,
+      label: opts.label,
+      minted_by: 'cli',
+    });
     // unfenced: the operator writes beside the owner, serialized with it by the store's advisory lock
-    await new PgTokenStore(db, opts.org, () => undefined, join(config.dataDir, 'tenants', opts.org, 'auth')).mutate((records) => void records.set(rec.hash, rec));
+    await new PgTokenStore(db, opts.org, () => undefined, join(config.dataDir, 'tenants', opts.org, 'auth')).mutate(
+      (records) => void records.set(rec.hash, rec),
+    );
     out({ org: opts.org, person: opts.person, token, hash_prefix: hashPrefix(rec.hash), expires: opts.expires });
   });
 }

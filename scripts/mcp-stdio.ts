@@ -86,7 +86,10 @@ export async function serveStdioProxy(base: string, token: string, org: string |
   if (toolsets) endpoint.searchParams.set('toolsets', toolsets);
   await client.connect(new StreamableHTTPClientTransport(endpoint, { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
   // the proxy says what the server says, instructions included
-  const server = new Server({ name: 'workgraph', version: '0.1.0' }, { capabilities: { tools: {}, resources: {} }, instructions: client.getInstructions() });
+  const server = new Server(
+    { name: 'workgraph', version: '0.1.0' },
+    { capabilities: { tools: {}, resources: {} }, instructions: client.getInstructions() },
+  );
   server.setRequestHandler(ListToolsRequestSchema, (req) => client.listTools(req.params));
   server.setRequestHandler(CallToolRequestSchema, (req) => client.callTool(req.params) as never);
   server.setRequestHandler(ListResourcesRequestSchema, (req) => client.listResources(req.params));

@@ -20,4 +20,21 @@ import { queuePlugin } from '../plugins/queue/index.js';
 import { questionsPlugin } from '../plugins/questions/index.js';
 import { workflowsPlugin } from '../plugins/workflows/index.js';
 
-export const allPlugins: PluginDef[] = [corePlugin, identityPlugin, leasesPlugin, queuePlugin, historyPlugin, exportPlugin, questionsPlugin, gardenerPlugin, workflowsPlugin, lensesPlugin, capturePlugin, analyticsPlugin, importPlugin, oauthPlugin, openapiPlugin, appPlugin];
+export const allPlugins: PluginDef[] = [
+  corePlugin,
+  identityPlugin,
+  leasesPlugin,
+  queuePlugin,
+  historyPlugin,
+  exportPlugin,
+  questionsPlugin,
+  gardenerPlugin,
+  workflowsPlugin,
+  lensesPlugin,
+  capturePlugin,
+  analyticsPlugin,
+  importPlugin,
+  oauthPlugin,
+  openapiPlugin,
+  appPlugin,
+];

@@ -118,7 +118,15 @@ function fail(message: string): never {
 async function withManager<T>(fn: (m: TenantManagerType) => Promise<T>): Promise<T> {
   const config = configFromEnv();
   const sandbox = createSandbox();
-  const manager = new TenantManager({ dataDir: config.dataDir, sandbox, pack: seedPack, plugins: allPlugins, clock: systemClock, log: createLogger(undefined, true), fsync: config.fsync });
+  const manager = new TenantManager({
+    dataDir: config.dataDir,
+    sandbox,
+    pack: seedPack,
+    plugins: allPlugins,
+    clock: systemClock,
+    log: createLogger(undefined, true),
+    fsync: config.fsync,
+  });
   try {
     return await fn(manager);
   } finally {
@@ -171,12 +179,19 @@ async function tenantCommand(args: string[]): Promise<void> {
     if (!org || !ORG_PATTERN.test(org)) fail('tenant add needs an org slug (kebab-case)');
     const email = values['admin-email'];
     if (!email) fail('tenant add needs --admin-email');
-    const plugins = values.plugins ? values.plugins.split(',').map((s) => s.trim()).filter(Boolean) : known;
+    const plugins = values.plugins
+      ? values.plugins
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : known;
     if (config.databaseUrl) {
       const { clusterTenantAdd } = await import('./cluster-cli.js');
       return out(await clusterTenantAdd({ org, adminEmail: email, adminName: values['admin-name'] ?? email.split('@')[0]!, plugins }));
     }
-    const created = await withManager((m) => m.create({ org, adminEmail: email, adminName: values['admin-name'] ?? email.split('@')[0]!, plugins }));
+    const created = await withManager((m) =>
+      m.create({ org, adminEmail: email, adminName: values['admin-name'] ?? email.split('@')[0]!, plugins }),
+    );
     return out({ org, person: created.person, token: created.token });
   }
   if (sub === 'list' && config.databaseUrl) {
@@ -271,7 +286,13 @@ async function tokenCommand(args: string[]): Promise<void> {
   const [sub, ...rest] = args;
   const { values } = parseArgs({
     args: rest,
-    options: { org: { type: 'string' }, person: { type: 'string' }, expires: { type: 'string' }, label: { type: 'string' }, help: { type: 'boolean' } },
+    options: {
+      org: { type: 'string' },
+      person: { type: 'string' },
+      expires: { type: 'string' },
+      label: { type: 'string' },
+      help: { type: 'boolean' },
+    },
   });
   if (values.help || !sub) return void process.stdout.write(HELP.token + '\n');
   if (sub === 'generate') return out({ token: generateToken('pat') });
@@ -296,17 +317,30 @@ async function tokenCommand(args: string[]): Promise<void> {
   if (!Tenant.exists(dir)) fail(`no tenant '${org}'`);
   // The person is looked up read-only with git, never by opening the tenant: opening replays
   // the commit journal, which a running server is still appending to.
-  const found = spawnSync('git', ['--git-dir', join(dir, 'graph.git'), 'cat-file', '-e', `refs/heads/main:${nodePath('person', person)}`], { env: gitEnv() });
-  if (found.status !== 0) fail(`no person node '${person}' in ${org} (a person created within the last second may not be written out yet: retry)`);
+  const found = spawnSync('git', ['--git-dir', join(dir, 'graph.git'), 'cat-file', '-e', `refs/heads/main:${nodePath('person', person)}`], {
+    env: gitEnv(),
+  });
+  if (found.status !== 0)
+    fail(`no person node '${person}' in ${org} (a person created within the last second may not be written out yet: retry)`);
   const token = generateToken('pat');
-  const rec = newTokenRecord(token, { kind: 'pat', person, created: new Date().toISOString(), expires, label: values.label ?? null, minted_by: 'cli' });
+  const rec = newTokenRecord(token, {
+    kind: 'pat',
+    person,
+    created: new Date().toISOString(),
+    expires,
+    label: values.label ?? null,
+    minted_by: 'cli',
+  });
   await new FileTokenStore(join(dir, 'auth')).mutate((records) => void records.set(rec.hash, rec));
   out({ org, person, token, hash_prefix: hashPrefix(rec.hash), expires });
 }
 
 async function auditCommand(args: string[]): Promise<void> {
   const [sub, ...rest] = args;
-  const { values } = parseArgs({ args: rest, options: { org: { type: 'string' }, flagged: { type: 'boolean' }, help: { type: 'boolean' } } });
+  const { values } = parseArgs({
+    args: rest,
+    options: { org: { type: 'string' }, flagged: { type: 'boolean' }, help: { type: 'boolean' } },
+  });
   if (values.help || !sub) return void process.stdout.write(HELP.audit + '\n');
   if (sub !== 'identity') fail(`unknown audit command '${sub}'\n${HELP.audit}`);
   const config = configFromEnv();
@@ -318,7 +352,9 @@ async function auditCommand(args: string[]): Promise<void> {
     orgs = [values.org];
   } else {
     try {
-      orgs = readdirSync(tenantsDir).filter((n) => ORG_PATTERN.test(n) && Tenant.exists(join(tenantsDir, n))).sort();
+      orgs = readdirSync(tenantsDir)
+        .filter((n) => ORG_PATTERN.test(n) && Tenant.exists(join(tenantsDir, n)))
+        .sort();
     } catch {
       orgs = [];
     }

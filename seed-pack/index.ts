@@ -73,7 +73,12 @@ const seeds: TypeSeed[] = [
     description: 'A specification document.',
     statuses: ['draft', 'review', 'active', 'retired'],
     terminal: ['active', 'retired'],
-    moves: { draft: ['review', 'active', 'retired'], review: ['draft', 'active', 'retired'], active: ['retired', 'draft'], retired: ['draft'] },
+    moves: {
+      draft: ['review', 'active', 'retired'],
+      review: ['draft', 'active', 'retired'],
+      active: ['retired', 'draft'],
+      retired: ['draft'],
+    },
     flags: { capturable: true },
   },
   {
@@ -137,7 +142,10 @@ const seeds: TypeSeed[] = [
     statuses: ['active', 'archived'],
     terminal: ['archived'],
     moves: { active: ['archived'], archived: ['active'] },
-    fields: [{ field: 'aliases', kind: 'slug-list' }, { field: 'fingerprints', kind: 'string-list' }],
+    fields: [
+      { field: 'aliases', kind: 'slug-list' },
+      { field: 'fingerprints', kind: 'string-list' },
+    ],
   },
   {
     type: 'repo',
@@ -145,7 +153,10 @@ const seeds: TypeSeed[] = [
     statuses: ['active', 'archived'],
     terminal: ['archived'],
     moves: { active: ['archived'], archived: ['active'] },
-    fields: [{ field: 'aliases', kind: 'slug-list' }, { field: 'fingerprints', kind: 'string-list' }],
+    fields: [
+      { field: 'aliases', kind: 'slug-list' },
+      { field: 'fingerprints', kind: 'string-list' },
+    ],
   },
   {
     type: 'profile',
@@ -232,14 +243,7 @@ export const seedNodeTypes: NodeTypeDef[] = seeds.map((seed) => {
   };
 });
 
-
-const edge = (
-  type: string,
-  inverse_label: string,
-  weight: number,
-  description: string,
-  extra: Partial<EdgeTypeDef> = {},
-): EdgeTypeDef => ({
+const edge = (type: string, inverse_label: string, weight: number, description: string, extra: Partial<EdgeTypeDef> = {}): EdgeTypeDef => ({
   type,
   description,
   weight,
@@ -262,9 +266,15 @@ export const seedEdgeTypes: EdgeTypeDef[] = [
   edge('assigned', 'assignee-of', 0.6, 'Work node carried by a person (written by claims).'),
   edge('concerns', 'concerned-by', 0.3, 'A finding about a node.'),
   // identity facts: admin rights (stewards of proj-root) and agent ownership (kernel/identity-guard.ts)
-  edge('stewards', 'stewarded-by', 0.6, 'A person stewards a node; stewards of proj-root are admins (an identity fact: granted with POST /v1/admin/people/{id}/admin).', {
-    identity: { targets: [ROOT_NODE_ID] },
-  }),
+  edge(
+    'stewards',
+    'stewarded-by',
+    0.6,
+    'A person stewards a node; stewards of proj-root are admins (an identity fact: granted with POST /v1/admin/people/{id}/admin).',
+    {
+      identity: { targets: [ROOT_NODE_ID] },
+    },
+  ),
   edge('owned-by', 'owns', 0.4, 'An agent owned by its person (an identity fact: set by the agent routes).', { identity: true }),
   edge('member-of', 'has-member', 0.4, 'A repo belongs to its project grouping.'),
   edge('part-of', 'has-part', 0.7, 'The source is a part of the target.', { capturable: true }),
@@ -275,7 +285,6 @@ export const seedEdgeTypes: EdgeTypeDef[] = [
   edge('mentions', 'mentioned-by', 0.2, 'The source mentions the target.', { capturable: true }),
   edge('relates-to', 'related-from', 0.2, 'A loose relation.', { capturable: true }),
 ];
-
 
 export const seedQueuePolicy = {
   weights: { priority: { p1: 30, p2: 15, p3: 5, none: 8 }, blocking: 6, heat: 4, staleness: 3, age: 2 },

@@ -39,7 +39,12 @@ export async function openDatabase(url: string, logOrOptions: Logger | OpenOptio
   const log = options.log ?? quietLog;
   // A process paused inside a transaction (SIGSTOP, a long GC) must not hold its row locks on
   // wg_owners for ever: the server ends such a session after 5 s, and a take-over waits at most that.
-  const pool = new pg.Pool({ connectionString: url, max: options.max ?? 10, idleTimeoutMillis: 30_000, idle_in_transaction_session_timeout: 5000 });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    idleTimeoutMillis: 30_000,
+    idle_in_transaction_session_timeout: 5000,
+  });
   pool.on('error', (err) => log.warn('postgres: idle connection error', { error: err.message }));
   try {
     await migrate(pool, options.migrations ?? MIGRATIONS, log);

@@ -69,7 +69,11 @@ function sendError(res: ServerResponse, status: number, code: string, message: s
     return;
   }
   const body = JSON.stringify({ error: { code, message, details: {} } });
-  const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-content-type-options': 'nosniff' };
+  const headers: Record<string, string | number> = {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'x-content-type-options': 'nosniff',
+  };
   if (retryAfter) headers['retry-after'] = retryAfter;
   res.writeHead(status, headers);
   res.end(body);
@@ -110,7 +114,15 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
   };
 
   /** One attempt at the owner: resolves 'sent' once the answer is streaming back, or the failure. */
-  const forwardOnce = (req: IncomingMessage, res: ServerResponse, target: string, body: Buffer | null, hop: number, toSelf = false, org: string | null = null): Promise<'sent' | { error: NodeJS.ErrnoException; connected: boolean }> =>
+  const forwardOnce = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: string,
+    body: Buffer | null,
+    hop: number,
+    toSelf = false,
+    org: string | null = null,
+  ): Promise<'sent' | { error: NodeJS.ErrnoException; connected: boolean }> =>
     new Promise((resolve) => {
       const url = new URL(req.url ?? '/', target);
       const headers: Record<string, string | string[]> = {};
@@ -121,7 +133,9 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
         if (org) headers[LOCAL_ORG_HEADER] = org;
       }
       const forwardedFor = req.socket.remoteAddress ?? '';
-      headers['x-forwarded-for'] = req.headers['x-forwarded-for'] ? `${String(req.headers['x-forwarded-for'])}, ${forwardedFor}` : forwardedFor;
+      headers['x-forwarded-for'] = req.headers['x-forwarded-for']
+        ? `${String(req.headers['x-forwarded-for'])}, ${forwardedFor}`
+        : forwardedFor;
       if (body) headers['content-length'] = String(body.length);
       const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
       let connected = false;
@@ -212,7 +226,14 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
         if (route.kind === 'local') res.once('close', opts.cluster.enter(org));
         return opts.local(req, res);
       }
-      if (route.kind === 'unavailable') return sendError(res, 503, 'owner_unavailable', `${route.reason}${lastError ? ` (${lastError})` : ''}; retry shortly`, Math.ceil(opts.cluster.leaseMs / 1000));
+      if (route.kind === 'unavailable')
+        return sendError(
+          res,
+          503,
+          'owner_unavailable',
+          `${route.reason}${lastError ? ` (${lastError})` : ''}; retry shortly`,
+          Math.ceil(opts.cluster.leaseMs / 1000),
+        );
       const target = route.kind === 'remote' ? route.url : opts.selfUrl();
       if (route.kind === 'remote' && hop >= MAX_HOPS) {
         // forwarded here by members that each thought another one served it: the tenant is being
@@ -229,18 +250,30 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
       opts.cluster.forget(org);
       const owner = route.kind === 'remote' ? route.owner : 'this process';
       lastError = `${owner}: ${outcome.error.code ?? outcome.error.message}`;
-      const retry = RETRYABLE_CONNECT.has(outcome.error.code ?? '') || (idempotent && !res.headersSent) || (!outcome.connected && body !== null);
+      const retry =
+        RETRYABLE_CONNECT.has(outcome.error.code ?? '') || (idempotent && !res.headersSent) || (!outcome.connected && body !== null);
       if (!retry || performance.now() >= deadline) {
-        return sendError(res, 503, 'owner_unavailable', `the process serving tenant ${org} failed while handling the request (${lastError}); a write may or may not have been applied`, 1);
+        return sendError(
+          res,
+          503,
+          'owner_unavailable',
+          `the process serving tenant ${org} failed while handling the request (${lastError}); a write may or may not have been applied`,
+          1,
+        );
       }
-      opts.log.warn('forward failed; waiting for the tenant to be taken over', { org, owner, error: outcome.error.code ?? outcome.error.message });
+      opts.log.warn('forward failed; waiting for the tenant to be taken over', {
+        org,
+        owner,
+        error: outcome.error.code ?? outcome.error.message,
+      });
       await new Promise((r) => setTimeout(r, 200));
     }
   };
 
   return (req, res) => {
     handle(req, res).catch((err) => {
-      if ((err as { status?: number }).status === 413) return sendError(res, 413, 'too_large', `request body exceeds ${ROUTER_BODY_LIMIT} bytes`);
+      if ((err as { status?: number }).status === 413)
+        return sendError(res, 413, 'too_large', `request body exceeds ${ROUTER_BODY_LIMIT} bytes`);
       opts.log.error('cluster routing failed', { error: String(err) });
       sendError(res, 503, 'owner_unavailable', 'the cluster could not route this request; retry shortly', 1);
     });

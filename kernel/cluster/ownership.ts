@@ -55,7 +55,11 @@ export interface MemberRow {
   live: boolean;
 }
 
-export type Route = { kind: 'local'; tenant: Tenant } | { kind: 'remote'; url: string; owner: string } | { kind: 'unknown' } | { kind: 'unavailable'; reason: string };
+export type Route =
+  | { kind: 'local'; tenant: Tenant }
+  | { kind: 'remote'; url: string; owner: string }
+  | { kind: 'unknown' }
+  | { kind: 'unavailable'; reason: string };
 
 /** Rendezvous (highest random weight) hashing: the member a tenant prefers among `members`. */
 export function preferredMember(org: string, members: string[]): string | null {
@@ -142,7 +146,10 @@ export class Cluster {
     const o = this.owned.get(org);
     if (!o) return;
     this.owned.delete(org);
-    await this.options.pool.query(`UPDATE wg_owners SET expires_at = now() - interval '1 millisecond' WHERE org = $1 AND fence = $2`, [org, o.fence]);
+    await this.options.pool.query(`UPDATE wg_owners SET expires_at = now() - interval '1 millisecond' WHERE org = $1 AND fence = $2`, [
+      org,
+      o.fence,
+    ]);
   }
 
   /** The fencing token this process holds for `org`, or null when it does not (surely) own it. */
@@ -157,7 +164,10 @@ export class Cluster {
     const { pool } = this.opts;
     const lost = () => {
       this.lose(org, fence, 'its fence moved on');
-      return errors.unavailable('not_owner', `this process lost tenant ${org} to another before the write was acknowledged; it was not applied: retry it`);
+      return errors.unavailable(
+        'not_owner',
+        `this process lost tenant ${org} to another before the write was acknowledged; it was not applied: retry it`,
+      );
     };
     return {
       acknowledge: async (commit) => {
@@ -187,14 +197,17 @@ export class Cluster {
 
   private arm(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.ticking = this.tick()
-        .catch((err) => this.opts.log.warn('cluster tick failed', { error: String(err) }))
-        .finally(() => {
-          this.ticking = null;
-          this.arm();
-        });
-    }, Math.max(50, Math.floor(this.opts.leaseMs / 3)));
+    this.timer = setTimeout(
+      () => {
+        this.ticking = this.tick()
+          .catch((err) => this.opts.log.warn('cluster tick failed', { error: String(err) }))
+          .finally(() => {
+            this.ticking = null;
+            this.arm();
+          });
+      },
+      Math.max(50, Math.floor(this.opts.leaseMs / 3)),
+    );
     this.timer.unref();
   }
 
@@ -238,7 +251,9 @@ export class Cluster {
     for (const org of this.owned.keys()) {
       const preferred = preferredMember(org, ids);
       if (preferred && preferred !== this.id && settled.has(preferred) && !this.pending.has(org)) {
-        await this.handOff(org, preferred).catch((err) => this.opts.log.warn('hand-off failed', { org, to: preferred, error: String(err) }));
+        await this.handOff(org, preferred).catch((err) =>
+          this.opts.log.warn('hand-off failed', { org, to: preferred, error: String(err) }),
+        );
         break;
       }
     }
@@ -313,18 +328,30 @@ export class Cluster {
       if (row.rowCount !== 1) throw errors.unavailable('not_owner', `tenant ${org} moved while it was being opened`);
       this.configVersions.set(org, row.rows[0]!.v);
       const started = performance.now();
-      const tenant = await tenants.openOwned(org, { config: row.rows[0]!.config, fence: this.storeFence(org, fence), ackedHead: row.rows[0]!.head });
+      const tenant = await tenants.openOwned(org, {
+        config: row.rows[0]!.config,
+        fence: this.storeFence(org, fence),
+        ackedHead: row.rows[0]!.head,
+      });
       if (this.owned.get(org)?.fence !== fence) {
         await tenants.closeOne(org);
         return null;
       }
-      this.opts.log.info('tenant taken over', { org, fence, member: this.id, nodes: tenant.index.size, open_ms: Math.round(performance.now() - started) });
+      this.opts.log.info('tenant taken over', {
+        org,
+        fence,
+        member: this.id,
+        nodes: tenant.index.size,
+        open_ms: Math.round(performance.now() - started),
+      });
       return tenant;
     } catch (err) {
       if (this.owned.get(org)?.fence === fence) this.owned.delete(org);
       await tenants.closeOne(org).catch(() => undefined);
       // give it back at once so another member can try
-      await pool.query(`UPDATE wg_owners SET expires_at = now() - interval '1 millisecond' WHERE org = $1 AND fence = $2`, [org, fence]).catch(() => undefined);
+      await pool
+        .query(`UPDATE wg_owners SET expires_at = now() - interval '1 millisecond' WHERE org = $1 AND fence = $2`, [org, fence])
+        .catch(() => undefined);
       throw err;
     }
   }
@@ -384,7 +411,8 @@ export class Cluster {
         }
       } catch (err) {
         // PostgreSQL unreachable for a moment (a connection it ended, a restart): retry until the deadline
-        if (performance.now() >= deadline) return { kind: 'unavailable', reason: `the cluster database is unreachable (${(err as Error).message})` };
+        if (performance.now() >= deadline)
+          return { kind: 'unavailable', reason: `the cluster database is unreachable (${(err as Error).message})` };
         await new Promise((r) => setTimeout(r, 100));
         continue;
       }
@@ -424,7 +452,14 @@ export class Cluster {
   }
 
   async ownerOf(org: string): Promise<OwnerRow | null> {
-    const r = await this.opts.pool.query<{ org: string; owner: string; fence: string; expired: boolean; url: string | null; head: string | null }>(
+    const r = await this.opts.pool.query<{
+      org: string;
+      owner: string;
+      fence: string;
+      expired: boolean;
+      url: string | null;
+      head: string | null;
+    }>(
       `SELECT o.org, o.owner, o.fence, o.expires_at < now() AS expired, m.url, o.head
          FROM wg_owners o LEFT JOIN wg_members m ON m.id = o.owner WHERE o.org = $1`,
       [org],
@@ -448,7 +483,9 @@ export class Cluster {
     for (const [org, o] of [...this.owned]) {
       await tenants.closeOne(org).catch(() => undefined);
       this.owned.delete(org);
-      await pool.query(`UPDATE wg_owners SET expires_at = now() - interval '1 millisecond' WHERE org = $1 AND fence = $2`, [org, o.fence]).catch(() => undefined);
+      await pool
+        .query(`UPDATE wg_owners SET expires_at = now() - interval '1 millisecond' WHERE org = $1 AND fence = $2`, [org, o.fence])
+        .catch(() => undefined);
     }
     await pool.query('DELETE FROM wg_members WHERE id = $1', [this.id]).catch(() => undefined);
   }
@@ -483,15 +520,29 @@ export async function clusterMembers(pool: pg.Pool, leaseMs: number): Promise<Me
 }
 
 /** The members and every tenant's owner and preferred member (`workgraph cluster status`, with or without a running member). */
-export async function clusterStatus(pool: pg.Pool, leaseMs: number): Promise<{ members: MemberRow[]; tenants: Array<OwnerRow & { preferred: string | null; expires_at: string }> }> {
+export async function clusterStatus(
+  pool: pg.Pool,
+  leaseMs: number,
+): Promise<{ members: MemberRow[]; tenants: Array<OwnerRow & { preferred: string | null; expires_at: string }> }> {
   const members = await clusterMembers(pool, leaseMs);
   return { members, tenants: await clusterTenants(pool, members) };
 }
 
 /** Every registered tenant with its owner and the member it prefers. */
-export async function clusterTenants(pool: pg.Pool, members: MemberRow[]): Promise<Array<OwnerRow & { preferred: string | null; expires_at: string }>> {
+export async function clusterTenants(
+  pool: pg.Pool,
+  members: MemberRow[],
+): Promise<Array<OwnerRow & { preferred: string | null; expires_at: string }>> {
   const live = members.filter((m) => m.live).map((m) => m.id);
-  const r = await pool.query<{ org: string; owner: string | null; fence: string | null; expired: boolean | null; url: string | null; head: string | null; expires_at: string | null }>(
+  const r = await pool.query<{
+    org: string;
+    owner: string | null;
+    fence: string | null;
+    expired: boolean | null;
+    url: string | null;
+    head: string | null;
+    expires_at: string | null;
+  }>(
     `SELECT t.org, o.owner, o.fence, o.expires_at < now() AS expired, m.url, o.head, o.expires_at::text
        FROM wg_tenants t LEFT JOIN wg_owners o USING (org) LEFT JOIN wg_members m ON m.id = o.owner ORDER BY t.org`,
   );

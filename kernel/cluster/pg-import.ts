@@ -16,7 +16,12 @@ export interface ImportOptions {
   replace?: boolean;
 }
 
-export async function importTenantFiles(db: Database, org: string, dir: string, options: ImportOptions = {}): Promise<{ tokens: number; rows: number }> {
+export async function importTenantFiles(
+  db: Database,
+  org: string,
+  dir: string,
+  options: ImportOptions = {},
+): Promise<{ tokens: number; rows: number }> {
   let tokens: TokenRecord[] = [];
   try {
     tokens = JSON.parse(readFileSync(join(dir, 'auth', 'tokens.json'), 'utf8')) as TokenRecord[];

@@ -125,7 +125,8 @@ export class PgStateStore implements StateStore {
       const keys = [...changes.keys()];
       const n: Notice = { o: this.org, c: collection, k: keys, f: this.id };
       notice = JSON.stringify(n);
-      if (Buffer.byteLength(notice) > MAX_NOTIFY_KEYS_BYTES) notice = JSON.stringify({ o: this.org, c: collection, f: this.id } satisfies Notice);
+      if (Buffer.byteLength(notice) > MAX_NOTIFY_KEYS_BYTES)
+        notice = JSON.stringify({ o: this.org, c: collection, f: this.id } satisfies Notice);
     }
     const sql = `
 WITH ${okCte(fence !== undefined)},
@@ -157,12 +158,14 @@ SELECT value, CASE WHEN EXISTS (SELECT 1 FROM d) THEN pg_notify('wg_state', $4::
 
   async read(collection: string, keys: string[] | null): Promise<Map<string, unknown>> {
     const { rows } = keys
-      ? await this.db.pool.query<{ key: string; value: unknown }>('SELECT key, value FROM wg_state WHERE org = $1 AND collection = $2 AND key = ANY($3::text[])', [
+      ? await this.db.pool.query<{ key: string; value: unknown }>(
+          'SELECT key, value FROM wg_state WHERE org = $1 AND collection = $2 AND key = ANY($3::text[])',
+          [this.org, collection, keys],
+        )
+      : await this.db.pool.query<{ key: string; value: unknown }>('SELECT key, value FROM wg_state WHERE org = $1 AND collection = $2', [
           this.org,
           collection,
-          keys,
-        ])
-      : await this.db.pool.query<{ key: string; value: unknown }>('SELECT key, value FROM wg_state WHERE org = $1 AND collection = $2', [this.org, collection]);
+        ]);
     return new Map(rows.map((r) => [r.key, r.value]));
   }
 
@@ -411,7 +414,10 @@ export function pgGlobalStores(db: Database): (name: string) => PgStateStore {
  * `TenantDeps.operational` of cluster mode: each tenant's state and tokens in PostgreSQL,
  * loaded before the tenant opens, writes fenced by `fenceOf(org)`.
  */
-export function pgOperational(db: Database, fenceOf: FenceOf): (org: string, dir: string) => Promise<{ state: StateStore; tokens: TokenStore }> {
+export function pgOperational(
+  db: Database,
+  fenceOf: FenceOf,
+): (org: string, dir: string) => Promise<{ state: StateStore; tokens: TokenStore }> {
   return async (org, dir) => {
     // auth/ stays a directory of the tenant on the shared data directory (file keys: the lens ticket secret)
     mkdirSync(join(dir, 'auth'), { recursive: true, mode: 0o700 });

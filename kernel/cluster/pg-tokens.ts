@@ -55,13 +55,9 @@ export class PgTokenStore extends MemoryTokenRecords implements TokenStore {
     await this.enqueue(() => this.reread());
   }
 
-
-
-
   mutate<T>(fn: (records: Map<string, TokenRecord>) => T): Promise<T> {
     return this.enqueue(() => this.transact(fn));
   }
-
 
   async flush(): Promise<void> {
     if (this.pendingLastUsed.size > 0) await this.mutate(() => undefined);

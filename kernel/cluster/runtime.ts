@@ -22,14 +22,23 @@ export interface ClusterRuntime {
   hasTenants(): Promise<boolean>;
   /** join the cluster once the listener is up (its URL is what other members forward to) */
   join(url: string): Promise<void>;
-  handler(local: (req: IncomingMessage, res: ServerResponse) => void, selfUrl: () => string, routers: () => RequestRouter[]): (req: IncomingMessage, res: ServerResponse) => void;
+  handler(
+    local: (req: IncomingMessage, res: ServerResponse) => void,
+    selfUrl: () => string,
+    routers: () => RequestRouter[],
+  ): (req: IncomingMessage, res: ServerResponse) => void;
   close(): Promise<void>;
 }
 
 /** Bootstrap advisory lock key ('wgboot' as an integer). */
 const BOOTSTRAP_LOCK = 0x7767626f6f74;
 
-export async function openClusterRuntime(opts: { databaseUrl: string; leaseMs: number; log: Logger; tenants: () => TenantManager }): Promise<ClusterRuntime> {
+export async function openClusterRuntime(opts: {
+  databaseUrl: string;
+  leaseMs: number;
+  log: Logger;
+  tenants: () => TenantManager;
+}): Promise<ClusterRuntime> {
   const db = await openDatabase(opts.databaseUrl, opts.log);
   const { pool } = db;
   const cluster = new Cluster({ pool, log: opts.log, leaseMs: opts.leaseMs });

@@ -95,11 +95,19 @@ export function parseLsTree(out: Buffer): Array<{ path: string; oid: string }> {
  * `onBlob` in input order as it arrives (the whole set is never held at once). An oid git
  * reports missing is skipped, or fails the call with `missing: 'fail'`.
  */
-export async function streamBlobs(gitdir: string, oids: string[], onBlob: (oid: string, text: string) => void, opts: { missing?: 'skip' | 'fail' } = {}): Promise<void> {
+export async function streamBlobs(
+  gitdir: string,
+  oids: string[],
+  onBlob: (oid: string, text: string) => void,
+  opts: { missing?: 'skip' | 'fail' } = {},
+): Promise<void> {
   if (oids.length === 0) return;
   await gitdirSettled(gitdir);
   return new Promise((resolve, reject) => {
-    const child = spawn('git', ['--git-dir', gitdir, 'cat-file', '--batch', '--buffer'], { env: gitEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('git', ['--git-dir', gitdir, 'cat-file', '--batch', '--buffer'], {
+      env: gitEnv(),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let chunks: Buffer[] = [];
     let avail = 0;
     /** bytes of the current record (content + LF); -1 while its header is unread */

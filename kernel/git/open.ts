@@ -40,7 +40,11 @@ async function readLooseRef(dir: string): Promise<string | null | 'invalid'> {
  * by someone else and is left alone. A torn or corrupt tail (bad length/crc) was never
  * acknowledged and is dropped.
  */
-async function recoverJournal(dir: string, readRef: () => Promise<string | null>, doSync: boolean): Promise<{ journal: JournalWriter; replayed: number }> {
+async function recoverJournal(
+  dir: string,
+  readRef: () => Promise<string | null>,
+  doSync: boolean,
+): Promise<{ journal: JournalWriter; replayed: number }> {
   const path = `${dir}/${JOURNAL_NAME}`;
   let image: Buffer | null = null;
   let existed = true;
@@ -67,7 +71,11 @@ async function recoverJournal(dir: string, readRef: () => Promise<string | null>
   if (chain.length) {
     // every object of the chain, whether or not a write-out got it to disk before the crash:
     // one durable pack (a duplicate of an object git already has is harmless)
-    await writePack(dir, chain.flatMap((r) => r.objects), doSync);
+    await writePack(
+      dir,
+      chain.flatMap((r) => r.objects),
+      doSync,
+    );
 
     const last = chain[chain.length - 1]!.commit;
     const loose = await readLooseRef(dir);

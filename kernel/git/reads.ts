@@ -12,7 +12,19 @@ import { inflateSync } from 'node:zlib';
 import git from 'isomorphic-git';
 import type { DurableFs } from '../durable-fs.js';
 import { catFileBatch, parseLsTree, runGit } from './cli.js';
-import { EMPTY_TREE_OID, isBlobMode, isTreeMode, OID_RE, parseTree, prefixSegments, sha1Hex, wrap, type EncodedObject, type Entries, type TreeEntry } from './objects.js';
+import {
+  EMPTY_TREE_OID,
+  isBlobMode,
+  isTreeMode,
+  OID_RE,
+  parseTree,
+  prefixSegments,
+  sha1Hex,
+  wrap,
+  type EncodedObject,
+  type Entries,
+  type TreeEntry,
+} from './objects.js';
 
 /** A directory's tree at HEAD as the store caches it (kernel/git/store.ts `trees`). */
 export interface CachedTree {

@@ -280,7 +280,8 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
       // to a commit whose acknowledgement could still fail
       await this.journal.syncAll();
       // cluster mode: only acknowledged commits are written out (a take-over drops the others)
-      if (this.opts.fence && this.lastJournaled.seq > this.ackedSeq) await this.acknowledge(this.lastJournaled.seq, this.lastJournaled.commit);
+      if (this.opts.fence && this.lastJournaled.seq > this.ackedSeq)
+        await this.acknowledge(this.lastJournaled.seq, this.lastJournaled.commit);
     } catch (err) {
       this.broken ??= err as Error;
       return;
@@ -334,7 +335,10 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
         // must not be dropped as unreachable.
         const largest = Math.max(0, ...sizes);
         const rest = sizes.reduce((a, b) => a + b, 0) - largest;
-        const args = rest >= largest ? ['repack', '-a', '-d', '-k', '-q', '-l', '--no-write-bitmap-index'] : ['repack', '-d', '-q', '-l', '--geometric=2', '--no-write-bitmap-index'];
+        const args =
+          rest >= largest
+            ? ['repack', '-a', '-d', '-k', '-q', '-l', '--no-write-bitmap-index']
+            : ['repack', '-d', '-q', '-l', '--geometric=2', '--no-write-bitmap-index'];
         return runGitNoSettle(this.gitdir, args);
       })
       .then(

@@ -8,5 +8,9 @@ export const analyticsAccess: AccessMap = {
   analytics: { callers: callers.anyPerson, scope: "the tenant's graph, read-only" },
   get_program: { callers: callers.anyPerson, scope: 'any program node of the tenant, read-only' },
   render_program: { callers: callers.anyPerson, scope: 'any program node of the tenant, read-only' },
-  get_capture_metrics: { callers: callers.anyPerson, admin: true, scope: "the tenant's capture metrics, read-only (404 unless SVC_CAPTURE_METRICS=1)" },
+  get_capture_metrics: {
+    callers: callers.anyPerson,
+    admin: true,
+    scope: "the tenant's capture metrics, read-only (404 unless SVC_CAPTURE_METRICS=1)",
+  },
 };

@@ -5,7 +5,15 @@
  */
 import { defineOperation, NodeId, object, s } from '../../kernel/operation.js';
 import * as ops from './operations.js';
-import { AnalyticsInput, AnalyticsPayload, CaptureMetrics, ClampedInt, GetCaptureMetricsInput, GetProgramInput, ProgramPayload } from './schemas.js';
+import {
+  AnalyticsInput,
+  AnalyticsPayload,
+  CaptureMetrics,
+  ClampedInt,
+  GetCaptureMetricsInput,
+  GetProgramInput,
+  ProgramPayload,
+} from './schemas.js';
 
 const Text = ['application/json', 'text/plain'];
 
@@ -55,7 +63,8 @@ export const renderProgram = defineOperation({
 export const getCaptureMetrics = defineOperation({
   name: 'get_capture_metrics',
   summary: 'Redacted capture metrics (administrators; when the deployment enables them)',
-  description: 'Capture counts and rates since a date (default: the last 30 days), with pseudonymous actors. Administrators only (403 otherwise); the route answers 404 unless the deployment exports capture metrics (SVC_CAPTURE_METRICS=1).',
+  description:
+    'Capture counts and rates since a date (default: the last 30 days), with pseudonymous actors. Administrators only (403 otherwise); the route answers 404 unless the deployment exports capture metrics (SVC_CAPTURE_METRICS=1).',
   input: GetCaptureMetricsInput,
   output: CaptureMetrics,
   errors: [403, 503],

@@ -48,7 +48,9 @@ export function computeCaptureMetrics(
   opts: { since: string; sinceMs: number; nowMs: number; key: string; captureEnabled: boolean },
 ): CaptureMetrics {
   // A tenant without the capture plugin has no capture metrics, even if an old journal remains.
-  const entries: CaptureJournalEntry[] = opts.captureEnabled ? readCaptureJournal(tenant, { sinceMs: opts.sinceMs, untilMs: opts.nowMs }) : [];
+  const entries: CaptureJournalEntry[] = opts.captureEnabled
+    ? readCaptureJournal(tenant, { sinceMs: opts.sinceMs, untilMs: opts.nowMs })
+    : [];
   const captures = { total: 0, created: 0, pending: 0, unavailable: 0, nodes_created: 0, bounced: 0, with_blocks: 0 };
   const byVia: Record<string, number> = {};
   const bySource: Record<string, number> = {};
@@ -128,7 +130,9 @@ export function computeCaptureMetrics(
     distill: { ...distill, capture_rate: rate(distill.captured, distill.facts) },
     authors: {
       count: authors.size,
-      entries: [...authors.values()].sort((a, b) => b.captures - a.captures || b.distill_reports - a.distill_reports || (a.author < b.author ? -1 : 1)),
+      entries: [...authors.values()].sort(
+        (a, b) => b.captures - a.captures || b.distill_reports - a.distill_reports || (a.author < b.author ? -1 : 1),
+      ),
     },
     closure: {
       tracked: tracked.size,

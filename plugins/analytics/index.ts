@@ -27,7 +27,16 @@ export const analyticsPlugin = definePlugin({
     { method: 'GET', path: '/v1/metrics/capture', operation: api.getCaptureMetrics },
   ],
   tools: [
-    { description: 'Flow over whole ISO weeks: created/completed, throughput, cycle and lead time, aging WIP, bottlenecks. project, type, weeks 1-52 (12), top 1-100, aging 1-365 days; format json|text.', operation: api.analytics, annotations: { title: 'Analytics', readOnlyHint: true } },
-    { description: 'What blocks a node, recursively, with progress. Text unless format json; max_depth 1-50 (8), max_nodes 1-2000 (200).', operation: api.renderProgram, annotations: { title: 'Program progress', readOnlyHint: true } },
+    {
+      description:
+        'Flow over whole ISO weeks: created/completed, throughput, cycle and lead time, aging WIP, bottlenecks. project, type, weeks 1-52 (12), top 1-100, aging 1-365 days; format json|text.',
+      operation: api.analytics,
+      annotations: { title: 'Analytics', readOnlyHint: true },
+    },
+    {
+      description: 'What blocks a node, recursively, with progress. Text unless format json; max_depth 1-50 (8), max_nodes 1-2000 (200).',
+      operation: api.renderProgram,
+      annotations: { title: 'Program progress', readOnlyHint: true },
+    },
   ],
 });

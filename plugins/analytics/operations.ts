@@ -12,7 +12,14 @@ import { computeCaptureMetrics, pseudonymKey } from './capture-metrics.js';
 import { buildProgram } from './program.js';
 import { renderAnalyticsText, renderProgramText } from './render.js';
 import { computeAnalytics, DAY_MS, type AnalyticsParams } from './report.js';
-import type { AnalyticsInput, AnalyticsPayload, CaptureMetrics, GetCaptureMetricsInput, GetProgramInput, ProgramPayload } from './schemas.js';
+import type {
+  AnalyticsInput,
+  AnalyticsPayload,
+  CaptureMetrics,
+  GetCaptureMetricsInput,
+  GetProgramInput,
+  ProgramPayload,
+} from './schemas.js';
 import { timelinesOf } from './timeline.js';
 
 /** An integer bound (a tool may send its digits as a string; the schema allows only digits), clamped. */
@@ -36,18 +43,30 @@ export const PROGRAM_LIMITS = {
 
 const TEXT_HEADERS = { 'content-type': 'text/plain; charset=utf-8' };
 
-
 // ---------------------------------------------------------------- analytics
 
 function analyticsParams(ctx: OpContext, input: Static<typeof AnalyticsInput>): AnalyticsParams {
   const project = input.project || null;
   const { registry } = ctx.tenant;
-  const requested = [input.type ?? []].flat().flatMap((p) => p.split(',')).map((p) => p.trim()).filter(Boolean);
+  const requested = [input.type ?? []]
+    .flat()
+    .flatMap((p) => p.split(','))
+    .map((p) => p.trim())
+    .filter(Boolean);
   const unknown = requested.filter((t) => !patterns.id.test(t) || !registry.nodeTypes.has(t));
   if (unknown.length > 0) {
-    throw errors.validation(`unknown node type(s): ${unknown.map((t) => t.slice(0, 50)).join(', ')}`, unknown.map((t) => ({ field: 'type', message: 'not a node type in the registry', value: t.slice(0, 50) })));
+    throw errors.validation(
+      `unknown node type(s): ${unknown.map((t) => t.slice(0, 50)).join(', ')}`,
+      unknown.map((t) => ({ field: 'type', message: 'not a node type in the registry', value: t.slice(0, 50) })),
+    );
   }
-  const types = requested.length > 0 ? [...new Set(requested)] : [...registry.nodeTypes.values()].filter((t) => t.queueable).map((t) => t.type).sort();
+  const types =
+    requested.length > 0
+      ? [...new Set(requested)]
+      : [...registry.nodeTypes.values()]
+          .filter((t) => t.queueable)
+          .map((t) => t.type)
+          .sort();
   const lim = ANALYTICS_LIMITS;
   return {
     project,
@@ -96,7 +115,9 @@ function parseSinceDate(raw: string | undefined, nowMs: number): { since: string
   const m = DATE.exec(raw);
   const ms = m ? Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])) : NaN;
   if (!m || Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== raw) {
-    throw errors.validation('since must be a calendar date YYYY-MM-DD', [{ field: 'since', message: 'expected YYYY-MM-DD', value: raw.slice(0, 50) }]);
+    throw errors.validation('since must be a calendar date YYYY-MM-DD', [
+      { field: 'since', message: 'expected YYYY-MM-DD', value: raw.slice(0, 50) },
+    ]);
   }
   return { since: raw, sinceMs: ms };
 }

@@ -15,7 +15,14 @@ import { blockEdgeAttrs, blockersOf, phaseOf, type Phase } from '../core/public.
 import type { ProgramBounds, ProgramNode, ProgramPayload, ProgramProgress } from './schemas.js';
 
 function describe(tenant: Tenant, record: NodeRecord): Omit<ProgramNode, 'blockers'> {
-  return { id: record.id, title: record.title, type: record.type, status: record.status, phase: phaseOf(tenant, record), project: record.project };
+  return {
+    id: record.id,
+    title: record.title,
+    type: record.type,
+    status: record.status,
+    phase: phaseOf(tenant, record),
+    project: record.project,
+  };
 }
 
 export function buildProgram(tenant: Tenant, root: NodeRecord, bounds: ProgramBounds): ProgramPayload {

@@ -19,7 +19,11 @@ function statsLine(s: Stats): string {
 
 function table(header: string[], rows: string[][]): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(header), ...rows.map(line)];
 }
 
@@ -27,14 +31,17 @@ export function renderAnalyticsText(org: string, a: AnalyticsPayload): string {
   const out: string[] = [];
   const scope = [a.scope.project ? `project ${a.scope.project}` : 'all projects', `types ${a.scope.types.join(', ')}`].join(' · ');
   out.push(`Analytics: ${org} · ${scope}`);
-  out.push(`Window: ${a.window.weeks} week(s), ${a.window.from.slice(0, 10)} to ${a.window.to.slice(0, 10)} (weeks start Monday, UTC); generated ${a.generated_at}`);
+  out.push(
+    `Window: ${a.window.weeks} week(s), ${a.window.from.slice(0, 10)} to ${a.window.to.slice(0, 10)} (weeks start Monday, UTC); generated ${a.generated_at}`,
+  );
   if (a.project_warning) out.push(`Warning: ${a.project_warning}`);
   out.push('');
 
   const t = a.totals;
   out.push('Totals');
   out.push(`  ${t.nodes} node(s): ${t.done} done, ${t.active} active, ${t.blocked} blocked, ${t.open} open`);
-  for (const [type, c] of Object.entries(t.by_type)) out.push(`  ${type}: ${c.nodes} (${c.done} done, ${c.active} active, ${c.blocked} blocked, ${c.open} open)`);
+  for (const [type, c] of Object.entries(t.by_type))
+    out.push(`  ${type}: ${c.nodes} (${c.done} done, ${c.active} active, ${c.blocked} blocked, ${c.open} open)`);
   out.push(`  by status: ${counts(t.by_status)}`);
   out.push('');
 
@@ -56,14 +63,17 @@ export function renderAnalyticsText(org: string, a: AnalyticsPayload): string {
 
   out.push('Cycle time (days, first active status to completion)');
   out.push(`  ${statsLine(a.cycleTimeDays)}`);
-  if (a.cycleTimeDays.never_started > 0) out.push(`  ${a.cycleTimeDays.never_started} completed without an active status (measured from when they were opened)`);
+  if (a.cycleTimeDays.never_started > 0)
+    out.push(`  ${a.cycleTimeDays.never_started} completed without an active status (measured from when they were opened)`);
   out.push('Lead time (days, creation to completion)');
   out.push(`  ${statsLine(a.leadTimeDays)}`);
   out.push('');
 
   const w = a.wip;
   out.push(`Work in progress: ${w.count}${w.count > 0 ? ` (${counts(w.by_status)}; mean age ${num(w.mean_age_days)} days)` : ''}`);
-  out.push(`  aging (active ${w.aging_days}+ days): ${w.aging_count}${w.aging_count > w.aging.length ? `, oldest ${w.aging.length} shown` : ''}`);
+  out.push(
+    `  aging (active ${w.aging_days}+ days): ${w.aging_count}${w.aging_count > w.aging.length ? `, oldest ${w.aging.length} shown` : ''}`,
+  );
   for (const e of w.aging) {
     const who = e.assigned.length > 0 ? `, assigned ${e.assigned.join(', ')}` : '';
     out.push(`  - ${e.id} ${oneLine(e.title)} [${e.status}] ${e.age_days} days since ${e.since.slice(0, 10)}${who}`);
@@ -73,7 +83,9 @@ export function renderAnalyticsText(org: string, a: AnalyticsPayload): string {
   out.push(`Bottlenecks: ${a.bottlenecks.length === 0 ? 'none' : ''}`.trimEnd());
   for (const b of a.bottlenecks) {
     const outside = b.in_scope ? '' : ', outside the scope';
-    out.push(`  - ${b.id} ${oneLine(b.title)} [${b.status}] holds up ${b.blocks_transitive} (directly ${b.blocks}), ${b.age_days} days old${outside}`);
+    out.push(
+      `  - ${b.id} ${oneLine(b.title)} [${b.status}] holds up ${b.blocks_transitive} (directly ${b.blocks}), ${b.age_days} days old${outside}`,
+    );
   }
   out.push('');
 
@@ -88,7 +100,11 @@ export function renderAnalyticsText(org: string, a: AnalyticsPayload): string {
 const MARK: Record<Phase, string> = { done: '[x]', active: '[>]', blocked: '[!]', open: '[ ]' };
 
 function label(n: ProgramNode): string {
-  const edge = n.edge ? ` (${Object.entries(n.edge).map(([k, v]) => `${k} ${v}`).join(', ')})` : '';
+  const edge = n.edge
+    ? ` (${Object.entries(n.edge)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')})`
+    : '';
   const base = `${MARK[n.phase]} ${n.id} ${oneLine(n.title)} (${n.type}, ${n.status})${edge}`;
   if (n.repeat) {
     if (n.cycle) return `${base} (cycle: it is an ancestor here)`;
@@ -105,7 +121,8 @@ function renderChildren(node: ProgramNode, prefix: string, out: string[]): void 
     out.push(`${prefix}${last ? '└── ' : '├── '}${label(child)}`);
     renderChildren(child, prefix + (last ? '    ' : '│   '), out);
   });
-  if (node.more !== undefined) out.push(`${prefix}└── … ${node.more} more blocker(s) not shown (${node.cut === 'depth' ? 'depth' : 'max_nodes'} limit)`);
+  if (node.more !== undefined)
+    out.push(`${prefix}└── … ${node.more} more blocker(s) not shown (${node.cut === 'depth' ? 'depth' : 'max_nodes'} limit)`);
 }
 
 export function renderProgramText(p: ProgramPayload): string {
@@ -124,7 +141,9 @@ export function renderProgramText(p: ProgramPayload): string {
   if (p.truncated.length > 0) {
     const skipped = p.truncated.reduce((a, b) => a + b.skipped, 0);
     out.push('');
-    out.push(`Truncated: ${p.truncated.length} branch(es), ${skipped} blocker link(s) not shown (depth ${p.bounds.depth}, max_nodes ${p.bounds.max_nodes}).`);
+    out.push(
+      `Truncated: ${p.truncated.length} branch(es), ${skipped} blocker link(s) not shown (depth ${p.bounds.depth}, max_nodes ${p.bounds.max_nodes}).`,
+    );
   }
   return out.join('\n') + '\n';
 }

@@ -244,12 +244,16 @@ export function computeAnalytics(tenant: Tenant, timelines: Timelines, params: A
   totals.by_status = sortedCounts(totals.by_status);
   totals.by_type = Object.fromEntries(Object.entries(totals.by_type).sort(([a], [b]) => (a < b ? -1 : 1)));
 
-  const aging = wipEntries
-    .filter((e) => e.age_days >= params.aging)
-    .sort((a, b) => b.age_days - a.age_days || (a.id < b.id ? -1 : 1));
+  const aging = wipEntries.filter((e) => e.age_days >= params.aging).sort((a, b) => b.age_days - a.age_days || (a.id < b.id ? -1 : 1));
 
   const payload: AnalyticsPayload = {
-    window: { weeks: params.weeks, from: new Date(from).toISOString(), to: new Date(now).toISOString(), week_start: 'monday', timezone: 'UTC' },
+    window: {
+      weeks: params.weeks,
+      from: new Date(from).toISOString(),
+      to: new Date(now).toISOString(),
+      week_start: 'monday',
+      timezone: 'UTC',
+    },
     weekly,
     totals,
     throughput,
@@ -274,7 +278,14 @@ export function computeAnalytics(tenant: Tenant, timelines: Timelines, params: A
       with_commits_pct: pct(coverage.with_commits, coverage.completed),
     },
     leadTimeDays: stats(lead),
-    scope: { project: params.project, project_values: values, types: params.types, top: params.top, aging: params.aging, nodes: ids.length },
+    scope: {
+      project: params.project,
+      project_values: values,
+      types: params.types,
+      top: params.top,
+      aging: params.aging,
+      nodes: ids.length,
+    },
     generated_at: new Date(now).toISOString(),
   };
   if (ids.length === 0) payload.project_warning = scopeWarning(tenant, params);
@@ -294,7 +305,14 @@ function scopeWarning(tenant: Tenant, params: AnalyticsParams): string {
  * Not-done nodes that hold up not-done work in scope, ranked by how much in-scope work
  * they hold up downstream (walk bounded per candidate), then directly, then by age.
  */
-function bottlenecks(tenant: Tenant, factsOf: (record: NodeRecord) => NodeFacts, openInScope: Set<string>, times: Map<string, NodeTimes>, top: number, now: number): BottleneckEntry[] {
+function bottlenecks(
+  tenant: Tenant,
+  factsOf: (record: NodeRecord) => NodeFacts,
+  openInScope: Set<string>,
+  times: Map<string, NodeTimes>,
+  top: number,
+  now: number,
+): BottleneckEntry[] {
   const live = (id: string) => {
     const r = tenant.index.get(id);
     return r !== undefined && !isDone(tenant, r);
@@ -336,6 +354,8 @@ function bottlenecks(tenant: Tenant, factsOf: (record: NodeRecord) => NodeFacts,
       in_scope: openInScope.has(id),
     });
   }
-  entries.sort((a, b) => b.blocks_transitive - a.blocks_transitive || b.blocks - a.blocks || b.age_days - a.age_days || (a.id < b.id ? -1 : 1));
+  entries.sort(
+    (a, b) => b.blocks_transitive - a.blocks_transitive || b.blocks - a.blocks || b.age_days - a.age_days || (a.id < b.id ? -1 : 1),
+  );
   return entries.slice(0, top);
 }

@@ -18,12 +18,17 @@ const phase = s.enum(PHASES);
  * A clamped bound: an integer (or, from a tool, its digits as a string, as the tool always
  * accepted). Out-of-range values are clamped by the operation, not rejected (docs/spec.md Limits).
  */
-export const ClampedInt = (description: string) => s.raw<number | string>({ type: ['integer', 'string'], pattern: '^-?\\d+$', description });
+export const ClampedInt = (description: string) =>
+  s.raw<number | string>({ type: ['integer', 'string'], pattern: '^-?\\d+$', description });
 const format = s.enum(['json', 'text'], 'json (default) or text (a human report)');
 
 export const AnalyticsInput = object({
   project: s.string('project slug, proj-<slug> or repo-<slug>', { pattern: '^([a-z0-9][a-z0-9-]*)?$', maxLength: 200 }),
-  type: s.raw<string | string[]>({ type: ['array', 'string'], items: { type: 'string' }, description: 'node types, comma-separated or a list (default: the queueable types)' }),
+  type: s.raw<string | string[]>({
+    type: ['array', 'string'],
+    items: { type: 'string' },
+    description: 'node types, comma-separated or a list (default: the queueable types)',
+  }),
   weeks: ClampedInt('weeks in the window, 1-52 (clamped)'),
   top: ClampedInt('entries in the ranked lists, 1-100 (clamped)'),
   aging: ClampedInt('days in an active status before work counts as aging, 1-365 (clamped)'),
@@ -40,18 +45,36 @@ export const GetProgramInput = object(
   ['id'],
 );
 
-export const GetCaptureMetricsInput = object({ since: s.string('first day of the window, YYYY-MM-DD (default: 30 days ago)', { pattern: '^(\\d{4}-\\d{2}-\\d{2})?$' }) });
+export const GetCaptureMetricsInput = object({
+  since: s.string('first day of the window, YYYY-MM-DD (default: 30 days ago)', { pattern: '^(\\d{4}-\\d{2}-\\d{2})?$' }),
+});
 
 // ---------------------------------------------------------------- answers
 
-export const Stats = answer({ count: s.integer(), mean: nullableNumber, median: nullableNumber, p85: nullableNumber, min: nullableNumber, max: nullableNumber });
+export const Stats = answer({
+  count: s.integer(),
+  mean: nullableNumber,
+  median: nullableNumber,
+  p85: nullableNumber,
+  min: nullableNumber,
+  max: nullableNumber,
+});
 export type Stats = Static<typeof Stats>;
 
 const PhaseCounts = { done: s.integer(), active: s.integer(), blocked: s.integer(), open: s.integer() };
 
 const WeekEntry = answer({ week: s.string(), start: s.string(), created: s.integer(), completed: s.integer() });
 export type WeekEntry = Static<typeof WeekEntry>;
-const WipEntry = answer({ id: s.string(), title: s.string(), type: s.string(), status: s.string(), project: nullableString, since: s.string(), age_days: s.number(), assigned: s.array(s.string()) });
+const WipEntry = answer({
+  id: s.string(),
+  title: s.string(),
+  type: s.string(),
+  status: s.string(),
+  project: nullableString,
+  since: s.string(),
+  age_days: s.number(),
+  assigned: s.array(s.string()),
+});
 export type WipEntry = Static<typeof WipEntry>;
 const BottleneckEntry = answer({
   id: s.string(),
@@ -71,15 +94,43 @@ export const AnalyticsPayload = answer(
   {
     window: answer({ weeks: s.integer(), from: s.string(), to: s.string(), week_start: s.string(), timezone: s.string() }),
     weekly: s.array(WeekEntry),
-    totals: answer({ nodes: s.integer(), ...PhaseCounts, by_type: s.record(answer({ nodes: s.integer(), ...PhaseCounts })), by_status: counts }),
+    totals: answer({
+      nodes: s.integer(),
+      ...PhaseCounts,
+      by_type: s.record(answer({ nodes: s.integer(), ...PhaseCounts })),
+      by_status: counts,
+    }),
     throughput: answer({ completed: s.integer(), weekly_mean: s.number(), by_type: counts, by_status: counts }),
     cycleTimeDays: extend(Stats, { started: s.integer(), never_started: s.integer() }, ['started', 'never_started']),
     leadTimeDays: Stats,
-    wip: answer({ count: s.integer(), by_status: counts, mean_age_days: nullableNumber, aging_days: s.integer(), aging_count: s.integer(), aging: s.array(WipEntry) }),
+    wip: answer({
+      count: s.integer(),
+      by_status: counts,
+      mean_age_days: nullableNumber,
+      aging_days: s.integer(),
+      aging_count: s.integer(),
+      aging: s.array(WipEntry),
+    }),
     bottlenecks: s.array(BottleneckEntry),
-    coverage: answer({ open: s.integer(), prioritized: s.integer(), prioritized_pct: s.number(), assigned: s.integer(), assigned_pct: s.number(), completed: s.integer(), with_commits: s.integer(), with_commits_pct: s.number() }),
+    coverage: answer({
+      open: s.integer(),
+      prioritized: s.integer(),
+      prioritized_pct: s.number(),
+      assigned: s.integer(),
+      assigned_pct: s.number(),
+      completed: s.integer(),
+      with_commits: s.integer(),
+      with_commits_pct: s.number(),
+    }),
     project_warning: s.string(),
-    scope: answer({ project: nullableString, project_values: s.array(s.string()), types: s.array(s.string()), top: s.integer(), aging: s.integer(), nodes: s.integer() }),
+    scope: answer({
+      project: nullableString,
+      project_values: s.array(s.string()),
+      types: s.array(s.string()),
+      top: s.integer(),
+      aging: s.integer(),
+      nodes: s.integer(),
+    }),
     generated_at: s.string(),
   },
   ['window', 'weekly', 'totals', 'throughput', 'cycleTimeDays', 'leadTimeDays', 'wip', 'bottlenecks', 'coverage', 'scope', 'generated_at'],
@@ -171,8 +222,20 @@ export const CaptureMetrics = answer({
     nodes_per_capture: s.number(),
     captures_per_day: s.number(),
   }),
-  distill: answer({ reports: s.integer(), facts: s.integer(), captured: s.integer(), spooled: s.integer(), rejected: s.integer(), capture_rate: s.number() }),
-  authors: answer({ count: s.integer(), entries: s.array(answer({ author: s.string(), captures: s.integer(), created: s.integer(), pending: s.integer(), distill_reports: s.integer() })) }),
+  distill: answer({
+    reports: s.integer(),
+    facts: s.integer(),
+    captured: s.integer(),
+    spooled: s.integer(),
+    rejected: s.integer(),
+    capture_rate: s.number(),
+  }),
+  authors: answer({
+    count: s.integer(),
+    entries: s.array(
+      answer({ author: s.string(), captures: s.integer(), created: s.integer(), pending: s.integer(), distill_reports: s.integer() }),
+    ),
+  }),
   closure: answer({
     tracked: s.integer(),
     closed: s.integer(),

@@ -52,7 +52,8 @@ function doneEdgeKeys(edges: readonly Edge[] | unknown): string[] {
   if (!Array.isArray(edges)) return [];
   const keys: string[] = [];
   for (const e of edges as Edge[]) {
-    if (e && typeof e === 'object' && typeof e.type === 'string' && typeof e.to === 'string' && DONE_EDGE_TYPES.has(e.type)) keys.push(`${e.type}${SEP}${e.to}`);
+    if (e && typeof e === 'object' && typeof e.type === 'string' && typeof e.to === 'string' && DONE_EDGE_TYPES.has(e.type))
+      keys.push(`${e.type}${SEP}${e.to}`);
   }
   return keys;
 }
@@ -194,10 +195,12 @@ export class Timelines extends EventIndex {
   timesOf(record: NodeRecord): NodeTimes {
     const { registry } = this.tenant;
     // parsed only when needed (Date.parse twice per node was a third of analytics at 100k nodes)
-    const fallbackUpdated = (): number => Date.parse(String(record.frontmatter.updated ?? '')) || Date.parse(String(record.frontmatter.created ?? '')) || 0;
+    const fallbackUpdated = (): number =>
+      Date.parse(String(record.frontmatter.updated ?? '')) || Date.parse(String(record.frontmatter.created ?? '')) || 0;
     let steps: readonly StatusStep[] = this.steps.get(record.id) ?? [];
     // Out of step (should not happen): treat the node as having been in its status since its last update.
-    if (steps.length === 0 || steps[steps.length - 1]!.status !== record.status) steps = [...steps, { status: record.status, at: fallbackUpdated() }];
+    if (steps.length === 0 || steps[steps.length - 1]!.status !== record.status)
+      steps = [...steps, { status: record.status, at: fallbackUpdated() }];
     const terminal = (s: string) => registry.isTerminal(record.type, s);
     const last = steps[steps.length - 1]!;
 

@@ -171,7 +171,11 @@ export class AppHost {
       result = await this.dispatch(ctx, headers, cookie, session, label);
     } catch (err) {
       const svcErr = isSvcError(err) ? err : errors.internal();
-      if (!isSvcError(err)) this.services.log.error('app page failed', { route: label.value, error: err instanceof Error ? err.stack ?? err.message : String(err) });
+      if (!isSvcError(err))
+        this.services.log.error('app page failed', {
+          route: label.value,
+          error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+        });
       result = this.errorResult(svcErr, session);
     }
     (ctx as Koa.Context & { _matchedRoute?: string })._matchedRoute = label.value;
@@ -183,7 +187,9 @@ export class AppHost {
   }
 
   errorResult(err: SvcError, session: LiveSession | null): AppResult {
-    const viewer = session ? { name: session.actor.name, org: session.tenant.org, personId: session.actor.personId, csrf: session.record.csrf } : null;
+    const viewer = session
+      ? { name: session.actor.name, org: session.tenant.org, personId: session.actor.personId, csrf: session.record.csrf }
+      : null;
     return { status: err.status, html: errorPage(err, viewer) };
   }
 
@@ -213,17 +219,32 @@ export class AppHost {
       let form = new URLSearchParams();
       if (route.method === 'POST') {
         const type = headers['content-type'] ?? '';
-        if (!type.startsWith('application/x-www-form-urlencoded')) throw errors.badRequest('forms are posted as application/x-www-form-urlencoded');
+        if (!type.startsWith('application/x-www-form-urlencoded'))
+          throw errors.badRequest('forms are posted as application/x-www-form-urlencoded');
         form = new URLSearchParams((await readRawBody(ctx.req, FORM_LIMIT)).toString('utf8'));
       }
-      const req: AppRequest = { method: ctx.method, path, params, query: new URLSearchParams(ctx.querystring), form, headers, cookie, ip: ctx.ip };
+      const req: AppRequest = {
+        method: ctx.method,
+        path,
+        params,
+        query: new URLSearchParams(ctx.querystring),
+        form,
+        headers,
+        cookie,
+        ip: ctx.ip,
+      };
       if (!route.signed) return (route.handler as PublicHandler)(req, this);
       if (!session) {
-        if (route.method === 'GET') return { redirect: `/app/signin?next=${encodeURIComponent(ctx.path + (ctx.querystring ? `?${ctx.querystring}` : ''))}` };
+        if (route.method === 'GET')
+          return { redirect: `/app/signin?next=${encodeURIComponent(ctx.path + (ctx.querystring ? `?${ctx.querystring}` : ''))}` };
         throw errors.unauthorized();
       }
       if (route.method === 'POST' && !sameSecret(form.get('csrf') ?? undefined, session.record.csrf)) {
-        throw new SvcError(403, 'csrf_failed', 'this form was not sent by this app (or your session changed); reload the page and try again');
+        throw new SvcError(
+          403,
+          'csrf_failed',
+          'this form was not sent by this app (or your session changed); reload the page and try again',
+        );
       }
       const signed = this.signedFor(session);
       if (!signed.bridge.has('app')) throw errors.notFound('the app (its plugin is not enabled for this tenant)');

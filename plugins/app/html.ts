@@ -71,7 +71,9 @@ export function layout(opts: LayoutOptions, body: Html): string {
 <div class="who"><a href="/app/orgs" title="Switch tenant">${v.org}</a> · <span>${v.name}</span>
 <form method="post" action="/app/signout" class="inline">${csrfField(v.csrf)}<button type="submit" class="link">Sign out</button></form></div>`
     : html``;
-  const flash = opts.flash ? html`<p class="flash ${opts.flash.kind}" role="${opts.flash.kind === 'error' ? 'alert' : 'status'}">${opts.flash.text}</p>` : '';
+  const flash = opts.flash
+    ? html`<p class="flash ${opts.flash.kind}" role="${opts.flash.kind === 'error' ? 'alert' : 'status'}">${opts.flash.text}</p>`
+    : '';
   const scripts = ['/app/static/app.js', ...(opts.scripts ?? [])];
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -106,7 +108,11 @@ const ERROR_TEXT: Record<number, { title: string; hint: string }> = {
 
 /** The readable page for an error: what happened, the server's message, and the docs/spec.md code for support. */
 export function errorPage(err: SvcError, viewer: Viewer | null): string {
-  const text = ERROR_TEXT[err.status] ?? (err.status >= 500 ? { title: 'Something went wrong', hint: 'The server could not finish this request. It was logged.' } : { title: 'This request could not be served', hint: '' });
+  const text =
+    ERROR_TEXT[err.status] ??
+    (err.status >= 500
+      ? { title: 'Something went wrong', hint: 'The server could not finish this request. It was logged.' }
+      : { title: 'This request could not be served', hint: '' });
   const detail = err.status >= 500 ? '' : err.message;
   return layout(
     { title: `${text.title} (${err.status})`, viewer },

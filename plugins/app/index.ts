@@ -11,7 +11,17 @@ import { AppHost } from './host.js';
 import { appRouter } from './router.js';
 import { doSignin, doSignout, showOrgs, showSignin, switchOrg } from './pages/auth.js';
 import { showAnalytics, showGraph, showProgram, showPrograms, showSearch } from './pages/explore.js';
-import { claimNode, edgeNode, editNode, priorityNode, readinessNode, releaseNode, showHistoryEntry, showNode, statusNode } from './pages/node.js';
+import {
+  claimNode,
+  edgeNode,
+  editNode,
+  priorityNode,
+  readinessNode,
+  releaseNode,
+  showHistoryEntry,
+  showNode,
+  statusNode,
+} from './pages/node.js';
 import { showQueue } from './pages/queue.js';
 import { showLensCatalog, showView } from './pages/views.js';
 import { SESSION_COOKIE } from './session.js';

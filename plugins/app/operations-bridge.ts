@@ -41,7 +41,8 @@ async function call<Op extends AnyOperation>(op: Op, ctx: OpContext, input: Inpu
   const answer: unknown = await invoke(op, ctx, input);
   if (answer instanceof StatusPayload) return answer.payload as AnswerOf<Op>;
   if (answer instanceof RawResponse) {
-    if (!/json/.test(answer.headers['content-type'] ?? '') || typeof answer.body !== 'string') throw new Error(`operation ${op.name} answered a non-JSON response`);
+    if (!/json/.test(answer.headers['content-type'] ?? '') || typeof answer.body !== 'string')
+      throw new Error(`operation ${op.name} answered a non-JSON response`);
     // the body is the operation's own JSON answer (the contract tests check it against its output schema)
     return JSON.parse(answer.body) as AnswerOf<Op>;
   }
@@ -55,7 +56,11 @@ async function call<Op extends AnyOperation>(op: Op, ctx: OpContext, input: Inpu
 export class Bridge {
   readonly ctx: OpContext;
 
-  constructor(readonly services: KernelServices, tenant: Tenant, actor: Actor) {
+  constructor(
+    readonly services: KernelServices,
+    tenant: Tenant,
+    actor: Actor,
+  ) {
     // Writes from the app are the person's own, through the same path as the REST API.
     this.ctx = { tenant, actor, via: 'rest', services, headers: {} };
   }
@@ -167,7 +172,13 @@ export async function ticketIsLive(services: KernelServices, lensId: string, blo
  * sharer, with the grant that pins the params and names the sharer in the banner.
  */
 export async function ticketBridge(services: KernelServices, lensId: string, blob: string): Promise<Bridge | null> {
-  const found = await ticketAuthenticator(services)({ params: {}, query: {}, body: undefined, headers: { cookie: `${TICKET_COOKIE}=${blob}` }, path: `/v1/lens/${lensId}/render` });
+  const found = await ticketAuthenticator(services)({
+    params: {},
+    query: {},
+    body: undefined,
+    headers: { cookie: `${TICKET_COOKIE}=${blob}` },
+    path: `/v1/lens/${lensId}/render`,
+  });
   return found ? new Bridge(services, found.tenant, found.actor) : null;
 }
 

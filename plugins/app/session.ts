@@ -110,7 +110,11 @@ export class SessionStore {
    * of the browser's previous session, if any, are carried into the new record beside the one
    * signed in to now, which becomes current; the previous record is deleted, so its id is dead.
    */
-  async signIn(previous: Pick<LiveSession, 'key' | 'record'> | null, org: string, patHash: string): Promise<{ id: string; record: StoredSession }> {
+  async signIn(
+    previous: Pick<LiveSession, 'key' | 'record'> | null,
+    org: string,
+    patHash: string,
+  ): Promise<{ id: string; record: StoredSession }> {
     const id = randomToken();
     const now = this.now();
     const record: StoredSession = {
@@ -171,6 +175,8 @@ export class SessionStore {
 
   /** Housekeeping writes nobody waits for: a failure is logged, never an unhandled rejection. */
   private background(write: Promise<void>): void {
-    write.catch((err: unknown) => this.services.log.error('app session store write failed', { error: err instanceof Error ? err.message : String(err) }));
+    write.catch((err: unknown) =>
+      this.services.log.error('app session store write failed', { error: err instanceof Error ? err.message : String(err) }),
+    );
   }
 }

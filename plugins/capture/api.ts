@@ -93,7 +93,8 @@ export const proposeCorrection = defineOperation({
 export const compileDigest = defineOperation({
   name: 'compile_digest',
   summary: 'Digest of the work graph for a question or around a root node',
-  description: 'A compact text about the nodes matching a query (similarity >= min_sim, default 0.3) or about a root node and its neighbors (root wins over query), with the corrections that fire applied. found false is a normal answer; an unknown root is 422.',
+  description:
+    'A compact text about the nodes matching a query (similarity >= min_sim, default 0.3) or about a root node and its neighbors (root wins over query), with the corrections that fire applied. found false is a normal answer; an unknown root is 422.',
   input: CompileDigestInput,
   output: CompileDigestResult,
   example: { query: 'login redirect' },

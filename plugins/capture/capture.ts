@@ -49,7 +49,14 @@ interface Plan {
 }
 
 /** Drafts the text: attempt 1, validate, bounce once to an ingester that can correct itself. */
-async function plan(ctx: OpContext, ingester: Ingester, request: CaptureRequest, edges: Edge[], author: string, calls: { made: number }): Promise<Plan> {
+async function plan(
+  ctx: OpContext,
+  ingester: Ingester,
+  request: CaptureRequest,
+  edges: Edge[],
+  author: string,
+  calls: { made: number },
+): Promise<Plan> {
   const { tenant } = ctx;
   const call = { org: tenant.org, text: request.text, context: request.context, source: request.source };
   const warnings: string[] = [];
@@ -57,9 +64,16 @@ async function plan(ctx: OpContext, ingester: Ingester, request: CaptureRequest,
   const first = await ingester.draft({ ...call, attempt: 1 }, tenant.registry);
   warnings.push(...first.warnings);
   let normalized = normalizeDrafts(first.drafts, tenant);
-  let problems = normalized.errors.length > 0 ? normalized.errors : await checkDrafts(tenant, normalized.drafts, request.context.project, edges, author);
+  let problems =
+    normalized.errors.length > 0 ? normalized.errors : await checkDrafts(tenant, normalized.drafts, request.context.project, edges, author);
   if (problems.length === 0 && normalized.drafts.length === 0) {
-    return { kind: 'pending', drafts: [], reason: 'no part of the text fits a capturable schema (no line of the form `<type>: <summary>`)', attempts: 1, warnings };
+    return {
+      kind: 'pending',
+      drafts: [],
+      reason: 'no part of the text fits a capturable schema (no line of the form `<type>: <summary>`)',
+      attempts: 1,
+      warnings,
+    };
   }
   if (problems.length === 0) return { kind: 'drafts', drafts: normalized.drafts, reason: null, attempts: 1, warnings };
   if (!ingester.bounces) {
@@ -71,8 +85,10 @@ async function plan(ctx: OpContext, ingester: Ingester, request: CaptureRequest,
   const second = await ingester.draft({ ...call, attempt: 2, errors: problems, previous: first.drafts }, tenant.registry);
   warnings.push(...second.warnings);
   normalized = normalizeDrafts(second.drafts, tenant);
-  problems = normalized.errors.length > 0 ? normalized.errors : await checkDrafts(tenant, normalized.drafts, request.context.project, edges, author);
-  if (problems.length === 0 && normalized.drafts.length > 0) return { kind: 'drafts', drafts: normalized.drafts, reason: null, attempts: 2, warnings };
+  problems =
+    normalized.errors.length > 0 ? normalized.errors : await checkDrafts(tenant, normalized.drafts, request.context.project, edges, author);
+  if (problems.length === 0 && normalized.drafts.length > 0)
+    return { kind: 'drafts', drafts: normalized.drafts, reason: null, attempts: 2, warnings };
   if (problems.length === 0) {
     return { kind: 'pending', drafts: [], reason: 'after the bounce the ingester found nothing that fits a schema', attempts: 2, warnings };
   }
@@ -87,7 +103,10 @@ function nodeOf(tenant: Tenant, id: string): Static<typeof CapturedNode> {
 
 /** The text preserved whole as a capture-pending node, routed to the person who captured it. */
 function putPending(draft: WriteDraft, request: CaptureRequest, edges: Edge[], reason: string, person: string): string {
-  const firstLine = request.text.split(/\r?\n/).find((l) => l.trim() !== '')!.trim();
+  const firstLine = request.text
+    .split(/\r?\n/)
+    .find((l) => l.trim() !== '')!
+    .trim();
   const summary = firstLine.length > 500 ? `${firstLine.slice(0, 499)}…` : firstLine;
   const id = uniqueId('capture-', slugOf(firstLine), (x) => draft.get(x) !== null);
   const fm: Record<string, unknown> = { id, type: 'capture', status: 'pending', summary };
@@ -105,7 +124,8 @@ async function runCapture(ctx: OpContext, actor: WriteActor, request: CaptureReq
   const { context } = request;
   const warnings: string[] = [];
   // docs/spec.md: a missing blocks target is 404, checked before any ingestion.
-  if (context.blocks && !tenant.index.has(context.blocks)) throw errors.notFound(`node ${context.blocks}`, { field: 'context.blocks', id: context.blocks });
+  if (context.blocks && !tenant.index.has(context.blocks))
+    throw errors.notFound(`node ${context.blocks}`, { field: 'context.blocks', id: context.blocks });
   const duringExists = context.during ? tenant.index.has(context.during) : false;
   if (context.during && !duringExists) warnings.push(`context.during ${context.during} does not exist; no relates-to edge was added`);
   if (context.needed_by && context.needed_by < new Date(ctx.services.clock.now()).toISOString().slice(0, 10)) {
@@ -175,7 +195,14 @@ async function runCapture(ctx: OpContext, actor: WriteActor, request: CaptureReq
   const nodes = outcome.ids.map((id) => nodeOf(tenant, id));
   const types: Record<string, number> = {};
   for (const n of nodes) types[n.type] = (types[n.type] ?? 0) + 1;
-  await appendJournal(tenant, { ...journal, status: outcome.status, ids: outcome.ids, types, attempts: planned.attempts, reason: outcome.reason });
+  await appendJournal(tenant, {
+    ...journal,
+    status: outcome.status,
+    ids: outcome.ids,
+    types,
+    attempts: planned.attempts,
+    reason: outcome.reason,
+  });
   const summary =
     outcome.status === 'created'
       ? `created ${nodes.length} node${nodes.length === 1 ? '' : 's'}: ${listIds(outcome.ids)}`

@@ -53,11 +53,14 @@ export async function proposeCorrection(ctx: OpContext, input: Static<typeof Pro
   const pin = idList(tenant, body.pin, 'pin');
   const exclude = idList(tenant, body.exclude, 'exclude');
   const both = pin.filter((id) => exclude.includes(id));
-  if (both.length > 0) throw errors.validation('an id cannot be both pinned and excluded', [{ field: 'exclude', message: `also pinned: ${both.join(', ')}` }]);
+  if (both.length > 0)
+    throw errors.validation('an id cannot be both pinned and excluded', [{ field: 'exclude', message: `also pinned: ${both.join(', ')}` }]);
   let guidance: string | undefined;
   if (body.guidance !== undefined) {
     if (Buffer.byteLength(body.guidance, 'utf8') > GUIDANCE_MAX_BYTES) {
-      throw errors.validation(`guidance exceeds ${GUIDANCE_MAX_BYTES} bytes`, [{ field: 'guidance', message: `at most ${GUIDANCE_MAX_BYTES} bytes` }]);
+      throw errors.validation(`guidance exceeds ${GUIDANCE_MAX_BYTES} bytes`, [
+        { field: 'guidance', message: `at most ${GUIDANCE_MAX_BYTES} bytes` },
+      ]);
     }
     if (body.guidance.trim()) guidance = body.guidance.trim();
   }
@@ -66,11 +69,18 @@ export async function proposeCorrection(ctx: OpContext, input: Static<typeof Pro
     if (body.title.trim()) title = body.title.trim();
   }
   if (pin.length === 0 && exclude.length === 0 && !guidance) {
-    throw errors.validation('a correction needs pin, exclude or guidance', [{ field: 'guidance', message: 'give at least one of pin, exclude, guidance' }]);
+    throw errors.validation('a correction needs pin, exclude or guidance', [
+      { field: 'guidance', message: 'give at least one of pin, exclude, guidance' },
+    ]);
   }
-  const firstGuidanceLine = guidance?.split('\n').find((l) => l.trim())?.trim();
+  const firstGuidanceLine = guidance
+    ?.split('\n')
+    .find((l) => l.trim())
+    ?.trim();
   const summaryText =
-    title ?? firstGuidanceLine ?? [pin.length ? `pin ${pin.join(', ')}` : '', exclude.length ? `exclude ${exclude.join(', ')}` : ''].filter(Boolean).join('; ');
+    title ??
+    firstGuidanceLine ??
+    [pin.length ? `pin ${pin.join(', ')}` : '', exclude.length ? `exclude ${exclude.join(', ')}` : ''].filter(Boolean).join('; ');
   const summary = summaryText.length > LIMITS.summaryChars ? `${summaryText.slice(0, LIMITS.summaryChars - 1)}…` : summaryText;
 
   return ctx.tenant.write(actor, { op: 'propose_correction', via: ctx.via }, async (draft) => {
@@ -100,7 +110,9 @@ export function firingCorrections(tenant: Tenant, project: string | null, nodeId
     if (
       target.kind === 'global' ||
       (target.kind === 'node' && nodeIds.has(target.id)) ||
-      (target.kind === 'project' && scope !== null && (scope.values.has(target.slug) || resolveScope(tenant, target.slug).values.has(project!)))
+      (target.kind === 'project' &&
+        scope !== null &&
+        (scope.values.has(target.slug) || resolveScope(tenant, target.slug).values.has(project!)))
     ) {
       out.push(r);
     }

@@ -35,16 +35,25 @@ export interface ParsedDigestRequest {
 type DigestInput = Pick<Static<typeof QueryGraphInput>, 'query' | 'project' | 'min_sim'>;
 
 /** The rules the schema cannot state: `root` wins over `query` (docs/spec.md), an unknown root is 422, a query is needed without one. */
-export function parseCompileInput(ctx: OpContext, body: DigestInput, rawRoot: string | undefined, rootField: 'root' | 'root_id', mode: 'digest' | 'full'): ParsedDigestRequest {
+export function parseCompileInput(
+  ctx: OpContext,
+  body: DigestInput,
+  rawRoot: string | undefined,
+  rootField: 'root' | 'root_id',
+  mode: 'digest' | 'full',
+): ParsedDigestRequest {
   let root: string | null = null;
   if (rawRoot !== undefined && rawRoot !== '') {
     root = rawRoot;
-    if (!ctx.tenant.index.has(root)) throw errors.validation(`unknown ${rootField} ${root}`, [{ field: rootField, message: 'no node with this id' }]);
+    if (!ctx.tenant.index.has(root))
+      throw errors.validation(`unknown ${rootField} ${root}`, [{ field: rootField, message: 'no node with this id' }]);
   }
   let query: string | null = null;
   if (root === null) {
     if (body.query === undefined || body.query.trim() === '') {
-      throw errors.validation(`query is required (or ${rootField})`, [{ field: 'query', message: `required non-empty string when ${rootField} is absent` }]);
+      throw errors.validation(`query is required (or ${rootField})`, [
+        { field: 'query', message: `required non-empty string when ${rootField} is absent` },
+      ]);
     }
     query = body.query.trim();
   }
@@ -74,10 +83,14 @@ function linkLines(tenant: Tenant, r: NodeRecord, excluded: ReadonlySet<string>)
     const n = tenant.index.get(e.to);
     if (n && !traversable(tenant, n)) continue;
     const { type, to, ...attrs } = e;
-    const extra = Object.entries(attrs).map(([k, v]) => `${k}=${v}`).join(' ');
+    const extra = Object.entries(attrs)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ');
     lines.push(`${type} -> ${describe(to)}${extra ? ` (${extra})` : ''}`);
   }
-  for (const { from, edge } of tenant.index.inboundOf(r.id).sort((a, b) => (a.from < b.from ? -1 : a.from > b.from ? 1 : a.edge.type < b.edge.type ? -1 : 1))) {
+  for (const { from, edge } of tenant.index
+    .inboundOf(r.id)
+    .sort((a, b) => (a.from < b.from ? -1 : a.from > b.from ? 1 : a.edge.type < b.edge.type ? -1 : 1))) {
     if (excluded.has(from) || !traversable(tenant, tenant.index.get(from))) continue;
     const label = tenant.registry.edgeTypes.get(edge.type)?.inverse_label ?? `${edge.type} (inbound)`;
     lines.push(`${label} <- ${describe(from)}`);
@@ -121,7 +134,10 @@ export function compile(ctx: OpContext, input: ParsedDigestRequest): QueryGraphR
     const neighbors = new Set<string>();
     for (const e of root.edges) neighbors.add(e.to);
     for (const e of index.inboundOf(root.id)) neighbors.add(e.from);
-    const nodeIds = [root.id, ...[...neighbors].filter((id) => id !== root.id && !excluded.has(id) && traversable(tenant, index.get(id))).sort()];
+    const nodeIds = [
+      root.id,
+      ...[...neighbors].filter((id) => id !== root.id && !excluded.has(id) && traversable(tenant, index.get(id))).sort(),
+    ];
     const lines = [`# Digest of ${root.id}`, '', ...section(tenant, root, 'root', input.mode, excluded)];
     for (const p of pinned) {
       const r = index.get(p.id);
@@ -169,7 +185,12 @@ export function compile(ctx: OpContext, input: ParsedDigestRequest): QueryGraphR
   for (const s of seeds) lines.push(...section(tenant, index.get(s.id)!, `sim ${s.sim}`, input.mode, excluded));
   for (const p of pinned) lines.push(...section(tenant, p.r, `pinned by ${p.by}`, input.mode, excluded));
   lines.push(...guidanceLines(corrections));
-  return { found: true, text: lines.join('\n').trimEnd() + '\n', node_ids: [...seeds.map((s) => s.id), ...pinned.map((p) => p.r.id)], top_sim: best };
+  return {
+    found: true,
+    text: lines.join('\n').trimEnd() + '\n',
+    node_ids: [...seeds.map((s) => s.id), ...pinned.map((p) => p.r.id)],
+    top_sim: best,
+  };
 }
 
 export async function compileDigest(ctx: OpContext, input: Static<typeof CompileDigestInput>): Promise<Static<typeof CompileDigestResult>> {

@@ -120,7 +120,10 @@ export function programsOverview(tenant: Tenant): ProgramsOverview {
   const { index, registry } = tenant;
   // Project values -> program id, from the proj and repo nodes (the type index, a few hundred at most).
   const owner = new Map<string, string>();
-  const programs = [...index.idsOfType('proj')].filter((id) => id !== ROOT_ID).sort().map((id) => index.get(id)!);
+  const programs = [...index.idsOfType('proj')]
+    .filter((id) => id !== ROOT_ID)
+    .sort()
+    .map((id) => index.get(id)!);
   const claim = (value: string, program: string) => {
     if (!owner.has(value)) owner.set(value, program);
   };
@@ -150,12 +153,18 @@ export function programsOverview(tenant: Tenant): ProgramsOverview {
     status: p.status,
     summary: typeof p.frontmatter.summary === 'string' ? p.frontmatter.summary : '',
     repos: repos.get(p.id) ?? [],
-    stewards: index.inboundOf(p.id, ['stewards']).map((e) => e.from).sort(),
+    stewards: index
+      .inboundOf(p.id, ['stewards'])
+      .map((e) => e.from)
+      .sort(),
     progress: finish(progress.get(p.id)!),
   }));
   const text = [
     `${list.length} program(s)`,
-    ...list.map((p) => `${p.id} [${p.status}] ${p.title}: ${p.progress.done}/${p.progress.total} done (${p.progress.pct}%), ${p.progress.active} active, ${p.progress.blocked} blocked, ${p.progress.open} open`),
+    ...list.map(
+      (p) =>
+        `${p.id} [${p.status}] ${p.title}: ${p.progress.done}/${p.progress.total} done (${p.progress.pct}%), ${p.progress.active} active, ${p.progress.blocked} blocked, ${p.progress.open} open`,
+    ),
     `outside any program: ${unscoped.total} work node(s)`,
   ].join('\n');
   return { mode: 'programs', programs: list, count: list.length, unscoped: finish(unscoped), text };
@@ -164,7 +173,11 @@ export function programsOverview(tenant: Tenant): ProgramsOverview {
 export async function exploreGraph(ctx: OpContext, input: Static<typeof ExploreGraphInput>): Promise<ExploreGraphResult> {
   const body = input ?? {};
   const { tenant } = ctx;
-  const answer: ExploreGraphResult = body.root_id ? neighborhood(tenant, body.root_id, body.depth ?? 1) : body.query ? searchMode(tenant, body.query) : programsOverview(tenant);
+  const answer: ExploreGraphResult = body.root_id
+    ? neighborhood(tenant, body.root_id, body.depth ?? 1)
+    : body.query
+      ? searchMode(tenant, body.query)
+      : programsOverview(tenant);
   // the text copy repeats the JSON: sent only when asked (lean answers for agents)
   if (!body.include_text) delete answer.text;
   return answer;

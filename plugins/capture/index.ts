@@ -23,10 +23,27 @@ export const capturePlugin = definePlugin({
     'capture turns free text (lines like "task: summary") into draft nodes; query_graph and explore_graph find what already exists before you create more.',
   ],
   tools: [
-    { description: 'Text to draft nodes: each line \'<type>: <summary>\' (task, issue, dec, spec, question) starts one, lines below are its body; the rest waits as a pending capture. text <=8 KB. project; during: node id (relates-to); blocks: node id (needs project), needed_by YYYY-MM-DD; idempotency_key.', operation: api.capture },
-    { description: 'Correct digests: target a node id, project:<slug> or global; pin/exclude node ids (<=40 each); guidance <=4 KB. The id is generated.', operation: api.proposeCorrection },
-    { description: 'Digest for a question: full-text matches (min_sim 0-1, default 0.3) with links, or root_id\'s neighborhood; mode full adds bodies. found false is normal.', operation: api.queryGraph, annotations: { readOnlyHint: true } },
-    { description: 'root_id (+depth 1-2): its neighborhood; query: matches; nothing: programs with progress. include_text: a text copy.', operation: api.exploreGraph, annotations: { readOnlyHint: true } },
+    {
+      description:
+        "Text to draft nodes: each line '<type>: <summary>' (task, issue, dec, spec, question) starts one, lines below are its body; the rest waits as a pending capture. text <=8 KB. project; during: node id (relates-to); blocks: node id (needs project), needed_by YYYY-MM-DD; idempotency_key.",
+      operation: api.capture,
+    },
+    {
+      description:
+        'Correct digests: target a node id, project:<slug> or global; pin/exclude node ids (<=40 each); guidance <=4 KB. The id is generated.',
+      operation: api.proposeCorrection,
+    },
+    {
+      description:
+        "Digest for a question: full-text matches (min_sim 0-1, default 0.3) with links, or root_id's neighborhood; mode full adds bodies. found false is normal.",
+      operation: api.queryGraph,
+      annotations: { readOnlyHint: true },
+    },
+    {
+      description: 'root_id (+depth 1-2): its neighborhood; query: matches; nothing: programs with progress. include_text: a text copy.',
+      operation: api.exploreGraph,
+      annotations: { readOnlyHint: true },
+    },
   ],
   tenantOpen(tenant) {
     // Subscribe to commit events from the start; the search index itself is built on first use.

@@ -20,9 +20,32 @@ export const MAX_DRAFTS = 50;
 
 /** Frontmatter keys an ingester may not set through `fields` (server-owned or set elsewhere). */
 const RESERVED_FIELDS = new Set([
-  'id', 'type', 'status', 'summary', 'title', 'body', 'edges', 'project', 'author', 'authored_via', 'authored_by_agent', 'session',
-  'created', 'updated', 'revision', 'commits', 'priority', 'priority_by', 'priority_at', 'priority_via', 'readiness', 'readiness_by',
-  'readiness_at', 'readiness_via', 'routed_to', 'asker',
+  'id',
+  'type',
+  'status',
+  'summary',
+  'title',
+  'body',
+  'edges',
+  'project',
+  'author',
+  'authored_via',
+  'authored_by_agent',
+  'session',
+  'created',
+  'updated',
+  'revision',
+  'commits',
+  'priority',
+  'priority_by',
+  'priority_at',
+  'priority_via',
+  'readiness',
+  'readiness_by',
+  'readiness_at',
+  'readiness_via',
+  'routed_to',
+  'asker',
 ]);
 
 /** Type words of the built-in ingester that are not type names. */
@@ -183,7 +206,12 @@ export function externalIngester(url: string): Ingester {
         throw new IngestUnavailable('ingester answered something other than JSON');
       }
       const obj = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
-      const warnings = Array.isArray(obj.warnings) ? obj.warnings.filter((w): w is string => typeof w === 'string').slice(0, 20).map((w) => `ingester: ${w.slice(0, 300)}`) : [];
+      const warnings = Array.isArray(obj.warnings)
+        ? obj.warnings
+            .filter((w): w is string => typeof w === 'string')
+            .slice(0, 20)
+            .map((w) => `ingester: ${w.slice(0, 300)}`)
+        : [];
       return { drafts: 'drafts' in obj ? obj.drafts : body, warnings };
     },
   };
@@ -210,12 +238,14 @@ export function normalizeDrafts(raw: unknown, tenant: Tenant): { drafts: Draft[]
   const { registry, index } = tenant;
   const errors: DraftError[] = [];
   if (!Array.isArray(raw)) return { drafts: [], errors: [{ draft: null, field: 'drafts', message: 'expected an array of drafts' }] };
-  if (raw.length > MAX_DRAFTS) return { drafts: [], errors: [{ draft: null, field: 'drafts', message: `at most ${MAX_DRAFTS} drafts per capture` }] };
+  if (raw.length > MAX_DRAFTS)
+    return { drafts: [], errors: [{ draft: null, field: 'drafts', message: `at most ${MAX_DRAFTS} drafts per capture` }] };
   const drafts: Draft[] = [];
   raw.forEach((item, i) => {
     const before = errors.length;
     const fail = (field: string, message: string) => errors.push({ draft: i, field, message });
-    if (!item || typeof item !== 'object' || Array.isArray(item)) return fail('', 'a draft is an object {type, summary, body?, title?, status?, edges?, fields?}');
+    if (!item || typeof item !== 'object' || Array.isArray(item))
+      return fail('', 'a draft is an object {type, summary, body?, title?, status?, edges?, fields?}');
     const d = item as Record<string, unknown>;
     const type = typeof d.type === 'string' ? capturableTypeOf(registry, d.type) : null;
     if (!type) {
@@ -227,7 +257,8 @@ export function normalizeDrafts(raw: unknown, tenant: Tenant): { drafts: Draft[]
     else if (summary.length > LIMITS.summaryChars) fail('summary', `at most ${LIMITS.summaryChars} characters`);
     let title: string | undefined;
     if (d.title !== undefined && d.title !== null) {
-      if (typeof d.title !== 'string' || d.title.length > 500 || /[\r\n]/.test(d.title)) fail('title', 'a single line of at most 500 characters');
+      if (typeof d.title !== 'string' || d.title.length > 500 || /[\r\n]/.test(d.title))
+        fail('title', 'a single line of at most 500 characters');
       else if (d.title.trim()) title = d.title.trim();
     }
     let body = '';
@@ -258,7 +289,11 @@ export function normalizeDrafts(raw: unknown, tenant: Tenant): { drafts: Draft[]
           const edge = e as Record<string, unknown>;
           const normalized = typeof edge.type === 'string' ? registry.normalizeEdge(edge.type) : undefined;
           if (!normalized) return fail(`${at}.type`, 'not an edge type of the registry');
-          if (normalized.inverted) return fail(`${at}.type`, `'${String(edge.type)}' is an inverse form, written on the target node; a capture only writes new nodes`);
+          if (normalized.inverted)
+            return fail(
+              `${at}.type`,
+              `'${String(edge.type)}' is an inverse form, written on the target node; a capture only writes new nodes`,
+            );
           if (typeof edge.to !== 'string' || !patterns.id.test(edge.to)) return fail(`${at}.to`, 'a node id');
           if (!index.has(edge.to)) return fail(`${at}.to`, `no node ${edge.to}`);
           const attrs = attrsOf(edge, i, at, errors);
@@ -272,14 +307,28 @@ export function normalizeDrafts(raw: unknown, tenant: Tenant): { drafts: Draft[]
       else {
         for (const [k, v] of Object.entries(d.fields as Record<string, unknown>)) {
           if (RESERVED_FIELDS.has(k) || !/^[a-z][a-z0-9_]*$/.test(k)) fail(`fields.${k}`, 'reserved or malformed field name');
-          else if (!(typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' || (Array.isArray(v) && v.every((x) => typeof x === 'string')))) {
+          else if (!(
+            typeof v === 'string' ||
+            typeof v === 'number' ||
+            typeof v === 'boolean' ||
+            (Array.isArray(v) && v.every((x) => typeof x === 'string'))
+          )) {
             fail(`fields.${k}`, 'a string, number, boolean or list of strings');
           } else fields[k] = v;
         }
       }
     }
     if (errors.length === before && type) {
-      drafts.push({ type, summary, ...(title ? { title } : {}), body, ...(status ? { status } : {}), ...(project ? { project } : {}), edges, fields });
+      drafts.push({
+        type,
+        summary,
+        ...(title ? { title } : {}),
+        body,
+        ...(status ? { status } : {}),
+        ...(project ? { project } : {}),
+        edges,
+        fields,
+      });
     }
   });
   return { drafts: errors.length > 0 ? [] : drafts, errors };
@@ -289,7 +338,8 @@ export function normalizeDrafts(raw: unknown, tenant: Tenant): { drafts: Draft[]
 export function contextEdges(context: CaptureContext, duringExists: boolean): Edge[] {
   const edges: Edge[] = [];
   if (context.during && duringExists) edges.push({ type: 'relates-to', to: context.during, kind: 'found-during' });
-  if (context.blocks && context.project) edges.push({ type: 'blocks', to: context.blocks, ...(context.needed_by ? { needed_by: context.needed_by } : {}) });
+  if (context.blocks && context.project)
+    edges.push({ type: 'blocks', to: context.blocks, ...(context.needed_by ? { needed_by: context.needed_by } : {}) });
   return edges;
 }
 
@@ -313,7 +363,13 @@ export function frontmatterOf(draft: Draft, id: string, project: string | undefi
  * Validates drafts as the commit will (edge count, ajv shape, body size, validate hooks,
  * the create transition), without writing. Returns every error found.
  */
-export async function checkDrafts(tenant: Tenant, drafts: Draft[], project: string | undefined, extraEdges: Edge[], author: string): Promise<DraftError[]> {
+export async function checkDrafts(
+  tenant: Tenant,
+  drafts: Draft[],
+  project: string | undefined,
+  extraEdges: Edge[],
+  author: string,
+): Promise<DraftError[]> {
   const { registry } = tenant;
   const errors: DraftError[] = [];
   for (const [i, draft] of drafts.entries()) {
@@ -327,16 +383,26 @@ export async function checkDrafts(tenant: Tenant, drafts: Draft[], project: stri
       continue;
     }
     for (const e of registry.validateShape(def, fm) as Array<{ instancePath?: string; message?: string }>) {
-      errors.push({ draft: i, field: (e.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.') || 'frontmatter', message: e.message ?? 'invalid' });
+      errors.push({
+        draft: i,
+        field: (e.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.') || 'frontmatter',
+        message: e.message ?? 'invalid',
+      });
     }
     try {
       await tenant.hooks.validate(registry, def.type, { ...fm, body: draft.body });
-      await tenant.hooks.checkTransition(registry, def.type, { node: { ...fm, body: draft.body }, from: null, to: String(fm.status), actor: author });
+      await tenant.hooks.checkTransition(registry, def.type, {
+        node: { ...fm, body: draft.body },
+        from: null,
+        to: String(fm.status),
+        actor: author,
+      });
     } catch (err) {
       if (!isSvcError(err)) throw err;
       const list = Array.isArray(err.details.errors) ? (err.details.errors as Array<{ message?: unknown }>) : [];
       if (list.length === 0) errors.push({ draft: i, field: 'node', message: err.message });
-      for (const e of list) errors.push({ draft: i, field: 'node', message: typeof e.message === 'string' ? e.message : JSON.stringify(e) });
+      for (const e of list)
+        errors.push({ draft: i, field: 'node', message: typeof e.message === 'string' ? e.message : JSON.stringify(e) });
     }
   }
   return errors;

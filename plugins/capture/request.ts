@@ -22,7 +22,9 @@ export interface CaptureRequest {
 
 export function requireProjectSlug(value: unknown, field: string): string {
   if (typeof value !== 'string' || !patterns.id.test(value) || value.length > 200) {
-    throw errors.validation(`${field} must be a project slug matching ^[a-z0-9][a-z0-9-]*$`, [{ field, message: 'malformed slug', value: typeof value === 'string' ? value.slice(0, 200) : value }]);
+    throw errors.validation(`${field} must be a project slug matching ^[a-z0-9][a-z0-9-]*$`, [
+      { field, message: 'malformed slug', value: typeof value === 'string' ? value.slice(0, 200) : value },
+    ]);
   }
   return value;
 }
@@ -35,7 +37,9 @@ export function requireDate(value: unknown, field: string): string {
     const date = new Date(Date.UTC(y, mo - 1, d));
     if (date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d) return value as string;
   }
-  throw errors.validation(`${field} must be a date YYYY-MM-DD`, [{ field, message: 'not a YYYY-MM-DD date', value: typeof value === 'string' ? value.slice(0, 40) : value }]);
+  throw errors.validation(`${field} must be a date YYYY-MM-DD`, [
+    { field, message: 'not a YYYY-MM-DD date', value: typeof value === 'string' ? value.slice(0, 40) : value },
+  ]);
 }
 
 /** The body's key or the REST `Idempotency-Key` header (the schema checked the body's shape). */
@@ -50,7 +54,9 @@ function idempotencyKeyOf(inBodyRaw: string | undefined, headers: Record<string,
   const header = fromHeaders ? headers['idempotency-key'] : undefined;
   const inHeader = header === undefined || header === '' ? null : check(header, 'Idempotency-Key');
   if (inBody !== null && inHeader !== null && inBody !== inHeader) {
-    throw errors.validation('idempotency_key and the Idempotency-Key header disagree', [{ field: 'idempotency_key', message: 'differs from the Idempotency-Key header' }]);
+    throw errors.validation('idempotency_key and the Idempotency-Key header disagree', [
+      { field: 'idempotency_key', message: 'differs from the Idempotency-Key header' },
+    ]);
   }
   return inBody ?? inHeader;
 }
@@ -60,11 +66,17 @@ function idempotencyKeyOf(inBodyRaw: string | undefined, headers: Record<string,
  * body limit), a real calendar date, the context keys that need each other, and the REST
  * `Idempotency-Key` header. `fromHeaders` is true on REST (the header is a REST affordance).
  */
-export function parseCaptureRequest(input: Static<typeof CaptureTextInput>, headers: Record<string, string | undefined>, fromHeaders: boolean): CaptureRequest {
+export function parseCaptureRequest(
+  input: Static<typeof CaptureTextInput>,
+  headers: Record<string, string | undefined>,
+  fromHeaders: boolean,
+): CaptureRequest {
   const text = input.text;
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > TEXT_MAX_BYTES) {
-    throw errors.validation(`text exceeds ${TEXT_MAX_BYTES} bytes`, [{ field: 'text', message: `at most ${TEXT_MAX_BYTES} bytes (the node body limit)`, bytes }]);
+    throw errors.validation(`text exceeds ${TEXT_MAX_BYTES} bytes`, [
+      { field: 'text', message: `at most ${TEXT_MAX_BYTES} bytes (the node body limit)`, bytes },
+    ]);
   }
   const context: CaptureContext = {};
   const c = input.context ?? {};
@@ -74,10 +86,14 @@ export function parseCaptureRequest(input: Static<typeof CaptureTextInput>, head
   if (c.blocks) context.blocks = c.blocks;
   if (c.needed_by) context.needed_by = requireDate(c.needed_by, 'context.needed_by');
   if (context.blocks && !context.project) {
-    throw errors.validation('context.blocks needs context.project (the project the new work belongs to)', [{ field: 'context.project', message: 'required with context.blocks' }]);
+    throw errors.validation('context.blocks needs context.project (the project the new work belongs to)', [
+      { field: 'context.project', message: 'required with context.blocks' },
+    ]);
   }
   if (context.needed_by && !context.blocks) {
-    throw errors.validation('context.needed_by dates the blocks edge; give context.blocks too', [{ field: 'context.blocks', message: 'required with context.needed_by' }]);
+    throw errors.validation('context.needed_by dates the blocks edge; give context.blocks too', [
+      { field: 'context.blocks', message: 'required with context.needed_by' },
+    ]);
   }
   return { text, context, source: input.source ?? null, idempotencyKey: idempotencyKeyOf(input.idempotency_key, headers, fromHeaders) };
 }

@@ -24,7 +24,11 @@ const contextProps = {
 };
 export const CaptureContext = object(contextProps, [], { description: 'where the captured work belongs' });
 export type CaptureContext = Static<typeof CaptureContext>;
-const IdempotencyKey = s.string('a repeated key returns the original result', { minLength: 1, maxLength: KEY_MAX, pattern: '^[^\\u0000-\\u001f\\u007f]*$' });
+const IdempotencyKey = s.string('a repeated key returns the original result', {
+  minLength: 1,
+  maxLength: KEY_MAX,
+  pattern: '^[^\\u0000-\\u001f\\u007f]*$',
+});
 const Source = s.string('where the capture comes from, e.g. distill for backstop captures', { pattern: '^[a-z0-9][a-z0-9_-]{0,63}$' });
 
 /** POST /v1/capture: the context is one object. */
@@ -32,7 +36,10 @@ export const CaptureTextInput = object({ text: Text, context: CaptureContext, id
 /** The `capture` tool: the context keys are flat arguments. */
 export const CaptureInput = object({ text: Text, ...contextProps, idempotency_key: IdempotencyKey, source: Source }, ['text']);
 
-export const CapturedNode = answer({ id: s.string(), type: s.string(), status: s.string(), title: s.string(), project: nullableString, revision: s.string() }, ['id', 'type', 'status']);
+export const CapturedNode = answer(
+  { id: s.string(), type: s.string(), status: s.string(), title: s.string(), project: nullableString, revision: s.string() },
+  ['id', 'type', 'status'],
+);
 export const CaptureResult = answer({
   status: s.enum(['created', 'pending']),
   ids: s.array(s.string()),
@@ -79,7 +86,10 @@ export const ProposeCorrectionInput = object(
 
 const Query = s.string('what to look for', { maxLength: QUERY_MAX });
 const MinSim = s.number('similarity threshold 0-1 (share of query terms matched), default 0.3', { minimum: 0, maximum: 1 });
-const Project = s.string('scope matches to a project (bare slug, repo-<slug> or proj-<slug>)', { pattern: NodeId.pattern, maxLength: NodeId.maxLength });
+const Project = s.string('scope matches to a project (bare slug, repo-<slug> or proj-<slug>)', {
+  pattern: NodeId.pattern,
+  maxLength: NodeId.maxLength,
+});
 
 export const CompileDigestInput = object({
   query: Query,
@@ -125,17 +135,31 @@ const Neighborhood = answer(
   },
   ['mode', 'root', 'depth', 'nodes', 'edges', 'count', 'truncated'],
 );
-const Search = answer({ mode: s.const('search'), query: s.string(), results: s.array(answer({ ...brief, sim: s.number() })), count: s.integer(), total: s.integer(), text }, [
-  'mode',
-  'query',
-  'results',
-  'count',
-  'total',
-]);
+const Search = answer(
+  {
+    mode: s.const('search'),
+    query: s.string(),
+    results: s.array(answer({ ...brief, sim: s.number() })),
+    count: s.integer(),
+    total: s.integer(),
+    text,
+  },
+  ['mode', 'query', 'results', 'count', 'total'],
+);
 export const ProgramsOverview = answer(
   {
     mode: s.const('programs'),
-    programs: s.array(answer({ id: s.string(), title: s.string(), status: s.string(), summary: s.string(), repos: s.array(s.string()), stewards: s.array(s.string()), progress: ProgramProgress })),
+    programs: s.array(
+      answer({
+        id: s.string(),
+        title: s.string(),
+        status: s.string(),
+        summary: s.string(),
+        repos: s.array(s.string()),
+        stewards: s.array(s.string()),
+        progress: ProgramProgress,
+      }),
+    ),
     count: s.integer(),
     unscoped: ProgramProgress,
     text,

@@ -5,9 +5,13 @@
  */
 import { callers, type AccessMap } from '../../kernel/access.js';
 
-const ANY_NODE = 'any node of the caller\'s tenant';
+const ANY_NODE = "any node of the caller's tenant";
 /** `force` writes over another holder's lease (leases: strict): admins only, whatever the tenant's lease mode. */
-const FORCE = { input: { force: true }, admin: true, note: "writes over another holder's lease: the person (an agent token's owner) must be an admin" } as const;
+const FORCE = {
+  input: { force: true },
+  admin: true,
+  note: "writes over another holder's lease: the person (an agent token's owner) must be an admin",
+} as const;
 
 export const coreAccess: AccessMap = {
   get_status: { callers: callers.anyPerson, scope: "the tenant's status, read-only" },
@@ -15,16 +19,31 @@ export const coreAccess: AccessMap = {
   get_org_choices: { callers: callers.anyPerson, scope: "the orgs the caller's person may choose (identity provider), read-only" },
   schema: { callers: callers.anyPerson, scope: "the tenant's live schema, read-only" },
   get_node: { callers: callers.anyPerson, scope: `${ANY_NODE}, read-only` },
-  put_node: { callers: callers.anyPerson, person: true, scope: `${ANY_NODE} except person nodes (403: people are written through the admin people routes)`, when: [FORCE] },
-  add_edge: { callers: callers.anyPerson, person: true, scope: `${ANY_NODE}; identity edges (stewards to proj-root, owned-by, in either direction) are 403: only the identity operations write them`, when: [FORCE] },
+  put_node: {
+    callers: callers.anyPerson,
+    person: true,
+    scope: `${ANY_NODE} except person nodes (403: people are written through the admin people routes)`,
+    when: [FORCE],
+  },
+  add_edge: {
+    callers: callers.anyPerson,
+    person: true,
+    scope: `${ANY_NODE}; identity edges (stewards to proj-root, owned-by, in either direction) are 403: only the identity operations write them`,
+    when: [FORCE],
+  },
   remove_edge: { callers: callers.anyPerson, person: true, scope: `${ANY_NODE}; identity edges are 403, as add_edge`, when: [FORCE] },
-  patch_node: { callers: callers.anyPerson, person: true, scope: `${ANY_NODE} except person nodes; only the fields, edges and body it names`, when: [FORCE] },
+  patch_node: {
+    callers: callers.anyPerson,
+    person: true,
+    scope: `${ANY_NODE} except person nodes; only the fields, edges and body it names`,
+    when: [FORCE],
+  },
   add_edges: { callers: callers.anyPerson, person: true, scope: `${ANY_NODE}; each item as add_edge` },
   remove_edges: { callers: callers.anyPerson, person: true, scope: `${ANY_NODE}; each item as remove_edge` },
   set_priorities: { callers: callers.anyPerson, person: true, scope: `${ANY_NODE}; each item as set_priority` },
   set_status: { callers: callers.anyPerson, person: true, scope: `${ANY_NODE}, along its type's transitions`, when: [FORCE] },
-  set_priority: { callers: callers.anyPerson, person: true, scope: ANY_NODE , when: [FORCE] },
-  set_readiness: { callers: callers.anyPerson, person: true, scope: ANY_NODE , when: [FORCE] },
-  link_commit: { callers: callers.anyPerson, person: true, scope: ANY_NODE , when: [FORCE] },
+  set_priority: { callers: callers.anyPerson, person: true, scope: ANY_NODE, when: [FORCE] },
+  set_readiness: { callers: callers.anyPerson, person: true, scope: ANY_NODE, when: [FORCE] },
+  link_commit: { callers: callers.anyPerson, person: true, scope: ANY_NODE, when: [FORCE] },
   hello_mcp_app: { callers: callers.anyPerson, scope: 'a connectivity probe, read-only' },
 };

@@ -6,7 +6,18 @@
 import { isSvcError } from '../../kernel/errors.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import { Type } from '@sinclair/typebox';
-import { answer, defineOperation, extend, invoke, NodeId, object, s, WriteResult, type OperationDef, type Static } from '../../kernel/operation.js';
+import {
+  answer,
+  defineOperation,
+  extend,
+  invoke,
+  NodeId,
+  object,
+  s,
+  WriteResult,
+  type OperationDef,
+  type Static,
+} from '../../kernel/operation.js';
 import { RawResponse, StatusPayload, type OpContext } from '../../kernel/plugin.js';
 import * as readCache from './node-read-cache.js';
 import * as ops from './operations.js';
@@ -40,12 +51,17 @@ export const NodeRead = answer(
 );
 
 /** Admins only: write to a work node someone else holds under `leases: strict` (the holder is told). */
-const Force = s.boolean("admins only: write although another person holds the node's lease (needed under the tenant setting leases: strict; the holder is told); 403 for non-admins");
+const Force = s.boolean(
+  "admins only: write although another person holds the node's lease (needed under the tenant setting leases: strict; the holder is told); 403 for non-admins",
+);
 
 /** Limits and formats every node-writing tool states (docs/spec.md "Limits"). */
-const NODE_LIMITS = 'Limits: summary at most 500 characters, body at most 8 KB, at most 40 edges and 40 commits per node, request at most 1 MB (413 too_large).';
-const EDGES_FORMAT = 'Edges in frontmatter: `edges:` is a list of {type, to} maps with optional flat [A-Za-z0-9_-] attributes, e.g. `edges: [{type: blocks, to: task-release, needed_by: 2026-01-31}]`; types are canonical or alias forms (GET /v1/schema).';
-const LEASE_NOTE = "A write to a work node someone else holds (a live lease) warns naming the holder, who is told; under the tenant setting leases: strict it is 409 lease_held unless you hold the lease or are an admin passing force.";
+const NODE_LIMITS =
+  'Limits: summary at most 500 characters, body at most 8 KB, at most 40 edges and 40 commits per node, request at most 1 MB (413 too_large).';
+const EDGES_FORMAT =
+  'Edges in frontmatter: `edges:` is a list of {type, to} maps with optional flat [A-Za-z0-9_-] attributes, e.g. `edges: [{type: blocks, to: task-release, needed_by: 2026-01-31}]`; types are canonical or alias forms (GET /v1/schema).';
+const LEASE_NOTE =
+  'A write to a work node someone else holds (a live lease) warns naming the holder, who is told; under the tenant setting leases: strict it is 409 lease_held unless you hold the lease or are an admin passing force.';
 
 const EdgeType = s.string('edge type: canonical, alias or inverse form (GET /v1/schema lists them)', { minLength: 1, maxLength: 100 });
 
@@ -119,7 +135,10 @@ export const schema = defineOperation({
   run: ops.schema,
 });
 
-export const GetNodeInput = object({ id: NodeId, include_markdown: s.boolean('also return the raw markdown file (REST default true, tool default false)') }, ['id']);
+export const GetNodeInput = object(
+  { id: NodeId, include_markdown: s.boolean('also return the raw markdown file (REST default true, tool default false)') },
+  ['id'],
+);
 
 export const getNode = defineOperation({
   name: 'get_node',
@@ -184,7 +203,11 @@ export const AddEdgeInput = object(
     type: EdgeType,
     to: TargetId,
     // the description before additionalProperties, as this schema has always been written
-    attrs: s.raw<Record<string, string | number | boolean>>({ type: 'object', description: 'flat attributes: [A-Za-z0-9_-] tokens', additionalProperties: { type: ['string', 'number', 'boolean'] } }),
+    attrs: s.raw<Record<string, string | number | boolean>>({
+      type: 'object',
+      description: 'flat attributes: [A-Za-z0-9_-] tokens',
+      additionalProperties: { type: ['string', 'number', 'boolean'] },
+    }),
     force: Force,
   },
   ['id', 'type', 'to'],
@@ -219,12 +242,20 @@ export const removeEdge = defineOperation({
   run: ops.removeEdge,
 });
 
-export const SetStatusInput = object({ id: NodeId, status: s.string('target status (GET /v1/schema lists each type\'s statuses)', { minLength: 1, maxLength: 100 }), force: Force }, ['id', 'status']);
+export const SetStatusInput = object(
+  {
+    id: NodeId,
+    status: s.string("target status (GET /v1/schema lists each type's statuses)", { minLength: 1, maxLength: 100 }),
+    force: Force,
+  },
+  ['id', 'status'],
+);
 
 export const setStatus = defineOperation({
   name: 'set_status',
   summary: "Move a node to a status through the schema's transition gate",
-  description: "Move a node to a status through the schema's transition gate. Moving a work node to in-progress also claims it (lease). Finish work with done (task) or resolved (issue). A terminal status (done, cancelled, resolved, ...) releases the node's lease and keeps the assigned edge as the record of who carried it. " +
+  description:
+    "Move a node to a status through the schema's transition gate. Moving a work node to in-progress also claims it (lease). Finish work with done (task) or resolved (issue). A terminal status (done, cancelled, resolved, ...) releases the node's lease and keeps the assigned edge as the record of who carried it. " +
     `${LEASE_NOTE} Errors: 409 transition_denied (the move is not allowed; the reason lists the allowed ones), 409 conflict (moving to in-progress while someone else holds it), 409 lease_held, 404 unknown node.`,
   input: SetStatusInput,
   output: StatusWriteResult,
@@ -233,7 +264,10 @@ export const setStatus = defineOperation({
   run: ops.setStatus,
 });
 
-export const SetPriorityInput = object({ id: NodeId, priority: s.stringOrNull('p1, p2, p3, or none/clear/""/p0/null to clear'), force: Force }, ['id', 'priority']);
+export const SetPriorityInput = object(
+  { id: NodeId, priority: s.stringOrNull('p1, p2, p3, or none/clear/""/p0/null to clear'), force: Force },
+  ['id', 'priority'],
+);
 
 export const setPriority = defineOperation({
   name: 'set_priority',
@@ -246,7 +280,10 @@ export const setPriority = defineOperation({
   run: ops.setPriority,
 });
 
-export const SetReadinessInput = object({ id: NodeId, readiness: s.stringOrNull("'agent', or none/clear/\"\"/null to clear ('human' is only derived)"), force: Force }, ['id', 'readiness']);
+export const SetReadinessInput = object(
+  { id: NodeId, readiness: s.stringOrNull("'agent', or none/clear/\"\"/null to clear ('human' is only derived)"), force: Force },
+  ['id', 'readiness'],
+);
 
 export const setReadiness = defineOperation({
   name: 'set_readiness',
@@ -290,7 +327,11 @@ export const PatchNodeInput = object(
   {
     id: NodeId,
     revision: s.string('the revision you read (get_node), required', { minLength: 1, maxLength: 100 }),
-    set: s.raw<Record<string, unknown>>({ type: 'object', description: 'frontmatter fields to set; a null value removes the field', maxProperties: 100 }),
+    set: s.raw<Record<string, unknown>>({
+      type: 'object',
+      description: 'frontmatter fields to set; a null value removes the field',
+      maxProperties: 100,
+    }),
     unset: s.array(s.string(undefined, { minLength: 1, maxLength: 100 }), 'frontmatter fields to remove', { maxItems: 100 }),
     add_edges: s.array(PatchEdge, 'edges to add: {type, to, ...flat attributes}', { maxItems: 40 }),
     remove_edges: s.array(object({ type: EdgeType, to: TargetId }, ['type', 'to']), 'edges to remove: {type, to}', { maxItems: 40 }),
@@ -315,7 +356,11 @@ export const patchNode = defineOperation({
   input: PatchNodeInput,
   output: StatusWriteResult,
   errors: [403, 409],
-  example: { revision: '<revision from get_node>', set: { summary: 'Ship the card API behind a flag' }, add_edges: [{ type: 'blocks', to: 'task-release' }] },
+  example: {
+    revision: '<revision from get_node>',
+    set: { summary: 'Ship the card API behind a flag' },
+    add_edges: [{ type: 'blocks', to: 'task-release' }],
+  },
   run: patch.patchNode,
 });
 
@@ -338,7 +383,13 @@ const BatchAnswer = answer({
  * `failed` with its error and the rest still land. 200 when all landed, 207 otherwise (the
  * tool result is an error only when none landed), like put_node.
  */
-function batchOf(single: OperationDef<never, Static<typeof WriteResult>>, name: string, summary: string, itemShape: string, example: Record<string, unknown>) {
+function batchOf(
+  single: OperationDef<never, Static<typeof WriteResult>>,
+  name: string,
+  summary: string,
+  itemShape: string,
+  example: Record<string, unknown>,
+) {
   return defineOperation({
     name,
     summary,
@@ -356,11 +407,18 @@ function batchOf(single: OperationDef<never, Static<typeof WriteResult>>, name: 
         try {
           const r = await invoke(single, ctx, item);
           // the singular writes answer their write result as is (never 207 or a raw response)
-          if (r instanceof StatusPayload || r instanceof RawResponse) throw new Error(`${single.name} answered a status or raw response inside ${name}`);
+          if (r instanceof StatusPayload || r instanceof RawResponse)
+            throw new Error(`${single.name} answered a status or raw response inside ${name}`);
           results.push({ index, ...r });
         } catch (err) {
           if (!isSvcError(err)) throw err;
-          failed.push({ index, id: typeof item.id === 'string' ? item.id : null, code: err.code, message: err.message, details: err.details });
+          failed.push({
+            index,
+            id: typeof item.id === 'string' ? item.id : null,
+            code: err.code,
+            message: err.message,
+            details: err.details,
+          });
         }
       }
       const status: Static<typeof BatchAnswer>['status'] = failed.length === 0 ? 'applied' : results.length === 0 ? 'refused' : 'partial';
@@ -370,6 +428,17 @@ function batchOf(single: OperationDef<never, Static<typeof WriteResult>>, name: 
   });
 }
 
-export const addEdges = batchOf(addEdge, 'add_edges', 'Add several typed edges', '{id, type, to, attrs?}', { id: 'task-fix-login', type: 'blocks', to: 'task-release' });
-export const removeEdges = batchOf(removeEdge, 'remove_edges', 'Remove several typed edges', '{id, type, to}', { id: 'task-fix-login', type: 'blocks', to: 'task-release' });
-export const setPriorities = batchOf(setPriority, 'set_priorities', 'Set or clear the priority of several nodes', '{id, priority}', { id: 'task-fix-login', priority: 'p1' });
+export const addEdges = batchOf(addEdge, 'add_edges', 'Add several typed edges', '{id, type, to, attrs?}', {
+  id: 'task-fix-login',
+  type: 'blocks',
+  to: 'task-release',
+});
+export const removeEdges = batchOf(removeEdge, 'remove_edges', 'Remove several typed edges', '{id, type, to}', {
+  id: 'task-fix-login',
+  type: 'blocks',
+  to: 'task-release',
+});
+export const setPriorities = batchOf(setPriority, 'set_priorities', 'Set or clear the priority of several nodes', '{id, priority}', {
+  id: 'task-fix-login',
+  priority: 'p1',
+});

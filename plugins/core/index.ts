@@ -2,7 +2,10 @@
  * The `core` plugin (always on): status, identity echo, schema, node reads and the node
  * write endpoints, with their MCP tool twins.
  */
-import type { RESOURCE_MIME_TYPE as EXT_APPS_MIME_TYPE, RESOURCE_URI_META_KEY as EXT_APPS_URI_META_KEY } from '@modelcontextprotocol/ext-apps/server';
+import type {
+  RESOURCE_MIME_TYPE as EXT_APPS_MIME_TYPE,
+  RESOURCE_URI_META_KEY as EXT_APPS_URI_META_KEY,
+} from '@modelcontextprotocol/ext-apps/server';
 import { answer, defineOperation, object, s } from '../../kernel/operation.js';
 import { definePlugin, type OpContext } from '../../kernel/plugin.js';
 import { coreAccess } from './access.js';
@@ -38,7 +41,14 @@ const helloMcpApp = defineOperation({
   summary: 'Connectivity probe widget',
   description: 'Connectivity probe: shows a small widget confirming the connection to the work graph.',
   input: object({}),
-  output: answer({ ok: s.boolean(), message: s.string(), org: s.string(), person: s.stringOrNull(), node_count: s.integer(), head: s.stringOrNull() }),
+  output: answer({
+    ok: s.boolean(),
+    message: s.string(),
+    org: s.string(),
+    person: s.stringOrNull(),
+    node_count: s.integer(),
+    head: s.stringOrNull(),
+  }),
   run: async (ctx: OpContext) => ({
     ok: true,
     message: `connected to the ${ctx.tenant.org} work graph`,
@@ -80,19 +90,63 @@ export const corePlugin = definePlugin({
     'Finish work with set_status (task: done; issue: resolved), or write the node that resolves it with a `resolves` edge. add_edge links nodes (blocks, part-of, relates-to, ...).',
   ],
   tools: [
-    { description: 'Read a node: frontmatter (edges: [{type, to, ...attrs}]), body, revision (echo it to update). include_markdown: also the raw file. 404 names the nearest ids.', operation: api.getNode, annotations: { readOnlyHint: true } },
-    { description: 'Create or update nodes. nodes (1-500, in order): markdown strings (--- YAML frontmatter --- body) or {node, if_exists, revision}. Frontmatter: id with its type prefix (task-x), summary (standalone, <=500 chars), edges: [{type, to, ...attrs}] (<=40); body <=8192 bytes. if_exists: error (default), skip, update (needs the revision read, else 409). Ignored, with a warning: author, created, updated, priority, readiness (own tools). Failed entries in failed (207); 422 gives the first reason.', operation: api.putNode },
-    { description: 'Change only the named fields, edges or body of a node: {id, revision, set?, unset?, add_edges?, remove_edges?, body?, append_body?}; null in set removes a field. Stale revision 409 conflict; status in set passes the transition gate and lease rules; 403 person nodes or force without admin.', operation: api.patchNode },
-    { description: 'Add edge id -type-> to. type: canonical, alias or inverse form (schema tool); attrs: flat [A-Za-z0-9_-] tokens. 404 unknown node, 422 unknown type (nearest named).', operation: api.addEdge },
-    { description: 'Remove edge id -type-> to; an absent edge is skipped.', operation: api.removeEdge, annotations: { idempotentHint: true } },
-    { description: 'Move a node to a status of its type (schema tool). in-progress also claims it. Finish with done (task) or resolved (issue). 409 transition_denied, 422 unknown status (allowed listed).', operation: api.setStatus },
+    {
+      description:
+        'Read a node: frontmatter (edges: [{type, to, ...attrs}]), body, revision (echo it to update). include_markdown: also the raw file. 404 names the nearest ids.',
+      operation: api.getNode,
+      annotations: { readOnlyHint: true },
+    },
+    {
+      description:
+        'Create or update nodes. nodes (1-500, in order): markdown strings (--- YAML frontmatter --- body) or {node, if_exists, revision}. Frontmatter: id with its type prefix (task-x), summary (standalone, <=500 chars), edges: [{type, to, ...attrs}] (<=40); body <=8192 bytes. if_exists: error (default), skip, update (needs the revision read, else 409). Ignored, with a warning: author, created, updated, priority, readiness (own tools). Failed entries in failed (207); 422 gives the first reason.',
+      operation: api.putNode,
+    },
+    {
+      description:
+        'Change only the named fields, edges or body of a node: {id, revision, set?, unset?, add_edges?, remove_edges?, body?, append_body?}; null in set removes a field. Stale revision 409 conflict; status in set passes the transition gate and lease rules; 403 person nodes or force without admin.',
+      operation: api.patchNode,
+    },
+    {
+      description:
+        'Add edge id -type-> to. type: canonical, alias or inverse form (schema tool); attrs: flat [A-Za-z0-9_-] tokens. 404 unknown node, 422 unknown type (nearest named).',
+      operation: api.addEdge,
+    },
+    {
+      description: 'Remove edge id -type-> to; an absent edge is skipped.',
+      operation: api.removeEdge,
+      annotations: { idempotentHint: true },
+    },
+    {
+      description:
+        'Move a node to a status of its type (schema tool). in-progress also claims it. Finish with done (task) or resolved (issue). 409 transition_denied, 422 unknown status (allowed listed).',
+      operation: api.setStatus,
+    },
     { description: 'priority: p1 (highest), p2, p3; null/none/clear clears. 422 lists the allowed values.', operation: api.setPriority },
     { description: 'readiness: agent (an agent may pick it up) or null to clear; human is derived, not set.', operation: api.setReadiness },
-    { description: 'Batch add_edge: items [{id, type, to, attrs?}] (1-100), each its own commit. Answer {ok, status, results, failed: [{index, id, code, message}]}.', operation: api.addEdges },
-    { description: 'Batch remove_edge: items [{id, type, to}] (1-100), each its own commit. Answer {ok, status, results, failed}.', operation: api.removeEdges, annotations: { idempotentHint: true } },
-    { description: 'Batch set_priority: items [{id, priority}] (1-100), each its own commit. Answer {ok, status, results, failed}.', operation: api.setPriorities },
-    { description: 'Node types (prefix, statuses, transitions) and edge types (aliases, inverse forms). code: include hook sources.', operation: api.schema, annotations: { readOnlyHint: true } },
-    { description: 'Who this token acts for: person, name, org, is_admin, agent and session.', operation: api.me, annotations: { readOnlyHint: true } },
+    {
+      description:
+        'Batch add_edge: items [{id, type, to, attrs?}] (1-100), each its own commit. Answer {ok, status, results, failed: [{index, id, code, message}]}.',
+      operation: api.addEdges,
+    },
+    {
+      description: 'Batch remove_edge: items [{id, type, to}] (1-100), each its own commit. Answer {ok, status, results, failed}.',
+      operation: api.removeEdges,
+      annotations: { idempotentHint: true },
+    },
+    {
+      description: 'Batch set_priority: items [{id, priority}] (1-100), each its own commit. Answer {ok, status, results, failed}.',
+      operation: api.setPriorities,
+    },
+    {
+      description: 'Node types (prefix, statuses, transitions) and edge types (aliases, inverse forms). code: include hook sources.',
+      operation: api.schema,
+      annotations: { readOnlyHint: true },
+    },
+    {
+      description: 'Who this token acts for: person, name, org, is_admin, agent and session.',
+      operation: api.me,
+      annotations: { readOnlyHint: true },
+    },
     {
       operation: helloMcpApp,
       annotations: { readOnlyHint: true },

@@ -10,13 +10,34 @@ import type { OpContext } from '../../kernel/plugin.js';
 import { patterns } from '../../kernel/registry.js';
 import type { CommittedNode, WriteDraft } from '../../kernel/write-draft.js';
 import { writeActorOf } from '../../kernel/tenants.js';
-import type { AddEdgeInput, GetNodeInput, GetStatusOutput, GetStatusInput, LinkCommitInput, RemoveEdgeInput, SchemaInput, SetPriorityInput, SetReadinessInput, SetStatusInput, StatusWriteResult } from './api.js';
+import type {
+  AddEdgeInput,
+  GetNodeInput,
+  GetStatusOutput,
+  GetStatusInput,
+  LinkCommitInput,
+  RemoveEdgeInput,
+  SchemaInput,
+  SetPriorityInput,
+  SetReadinessInput,
+  SetStatusInput,
+  StatusWriteResult,
+} from './api.js';
 import { nodeView } from './node-view.js';
 
 /** The write success answer (kernel/operation.ts `WriteResult`). */
 export type WriteResult = Static<typeof WriteResultSchema>;
 
-export const PROVENANCE_KEYS = ['priority', 'priority_by', 'priority_at', 'priority_via', 'readiness', 'readiness_by', 'readiness_at', 'readiness_via'];
+export const PROVENANCE_KEYS = [
+  'priority',
+  'priority_by',
+  'priority_at',
+  'priority_via',
+  'readiness',
+  'readiness_by',
+  'readiness_at',
+  'readiness_via',
+];
 
 export function writeStatus(c: CommittedNode | undefined): 'created' | 'updated' | 'skipped' {
   if (!c || c.status === 'unchanged' || c.status === 'deleted') return 'skipped';
@@ -33,7 +54,8 @@ export interface WriteIntent {
 
 /** `force` overrides another person's claim: admins only (the same rule as claim's force). */
 export function checkForce(ctx: OpContext, force: boolean | undefined): void {
-  if (force === true && !ctx.actor.isAdmin) throw errors.forbidden("force overrides another holder's lease and needs an admin", { field: 'force' });
+  if (force === true && !ctx.actor.isAdmin)
+    throw errors.forbidden("force overrides another holder's lease and needs an admin", { field: 'force' });
 }
 
 /**
@@ -41,14 +63,23 @@ export function checkForce(ctx: OpContext, force: boolean | undefined): void {
  * (inside the write queue, before the change is drafted). A check may refuse (throws) or add
  * warnings; `landed` runs the checks' follow-ups once the write committed.
  */
-export function guardNodeWrite(ctx: OpContext, id: string, op: string, intent: WriteIntent = {}): { warnings: string[]; landed: (after: NodeRecord) => Promise<string[]> } {
+export function guardNodeWrite(
+  ctx: OpContext,
+  id: string,
+  op: string,
+  intent: WriteIntent = {},
+): { warnings: string[]; landed: (after: NodeRecord) => Promise<string[]> } {
   const record = ctx.tenant.index.get(id);
   const checks = ctx.services.host.nodeWriteChecksFor(ctx.tenant);
   if (!record || checks.length === 0) return { warnings: [], landed: async () => [] };
   const warnings: string[] = [];
   const followUps: Array<(after: NodeRecord) => Promise<string[] | void>> = [];
   for (const check of checks) {
-    const verdict = check(ctx, record, { op, force: intent.force === true, ...(intent.status !== undefined ? { status: intent.status } : {}) });
+    const verdict = check(ctx, record, {
+      op,
+      force: intent.force === true,
+      ...(intent.status !== undefined ? { status: intent.status } : {}),
+    });
     if (!verdict) continue;
     warnings.push(...verdict.warnings);
     if (verdict.landed) followUps.push(verdict.landed);
@@ -76,7 +107,8 @@ export async function singleWrite(
     const guard = guardNodeWrite(ctx, id, op, intent);
     draft.warnings.push(...guard.warnings);
     const outcome = await fn(draft);
-    if (outcome?.skip) return { status: 'skipped' as const, id, revision: ctx.tenant.index.get(id)?.revision ?? null, warnings: draft.warnings };
+    if (outcome?.skip)
+      return { status: 'skipped' as const, id, revision: ctx.tenant.index.get(id)?.revision ?? null, warnings: draft.warnings };
     // nothing else is persisted on the strength of this commit: Tenant.write awaits its fdatasync (group commit)
     const committed = await draft.commit({ deferDurability: true });
     const written = [...committed.values()].find((c) => c.status !== 'unchanged') ?? committed.get(id);
@@ -177,11 +209,15 @@ function sameAttrs(edge: Edge, attrs: Record<string, string>): boolean {
 /** 422 for an edge type the registry lacks, with the nearest names (canonical, inverse and alias forms) or the canonical list. */
 export function unknownEdgeType(ctx: OpContext, type: string): SvcError {
   const defs = [...ctx.tenant.registry.edgeTypes.values()];
-  const names = defs.flatMap((d) => [d.type, d.inverse_label, ...d.aliases, ...d.inverse_aliases]).filter((n): n is string => typeof n === 'string' && n.length > 0);
+  const names = defs
+    .flatMap((d) => [d.type, d.inverse_label, ...d.aliases, ...d.inverse_aliases])
+    .filter((n): n is string => typeof n === 'string' && n.length > 0);
   const suggestions = nearest(type, new Set(names));
   const canonical = defs.map((d) => d.type);
   const hint = suggestions.length > 0 ? didYouMean(suggestions) : `; the edge types are ${canonical.join(', ')}`;
-  return errors.validation(`unknown edge type '${type}'${hint}`, [{ field: 'type', message: 'not an edge type of the schema (the schema tool lists them)', did_you_mean: suggestions }]);
+  return errors.validation(`unknown edge type '${type}'${hint}`, [
+    { field: 'type', message: 'not an edge type of the schema (the schema tool lists them)', did_you_mean: suggestions },
+  ]);
 }
 
 function normalizeEdgeInput(ctx: OpContext, input: Static<typeof RemoveEdgeInput>) {
@@ -202,7 +238,14 @@ function normalizeEdgeInput(ctx: OpContext, input: Static<typeof RemoveEdgeInput
  * no-op, different attributes replace the attribute set, a review-family edge replaces its
  * sibling to the same person (with a `flipped` warning). Returns whether the list changed.
  */
-export function addToEdges(ctx: OpContext, edges: Edge[], type: string, target: string, attrs: Record<string, string> | undefined, warnings: string[]): boolean {
+export function addToEdges(
+  ctx: OpContext,
+  edges: Edge[],
+  type: string,
+  target: string,
+  attrs: Record<string, string> | undefined,
+  warnings: string[],
+): boolean {
   const edgeDef = ctx.tenant.registry.edgeTypes.get(type)!;
   const same = edges.findIndex((x) => x.type === type && x.to === target);
   if (same >= 0) {
@@ -271,7 +314,12 @@ export async function removeEdge(ctx: OpContext, input: Static<typeof RemoveEdge
  * move to in-progress takes the lease): `before` may veto, `abort` undoes it when the write
  * fails, `after` adds its keys to the answer. set_status and patch_node share it.
  */
-export async function withStatusEffects(ctx: OpContext, record: NodeRecord, to: string, write: () => Promise<WriteResult>): Promise<Static<typeof StatusWriteResult>> {
+export async function withStatusEffects(
+  ctx: OpContext,
+  record: NodeRecord,
+  to: string,
+  write: () => Promise<WriteResult>,
+): Promise<Static<typeof StatusWriteResult>> {
   const effects = ctx.services.host.statusEffectsFor(ctx.tenant);
   const from = record.status;
   const ran: typeof effects = [];
@@ -334,20 +382,29 @@ export async function setPriority(ctx: OpContext, input: Static<typeof SetPriori
   checkForce(ctx, input.force);
   const value = input.priority === null || input.priority === undefined ? '' : input.priority;
   if (typeof value !== 'string' || !(PRIORITY_CLEAR.has(value) || ['p1', 'p2', 'p3'].includes(value))) {
-    throw errors.invalidNode(`unknown priority '${String(value)}'`, { field: 'priority', allowed: ['p1', 'p2', 'p3', 'none', 'clear', '', 'p0'] });
+    throw errors.invalidNode(`unknown priority '${String(value)}'`, {
+      field: 'priority',
+      allowed: ['p1', 'p2', 'p3', 'none', 'clear', '', 'p0'],
+    });
   }
-  return singleWrite(ctx, 'set_priority', id, async (draft) => {
-    const node = existing(draft, id);
-    if (PRIORITY_CLEAR.has(value)) {
-      if (node.frontmatter.priority === undefined) return { skip: true };
-      delete node.frontmatter.priority;
-    } else {
-      if (node.frontmatter.priority === value) return { skip: true };
-      node.frontmatter.priority = value;
-    }
-    Object.assign(node.frontmatter, provenance(ctx, 'priority'));
-    draft.put(node);
-  }, { force: input.force });
+  return singleWrite(
+    ctx,
+    'set_priority',
+    id,
+    async (draft) => {
+      const node = existing(draft, id);
+      if (PRIORITY_CLEAR.has(value)) {
+        if (node.frontmatter.priority === undefined) return { skip: true };
+        delete node.frontmatter.priority;
+      } else {
+        if (node.frontmatter.priority === value) return { skip: true };
+        node.frontmatter.priority = value;
+      }
+      Object.assign(node.frontmatter, provenance(ctx, 'priority'));
+      draft.put(node);
+    },
+    { force: input.force },
+  );
 }
 
 export async function setReadiness(ctx: OpContext, input: Static<typeof SetReadinessInput>) {
@@ -360,41 +417,53 @@ export async function setReadiness(ctx: OpContext, input: Static<typeof SetReadi
       allowed: ['agent', 'none', 'clear', '', null],
     });
   }
-  return singleWrite(ctx, 'set_readiness', id, async (draft) => {
-    const node = existing(draft, id);
-    if (READINESS_CLEAR.has(value)) {
-      if (node.frontmatter.readiness === undefined) return { skip: true };
-      delete node.frontmatter.readiness;
-    } else {
-      if (node.frontmatter.readiness === value) return { skip: true };
-      node.frontmatter.readiness = value;
-    }
-    Object.assign(node.frontmatter, provenance(ctx, 'readiness'));
-    draft.put(node);
-  }, { force: input.force });
+  return singleWrite(
+    ctx,
+    'set_readiness',
+    id,
+    async (draft) => {
+      const node = existing(draft, id);
+      if (READINESS_CLEAR.has(value)) {
+        if (node.frontmatter.readiness === undefined) return { skip: true };
+        delete node.frontmatter.readiness;
+      } else {
+        if (node.frontmatter.readiness === value) return { skip: true };
+        node.frontmatter.readiness = value;
+      }
+      Object.assign(node.frontmatter, provenance(ctx, 'readiness'));
+      draft.put(node);
+    },
+    { force: input.force },
+  );
 }
 
 export async function linkCommit(ctx: OpContext, input: Static<typeof LinkCommitInput>) {
   const { id, repo, sha } = input;
   checkForce(ctx, input.force);
-  return singleWrite(ctx, 'link_commit', id, async (draft) => {
-    const node = existing(draft, id);
-    const commits: string[] = Array.isArray(node.frontmatter.commits) ? (node.frontmatter.commits as string[]).map(String) : [];
-    const same = commits.findIndex((c) => {
-      const [r, s] = c.split('@');
-      return r === repo && s !== undefined && (s.startsWith(sha) || sha.startsWith(s));
-    });
-    if (same >= 0) {
-      const known = commits[same]!.split('@')[1]!;
-      if (known.length >= sha.length) return { skip: true };
-      commits[same] = `${repo}@${sha}`; // a longer sha upgrades the abbreviated link
-    } else {
-      if (commits.length >= 40) throw errors.validation('a node links at most 40 commits', [{ field: 'commits', message: 'at most 40' }]);
-      commits.push(`${repo}@${sha}`);
-    }
-    node.frontmatter.commits = commits;
-    draft.put(node);
-  }, { force: input.force });
+  return singleWrite(
+    ctx,
+    'link_commit',
+    id,
+    async (draft) => {
+      const node = existing(draft, id);
+      const commits: string[] = Array.isArray(node.frontmatter.commits) ? (node.frontmatter.commits as string[]).map(String) : [];
+      const same = commits.findIndex((c) => {
+        const [r, s] = c.split('@');
+        return r === repo && s !== undefined && (s.startsWith(sha) || sha.startsWith(s));
+      });
+      if (same >= 0) {
+        const known = commits[same]!.split('@')[1]!;
+        if (known.length >= sha.length) return { skip: true };
+        commits[same] = `${repo}@${sha}`; // a longer sha upgrades the abbreviated link
+      } else {
+        if (commits.length >= 40) throw errors.validation('a node links at most 40 commits', [{ field: 'commits', message: 'at most 40' }]);
+        commits.push(`${repo}@${sha}`);
+      }
+      node.frontmatter.commits = commits;
+      draft.put(node);
+    },
+    { force: input.force },
+  );
 }
 
 export { SvcError };

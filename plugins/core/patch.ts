@@ -28,7 +28,10 @@ const NOT_PATCHABLE: Record<string, string> = {
   authored_by_agent: 'the server stamps it from your token',
   session: 'the server stamps it from your token',
   ...Object.fromEntries(
-    PROVENANCE_KEYS.map((k) => [k, k.startsWith('priority') ? 'use set_priority (POST /v1/nodes/{id}/priority)' : 'use POST /v1/nodes/{id}/readiness']),
+    PROVENANCE_KEYS.map((k) => [
+      k,
+      k.startsWith('priority') ? 'use set_priority (POST /v1/nodes/{id}/priority)' : 'use POST /v1/nodes/{id}/readiness',
+    ]),
   ),
 };
 
@@ -39,9 +42,13 @@ function checkNames(input: Static<typeof PatchNodeInput>): void {
     const why = NOT_PATCHABLE[key];
     if (why) throw errors.validation(`'${key}' cannot be patched: ${why}`, [{ field: key in set ? `set.${key}` : 'unset', message: why }]);
   }
-  for (const key of unset) if (key in set) throw errors.validation(`'${key}' is both set and unset`, [{ field: 'unset', message: 'name a field in set or unset, not both' }]);
-  if (set.status === null || unset.includes('status')) throw errors.validation('status cannot be removed; set another status', [{ field: 'set.status' }]);
-  if (set.summary === null || unset.includes('summary')) throw errors.validation('summary is required on every node and cannot be removed', [{ field: 'set.summary' }]);
+  for (const key of unset)
+    if (key in set)
+      throw errors.validation(`'${key}' is both set and unset`, [{ field: 'unset', message: 'name a field in set or unset, not both' }]);
+  if (set.status === null || unset.includes('status'))
+    throw errors.validation('status cannot be removed; set another status', [{ field: 'set.status' }]);
+  if (set.summary === null || unset.includes('summary'))
+    throw errors.validation('summary is required on every node and cannot be removed', [{ field: 'set.summary' }]);
   if (input.body !== undefined && input.append_body !== undefined) {
     throw errors.validation('give body (replace) or append_body, not both', [{ field: 'append_body' }]);
   }
@@ -56,9 +63,10 @@ function edgeTypeOf(ctx: OpContext, type: string, field: string): string {
   const n = ctx.tenant.registry.normalizeEdge(type);
   if (!n) throw errors.validation(`unknown edge type '${type}'`, [{ field, message: 'not in the registry (GET /v1/schema)' }]);
   if (n.inverted) {
-    throw errors.validation(`'${type}' is the inverse form of '${n.type}': that edge is stored on the other node; use add_edge / remove_edge, which flip it`, [
-      { field, message: 'inverse form' },
-    ]);
+    throw errors.validation(
+      `'${type}' is the inverse form of '${n.type}': that edge is stored on the other node; use add_edge / remove_edge, which flip it`,
+      [{ field, message: 'inverse form' }],
+    );
   }
   return n.type;
 }
@@ -83,12 +91,12 @@ export async function patchNode(ctx: OpContext, input: Static<typeof PatchNodeIn
         if (node.revision !== input.revision) throw errors.revisionConflict(id, node.revision, input.revision);
         const fm: Frontmatter = node.frontmatter;
         for (const [key, value] of Object.entries(input.set ?? {})) {
-          if (!KNOWN_FIELDS.has(key) && value !== null) draft.warnings.push(`unknown field '${key}' kept as-is: no rule of the ${record.type} type reads it`);
+          if (!KNOWN_FIELDS.has(key) && value !== null)
+            draft.warnings.push(`unknown field '${key}' kept as-is: no rule of the ${record.type} type reads it`);
           if (value === null) {
             if (fm[key] === undefined) draft.warnings.push(`set ${key}: null: the node had no ${key}`);
             delete fm[key];
-          }
-          else fm[key] = value;
+          } else fm[key] = value;
         }
         for (const key of input.unset ?? []) {
           if (fm[key] === undefined) draft.warnings.push(`unset ${key}: the node had no ${key}`);
@@ -112,7 +120,8 @@ export async function patchNode(ctx: OpContext, input: Static<typeof PatchNodeIn
         else delete fm.edges;
         let body = node.body;
         if (input.body !== undefined) body = input.body;
-        if (input.append_body !== undefined) body = body === '' || body.endsWith('\n') ? body + input.append_body : `${body}\n${input.append_body}`;
+        if (input.append_body !== undefined)
+          body = body === '' || body.endsWith('\n') ? body + input.append_body : `${body}\n${input.append_body}`;
         draft.put({ frontmatter: fm, body });
       },
       { force: input.force, ...(newStatus !== undefined ? { status: newStatus } : {}) },

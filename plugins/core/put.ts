@@ -36,7 +36,9 @@ function parseEntryNode(raw: unknown): { frontmatter: Frontmatter; body: string 
     if (body !== undefined && typeof body !== 'string') throw errors.validation('node.body must be a string', [{ field: 'body' }]);
     return { frontmatter: structuredClone(frontmatter), body: (body as string | undefined) ?? '' };
   }
-  throw errors.validation('each entry must be a markdown string or {node, if_exists, revision}', [{ field: 'nodes', message: 'bad entry' }]);
+  throw errors.validation('each entry must be a markdown string or {node, if_exists, revision}', [
+    { field: 'nodes', message: 'bad entry' },
+  ]);
 }
 
 function entryOf(raw: unknown): PutEntry {
@@ -45,7 +47,14 @@ function entryOf(raw: unknown): PutEntry {
   return { node: raw };
 }
 
-async function putOne(ctx: OpContext, draft: WriteDraft, entry: PutEntry, defaultIfExists: string, force: boolean, resolvedLater: ReadonlySet<string>): Promise<WriteResult> {
+async function putOne(
+  ctx: OpContext,
+  draft: WriteDraft,
+  entry: PutEntry,
+  defaultIfExists: string,
+  force: boolean,
+  resolvedLater: ReadonlySet<string>,
+): Promise<WriteResult> {
   const ifExists = entry.if_exists ?? defaultIfExists;
   if (ifExists !== 'skip' && ifExists !== 'error' && ifExists !== 'update') {
     throw errors.validation("if_exists must be 'skip', 'error' or 'update'", [{ field: 'if_exists' }]);
@@ -60,15 +69,20 @@ async function putOne(ctx: OpContext, draft: WriteDraft, entry: PutEntry, defaul
     if (ifExists === 'skip') return { status: 'skipped', id, revision: current.revision, warnings: [`${id} exists; skipped`] };
     if (ifExists === 'error') throw errors.conflict(`node ${id} already exists`, { id, current_revision: current.revision });
     if (typeof entry.revision !== 'string' || entry.revision === '') {
-      throw errors.validation('if_exists=update requires the revision you read', [{ field: 'revision', message: 'required with if_exists=update' }]);
+      throw errors.validation('if_exists=update requires the revision you read', [
+        { field: 'revision', message: 'required with if_exists=update' },
+      ]);
     }
     if (entry.revision !== current.revision) throw errors.revisionConflict(id, current.revision, entry.revision);
   } else {
     checkResolverOrder(ctx, id, frontmatter, resolvedLater);
   }
   const supplied = { ...frontmatter };
-  const changesStatus = current && typeof frontmatter.status === 'string' && frontmatter.status !== '' && frontmatter.status !== current.frontmatter.status;
-  const guard = current ? guardNodeWrite(ctx, id, 'put_node', { force, ...(changesStatus ? { status: String(frontmatter.status) } : {}) }) : null;
+  const changesStatus =
+    current && typeof frontmatter.status === 'string' && frontmatter.status !== '' && frontmatter.status !== current.frontmatter.status;
+  const guard = current
+    ? guardNodeWrite(ctx, id, 'put_node', { force, ...(changesStatus ? { status: String(frontmatter.status) } : {}) })
+    : null;
   // Priority and readiness are set through their own endpoints; a put keeps the stored ones.
   for (const k of PROVENANCE_KEYS) delete frontmatter[k];
   if (current) for (const k of PROVENANCE_KEYS) if (current.frontmatter[k] !== undefined) frontmatter[k] = current.frontmatter[k];
@@ -135,7 +149,16 @@ function resolvedLaterByEntry(ctx: OpContext, nodes: unknown[]): Array<Set<strin
 }
 
 /** Keys whose disappearance from a replace is not client data lost (stamps, server times, kept provenance). */
-const NOT_REMOVALS = new Set(['author', 'authored_via', 'authored_by_agent', 'session', 'created', 'updated', 'revision', ...PROVENANCE_KEYS]);
+const NOT_REMOVALS = new Set([
+  'author',
+  'authored_via',
+  'authored_by_agent',
+  'session',
+  'created',
+  'updated',
+  'revision',
+  ...PROVENANCE_KEYS,
+]);
 
 function shown(value: unknown): string {
   const text = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value);
@@ -161,7 +184,8 @@ function removalWarnings(id: string, before: { frontmatter: Frontmatter; body: s
       continue;
     }
     for (const attr of Object.keys(edge)) {
-      if (attr !== 'type' && attr !== 'to' && kept[attr] === undefined) out.push(`removed attribute ${attr} (was ${shown(edge[attr])}) of edge ${edge.type} -> ${edge.to}`);
+      if (attr !== 'type' && attr !== 'to' && kept[attr] === undefined)
+        out.push(`removed attribute ${attr} (was ${shown(edge[attr])}) of edge ${edge.type} -> ${edge.to}`);
     }
   }
   if (before.body !== '' && after.body === '') out.push(`removed body (was ${Buffer.byteLength(before.body, 'utf8')} bytes)`);
@@ -184,9 +208,11 @@ function ignoredFieldWarnings(id: string, type: string, supplied: Frontmatter, s
     const kept = isDeepStrictEqual(value, stored[key]);
     if (key === 'revision') out.push(`ignored revision in frontmatter: send it as the entry's revision with if_exists=update`);
     else if (key.startsWith('priority')) {
-      if (!kept) out.push(`ignored ${key}: priority is set with set_priority (REST: POST /v1/nodes/${id}/priority); the stored value was kept`);
+      if (!kept)
+        out.push(`ignored ${key}: priority is set with set_priority (REST: POST /v1/nodes/${id}/priority); the stored value was kept`);
     } else if (key.startsWith('readiness')) {
-      if (!kept) out.push(`ignored ${key}: readiness is set with set_readiness (REST: POST /v1/nodes/${id}/readiness); the stored value was kept`);
+      if (!kept)
+        out.push(`ignored ${key}: readiness is set with set_readiness (REST: POST /v1/nodes/${id}/readiness); the stored value was kept`);
     } else if (STAMPED_KEYS.has(key)) {
       if (!kept) out.push(`ignored ${key}: the server stamps it from the token (${key} is ${JSON.stringify(stored[key] ?? null)})`);
     } else if (SERVER_KEYS.has(key)) {
@@ -230,4 +256,3 @@ function guessId(raw: unknown): string | null {
     return null;
   }
 }
-

@@ -8,6 +8,13 @@ export const exportAccess: AccessMap = {
   export_graph: {
     callers: callers.anyPerson,
     scope: "the whole graph of the caller's tenant, read-only",
-    when: [{ input: { auth: true }, callers: callers.humans, admin: true, note: "adds auth/ (token hashes): an admin's own person credential (no agent token)" }],
+    when: [
+      {
+        input: { auth: true },
+        callers: callers.humans,
+        admin: true,
+        note: "adds auth/ (token hashes): an admin's own person credential (no agent token)",
+      },
+    ],
   },
 };

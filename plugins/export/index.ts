@@ -12,7 +12,5 @@ export const exportPlugin = definePlugin({
   access: exportAccess,
   version: '1.0.0',
   dependsOn: [],
-  routes: [
-    { method: 'GET', path: '/v1/export', operation: api.exportGraph },
-  ],
+  routes: [{ method: 'GET', path: '/v1/export', operation: api.exportGraph }],
 });

@@ -22,7 +22,6 @@ import type { Tenant } from '../../kernel/tenant.js';
 import type { Static } from '../../kernel/operation.js';
 import type { ExportGraphInput } from './api.js';
 
-
 /** The fixed wire names (docs/spec.md Versioning: clients read them as written). */
 export const HEADER = {
   head: 'x-svc-head',
@@ -41,7 +40,10 @@ export async function exportGraph(ctx: OpContext, input: Static<typeof ExportGra
   const history = input.history === true;
   const auth = input.auth === true;
   // credential files leave only with an admin's own credential: an agent token acts for its owner but is not them
-  if (auth && (!ctx.actor.isAdmin || ctx.actor.agent)) throw errors.forbidden('auth=1 exports credential files and needs an admin (stewards edge to proj-root) using a person credential, not an agent token');
+  if (auth && (!ctx.actor.isAdmin || ctx.actor.agent))
+    throw errors.forbidden(
+      'auth=1 exports credential files and needs an admin (stewards edge to proj-root) using a person credential, not an agent token',
+    );
   if (history && (gzip || auth)) {
     throw errors.validation('history=1 streams a git bundle of the graph; gzip and auth apply to the tarball only', [
       { field: gzip ? 'gzip' : 'auth', message: 'not combinable with history=1' },
@@ -133,7 +135,8 @@ function tarExport(ctx: OpContext, gzip: boolean, withAuth: boolean, stored: { t
   }
   records.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   let authFiles = withAuth ? readAuthFiles(join(tenant.dir, 'auth')) : [];
-  if (stored.tokens) authFiles = [...authFiles.filter((f) => f.name !== 'tokens.json'), stored.tokens].sort((a, b) => (a.name < b.name ? -1 : 1));
+  if (stored.tokens)
+    authFiles = [...authFiles.filter((f) => f.name !== 'tokens.json'), stored.tokens].sort((a, b) => (a.name < b.name ? -1 : 1));
   // auth=1 is the admin's whole-tenant copy: beside the credential files, the operational state
   // (leases, capabilities, journals; not the index snapshot, a start-up cache) as auth/state/*
   // and tenant.json (plugins, limits) as auth/tenant.json, so a restore serves the same tokens
@@ -215,7 +218,10 @@ async function bundleExport(ctx: OpContext): Promise<RawResponse> {
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
   env.GIT_CONFIG_NOSYSTEM = '1';
   env.LC_ALL = 'C';
-  const child = spawn('git', ['--git-dir', tenant.store.gitdir, 'bundle', 'create', '--quiet', '-', '--all'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('git', ['--git-dir', tenant.store.gitdir, 'bundle', 'create', '--quiet', '-', '--all'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const stderr: Buffer[] = [];
   let stderrBytes = 0;
   child.stderr.on('data', (c: Buffer) => {

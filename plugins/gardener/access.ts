@@ -2,5 +2,9 @@
 import { callers, type AccessMap } from '../../kernel/access.js';
 
 export const gardenerAccess: AccessMap = {
-  run_gardener: { callers: callers.anyPerson, person: true, scope: "the whole tenant: files and resolves finding nodes (needs a person node)" },
+  run_gardener: {
+    callers: callers.anyPerson,
+    person: true,
+    scope: 'the whole tenant: files and resolves finding nodes (needs a person node)',
+  },
 };

@@ -160,7 +160,13 @@ function overdueBlock(env: CheckEnv, node: NodeRecord): Condition | null {
   };
 }
 
-const RUNNERS: Array<(env: CheckEnv, node: NodeRecord) => Condition | null> = [laggingResolution, danglingEdge, staleAssignment, supersededOpen, overdueBlock];
+const RUNNERS: Array<(env: CheckEnv, node: NodeRecord) => Condition | null> = [
+  laggingResolution,
+  danglingEdge,
+  staleAssignment,
+  supersededOpen,
+  overdueBlock,
+];
 
 /** Every condition that holds for one node. */
 export function conditionsOf(env: CheckEnv, node: NodeRecord): Condition[] {

@@ -19,7 +19,8 @@ import { conditionsOf, isCheckName, type CheckEnv, type CheckName, type Conditio
 const ID_MAX = 200;
 
 const EXPLAIN: Record<CheckName, string> = {
-  'lagging-resolution': 'A live inbound resolves/answers edge outranks the status field, so the node counts as done while its status says otherwise.',
+  'lagging-resolution':
+    'A live inbound resolves/answers edge outranks the status field, so the node counts as done while its status says otherwise.',
   'dangling-edge': 'An edge points at a node that does not exist (deleted, renamed or mistyped).',
   'stale-assignment': 'The node is assigned, but nobody has held a live lease on it for longer than the grace window.',
   'superseded-open': 'A newer node supersedes this one, but its status was never closed.',
@@ -117,7 +118,11 @@ export async function runGardener(ctx: OpContext): Promise<Static<typeof RunGard
         for (const extra of existing.slice(1)) resolve(extra, `duplicate of ${keep.id}`);
         // Still holds: refresh what it says when the facts changed (not reported as filed).
         const project = subject?.project ?? undefined;
-        if (keep.frontmatter.summary !== c.summary || JSON.stringify(keep.frontmatter.detail) !== JSON.stringify(c.detail) || keep.frontmatter.project !== project) {
+        if (
+          keep.frontmatter.summary !== c.summary ||
+          JSON.stringify(keep.frontmatter.detail) !== JSON.stringify(c.detail) ||
+          keep.frontmatter.project !== project
+        ) {
           const fm = structuredClone(keep.frontmatter);
           fm.summary = c.summary;
           fm.detail = c.detail;
@@ -209,7 +214,12 @@ async function commitChanges(ctx: OpContext, draft: WriteDraft, changes: Change[
     } catch (err) {
       if (!isSvcError(err)) throw err;
       failed.add(change.id);
-      ctx.services.log.warn('gardener: finding write refused', { org: ctx.tenant.org, id: change.id, code: err.code, message: err.message });
+      ctx.services.log.warn('gardener: finding write refused', {
+        org: ctx.tenant.org,
+        id: change.id,
+        code: err.code,
+        message: err.message,
+      });
     }
   }
   return failed;

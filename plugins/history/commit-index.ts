@@ -232,7 +232,10 @@ export class CommitIndex extends EventIndex {
     if (!change.oldBlob) return (change.deleted = fallback);
     try {
       const { frontmatter } = parseStoredNode(await this.tenant.store.readBlob(change.oldBlob));
-      const title = typeof frontmatter.title === 'string' && frontmatter.title.trim() ? frontmatter.title : String(frontmatter.summary ?? '').split('\n')[0] ?? '';
+      const title =
+        typeof frontmatter.title === 'string' && frontmatter.title.trim()
+          ? frontmatter.title
+          : (String(frontmatter.summary ?? '').split('\n')[0] ?? '');
       change.deleted = {
         type: typeof frontmatter.type === 'string' ? frontmatter.type : fallback.type,
         title,

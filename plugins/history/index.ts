@@ -40,7 +40,17 @@ export const historyPlugin = definePlugin({
     { method: 'GET', path: '/v1/briefing/:project', operation: api.getBriefing },
   ],
   tools: [
-    { description: 'A node\'s versions, newest first (who, when, operation). sha (7-40 hex): that version with its diff and content. limit <=200.', operation: api.nodeHistory, annotations: { title: 'Node history', readOnlyHint: true } },
-    { description: 'Newest change per node, newest first. since: commit sha, ISO date or a phrase (\'3 days ago\'); project; limit <=500 (100).', operation: api.recentChanges, annotations: { title: 'Recent changes', readOnlyHint: true } },
+    {
+      description:
+        "A node's versions, newest first (who, when, operation). sha (7-40 hex): that version with its diff and content. limit <=200.",
+      operation: api.nodeHistory,
+      annotations: { title: 'Node history', readOnlyHint: true },
+    },
+    {
+      description:
+        "Newest change per node, newest first. since: commit sha, ISO date or a phrase ('3 days ago'); project; limit <=500 (100).",
+      operation: api.recentChanges,
+      annotations: { title: 'Recent changes', readOnlyHint: true },
+    },
   ],
 });

@@ -10,7 +10,19 @@ import type { Static } from '../../kernel/operation.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { writeActorOf } from '../../kernel/tenants.js';
-import type { Briefing, ChangeFeed, CommitLinks, GetBriefingInput, GetHistoryEntryInput, GetNodeHistoryInput, HistoryDetail, HistoryList, LookupCommitInput, NodeHistoryInput, RecentChangesInput } from './api.js';
+import type {
+  Briefing,
+  ChangeFeed,
+  CommitLinks,
+  GetBriefingInput,
+  GetHistoryEntryInput,
+  GetNodeHistoryInput,
+  HistoryDetail,
+  HistoryList,
+  LookupCommitInput,
+  NodeHistoryInput,
+  RecentChangesInput,
+} from './api.js';
 import { codeCommitIndexOf } from './code-commits.js';
 import { commitIndexOf, type CommitInfo, type NodeChange } from './commit-index.js';
 import { diffOf } from '../../kernel/git-log.js';
@@ -81,7 +93,11 @@ export async function getHistoryEntry(ctx: OpContext, input: Static<typeof GetHi
   const hits = changes.filter((c) => c.commit.sha.startsWith(sha));
   if (hits.length === 0) throw errors.notFound(`commit ${sha} in the history of ${id}`, { id, sha });
   if (hits.length > 1) {
-    throw errors.conflict(`sha ${sha} is ambiguous in the history of ${id}; give more hex digits`, { id, sha, candidates: hits.map((c) => c.commit.sha) });
+    throw errors.conflict(`sha ${sha} is ambiguous in the history of ${id}; give more hex digits`, {
+      id,
+      sha,
+      candidates: hits.map((c) => c.commit.sha),
+    });
   }
   const change = hits[0]!;
   const { tenant } = ctx;
@@ -102,8 +118,13 @@ export async function getHistoryEntry(ctx: OpContext, input: Static<typeof GetHi
 }
 
 /** The `node_history` tool: the list, or with `sha` one entry in detail. */
-export async function nodeHistory(ctx: OpContext, input: Static<typeof NodeHistoryInput>): Promise<Static<typeof HistoryList> | Static<typeof HistoryDetail>> {
-  return input.sha === undefined ? getNodeHistory(ctx, { id: input.id, limit: input.limit }) : getHistoryEntry(ctx, { id: input.id, sha: input.sha });
+export async function nodeHistory(
+  ctx: OpContext,
+  input: Static<typeof NodeHistoryInput>,
+): Promise<Static<typeof HistoryList> | Static<typeof HistoryDetail>> {
+  return input.sha === undefined
+    ? getNodeHistory(ctx, { id: input.id, limit: input.limit })
+    : getHistoryEntry(ctx, { id: input.id, sha: input.sha });
 }
 
 // ---------------------------------------------------------------- commit lookup
@@ -232,11 +253,16 @@ const MAX_FINGERPRINTS_PER_NODE = 50;
 export function parseFingerprints(raw: string[] | undefined): string[] {
   const items = (raw ?? []).map((p) => p.trim()).filter(Boolean);
   if (items.length > MAX_FINGERPRINTS_PER_CALL) {
-    throw errors.validation(`at most ${MAX_FINGERPRINTS_PER_CALL} fingerprints per call`, [{ field: 'fp', message: 'too many fingerprints' }]);
+    throw errors.validation(`at most ${MAX_FINGERPRINTS_PER_CALL} fingerprints per call`, [
+      { field: 'fp', message: 'too many fingerprints' },
+    ]);
   }
   const out: string[] = [];
   for (const item of items) {
-    const bad = () => errors.validation(`malformed fingerprint '${item.slice(0, 200)}': use root:<sha> or remote:<host/path>`, [{ field: 'fp', value: item.slice(0, 200) }]);
+    const bad = () =>
+      errors.validation(`malformed fingerprint '${item.slice(0, 200)}': use root:<sha> or remote:<host/path>`, [
+        { field: 'fp', value: item.slice(0, 200) },
+      ]);
     const m = /^(root|remote):(.+)$/.exec(item);
     if (!m) throw bad();
     let fp: string;
@@ -310,7 +336,8 @@ async function learnFingerprints(ctx: OpContext, node: NodeRecord, fps: string[]
     return [];
   }
   const learned = fresh.slice(0, room);
-  if (learned.length < fresh.length) warnings.push(`${node.id} holds at most ${MAX_FINGERPRINTS_PER_NODE} fingerprints; ${fresh.length - learned.length} not learned`);
+  if (learned.length < fresh.length)
+    warnings.push(`${node.id} holds at most ${MAX_FINGERPRINTS_PER_NODE} fingerprints; ${fresh.length - learned.length} not learned`);
   await ctx.tenant.write(writeActorOf(ctx.actor), { op: 'learn_fingerprints', via: ctx.via, internal: true }, async (draft) => {
     const current = draft.get(node.id);
     if (!current) return;
@@ -411,7 +438,8 @@ export async function applyAcceptedAlias(ctx: OpContext, node: NodeRecord): Prom
   const claimed = resolveProject(ctx.tenant, alias);
   if (claimed) return { alias_applied: false, alias_warning: `${alias} already resolves to ${claimed.node.id}` };
   const project = ctx.tenant.index.get(target);
-  if (!project || (project.type !== 'proj' && project.type !== 'repo')) return { alias_applied: false, alias_warning: `${target} is not a project node` };
+  if (!project || (project.type !== 'proj' && project.type !== 'repo'))
+    return { alias_applied: false, alias_warning: `${target} is not a project node` };
   await ctx.tenant.write(writeActorOf(ctx.actor), { op: 'apply_alias', via: ctx.via }, async (draft) => {
     const current = draft.get(target);
     if (!current) return;

@@ -86,7 +86,10 @@ function agentIdFromLabel(label: string): string {
     .slice(0, 60)
     .replace(/-+$/g, '');
   const bare = slug.startsWith('agent-') ? slug.slice('agent-'.length) : slug === 'agent' ? '' : slug;
-  if (!bare) throw errors.validation('label yields an empty id; give letters or digits, or an explicit id', [{ field: 'label', message: 'no slug characters' }]);
+  if (!bare)
+    throw errors.validation('label yields an empty id; give letters or digits, or an explicit id', [
+      { field: 'label', message: 'no slug characters' },
+    ]);
   return `agent-${bare}`;
 }
 
@@ -112,24 +115,28 @@ async function createAgentFor(ctx: OpContext, input: AgentFields, owner: string)
   const id = input.id ?? agentIdFromLabel(label);
   const pubkey = input.pubkey ?? undefined;
   const ownerName = personFields(ctx.tenant, owner).name ?? owner;
-  const revision = await ctx.tenant.write(writeActorOf(ctx.actor), { op: 'create_agent', via: ctx.via, identity: identityAuthority() }, async (draft) => {
-    if (draft.get(id)) throw errors.conflict(`node ${id} already exists`, { id });
-    draft.put({
-      frontmatter: {
-        id,
-        type: 'agent',
-        status: 'active',
-        title: label,
-        summary: `${label} (agent of ${ownerName})`.slice(0, 500),
-        label,
-        ...(pubkey !== undefined ? { pubkey } : {}),
-        edges: [{ type: 'owned-by', to: owner }],
-      },
-      body: '',
-    });
-    const committed = await draft.commit();
-    return committed.get(id)?.revision ?? null;
-  });
+  const revision = await ctx.tenant.write(
+    writeActorOf(ctx.actor),
+    { op: 'create_agent', via: ctx.via, identity: identityAuthority() },
+    async (draft) => {
+      if (draft.get(id)) throw errors.conflict(`node ${id} already exists`, { id });
+      draft.put({
+        frontmatter: {
+          id,
+          type: 'agent',
+          status: 'active',
+          title: label,
+          summary: `${label} (agent of ${ownerName})`.slice(0, 500),
+          label,
+          ...(pubkey !== undefined ? { pubkey } : {}),
+          edges: [{ type: 'owned-by', to: owner }],
+        },
+        body: '',
+      });
+      const committed = await draft.commit();
+      return committed.get(id)?.revision ?? null;
+    },
+  );
   return { id, owner, spiffe: spiffeOf(ctx.tenant.org, id), pubkey: pubkey ?? null, status: 'active', revision };
 }
 
@@ -155,7 +162,9 @@ function sessionExpiry(value: unknown, now: number): string {
       const ms = Number(m[1]) * (m[2] === 'h' ? 3_600_000 : 60_000);
       if (ms <= 0) throw errors.validation('expires must be in the future', [{ field: 'expires', value }]);
       if (ms > SESSION_TOKEN_DAYS * DAY_MS) {
-        throw errors.validation(`expires is beyond the ${SESSION_TOKEN_DAYS}-day maximum`, [{ field: 'expires', value, max_days: SESSION_TOKEN_DAYS }]);
+        throw errors.validation(`expires is beyond the ${SESSION_TOKEN_DAYS}-day maximum`, [
+          { field: 'expires', value, max_days: SESSION_TOKEN_DAYS },
+        ]);
       }
       return new Date(now + ms).toISOString();
     }
@@ -169,7 +178,11 @@ export async function mintAgentToken(ctx: OpContext, input: Static<typeof MintAg
   requireDirectCredential(ctx);
   requireOwner(ctx, agent);
   const body = input;
-  if (agent.status !== 'active') throw errors.conflict(`agent ${agent.id} is ${agent.status}; reactivate it before minting tokens`, { agent: agent.id, status: agent.status });
+  if (agent.status !== 'active')
+    throw errors.conflict(`agent ${agent.id} is ${agent.status}; reactivate it before minting tokens`, {
+      agent: agent.id,
+      status: agent.status,
+    });
   const now = nowMs(ctx);
   const created = new Date(now).toISOString();
   const owner = ctx.actor.personId;
@@ -177,23 +190,43 @@ export async function mintAgentToken(ctx: OpContext, input: Static<typeof MintAg
   if (body.standing === true) {
     for (const field of ['session', 'audience'] as const) {
       if (body[field] !== undefined) {
-        throw errors.validation(`a standing token spans sessions: '${field}' is not accepted`, [{ field, message: 'not allowed with standing: true' }]);
+        throw errors.validation(`a standing token spans sessions: '${field}' is not accepted`, [
+          { field, message: 'not allowed with standing: true' },
+        ]);
       }
     }
     const expires = parseExpiry(body.expires, { nowMs: now, defaultDays: PAT_DAYS, maxDays: PAT_DAYS });
     const label = body.label || null;
     const token = generateToken('pat');
-    const record = newTokenRecord(token, { kind: 'agent-standing', person: owner, agent: agent.id, created, expires, label, minted_by: owner });
+    const record = newTokenRecord(token, {
+      kind: 'agent-standing',
+      person: owner,
+      agent: agent.id,
+      created,
+      expires,
+      label,
+      minted_by: owner,
+    });
     await ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
     return { token, hash_prefix: hashPrefix(record.hash), agent: agent.id, owner, label, expires, standing: true };
   }
 
-  if (body.label !== undefined) throw errors.validation("'label' is for standing tokens", [{ field: 'label', message: 'only with standing: true' }]);
+  if (body.label !== undefined)
+    throw errors.validation("'label' is for standing tokens", [{ field: 'label', message: 'only with standing: true' }]);
   const session = body.session ?? null;
   const audience = body.audience || null;
   const expiresAt = sessionExpiry(body.expires, now);
   const token = generateToken('ast');
-  const record = newTokenRecord(token, { kind: 'agent-session', person: owner, agent: agent.id, session, audience, created, expires: expiresAt, minted_by: owner });
+  const record = newTokenRecord(token, {
+    kind: 'agent-session',
+    person: owner,
+    agent: agent.id,
+    session,
+    audience,
+    created,
+    expires: expiresAt,
+    minted_by: owner,
+  });
   await ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
   return { token, expires_at: expiresAt, agent: agent.id, session };
 }
@@ -224,7 +257,8 @@ export async function revokeAgentToken(ctx: OpContext, input: Static<typeof Revo
 export async function bindSession(ctx: OpContext, input: Static<typeof BindSessionInput>): Promise<Static<typeof SessionBound>> {
   const { actor } = ctx;
   if (!actor.agent) throw errors.forbidden('session binding needs an agent token; this is a personal token');
-  if (actor.token.kind !== 'agent-session') throw errors.forbidden('session binding applies to per-session agent tokens; a standing token spans sessions');
+  if (actor.token.kind !== 'agent-session')
+    throw errors.forbidden('session binding applies to per-session agent tokens; a standing token spans sessions');
   const session = input.session;
   const hash = actor.token.hash;
   const outcome = await ctx.tenant.tokens.mutate((records) => {
@@ -247,7 +281,10 @@ function capabilities(ctx: OpContext) {
   return ctx.tenant.state.collection<CapabilityRecord>(CAPABILITIES_COLLECTION);
 }
 
-export async function publishCapabilities(ctx: OpContext, input: Static<typeof PublishCapabilitiesInput>): Promise<Static<typeof CapabilitiesPublished>> {
+export async function publishCapabilities(
+  ctx: OpContext,
+  input: Static<typeof PublishCapabilitiesInput>,
+): Promise<Static<typeof CapabilitiesPublished>> {
   const agent = agentNode(ctx, input.id);
   requireOwnerOrSelf(ctx, agent);
   // the three publish forms and their nested maps: parseCapabilities (the schema types the top level)
@@ -255,9 +292,10 @@ export async function publishCapabilities(ctx: OpContext, input: Static<typeof P
   // The REST input cannot tell a missing body from `{}`: a publish names at least one field
   // (an empty map is `{harnesses: []}`), so neither publishes by accident.
   if (Object.keys(body).length === 0) {
-    throw errors.validation('malformed capability map: a JSON object with at least one of harnesses, reachable_mcp, skills, plugins, deny, probed, declared or capabilities is required', [
-      { instancePath: '', keyword: 'minProperties', params: { limit: 1 }, message: 'must name at least one capability field' },
-    ]);
+    throw errors.validation(
+      'malformed capability map: a JSON object with at least one of harnesses, reachable_mcp, skills, plugins, deny, probed, declared or capabilities is required',
+      [{ instancePath: '', keyword: 'minProperties', params: { limit: 1 }, message: 'must name at least one capability field' }],
+    );
   }
   const map = parseCapabilities(body);
   const store = capabilities(ctx);
@@ -281,7 +319,8 @@ export async function readCapabilities(ctx: OpContext, input: Static<typeof Agen
   const self = ctx.actor.agent === agent.id;
   const owner = !ctx.actor.agent && ctx.actor.bound && ownerOf(agent) === ctx.actor.personId;
   const admin = !ctx.actor.agent && ctx.actor.isAdmin;
-  if (!self && !owner && !admin) throw errors.forbidden(`only the owner of ${agent.id}, the agent itself or an admin may read its capabilities`, { agent: agent.id });
+  if (!self && !owner && !admin)
+    throw errors.forbidden(`only the owner of ${agent.id}, the agent itself or an admin may read its capabilities`, { agent: agent.id });
   const record = capabilities(ctx).get(agent.id);
   if (!record) throw errors.notFound(`capabilities of ${agent.id}`, { agent: agent.id });
   return record;
@@ -300,7 +339,10 @@ export async function agentHeartbeat(ctx: OpContext, input: Static<typeof AgentI
 
 // ---------------------------------------------------------------- host matching
 
-export async function matchProfileHosts(ctx: OpContext, input: Static<typeof MatchProfileHostsInput>): Promise<Static<typeof ProfileHosts>> {
+export async function matchProfileHosts(
+  ctx: OpContext,
+  input: Static<typeof MatchProfileHostsInput>,
+): Promise<Static<typeof ProfileHosts>> {
   const id = input.id;
   const profile = ctx.tenant.index.get(id);
   if (!profile || profile.type !== 'profile') throw errors.notFound(`profile ${id}`);
@@ -327,7 +369,15 @@ export async function matchProfileHosts(ctx: OpContext, input: Static<typeof Mat
 
   const required = profileRequirements(profile.frontmatter.requires);
   const now = nowMs(ctx);
-  type Host = { agent: string; owner: string | null; published_at: string; last_seen: string; age_seconds: number; lastSeenMs: number; reasons: string[] };
+  type Host = {
+    agent: string;
+    owner: string | null;
+    published_at: string;
+    last_seen: string;
+    age_seconds: number;
+    lastSeenMs: number;
+    reasons: string[];
+  };
   const hosts: Host[] = [];
   for (const record of capabilities(ctx).values()) {
     const agent = ctx.tenant.index.get(record.agent);
@@ -360,4 +410,3 @@ export async function matchProfileHosts(ctx: OpContext, input: Static<typeof Mat
     counts: { satisfiable: satisfiable.length, unsatisfiable: unsatisfiable.length, total: hosts.length },
   };
 }
-

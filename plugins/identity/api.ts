@@ -28,14 +28,22 @@ const PersonId = s.string('person node id, person-<slug>', { pattern: '^person-[
 const AgentId = s.string('agent node id, agent-<slug>', { pattern: '^agent-[a-z0-9-]+$', maxLength: 200 });
 const PathAgentId = { ...NodeId, description: 'agent node id, e.g. agent-build-bot' };
 /** A revoke prefix: lowercase hex, 8-64 characters, so a typo cannot hit a stranger's token. */
-const HashPrefix = s.string('token hash prefix: 8-64 lowercase hex characters (as listed under hash_prefix)', { pattern: '^[0-9a-f]+$', minLength: 8, maxLength: 64 });
+const HashPrefix = s.string('token hash prefix: 8-64 lowercase hex characters (as listed under hash_prefix)', {
+  pattern: '^[0-9a-f]+$',
+  minLength: 8,
+  maxLength: 64,
+});
 const Expires = (what: string) => str(`${what}: '<N>d' or an ISO date (null or omitted: the default)`);
 const Label = nullable(line('a note for the token listing (single line, at most 200 characters)'));
 /** What a harness names one run; safe in commit trailers and frontmatter. */
-const Session = s.string('session id: 1-128 characters of letters, digits, . _ : - (starting with a letter or digit)', { pattern: SESSION_PATTERN.source });
+const Session = s.string('session id: 1-128 characters of letters, digits, . _ : - (starting with a letter or digit)', {
+  pattern: SESSION_PATTERN.source,
+});
 /** A capability slug: harness, MCP server, skill or plugin names such as `claude-code`, `github`, `pdf.read`. */
 const SlugList = (what: string) =>
-  nullable(s.array(s.string(undefined, { pattern: '^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}$' }), `${what} (slugs; at most 500)`, { maxItems: 500 }));
+  nullable(
+    s.array(s.string(undefined, { pattern: '^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}$' }), `${what} (slugs; at most 500)`, { maxItems: 500 }),
+  );
 
 // ---------------------------------------------------------------- answer schemas
 
@@ -52,19 +60,55 @@ const ownTokenProps = {
   last_used: nullStr,
 };
 const OwnTokenEntry = answer(ownTokenProps);
-const TeamTokenEntry = answer(
-  { ...ownTokenProps, agent: nullStr },
-  ['hash_prefix', 'person', 'name', 'email', 'created', 'expires', 'expired', 'last_used'],
-);
+const TeamTokenEntry = answer({ ...ownTokenProps, agent: nullStr }, [
+  'hash_prefix',
+  'person',
+  'name',
+  'email',
+  'created',
+  'expires',
+  'expired',
+  'last_used',
+]);
 const AgentTokenEntry = answer(
-  { hash_prefix: s.string(), label: nullStr, standing: s.boolean(), created: s.string(), expires: nullStr, expired: s.boolean(), last_used: nullStr, agent: nullStr, owner: s.string() },
+  {
+    hash_prefix: s.string(),
+    label: nullStr,
+    standing: s.boolean(),
+    created: s.string(),
+    expires: nullStr,
+    expired: s.boolean(),
+    last_used: nullStr,
+    agent: nullStr,
+    owner: s.string(),
+  },
   ['hash_prefix', 'label', 'standing', 'created', 'expires', 'expired', 'last_used'],
 );
 const TokenList = <T extends TSchema>(entry: T) => answer({ tokens: s.array(entry), count: s.integer() });
 export const Revoked = answer({ revoked: s.const(true), hash_prefix: s.string(), oauth_grants_revoked: s.integer() });
-export const AgentCreated = answer({ id: s.string(), owner: s.string(), spiffe: s.string(), pubkey: nullStr, status: s.string(), revision: nullStr });
-export const CapabilityMap = answer({ harnesses: s.array(s.string()), reachable_mcp: s.array(s.string()), skills: s.array(s.string()), plugins: s.array(s.string()), deny: s.array(s.string()) });
-const capabilityRecordProps = { agent: s.string(), capabilities: CapabilityMap, published_at: s.string(), last_seen: s.string(), published_by: s.string(), session: s.string() };
+export const AgentCreated = answer({
+  id: s.string(),
+  owner: s.string(),
+  spiffe: s.string(),
+  pubkey: nullStr,
+  status: s.string(),
+  revision: nullStr,
+});
+export const CapabilityMap = answer({
+  harnesses: s.array(s.string()),
+  reachable_mcp: s.array(s.string()),
+  skills: s.array(s.string()),
+  plugins: s.array(s.string()),
+  deny: s.array(s.string()),
+});
+const capabilityRecordProps = {
+  agent: s.string(),
+  capabilities: CapabilityMap,
+  published_at: s.string(),
+  last_seen: s.string(),
+  published_by: s.string(),
+  session: s.string(),
+};
 export const CapabilityRecord = answer(capabilityRecordProps, ['agent', 'capabilities', 'published_at', 'last_seen', 'published_by']);
 const Host = { agent: s.string(), owner: nullStr, published_at: s.string(), last_seen: s.string(), age_seconds: s.integer() };
 
@@ -75,7 +119,8 @@ export const OwnTokenList = TokenList(OwnTokenEntry);
 export const listOwnTokens = defineOperation({
   name: 'list_own_tokens',
   summary: "List the caller's own personal access tokens",
-  description: 'The personal access tokens of the caller (never the plaintext, never a full hash); agent session tokens are excluded. Needs a person token (403 otherwise).',
+  description:
+    'The personal access tokens of the caller (never the plaintext, never a full hash); agent session tokens are excluded. Needs a person token (403 otherwise).',
   input: object({}),
   output: OwnTokenList,
   errors: [403],
@@ -83,12 +128,21 @@ export const listOwnTokens = defineOperation({
 });
 
 export const MintOwnTokenInput = object({ expires: Expires('expiry (default and cap 1 year)'), label: Label });
-export const OwnTokenMinted = answer({ token: s.string(), hash_prefix: s.string(), person: s.string(), name: nullStr, email: nullStr, label: nullStr, expires: s.string() });
+export const OwnTokenMinted = answer({
+  token: s.string(),
+  hash_prefix: s.string(),
+  person: s.string(),
+  name: nullStr,
+  email: nullStr,
+  label: nullStr,
+  expires: s.string(),
+});
 
 export const mintOwnToken = defineOperation({
   name: 'mint_own_token',
   summary: 'Mint a personal access token for the caller',
-  description: "Mints a personal access token bound to the caller's person; the plaintext is returned once. `expires` default and cap 1 year (a past date or one beyond the cap is 422, never clamped).",
+  description:
+    "Mints a personal access token bound to the caller's person; the plaintext is returned once. `expires` default and cap 1 year (a past date or one beyond the cap is 422, never clamped).",
   input: MintOwnTokenInput,
   output: OwnTokenMinted,
   errors: [403],
@@ -101,7 +155,8 @@ export const RevokeTokenInput = object({ prefix: HashPrefix }, ['prefix']);
 export const revokeOwnToken = defineOperation({
   name: 'revoke_own_token',
   summary: "Revoke one of the caller's own tokens by hash prefix",
-  description: "Revokes one of the caller's personal access tokens and, in cascade, the OAuth grants minted from it. A prefix that is not the caller's is 404; an ambiguous one 409.",
+  description:
+    "Revokes one of the caller's personal access tokens and, in cascade, the OAuth grants minted from it. A prefix that is not the caller's is 404; an ambiguous one 409.",
   input: RevokeTokenInput,
   output: Revoked,
   errors: [403, 409],
@@ -122,13 +177,23 @@ export const listTeamTokens = defineOperation({
   run: ops.listTeamTokens,
 });
 
-export const AdminMintTokenInput = object({ person: PersonId, expires: Expires('expiry (default and cap 1 year)'), label: Label }, ['person']);
-export const AdminTokenMinted = answer({ token: s.string(), hash_prefix: s.string(), person: s.string(), name: nullStr, email: nullStr, expires: s.string() });
+export const AdminMintTokenInput = object({ person: PersonId, expires: Expires('expiry (default and cap 1 year)'), label: Label }, [
+  'person',
+]);
+export const AdminTokenMinted = answer({
+  token: s.string(),
+  hash_prefix: s.string(),
+  person: s.string(),
+  name: nullStr,
+  email: nullStr,
+  expires: s.string(),
+});
 
 export const adminMintToken = defineOperation({
   name: 'admin_mint_token',
   summary: 'Mint a personal access token for an existing person (admin)',
-  description: 'Mints a personal access token for an existing person node (never creates one); the plaintext is returned once. `expires` default and cap 1 year.',
+  description:
+    'Mints a personal access token for an existing person node (never creates one); the plaintext is returned once. `expires` default and cap 1 year.',
   input: AdminMintTokenInput,
   output: AdminTokenMinted,
   errors: [403],
@@ -141,7 +206,8 @@ export const AdminRevoked = answer({ revoked: s.const(true), hash_prefix: s.stri
 export const adminRevokeToken = defineOperation({
   name: 'admin_revoke_token',
   summary: 'Revoke any token by hash prefix (admin)',
-  description: 'Revokes any token (and the OAuth grants derived from it) by a hash prefix of at least 8 hex characters; an ambiguous prefix is 409.',
+  description:
+    'Revokes any token (and the OAuth grants derived from it) by a hash prefix of at least 8 hex characters; an ambiguous prefix is 409.',
   input: RevokeTokenInput,
   output: AdminRevoked,
   errors: [403, 409],
@@ -153,18 +219,18 @@ export const adminRevokeToken = defineOperation({
 
 export const PeopleList = answer({
   people: s.array(
-      answer({
-        id: s.string(),
-        name: s.string(),
-        email: nullStr,
-        roles: s.array(s.string()),
-        is_admin: s.boolean(),
-        status: s.string(),
-        tokens: s.integer(),
-        active_tokens: s.integer(),
-        last_used: nullStr,
-      }),
-    ),
+    answer({
+      id: s.string(),
+      name: s.string(),
+      email: nullStr,
+      roles: s.array(s.string()),
+      is_admin: s.boolean(),
+      status: s.string(),
+      tokens: s.integer(),
+      active_tokens: s.integer(),
+      last_used: nullStr,
+    }),
+  ),
   count: s.integer(),
 });
 
@@ -182,16 +248,33 @@ export const CreatePersonInput = object(
     name: requiredLine('display name (single line, at most 200 characters)'),
     email: requiredLine('email address (single line, at most 200 characters)'),
     id: nullable({ ...PersonId, description: 'person-<slug>; default: an opaque deterministic hash of the email' }),
-    roles: nullable(s.array(s.string(undefined, { pattern: '^[a-z0-9][a-z0-9-]*$', maxLength: 64 }), 'role slugs (kebab-case, at most 20)', { maxItems: 20 })),
+    roles: nullable(
+      s.array(s.string(undefined, { pattern: '^[a-z0-9][a-z0-9-]*$', maxLength: 64 }), 'role slugs (kebab-case, at most 20)', {
+        maxItems: 20,
+      }),
+    ),
     invite: nullable(s.boolean('also issue an organization invitation at the identity provider')),
-    connection_id: nullable(s.string('the provider connection, when several are configured', { pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$' })),
-    org: nullable(s.string("the org the invitation pins (honored on an unbound server; a bound server's org otherwise)", { pattern: ORG_PATTERN.source })),
+    connection_id: nullable(
+      s.string('the provider connection, when several are configured', { pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$' }),
+    ),
+    org: nullable(
+      s.string("the org the invitation pins (honored on an unbound server; a bound server's org otherwise)", {
+        pattern: ORG_PATTERN.source,
+      }),
+    ),
   },
   ['name', 'email'],
 );
 /** The invitation outcome: issued (with the provider's id) or failed (with the reason). */
 export const OrgInvitation = answer(
-  { status: s.enum(['issued', 'failed']), invitation_id: s.string(), org: nullStr, email: s.string(), connection_id: s.string(), reason: s.string() },
+  {
+    status: s.enum(['issued', 'failed']),
+    invitation_id: s.string(),
+    org: nullStr,
+    email: s.string(),
+    connection_id: s.string(),
+    reason: s.string(),
+  },
   ['status'],
 );
 export const PersonCreated = answer(
@@ -225,12 +308,15 @@ export const Offboarded = answer({
   tokens_revoked: s.integer(),
   oauth_grants_revoked: s.integer(),
   render_tickets: s.string('how the share tickets the person minted behave: they are not revoked and stay valid until they expire'),
-  render_tickets_valid_until: s.string('the latest moment a share ticket the person minted before offboarding can still be used (now + 30 days)', { format: 'date-time' }),
+  render_tickets_valid_until: s.string(
+    'the latest moment a share ticket the person minted before offboarding can still be used (now + 30 days)',
+    { format: 'date-time' },
+  ),
 });
 
 export const offboardPerson = defineOperation({
   name: 'offboard_person',
-  summary: "Offboard a person: revoke every token and OAuth grant bound to them (admin)",
+  summary: 'Offboard a person: revoke every token and OAuth grant bound to them (admin)',
   description:
     'Revokes every personal token and OAuth grant bound to the person and keeps the person node. Share tickets the person minted cannot be revoked: they stay valid until they expire (at most 30 days); `render_tickets` says so and `render_tickets_valid_until` is the latest such expiry. Offboarding oneself is 422.',
   input: PersonIdInput,
@@ -242,7 +328,12 @@ export const offboardPerson = defineOperation({
 
 // ---------------------------------------------------------------- admin rights and audit
 
-export const AdminAnswer = answer({ id: s.string(), is_admin: s.boolean(), status: s.enum(['granted', 'revoked', 'unchanged']), revision: nullStr });
+export const AdminAnswer = answer({
+  id: s.string(),
+  is_admin: s.boolean(),
+  status: s.enum(['granted', 'revoked', 'unchanged']),
+  revision: nullStr,
+});
 
 export const grantAdmin = defineOperation({
   name: 'grant_admin',
@@ -260,7 +351,7 @@ export const revokeAdmin = defineOperation({
   name: 'revoke_admin',
   summary: "Remove a person's admin rights (admin)",
   description:
-    "Admin only. Removes the stewards edge from the person to proj-root. The last admin of a tenant cannot be removed: 409 last_admin. The commit is authored by the revoking admin (op revoke_admin). Not an admin: status unchanged.",
+    'Admin only. Removes the stewards edge from the person to proj-root. The last admin of a tenant cannot be removed: 409 last_admin. The commit is authored by the revoking admin (op revoke_admin). Not an admin: status unchanged.',
   input: PersonIdInput,
   output: AdminAnswer,
   errors: [403, 409],
@@ -268,25 +359,23 @@ export const revokeAdmin = defineOperation({
   run: ops.revokeAdmin,
 });
 
-export const AuditEntry = answer(
-  {
-    commit: s.string(),
-    date: s.string(),
-    op: s.string(),
-    via: nullStr,
-    author: answer({ name: s.string(), email: s.string(), person: nullStr }),
-    agent: nullStr,
-    session: nullStr,
-    credential: s.string(),
-    credential_recorded: s.boolean(),
-    authored_via: nullStr,
-    nodes: s.array(s.string()),
-    changes: s.array(s.string()),
-    identity_operation: s.boolean(),
-    flagged: s.boolean(),
-    reason: nullStr,
-  },
-);
+export const AuditEntry = answer({
+  commit: s.string(),
+  date: s.string(),
+  op: s.string(),
+  via: nullStr,
+  author: answer({ name: s.string(), email: s.string(), person: nullStr }),
+  agent: nullStr,
+  session: nullStr,
+  credential: s.string(),
+  credential_recorded: s.boolean(),
+  authored_via: nullStr,
+  nodes: s.array(s.string()),
+  changes: s.array(s.string()),
+  identity_operation: s.boolean(),
+  flagged: s.boolean(),
+  reason: nullStr,
+});
 
 export const AuditIdentityInput = object({ flagged: s.boolean('only the flagged changes') });
 export const IdentityAudit = answer({
@@ -296,7 +385,16 @@ export const IdentityAudit = answer({
   flagged: s.integer(),
   commits_scanned: s.integer(),
   tokens_at_risk: s.array(
-    answer({ hash_prefix: s.string(), kind: s.string(), agent: s.string(), person: s.string(), minted_by: nullStr, created: s.string(), revoked_at: nullStr, after_commit: s.string() }),
+    answer({
+      hash_prefix: s.string(),
+      kind: s.string(),
+      agent: s.string(),
+      person: s.string(),
+      minted_by: nullStr,
+      created: s.string(),
+      revoked_at: nullStr,
+      after_commit: s.string(),
+    }),
   ),
 });
 
@@ -333,12 +431,16 @@ const agentFields = {
   pubkey: nullable(s.string('public key of the agent (at most 4096 characters)', { maxLength: 4096, pattern: '\\S' })),
 };
 
-export const CreateAgentInput = object({ ...agentFields, owner: s.any('ignored: the owner is always the caller (POST /v1/admin/agents names another)') }, ['label']);
+export const CreateAgentInput = object(
+  { ...agentFields, owner: s.any('ignored: the owner is always the caller (POST /v1/admin/agents names another)') },
+  ['label'],
+);
 
 export const createAgent = defineOperation({
   name: 'create_agent',
   summary: 'Create an agent owned by the caller',
-  description: "Creates an agent node owned by the caller's person (never taken from the payload: an `owner` field is ignored). Duplicate id 409.",
+  description:
+    "Creates an agent node owned by the caller's person (never taken from the payload: an `owner` field is ignored). Duplicate id 409.",
   input: CreateAgentInput,
   output: AgentCreated,
   errors: [403, 409],
@@ -346,7 +448,10 @@ export const createAgent = defineOperation({
   run: agents.createAgent,
 });
 
-export const AdminCreateAgentInput = object({ ...agentFields, owner: nullable({ ...PersonId, description: "the owning person (default: the caller's person)" }) }, ['label']);
+export const AdminCreateAgentInput = object(
+  { ...agentFields, owner: nullable({ ...PersonId, description: "the owning person (default: the caller's person)" }) },
+  ['label'],
+);
 
 export const adminCreateAgent = defineOperation({
   name: 'admin_create_agent',
@@ -359,12 +464,16 @@ export const adminCreateAgent = defineOperation({
 });
 
 export const BindSessionInput = object({ session: Session }, ['session']);
-export const SessionBound = s.union([answer({ ok: s.const(true), agent: s.string(), session: s.string() }), answer({ unchanged: s.const(true) })]);
+export const SessionBound = s.union([
+  answer({ ok: s.const(true), agent: s.string(), session: s.string() }),
+  answer({ unchanged: s.const(true) }),
+]);
 
 export const bindSession = defineOperation({
   name: 'bind_session',
   summary: 'Bind a deferred per-session agent token to its session (write-once)',
-  description: 'Authenticated by the per-session agent token itself; a non-agent token is 403. Binding is write-once: the same session again answers {unchanged: true}, another one 409.',
+  description:
+    'Authenticated by the per-session agent token itself; a non-agent token is 403. Binding is write-once: the same session again answers {unchanged: true}, another one 409.',
   input: BindSessionInput,
   output: SessionBound,
   errors: [403, 409],
@@ -385,7 +494,15 @@ export const MintAgentTokenInput = object(
 );
 export const AgentTokenMinted = s.union([
   answer({ token: s.string(), expires_at: s.string(), agent: s.string(), session: nullStr }),
-  answer({ token: s.string(), hash_prefix: s.string(), agent: s.string(), owner: s.string(), label: nullStr, expires: s.string(), standing: s.const(true) }),
+  answer({
+    token: s.string(),
+    hash_prefix: s.string(),
+    agent: s.string(),
+    owner: s.string(),
+    label: nullStr,
+    expires: s.string(),
+    standing: s.const(true),
+  }),
 ]);
 
 export const mintAgentToken = defineOperation({
@@ -443,7 +560,14 @@ export const PublishCapabilitiesInput = object(
   },
   ['id'],
 );
-export const CapabilitiesPublished = answer({ ...capabilityRecordProps, changed: s.boolean() }, ['agent', 'capabilities', 'published_at', 'last_seen', 'published_by', 'changed']);
+export const CapabilitiesPublished = answer({ ...capabilityRecordProps, changed: s.boolean() }, [
+  'agent',
+  'capabilities',
+  'published_at',
+  'last_seen',
+  'published_by',
+  'changed',
+]);
 
 export const publishCapabilities = defineOperation({
   name: 'publish_capabilities',
@@ -469,7 +593,8 @@ export const readCapabilities = defineOperation({
 export const agentHeartbeat = defineOperation({
   name: 'agent_heartbeat',
   summary: "Refresh an agent's last_seen (owner or the agent itself)",
-  description: 'Refreshes `last_seen` of the published capability record only; 404 when nothing was published. The request takes no body fields.',
+  description:
+    'Refreshes `last_seen` of the published capability record only; 404 when nothing was published. The request takes no body fields.',
   input: AgentIdInput,
   output: CapabilityRecord,
   errors: [403],
@@ -482,7 +607,10 @@ export const agentHeartbeat = defineOperation({
 export const MatchProfileHostsInput = object(
   {
     id: { ...NodeId, description: 'profile node id' },
-    owner: s.string("'me' or a person- id (default: the caller's person; admins: everyone)", { pattern: '^(me|person-[a-z0-9-]+)?$', maxLength: 200 }),
+    owner: s.string("'me' or a person- id (default: the caller's person; admins: everyone)", {
+      pattern: '^(me|person-[a-z0-9-]+)?$',
+      maxLength: 200,
+    }),
     max_age: s.string("hosts last seen longer ago are unsatisfiable: '30m', '12h', '7d' or milliseconds"),
   },
   ['id'],

@@ -77,7 +77,16 @@ export function tokensAtRisk(entries: IdentityAuditEntry[], records: TokenRecord
       const [, agent, person] = m as unknown as [string, string, string];
       for (const r of records) {
         if (r.agent !== agent || (r.person !== person && r.minted_by !== person) || r.created < entry.date) continue;
-        out.push({ hash_prefix: hashPrefix(r.hash), kind: r.kind, agent, person: r.person, minted_by: r.minted_by, created: r.created, revoked_at: r.revoked_at, after_commit: entry.commit });
+        out.push({
+          hash_prefix: hashPrefix(r.hash),
+          kind: r.kind,
+          agent,
+          person: r.person,
+          minted_by: r.minted_by,
+          created: r.created,
+          revoked_at: r.revoked_at,
+          after_commit: entry.commit,
+        });
       }
     }
   }
@@ -98,7 +107,11 @@ function nodeImage(text: string | undefined): NodeImage | null {
  * Audits the first-parent history of `main` in `gitdir` (newest first). `registry` says which
  * facts are identity facts (the tenant's, or `auditRegistry` for a tenant that is not open).
  */
-export async function auditIdentityHistory(gitdir: string, registry: Registry, opts: { onlyFlagged?: boolean } = {}): Promise<IdentityAudit> {
+export async function auditIdentityHistory(
+  gitdir: string,
+  registry: Registry,
+  opts: { onlyFlagged?: boolean } = {},
+): Promise<IdentityAudit> {
   const commits: Array<{ commit: ParsedCommit; changes: RawChange[] }> = [];
   let tip: string;
   try {
@@ -133,7 +146,7 @@ export async function auditIdentityHistory(gitdir: string, registry: Registry, o
     if (facts.length === 0) continue;
     const trailers = trailersOf(commit.message);
     const subject = commit.message.split('\n')[0] ?? '';
-    const op = trailers['Svc-Op'] ?? (/^([a-z_]+):/.exec(subject)?.[1] ?? subject);
+    const op = trailers['Svc-Op'] ?? /^([a-z_]+):/.exec(subject)?.[1] ?? subject;
     const agent = trailers['Svc-Agent'] ?? null;
     const recorded = trailers['Svc-Credential'];
     // After the guard, an identity change without the authority cannot be committed, and every
@@ -166,7 +179,12 @@ export async function auditIdentityHistory(gitdir: string, registry: Registry, o
  * types, and the active schema nodes at the head of `main` (a graph schema may declare new
  * identity edge types).
  */
-export async function auditRegistry(gitdir: string, pack: SchemaPack, nativeTypes: NodeTypeDef[], nativeEdges: EdgeTypeDef[]): Promise<Registry> {
+export async function auditRegistry(
+  gitdir: string,
+  pack: SchemaPack,
+  nativeTypes: NodeTypeDef[],
+  nativeEdges: EdgeTypeDef[],
+): Promise<Registry> {
   let listing: string;
   try {
     listing = (await runGit(gitdir, ['ls-tree', '-r', 'refs/heads/main', '--', 'nodes/schema'])).toString('utf8');
@@ -179,7 +197,12 @@ export async function auditRegistry(gitdir: string, pack: SchemaPack, nativeType
     .filter((m): m is RegExpExecArray => m !== null)
     .map((m) => ({ oid: m[1]!, path: m[2]! }));
   const texts = new Map<string, string>();
-  await streamBlobs(gitdir, files.map((f) => f.oid), (oid, text) => void texts.set(oid, text), { missing: 'skip' });
+  await streamBlobs(
+    gitdir,
+    files.map((f) => f.oid),
+    (oid, text) => void texts.set(oid, text),
+    { missing: 'skip' },
+  );
   const layers = files
     .map((f) => {
       const image = nodeImage(texts.get(f.oid));

@@ -33,7 +33,8 @@ function slugList(value: unknown, field: string): string[] {
   if (!Array.isArray(value)) invalid(`${field} must be a list of slugs`, field);
   if (value.length > MAX_PER_LIST) invalid(`${field} holds more than ${MAX_PER_LIST} entries`, field);
   for (const [i, v] of value.entries()) {
-    if (typeof v !== 'string' || !CAP_SLUG.test(v)) invalid(`${field}[${i}] must be a slug (letters, digits, . _ : @ / + -; at most 128)`, `${field}[${i}]`);
+    if (typeof v !== 'string' || !CAP_SLUG.test(v))
+      invalid(`${field}[${i}] must be a slug (letters, digits, . _ : @ / + -; at most 128)`, `${field}[${i}]`);
   }
   return [...new Set(value as string[])].sort();
 }

@@ -40,7 +40,9 @@ export function requireHumanToken(ctx: OpContext): void {
 export function requireDirectCredential(ctx: OpContext): void {
   const kind = ctx.actor.token.kind;
   if (kind === 'oauth-access' || kind === 'connector-jwt') {
-    throw errors.forbidden('tokens are minted with a personal access token, not with an OAuth access token or a connector JWT', { credential: kind });
+    throw errors.forbidden('tokens are minted with a personal access token, not with an OAuth access token or a connector JWT', {
+      credential: kind,
+    });
   }
 }
 
@@ -85,4 +87,3 @@ export function requireOwnerOrSelf(ctx: OpContext, agent: NodeRecord): void {
   }
   requireOwner(ctx, agent);
 }
-

@@ -43,7 +43,9 @@ async function call(base: string, path: string, init: RequestInit): Promise<{ st
   try {
     res = await fetch(endpoint(base, path), { ...init, signal: AbortSignal.timeout(IDP_TIMEOUT_MS) });
   } catch (err) {
-    throw new IdpCallError(`identity provider unreachable: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`);
+    throw new IdpCallError(
+      `identity provider unreachable: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`,
+    );
   }
   const text = await res.text();
   let body: unknown;
@@ -63,7 +65,10 @@ function providerMessage(status: number, body: unknown): string {
 
 /** The organizations the provider knows this email to be a member of. */
 export async function listMemberships(base: string, email: string): Promise<IdpOrg[]> {
-  const { status, body } = await call(base, `v1/memberships?email=${encodeURIComponent(email)}`, { method: 'GET', headers: { accept: 'application/json' } });
+  const { status, body } = await call(base, `v1/memberships?email=${encodeURIComponent(email)}`, {
+    method: 'GET',
+    headers: { accept: 'application/json' },
+  });
   if (status !== 200) throw new IdpCallError(providerMessage(status, body));
   const orgs = body && typeof body === 'object' ? (body as { orgs?: unknown }).orgs : undefined;
   if (!Array.isArray(orgs)) throw new IdpCallError('identity provider answered without an orgs list');
@@ -112,7 +117,8 @@ export const idpOrgChoices: OrgChoicesProvider = async (ctx: OpContext) => {
   try {
     orgs = await listMemberships(base, ctx.actor.email);
   } catch (err) {
-    if (err instanceof IdpCallError) throw errors.badGateway('membership_requery_failed', `could not re-query organization memberships: ${err.message}`);
+    if (err instanceof IdpCallError)
+      throw errors.badGateway('membership_requery_failed', `could not re-query organization memberships: ${err.message}`);
     throw err;
   }
   return {

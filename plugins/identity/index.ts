@@ -50,18 +50,45 @@ export const identityPlugin = definePlugin({
     { method: 'GET', path: '/v1/profiles/:id/hosts', operation: api.matchProfileHosts },
   ],
   instructions: [
-    'Agent identities: a lead gives an agent its own token over MCP with create_agent {label} then mint_agent_token {id: the agent id, session} (per-session, at most 7 days; `standing: true` for up to a year). The plaintext token is in that answer once: configure it as the agent\'s Bearer token. An agent whose token was minted without a session calls bind_session {session} first; list_agents shows yours; me tells who a token acts for.',
+    "Agent identities: a lead gives an agent its own token over MCP with create_agent {label} then mint_agent_token {id: the agent id, session} (per-session, at most 7 days; `standing: true` for up to a year). The plaintext token is in that answer once: configure it as the agent's Bearer token. An agent whose token was minted without a session calls bind_session {session} first; list_agents shows yours; me tells who a token acts for.",
   ],
   // The tools an agent or a lead needs without REST (docs/decisions.md, "tools"); the admin
   // and person-token routes stay REST (and CLI) only.
   tools: [
     { description: 'Your agents (all: every agent, admin only).', operation: api.listAgents, annotations: { readOnlyHint: true } },
-    { description: 'Create an agent you own (an owner field is ignored): label <=200 chars; id agent-<slug of label> unless given. 409 id taken.', operation: api.createAgent },
-    { description: 'A token for an agent you own, shown once. Per-session (default): session (null: bind later), expires <=7d (\'8h\', ISO). standing: true: up to a year, label. 403 not yours.', operation: api.mintAgentToken },
-    { description: 'Admin only: make a person an admin (a stewards edge to proj-root, written by the identity operation; history names who granted it).', operation: api.grantAdmin, annotations: { destructiveHint: false, idempotentHint: true } },
-    { description: 'Admin only: revoke a person\'s admin rights; the last admin of a tenant cannot be removed (409 last_admin).', operation: api.revokeAdmin, annotations: { destructiveHint: true, idempotentHint: true } },
-    { description: 'Admin only: every change to an identity fact (admin, agent ownership, people) in the history, flagging those no identity operation made.', operation: api.auditIdentity, annotations: { readOnlyHint: true } },
-    { description: 'With a per-session agent token minted without a session: bind it to session (write-once; the same again: unchanged; another: 409).', operation: api.bindSession, annotations: { idempotentHint: true } },
+    {
+      description:
+        'Create an agent you own (an owner field is ignored): label <=200 chars; id agent-<slug of label> unless given. 409 id taken.',
+      operation: api.createAgent,
+    },
+    {
+      description:
+        "A token for an agent you own, shown once. Per-session (default): session (null: bind later), expires <=7d ('8h', ISO). standing: true: up to a year, label. 403 not yours.",
+      operation: api.mintAgentToken,
+    },
+    {
+      description:
+        'Admin only: make a person an admin (a stewards edge to proj-root, written by the identity operation; history names who granted it).',
+      operation: api.grantAdmin,
+      annotations: { destructiveHint: false, idempotentHint: true },
+    },
+    {
+      description: "Admin only: revoke a person's admin rights; the last admin of a tenant cannot be removed (409 last_admin).",
+      operation: api.revokeAdmin,
+      annotations: { destructiveHint: true, idempotentHint: true },
+    },
+    {
+      description:
+        'Admin only: every change to an identity fact (admin, agent ownership, people) in the history, flagging those no identity operation made.',
+      operation: api.auditIdentity,
+      annotations: { readOnlyHint: true },
+    },
+    {
+      description:
+        'With a per-session agent token minted without a session: bind it to session (write-once; the same again: unchanged; another: 409).',
+      operation: api.bindSession,
+      annotations: { idempotentHint: true },
+    },
   ],
   receiveIdentityAuthority: receiveAuthority,
   init() {

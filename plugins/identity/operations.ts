@@ -37,9 +37,30 @@ import type {
 } from './api.js';
 import { auditIdentityHistory, tokensAtRisk } from './audit.js';
 import { identityAuthority } from './authority.js';
-import { nowIso, nowMs, PAT_DAYS, personNode, requireAdmin, requireDirectCredential, requireHumanToken, requirePerson, UNBOUND_ORG } from './gates.js';
+import {
+  nowIso,
+  nowMs,
+  PAT_DAYS,
+  personNode,
+  requireAdmin,
+  requireDirectCredential,
+  requireHumanToken,
+  requirePerson,
+  UNBOUND_ORG,
+} from './gates.js';
 import { IdpCallError, issueInvitation } from './idp.js';
-import { byCreated, currentRecords, isGrant, isLive, isPersonalToken, ownEntry, personFields, resolvePrefix, revokeWithCascade, teamEntry } from './tokens.js';
+import {
+  byCreated,
+  currentRecords,
+  isGrant,
+  isLive,
+  isPersonalToken,
+  ownEntry,
+  personFields,
+  resolvePrefix,
+  revokeWithCascade,
+  teamEntry,
+} from './tokens.js';
 
 // ---------------------------------------------------------------- own PATs
 
@@ -62,9 +83,24 @@ export async function mintOwnToken(ctx: OpContext, input: Static<typeof MintOwnT
   const expires = parseExpiry(input.expires, { nowMs: now, defaultDays: PAT_DAYS, maxDays: PAT_DAYS });
   const label = input.label || null;
   const token = generateToken('pat');
-  const record = newTokenRecord(token, { kind: 'pat', person: ctx.actor.personId, created: new Date(now).toISOString(), expires, label, minted_by: ctx.actor.personId });
+  const record = newTokenRecord(token, {
+    kind: 'pat',
+    person: ctx.actor.personId,
+    created: new Date(now).toISOString(),
+    expires,
+    label,
+    minted_by: ctx.actor.personId,
+  });
   await ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
-  return { token, hash_prefix: hashPrefix(record.hash), person: ctx.actor.personId, name: ctx.actor.name, email: ctx.actor.email, label, expires };
+  return {
+    token,
+    hash_prefix: hashPrefix(record.hash),
+    person: ctx.actor.personId,
+    name: ctx.actor.name,
+    email: ctx.actor.email,
+    label,
+    expires,
+  };
 }
 
 export async function revokeOwnToken(ctx: OpContext, input: Static<typeof RevokeTokenInput>): Promise<Static<typeof Revoked>> {
@@ -99,7 +135,14 @@ export async function adminMintToken(ctx: OpContext, input: Static<typeof AdminM
   // Minting never creates a person (docs/spec.md Authentication 9): the node must already exist.
   personNode(ctx, personId);
   const token = generateToken('pat');
-  const record = newTokenRecord(token, { kind: 'pat', person: personId, created: new Date(now).toISOString(), expires, label, minted_by: ctx.actor.personId });
+  const record = newTokenRecord(token, {
+    kind: 'pat',
+    person: personId,
+    created: new Date(now).toISOString(),
+    expires,
+    label,
+    minted_by: ctx.actor.personId,
+  });
   await ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
   const { name, email } = personFields(ctx.tenant, personId);
   return { token, hash_prefix: hashPrefix(record.hash), person: personId, name, email, expires };
@@ -124,24 +167,27 @@ export async function listPeople(ctx: OpContext): Promise<Static<typeof PeopleLi
     list.push(r);
     byPerson.set(r.person, list);
   }
-  const people = [...ctx.tenant.index.idsOfType('person')]
-    .sort()
-    .map((id) => {
-      const node = ctx.tenant.index.get(id)!;
-      const tokens = byPerson.get(id) ?? [];
-      const lastUsed = tokens.map((t) => t.last_used).filter((v): v is string => v !== null).sort().pop() ?? null;
-      return {
-        id,
-        name: String(node.frontmatter.name ?? node.title),
-        email: typeof node.frontmatter.email === 'string' ? node.frontmatter.email : null,
-        roles: Array.isArray(node.frontmatter.roles) ? node.frontmatter.roles.map(String) : [],
-        is_admin: node.edges.some((e) => e.type === 'stewards' && e.to === ROOT_ID),
-        status: node.status,
-        tokens: tokens.length,
-        active_tokens: tokens.filter((t) => isLive(t, now)).length,
-        last_used: lastUsed,
-      };
-    });
+  const people = [...ctx.tenant.index.idsOfType('person')].sort().map((id) => {
+    const node = ctx.tenant.index.get(id)!;
+    const tokens = byPerson.get(id) ?? [];
+    const lastUsed =
+      tokens
+        .map((t) => t.last_used)
+        .filter((v): v is string => v !== null)
+        .sort()
+        .pop() ?? null;
+    return {
+      id,
+      name: String(node.frontmatter.name ?? node.title),
+      email: typeof node.frontmatter.email === 'string' ? node.frontmatter.email : null,
+      roles: Array.isArray(node.frontmatter.roles) ? node.frontmatter.roles.map(String) : [],
+      is_admin: node.edges.some((e) => e.type === 'stewards' && e.to === ROOT_ID),
+      status: node.status,
+      tokens: tokens.length,
+      active_tokens: tokens.filter((t) => isLive(t, now)).length,
+      last_used: lastUsed,
+    };
+  });
   return { people, count: people.length };
 }
 
@@ -160,9 +206,12 @@ function inviteArgs(ctx: OpContext, input: Static<typeof CreatePersonInput>): In
   const org = input.org ?? undefined;
   const bound = ctx.tenant.org !== UNBOUND_ORG;
   if (bound && org !== undefined && org !== ctx.tenant.org) {
-    throw errors.forbidden(`this server is bound to org '${ctx.tenant.org}'; an invitation cannot be pinned to '${org}'`, { org, bound_org: ctx.tenant.org });
+    throw errors.forbidden(`this server is bound to org '${ctx.tenant.org}'; an invitation cannot be pinned to '${org}'`, {
+      org,
+      bound_org: ctx.tenant.org,
+    });
   }
-  return { org: bound ? ctx.tenant.org : org ?? null, connection_id: connection ?? null };
+  return { org: bound ? ctx.tenant.org : (org ?? null), connection_id: connection ?? null };
 }
 
 export async function createPerson(ctx: OpContext, input: Static<typeof CreatePersonInput>): Promise<Static<typeof PersonCreated>> {
@@ -170,29 +219,43 @@ export async function createPerson(ctx: OpContext, input: Static<typeof CreatePe
   const name = input.name.trim();
   const email = input.email.trim();
   // checked on the trimmed value, so it stays here rather than in the schema
-  if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw errors.validation('email must be an address like name@example.com', [{ field: 'email', message: 'malformed email' }]);
+  if (!/^[^\s@]+@[^\s@]+$/.test(email))
+    throw errors.validation('email must be an address like name@example.com', [{ field: 'email', message: 'malformed email' }]);
   const id = input.id ?? personIdForEmail(email);
   const roles = [...new Set(input.roles ?? [])];
   const invite = input.invite === true;
   const args = inviteArgs(ctx, input);
 
-  const revision = await ctx.tenant.write(writeActorOf(ctx.actor), { op: 'create_person', via: ctx.via, identity: identityAuthority() }, async (draft) => {
-    if (draft.get(id)) throw errors.conflict(`node ${id} already exists`, { id });
-    const lower = email.toLowerCase();
-    for (const other of ctx.tenant.index.idsOfType('person')) {
-      const existing = ctx.tenant.index.get(other)!.frontmatter.email;
-      if (typeof existing === 'string' && existing.trim().toLowerCase() === lower) {
-        throw errors.conflict(`a person with email ${email} already exists (${other})`, { id: other });
+  const revision = await ctx.tenant.write(
+    writeActorOf(ctx.actor),
+    { op: 'create_person', via: ctx.via, identity: identityAuthority() },
+    async (draft) => {
+      if (draft.get(id)) throw errors.conflict(`node ${id} already exists`, { id });
+      const lower = email.toLowerCase();
+      for (const other of ctx.tenant.index.idsOfType('person')) {
+        const existing = ctx.tenant.index.get(other)!.frontmatter.email;
+        if (typeof existing === 'string' && existing.trim().toLowerCase() === lower) {
+          throw errors.conflict(`a person with email ${email} already exists (${other})`, { id: other });
+        }
       }
-    }
-    // No stewards edge: a created person is never an admin.
-    draft.put({
-      frontmatter: { id, type: 'person', status: 'active', title: name, summary: name, name, email, ...(roles.length > 0 ? { roles } : {}) },
-      body: '',
-    });
-    const committed = await draft.commit();
-    return committed.get(id)?.revision ?? null;
-  });
+      // No stewards edge: a created person is never an admin.
+      draft.put({
+        frontmatter: {
+          id,
+          type: 'person',
+          status: 'active',
+          title: name,
+          summary: name,
+          name,
+          email,
+          ...(roles.length > 0 ? { roles } : {}),
+        },
+        body: '',
+      });
+      const committed = await draft.commit();
+      return committed.get(id)?.revision ?? null;
+    },
+  );
 
   return { id, name, email, roles, revision, ...(invite ? { org_invitation: await invitePerson(ctx, { email, name }, args) } : {}) };
 }
@@ -201,8 +264,14 @@ export async function createPerson(ctx: OpContext, input: Static<typeof CreatePe
  * The importer's people (plugins/import): a person named as an assignee or owner of an imported
  * item and missing here is created by this identity path (the import itself is admin-only).
  */
-export async function writeImportedPerson(tenant: Tenant, actor: WriteActor, at: number | undefined, frontmatter: Frontmatter): Promise<void> {
-  if (frontmatter.type !== 'person' || Array.isArray(frontmatter.edges)) throw new Error('an imported person is a plain person node without edges');
+export async function writeImportedPerson(
+  tenant: Tenant,
+  actor: WriteActor,
+  at: number | undefined,
+  frontmatter: Frontmatter,
+): Promise<void> {
+  if (frontmatter.type !== 'person' || Array.isArray(frontmatter.edges))
+    throw new Error('an imported person is a plain person node without edges');
   await tenant.write(actor, { op: 'import_person', via: 'import', at, identity: identityAuthority() }, async (draft) => {
     draft.put({ frontmatter, body: '' });
   });
@@ -219,7 +288,8 @@ export async function grantAdmin(ctx: OpContext, input: Static<typeof PersonIdIn
   requireAdmin(ctx);
   personNode(ctx, input.id);
   return ctx.tenant.write(writeActorOf(ctx.actor), { op: 'grant_admin', via: ctx.via, identity: identityAuthority() }, async (draft) => {
-    if (!isAdminNode(ctx.tenant.index.get(ctx.actor.personId))) throw errors.forbidden(`admin only: ${ctx.actor.personId} is no longer an admin`);
+    if (!isAdminNode(ctx.tenant.index.get(ctx.actor.personId)))
+      throw errors.forbidden(`admin only: ${ctx.actor.personId} is no longer an admin`);
     const node = draft.get(input.id);
     if (!node || node.frontmatter.type !== 'person') throw errors.notFound(`person ${input.id}`);
     const edges = Array.isArray(node.frontmatter.edges) ? (node.frontmatter.edges as Array<Record<string, string>>) : [];
@@ -246,10 +316,16 @@ export async function revokeAdmin(ctx: OpContext, input: Static<typeof PersonIdI
     }
     // checked inside the write queue, so two concurrent revocations cannot both pass, and a
     // caller whose own rights were revoked meanwhile is refused
-    if (!isAdminNode(ctx.tenant.index.get(ctx.actor.personId))) throw errors.forbidden(`admin only: ${ctx.actor.personId} is no longer an admin`);
+    if (!isAdminNode(ctx.tenant.index.get(ctx.actor.personId)))
+      throw errors.forbidden(`admin only: ${ctx.actor.personId} is no longer an admin`);
     const admins = [...ctx.tenant.index.idsOfType('person')].filter((id) => isAdminNode(ctx.tenant.index.get(id)));
     if (admins.length <= 1) {
-      throw new SvcError(409, 'last_admin', `${input.id} is the last admin of ${ctx.tenant.org}; grant admin rights to someone else first`, { id: input.id, admins });
+      throw new SvcError(
+        409,
+        'last_admin',
+        `${input.id} is the last admin of ${ctx.tenant.org}; grant admin rights to someone else first`,
+        { id: input.id, admins },
+      );
     }
     const kept = edges.filter((e) => !(e.type === 'stewards' && e.to === ROOT_ID));
     if (kept.length > 0) node.frontmatter.edges = kept;
@@ -272,8 +348,20 @@ async function invitePerson(ctx: OpContext, who: { email: string; name: string }
   const base = ctx.services.config.idpUrl;
   if (!base) return { status: 'failed', reason: 'no identity provider is configured (SVC_IDP_URL)', org: args.org };
   try {
-    const issued = await issueInvitation(base, { email: who.email, name: who.name, org: args.org, connection_id: args.connection_id, invited_by: ctx.actor.personId });
-    return { status: 'issued', invitation_id: issued.id, org: issued.org, email: who.email, ...(issued.connection_id ? { connection_id: issued.connection_id } : {}) };
+    const issued = await issueInvitation(base, {
+      email: who.email,
+      name: who.name,
+      org: args.org,
+      connection_id: args.connection_id,
+      invited_by: ctx.actor.personId,
+    });
+    return {
+      status: 'issued',
+      invitation_id: issued.id,
+      org: issued.org,
+      email: who.email,
+      ...(issued.connection_id ? { connection_id: issued.connection_id } : {}),
+    };
   } catch (err) {
     if (!(err instanceof IdpCallError)) throw err;
     ctx.services.log.warn('person invitation failed', { org: ctx.tenant.org, reason: err.message });
@@ -284,7 +372,8 @@ async function invitePerson(ctx: OpContext, who: { email: string; name: string }
 export async function offboardPerson(ctx: OpContext, input: Static<typeof PersonIdInput>): Promise<Static<typeof Offboarded>> {
   requireAdmin(ctx);
   const id = input.id;
-  if (id === ctx.actor.personId) throw errors.validation('you cannot offboard yourself; ask another admin', [{ field: 'id', message: 'self-offboarding' }]);
+  if (id === ctx.actor.personId)
+    throw errors.validation('you cannot offboard yourself; ask another admin', [{ field: 'id', message: 'self-offboarding' }]);
   personNode(ctx, id);
   const hashes = currentRecords(ctx.tenant)
     .filter((r) => r.person === id && r.revoked_at === null)

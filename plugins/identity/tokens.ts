@@ -64,7 +64,7 @@ export function revokeWithCascade(tenant: Tenant, hashes: string[], at: string):
       }
     }
     // Follow parent links until no new grant is found (grants of grants included).
-    for (let grew = true; grew; ) {
+    for (let grew = true; grew;) {
       grew = false;
       for (const r of records.values()) {
         if (r.parent === null || revokedSet.has(r.hash) || !revokedSet.has(r.parent)) continue;
@@ -84,7 +84,10 @@ export function revokeWithCascade(tenant: Tenant, hashes: string[], at: string):
 export function personFields(tenant: Tenant, personId: string): { name: string | null; email: string | null } {
   const person = tenant.index.get(personId);
   if (!person || person.type !== 'person') return { name: null, email: null };
-  return { name: String(person.frontmatter.name ?? person.title), email: typeof person.frontmatter.email === 'string' ? person.frontmatter.email : null };
+  return {
+    name: String(person.frontmatter.name ?? person.title),
+    email: typeof person.frontmatter.email === 'string' ? person.frontmatter.email : null,
+  };
 }
 
 /** Own listing entry (docs/spec.md "Personal access token record"). */

@@ -11,7 +11,7 @@ export const importItems = defineOperation({
   name: 'import_items',
   summary: 'Bulk-import normalized items from another tracker (admin only)',
   description:
-    "Imports up to 2,000 normalized items (beads, Backlog.md, GitHub readers in scripts/import/) as nodes whose ids derive from (source, type, source_id), so a re-import updates instead of duplicating. Assignees and owners are matched by email, then name, and created when missing. An item that cannot be represented is refused with its reason; the rest of the batch goes on. Admin only (stewards edge to proj-root).",
+    'Imports up to 2,000 normalized items (beads, Backlog.md, GitHub readers in scripts/import/) as nodes whose ids derive from (source, type, source_id), so a re-import updates instead of duplicating. Assignees and owners are matched by email, then name, and created when missing. An item that cannot be represented is refused with its reason; the rest of the batch goes on. Admin only (stewards edge to proj-root).',
   input: importRequestSchema,
   output: answer({
     source: s.string(),

@@ -11,7 +11,13 @@ import { answer, object, s, type Static } from '../../kernel/operation.js';
 export const MAX_ITEMS_PER_REQUEST = 2000;
 
 // TypeBox's Object: no `required` key at all where nothing is required (the builders write `required: []`)
-const person = Type.Object({ name: Type.Optional(s.string(undefined, { minLength: 1, maxLength: 200 })), email: Type.Optional(s.string(undefined, { maxLength: 200 })) }, { additionalProperties: false });
+const person = Type.Object(
+  {
+    name: Type.Optional(s.string(undefined, { minLength: 1, maxLength: 200 })),
+    email: Type.Optional(s.string(undefined, { maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
 
 const isoDate = s.string(undefined, { pattern: '^\\d{4}-\\d{2}-\\d{2}([T ][0-9:.]+(Z|[+-]\\d{2}:?\\d{2})?)?$' });
 const token = (description?: string) => s.string(description, { pattern: '^[a-z][a-z0-9-]*$' });

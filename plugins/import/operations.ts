@@ -83,7 +83,28 @@ class People {
 }
 
 /** Frontmatter keys an import sets from the item itself (or the server stamps): `fields` cannot carry them. */
-const RESERVED = new Set(['id', 'type', 'status', 'summary', 'title', 'project', 'labels', 'owner', 'close_reason', 'import_source', 'import_id', 'edges', 'commits', 'created', 'updated', 'revision', 'author', 'authored_via', 'authored_by_agent', 'session']);
+const RESERVED = new Set([
+  'id',
+  'type',
+  'status',
+  'summary',
+  'title',
+  'project',
+  'labels',
+  'owner',
+  'close_reason',
+  'import_source',
+  'import_id',
+  'edges',
+  'commits',
+  'created',
+  'updated',
+  'revision',
+  'author',
+  'authored_via',
+  'authored_by_agent',
+  'session',
+]);
 
 function refused(item: ImportItem, id: string | null, reason: string, code = 'invalid_node'): ItemResult {
   return { source_id: item.source_id, id, status: 'refused', reason, code };
@@ -92,7 +113,19 @@ function refused(item: ImportItem, id: string | null, reason: string, code = 'in
 /** What a node's content is, without the stamps and timestamps every write changes. */
 function comparable(fm: Frontmatter, body: string): string {
   // proposed_by: server-kept on self-approval types (kernel/write-draft.ts), never import content
-  const { author: _a, authored_via: _v, authored_by_agent: _g, session: _s, created: _c, updated: _u, priority_by: _pb, priority_at: _pa, priority_via: _pv, proposed_by: _pr, ...rest } = fm;
+  const {
+    author: _a,
+    authored_via: _v,
+    authored_by_agent: _g,
+    session: _s,
+    created: _c,
+    updated: _u,
+    priority_by: _pb,
+    priority_at: _pa,
+    priority_via: _pv,
+    proposed_by: _pr,
+    ...rest
+  } = fm;
   return JSON.stringify([rest, body]);
 }
 
@@ -102,9 +135,11 @@ async function importOne(ctx: OpContext, actor: WriteActor, source: string, item
   if (!def) return refused(item, null, `unknown node type '${item.type}'`);
   if (item.type === 'person') return refused(item, null, 'people are imported as assignees and owners, not as items');
   const id = importedNodeId(def, source, item.source_id);
-  if (!def.statuses.includes(item.status)) return refused(item, id, `status '${item.status}' is not a ${item.type} status (${def.statuses.join(', ')})`);
+  if (!def.statuses.includes(item.status))
+    return refused(item, id, `status '${item.status}' is not a ${item.type} status (${def.statuses.join(', ')})`);
   const summary = (item.summary ?? item.title).trim();
-  if (summary.length > LIMITS.summaryChars) return refused(item, id, `summary of ${summary.length} characters exceeds ${LIMITS.summaryChars}`);
+  if (summary.length > LIMITS.summaryChars)
+    return refused(item, id, `summary of ${summary.length} characters exceeds ${LIMITS.summaryChars}`);
   const body = item.body ?? '';
   const bodyBytes = Buffer.byteLength(body, 'utf8');
   if (bodyBytes > LIMITS.bodyBytes) return refused(item, id, `body of ${bodyBytes} bytes exceeds ${LIMITS.bodyBytes}`);
@@ -160,7 +195,8 @@ async function importOne(ctx: OpContext, actor: WriteActor, source: string, item
   }
   const now: Frontmatter = { ...fm, status: item.status, ...(item.priority ? { priority_at: existing.frontmatter.priority_at } : {}) };
   if (existing.frontmatter.created) now.created = existing.frontmatter.created;
-  if (comparable(now, body) === comparable(existing.frontmatter, existing.body)) return { source_id: item.source_id, id, status: 'unchanged' };
+  if (comparable(now, body) === comparable(existing.frontmatter, existing.body))
+    return { source_id: item.source_id, id, status: 'unchanged' };
   const at = Math.max(updatedMs ?? 0, closedMs ?? 0) || undefined;
   await write(item.status, at, terminal && existing.status !== item.status ? 'import_close' : 'import_update');
   return { source_id: item.source_id, id, status: 'updated' };
@@ -169,7 +205,8 @@ async function importOne(ctx: OpContext, actor: WriteActor, source: string, item
 /** POST /v1/import (admin only): `{source, items, deleted?}` -> per-item results and a summary. */
 export async function importItems(ctx: OpContext, request: ImportRequest) {
   // an import may create people (identity facts): an admin's own credential, never an agent token
-  if (!ctx.actor.isAdmin || ctx.actor.agent) throw errors.forbidden('importing needs an admin (stewards edge to proj-root) using a person credential, not an agent token');
+  if (!ctx.actor.isAdmin || ctx.actor.agent)
+    throw errors.forbidden('importing needs an admin (stewards edge to proj-root) using a person credential, not an agent token');
   const actor = writeActorOf(ctx.actor);
   const people = new People(ctx);
   const results: ItemResult[] = [];

@@ -6,7 +6,11 @@
  */
 import { callers, type AccessMap } from '../../kernel/access.js';
 
-const FORCE = { input: { force: true }, admin: true, note: "takes over another holder's lease: the person (an agent token's owner) must be an admin" } as const;
+const FORCE = {
+  input: { force: true },
+  admin: true,
+  note: "takes over another holder's lease: the person (an agent token's owner) must be an admin",
+} as const;
 const HELD = "leases the caller holds (another holder's is 409)";
 
 export const leasesAccess: AccessMap = {

@@ -34,7 +34,8 @@ import {
   WorkId,
 } from './schemas.js';
 
-const TERMINAL_NOTE = 'On a finished node (terminal status, resolved or superseded) it is 409 lease_lost with details.reason terminal and your lease is released: stop heartbeating it.';
+const TERMINAL_NOTE =
+  'On a finished node (terminal status, resolved or superseded) it is 409 lease_lost with details.reason terminal and your lease is released: stop heartbeating it.';
 
 // ---------------------------------------------------------------- single routes
 
@@ -53,7 +54,9 @@ export const claimNode = defineOperation({
 export const renewNode = defineOperation({
   name: 'renew_node',
   summary: 'Renew one lease you hold (heartbeat)',
-  description: 'Heartbeat: bump the expiry of a lease you hold to now + claim TTL (never shortened); a reservation turns back into a live lease. No graph commit. 409 `lease_lost` names the current holder. ' + TERMINAL_NOTE,
+  description:
+    'Heartbeat: bump the expiry of a lease you hold to now + claim TTL (never shortened); a reservation turns back into a live lease. No graph commit. 409 `lease_lost` names the current holder. ' +
+    TERMINAL_NOTE,
   input: LeaseInput,
   output: RenewNodeOutput,
   errors: [403, 409],
@@ -64,7 +67,8 @@ export const renewNode = defineOperation({
 export const extend = defineOperation({
   name: 'extend',
   summary: 'Stretch a lease you hold by ms milliseconds',
-  description: 'Stretch a lease you hold by `ms` milliseconds, capped at the tenant maximum claim TTL (flagged capped_to_max); never shortens.',
+  description:
+    'Stretch a lease you hold by `ms` milliseconds, capped at the tenant maximum claim TTL (flagged capped_to_max); never shortens.',
   input: ExtendInput,
   output: ExtendOutput,
   errors: [403, 409],
@@ -87,7 +91,8 @@ export const reserve = defineOperation({
 export const releaseNode = defineOperation({
   name: 'release_node',
   summary: 'Release your lease on one node and retire your assigned edge',
-  description: 'Drop your lease on one node and retire your assigned edge; succeeds when you hold nothing; 409 `conflict` names the holder when someone else holds it.',
+  description:
+    'Drop your lease on one node and retire your assigned edge; succeeds when you hold nothing; 409 `conflict` names the holder when someone else holds it.',
   input: LeaseInput,
   output: ReleaseNodeOutput,
   errors: [403, 409],
@@ -180,7 +185,7 @@ export const release = defineOperation({
   name: 'release',
   summary: 'Release one node, or your own leases',
   description:
-    "Let go: {id} drops your lease on one node and retires your assigned edge (succeeds when you hold nothing; 409 when someone else holds it); with no id, drops all your own leases (only those of `session` when given).",
+    'Let go: {id} drops your lease on one node and retires your assigned edge (succeeds when you hold nothing; 409 when someone else holds it); with no id, drops all your own leases (only those of `session` when given).',
   input: object({ id: WorkId, ids: ReleaseIds, session: Session }),
   output: s.union([ReleaseNodeOutput, ReleaseBatchOutput]),
   errors: [403, 409],

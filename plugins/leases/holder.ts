@@ -28,7 +28,8 @@ export const leaseSettings: Record<string, TenantSettingDef> = {
   leases: {
     values: ['advisory', 'strict'],
     default: 'advisory',
-    description: "advisory: a write to a node someone else holds warns and tells the holder; strict: it is 409 lease_held unless the writer holds the lease or is an admin passing force",
+    description:
+      'advisory: a write to a node someone else holds warns and tells the holder; strict: it is 409 lease_held unless the writer holds the lease or is an admin passing force',
   },
 };
 
@@ -90,11 +91,14 @@ export const leaseHolderCheck: NodeWriteCheck = (ctx, node, intent) => {
   if (other) {
     const held = `${node.id} is ${heldText(ctx.tenant, other)}`;
     if (strictLeases(ctx.tenant) && !intent.force) {
-      throw errors.leaseHeld(`${held}; this tenant runs leases: strict, so only the holder (or an admin passing force) may change it: ask them, or wait for the lease to end`, {
-        ...holderDetails(other, node.id),
-        holder_name: ctx.tenant.index.get(other.by)?.frontmatter.name ?? null,
-        op: intent.op,
-      });
+      throw errors.leaseHeld(
+        `${held}; this tenant runs leases: strict, so only the holder (or an admin passing force) may change it: ask them, or wait for the lease to end`,
+        {
+          ...holderDetails(other, node.id),
+          holder_name: ctx.tenant.index.get(other.by)?.frontmatter.name ?? null,
+          op: intent.op,
+        },
+      );
     }
     warnings.push(`${held}: ${intent.force ? 'written with force' : 'written anyway'}; the holder is told (claim it, or ask them first)`);
   }

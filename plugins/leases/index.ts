@@ -30,11 +30,29 @@ export const leasesPlugin = definePlugin({
     "Writing to a node someone else holds warns with the holder's name and tells them (their next claim/renew shows lease_notices); a tenant with leases: strict refuses it (409 lease_held). Finishing a node (done, resolved, ...) releases its lease; renew on a finished node is 409 lease_lost with reason terminal: stop heartbeating it.",
   ],
   tools: [
-    { description: 'Claim work: {id} one node or {ids} a batch (<=500, per-item failed). A heartbeat lease (renew while you work) plus an assigned edge. session binds it to a run; force: admin takeover. 409 names the holder.', operation: api.claim },
-    { description: 'Heartbeat: {id}, {ids}, or nothing for all your live leases (of session, if given). No commit. 409 lease_lost when it is gone.', operation: api.renew },
-    { description: 'Lengthen a lease you hold by ms, capped at the tenant maximum; never shortens. 409 when it is not yours.', operation: api.extend },
-    { description: 'Park a node you hold for the grace window: still yours, atop your queue; claim or renew revives it.', operation: api.reserve },
-    { description: 'Drop your lease on {id} or {ids} and its assigned edge; nothing: all yours (of session). 409 when another holds it.', operation: api.release, annotations: { idempotentHint: true } },
+    {
+      description:
+        'Claim work: {id} one node or {ids} a batch (<=500, per-item failed). A heartbeat lease (renew while you work) plus an assigned edge. session binds it to a run; force: admin takeover. 409 names the holder.',
+      operation: api.claim,
+    },
+    {
+      description:
+        'Heartbeat: {id}, {ids}, or nothing for all your live leases (of session, if given). No commit. 409 lease_lost when it is gone.',
+      operation: api.renew,
+    },
+    {
+      description: 'Lengthen a lease you hold by ms, capped at the tenant maximum; never shortens. 409 when it is not yours.',
+      operation: api.extend,
+    },
+    {
+      description: 'Park a node you hold for the grace window: still yours, atop your queue; claim or renew revives it.',
+      operation: api.reserve,
+    },
+    {
+      description: 'Drop your lease on {id} or {ids} and its assigned edge; nothing: all yours (of session). 409 when another holds it.',
+      operation: api.release,
+      annotations: { idempotentHint: true },
+    },
   ],
   statusEffects: [ops.inProgressLease],
   nodeWriteChecks: [leaseHolderCheck],
@@ -47,7 +65,10 @@ export const leasesPlugin = definePlugin({
         if (!tenant.enabled('leases')) continue;
         const counts = { live: 0, reserved: 0 };
         for (const lease of leasesOf(tenant).records.values()) if (lease.expires_ms > now) counts[lease.state]++;
-        samples.push({ labels: { tenant: tenant.org, state: 'live' }, value: counts.live }, { labels: { tenant: tenant.org, state: 'reserved' }, value: counts.reserved });
+        samples.push(
+          { labels: { tenant: tenant.org, state: 'live' }, value: counts.live },
+          { labels: { tenant: tenant.org, state: 'reserved' }, value: counts.reserved },
+        );
       }
       return samples;
     });

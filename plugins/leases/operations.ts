@@ -159,19 +159,29 @@ function ownLive(table: LeaseTable, nodeId: string, claimant: Claimant, nowMs: n
  * the answer is 409 `lease_lost` with `details.reason: 'terminal'`, so a heartbeat loop stops
  * instead of keeping a claim on work that is over. The assigned edge stays.
  */
-function doneRefusal(ctx: OpContext, table: LeaseTable, record: NodeRecord, claimant: Claimant): { error: SvcError; dropped: Promise<void> } | null {
+function doneRefusal(
+  ctx: OpContext,
+  table: LeaseTable,
+  record: NodeRecord,
+  claimant: Claimant,
+): { error: SvcError; dropped: Promise<void> } | null {
   if (!isDone(ctx.tenant, record)) return null;
   const current = table.get(record.id);
   const mine = current !== undefined && current.by === claimant.person && relationOf(current, claimant) !== 'other';
   const dropped = mine ? table.drop(record.id) : Promise.resolve();
-  const why = ctx.tenant.registry.isTerminal(record.type, record.status) ? `status ${record.status} is terminal` : 'it is resolved or superseded';
-  const error = errors.leaseLost(`${record.id} is done (${why}): there is nothing left to hold; ${mine ? 'your lease was released' : 'you hold no lease on it'}`, {
-    node_id: record.id,
-    reason: 'terminal',
-    status: record.status,
-    holder: null,
-    released: mine,
-  });
+  const why = ctx.tenant.registry.isTerminal(record.type, record.status)
+    ? `status ${record.status} is terminal`
+    : 'it is resolved or superseded';
+  const error = errors.leaseLost(
+    `${record.id} is done (${why}): there is nothing left to hold; ${mine ? 'your lease was released' : 'you hold no lease on it'}`,
+    {
+      node_id: record.id,
+      reason: 'terminal',
+      status: record.status,
+      holder: null,
+      released: mine,
+    },
+  );
   return { error, dropped };
 }
 
@@ -199,7 +209,13 @@ function rawEdges(frontmatter: Record<string, unknown>): unknown[] {
  * Writes `assigned` (node -> person) unless present; retires the edge of a holder whose
  * lease this claim replaces. Internal bookkeeping: the node's author stamps are kept.
  */
-async function assignInDraft(ctx: OpContext, draft: WriteDraft, nodeId: string, person: string, retire: string | null): Promise<EdgeResult> {
+async function assignInDraft(
+  ctx: OpContext,
+  draft: WriteDraft,
+  nodeId: string,
+  person: string,
+  retire: string | null,
+): Promise<EdgeResult> {
   const node = draft.get(nodeId);
   if (!node) throw errors.notFound(`node ${nodeId}`);
   const before = rawEdges(node.frontmatter);
@@ -211,7 +227,13 @@ async function assignInDraft(ctx: OpContext, draft: WriteDraft, nodeId: string, 
     draft.put({ frontmatter: node.frontmatter, body: node.body }, { stamp: false });
     await draft.commit();
   }
-  return { type: 'assigned', from: nodeId, to: person, status: existed ? 'skipped' : 'created', revision: ctx.tenant.index.get(nodeId)?.revision ?? null };
+  return {
+    type: 'assigned',
+    from: nodeId,
+    to: person,
+    status: existed ? 'skipped' : 'created',
+    revision: ctx.tenant.index.get(nodeId)?.revision ?? null,
+  };
 }
 
 async function retireInDraft(ctx: OpContext, draft: WriteDraft, nodeId: string, person: string): Promise<EdgeResult | null> {
@@ -273,7 +295,8 @@ export async function claimNode(ctx: OpContext, input: Static<typeof ClaimNodeIn
   const nowMs = ctx.services.clock.now();
   const acq = acquire(ctx, table, id, claimant, nowMs, force);
   const edge = await settle(ctx, table, acq, claimant);
-  const takenFrom = force && acq.previous && acq.previous.expires_ms > nowMs && relationOf(acq.previous, claimant) !== 'own' ? acq.previous : undefined;
+  const takenFrom =
+    force && acq.previous && acq.previous.expires_ms > nowMs && relationOf(acq.previous, claimant) !== 'own' ? acq.previous : undefined;
   return withNotices(ctx, {
     ok: true,
     status: acq.kind,
@@ -369,7 +392,13 @@ export async function releaseNode(ctx: OpContext, input: Static<typeof LeaseInpu
 
 // ---------------------------------------------------------------- batch routes
 
-function batchStatus<A extends string, S extends string, N extends string>(landed: number, asked: number, all: A, some: S, none: N): A | S | N {
+function batchStatus<A extends string, S extends string, N extends string>(
+  landed: number,
+  asked: number,
+  all: A,
+  some: S,
+  none: N,
+): A | S | N {
   if (landed === asked) return all;
   return landed > 0 ? some : none;
 }
@@ -423,7 +452,14 @@ export async function claimBatch(ctx: OpContext, input: Static<typeof ClaimBatch
       leases.push(leaseView(o.lease));
     } else failed.push(o);
   }
-  return withNotices(ctx, { ok: true, status: batchStatus(claimed.length, ids.length, 'claimed', 'partial', 'refused'), count: claimed.length, claimed, leases, failed });
+  return withNotices(ctx, {
+    ok: true,
+    status: batchStatus(claimed.length, ids.length, 'claimed', 'partial', 'refused'),
+    count: claimed.length,
+    claimed,
+    leases,
+    failed,
+  });
 }
 
 export async function renewBatch(ctx: OpContext, input: Static<typeof RenewBatchInput>): Promise<Static<typeof RenewBatchOutput>> {

@@ -17,13 +17,21 @@ export const Session = s.raw<string | null>({
 });
 export const WorkId = s.raw<string>({ ...NodeId, description: 'work node id, e.g. task-fix-login' });
 /** Batch ids are checked one by one: a malformed or unknown id lands in `failed`, the rest still land. */
-export const BatchIds = s.array(s.string(), `work node ids (at most ${MAX}; duplicates collapse; each is checked on its own and a bad one lands in failed)`, {
-  minItems: 1,
-  maxItems: MAX,
-});
+export const BatchIds = s.array(
+  s.string(),
+  `work node ids (at most ${MAX}; duplicates collapse; each is checked on its own and a bad one lands in failed)`,
+  {
+    minItems: 1,
+    maxItems: MAX,
+  },
+);
 /** The ids a batch release takes: well-formed ids (a release never fails per item). */
 export const ReleaseIds = s.array(WorkId, `work node ids (at most ${MAX})`, { minItems: 1, maxItems: MAX });
-export const Nonce = s.string('dispatch nonce, echoed back (single line, at most 200 characters)', { minLength: 1, maxLength: 200, pattern: '^[^\\r\\n]*$' });
+export const Nonce = s.string('dispatch nonce, echoed back (single line, at most 200 characters)', {
+  minLength: 1,
+  maxLength: 200,
+  pattern: '^[^\\r\\n]*$',
+});
 export const Force = s.boolean("admins only: take over another holder's live lease (the answer names previous_holder)");
 
 /** The lease record `{node_id, by, expires, expires_at, session, claimed_at}` plus `agent` and `state`. */
@@ -49,7 +57,11 @@ export const AssignedEdge = answer({
   revision: s.stringOrNull(),
 });
 const EdgeResult = s.nullable(AssignedEdge);
-export const BatchFailure = answer({ node_id: s.string(), code: s.string(), message: s.string(), holder: s.string() }, ['node_id', 'code', 'message']);
+export const BatchFailure = answer({ node_id: s.string(), code: s.string(), message: s.string(), holder: s.string() }, [
+  'node_id',
+  'code',
+  'message',
+]);
 const NodeIds = s.array(s.string());
 /** One write someone made to a node the recipient held. */
 export const LeaseNotice = answer({
@@ -65,7 +77,10 @@ export const LeaseNotice = answer({
   message: s.string(),
 });
 /** Writes others made to nodes you held, waiting since your last lease call (each delivered once). */
-const LeaseNotices = s.array(LeaseNotice, 'writes others made to nodes you held since your last lease call; present only when some are waiting');
+const LeaseNotices = s.array(
+  LeaseNotice,
+  'writes others made to nodes you held since your last lease call; present only when some are waiting',
+);
 
 export type EdgeResult = Static<typeof AssignedEdge>;
 export type BatchFailure = Static<typeof BatchFailure>;
@@ -75,7 +90,15 @@ export type LeaseNotice = Static<typeof LeaseNotice>;
 
 export const ClaimNodeInput = object({ id: WorkId, session: Session, nonce: Nonce, force: Force }, ['id']);
 export const ClaimNodeOutput = answer(
-  { ok: s.const(true), status: s.enum(['claimed', 'renewed']), lease: LeaseRecord, edge: EdgeResult, nonce: s.string(), previous_holder: s.string(), lease_notices: LeaseNotices },
+  {
+    ok: s.const(true),
+    status: s.enum(['claimed', 'renewed']),
+    lease: LeaseRecord,
+    edge: EdgeResult,
+    nonce: s.string(),
+    previous_holder: s.string(),
+    lease_notices: LeaseNotices,
+  },
   ['ok', 'status', 'lease', 'edge'],
 );
 
@@ -83,9 +106,19 @@ export const ClaimNodeOutput = answer(
 export const LeaseInput = object({ id: WorkId, session: Session }, ['id']);
 export const RenewNodeOutput = extend(LeaseRecord, { lease_notices: LeaseNotices });
 
-export const ExtendInput = object({ id: WorkId, ms: s.number('milliseconds to add (positive)', { exclusiveMinimum: 0 }), session: Session }, ['id', 'ms']);
+export const ExtendInput = object(
+  { id: WorkId, ms: s.number('milliseconds to add (positive)', { exclusiveMinimum: 0 }), session: Session },
+  ['id', 'ms'],
+);
 export const ExtendOutput = answer(
-  { ok: s.const(true), status: s.enum(['extended']), lease: LeaseRecord, capped_to_max: s.const(true), claim_ttl_max_ms: s.integer(), lease_notices: LeaseNotices },
+  {
+    ok: s.const(true),
+    status: s.enum(['extended']),
+    lease: LeaseRecord,
+    capped_to_max: s.const(true),
+    claim_ttl_max_ms: s.integer(),
+    lease_notices: LeaseNotices,
+  },
   ['ok', 'status', 'lease'],
 );
 
@@ -94,7 +127,13 @@ export const ReserveOutput = answer(
   ['ok', 'status', 'lease', 'grace_window_ms'],
 );
 
-export const ReleaseNodeOutput = answer({ ok: s.const(true), status: s.enum(['released']), node_id: s.string(), lease: s.nullable(LeaseRecord), edge: EdgeResult });
+export const ReleaseNodeOutput = answer({
+  ok: s.const(true),
+  status: s.enum(['released']),
+  node_id: s.string(),
+  lease: s.nullable(LeaseRecord),
+  edge: EdgeResult,
+});
 
 // ---------------------------------------------------------------- batch routes
 

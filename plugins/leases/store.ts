@@ -71,7 +71,9 @@ export function relationOf(lease: StoredLease, claimant: Claimant): Relation {
 }
 
 export function holderText(lease: StoredLease): string {
-  const who = [lease.by, lease.agent ? `agent ${lease.agent}` : null, lease.session ? `session ${lease.session}` : null].filter(Boolean).join(', ');
+  const who = [lease.by, lease.agent ? `agent ${lease.agent}` : null, lease.session ? `session ${lease.session}` : null]
+    .filter(Boolean)
+    .join(', ');
   const what = lease.state === 'reserved' ? 'reserved' : 'claimed';
   return `${what} by ${who} until ${new Date(lease.expires_ms).toISOString()}`;
 }
@@ -138,4 +140,6 @@ export class LeaseTable {
 }
 
 /** The lease table of a tenant (also read by the queue plugin to show holders). */
-export const leasesOf: (tenant: Tenant) => LeaseTable = perTenant((tenant) => new LeaseTable(tenant.state.collection<StoredLease>('leases')));
+export const leasesOf: (tenant: Tenant) => LeaseTable = perTenant(
+  (tenant) => new LeaseTable(tenant.state.collection<StoredLease>('leases')),
+);

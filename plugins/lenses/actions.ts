@@ -26,7 +26,9 @@ import { lensView } from './operations.js';
 function needsLeases(ctx: OpContext, action: ActionName): void {
   const leases = ctx.services.host.plugins.find((p) => p.name === 'leases');
   if (!leases || !ctx.services.host.usable(ctx.tenant, leases)) {
-    throw errors.validation(`action '${action}' needs the leases plugin, which is not enabled for this tenant`, [{ field: 'action', value: action }]);
+    throw errors.validation(`action '${action}' needs the leases plugin, which is not enabled for this tenant`, [
+      { field: 'action', value: action },
+    ]);
   }
 }
 
@@ -49,7 +51,11 @@ export async function applyLensAction(ctx: OpContext, input: Static<typeof Apply
     throw errors.validation(`lens ${lensId} does not allow '${name}'`, [{ field: 'action', allowed }]);
   }
   if (!view.matched.has(itemId)) {
-    throw errors.conflict(`${itemId} is not an item of lens ${lensId} as it renders now`, { lens_id: lensId, item_id: itemId, params: view.tree.params });
+    throw errors.conflict(`${itemId} is not an item of lens ${lensId} as it renders now`, {
+      lens_id: lensId,
+      item_id: itemId,
+      params: view.tree.params,
+    });
   }
 
   let result: unknown;
@@ -71,4 +77,3 @@ export async function applyLensAction(ctx: OpContext, input: Static<typeof Apply
   }
   return { lens_id: lensId, item_id: itemId, action: name, value, result };
 }
-

@@ -28,7 +28,12 @@ export const LensTree = answer(
     generated_at: s.string(),
     params: StringMap,
     sharer: answer({ id: s.string(), name: s.string(), expires: s.string(), label: s.string() }, ['id', 'name', 'expires']),
-    groups: s.array(answer({ key: s.any(), count: s.integer(), items: s.array(answer({ id: s.string(), title: s.string() }, ['id'])) }, ['count', 'items'])),
+    groups: s.array(
+      answer({ key: s.any(), count: s.integer(), items: s.array(answer({ id: s.string(), title: s.string() }, ['id'])) }, [
+        'count',
+        'items',
+      ]),
+    ),
     count: s.integer(),
     total: s.integer(),
     truncated: s.boolean(),
@@ -64,7 +69,8 @@ export const Catalog = answer({
 export const listLenses = defineOperation({
   name: 'list_lenses',
   summary: 'The lenses one can render, with their params and columns',
-  description: 'Every lens that is not retired, by id, with its param defaults, columns, grouping and actions. A lens with a broken definition is listed with valid:false and its errors.',
+  description:
+    'Every lens that is not retired, by id, with its param defaults, columns, grouping and actions. A lens with a broken definition is listed with valid:false and its errors.',
   input: object({}),
   output: Catalog,
   run: ops.listLenses,

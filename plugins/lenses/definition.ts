@@ -15,9 +15,26 @@ export const GROUP_KEYS = ['status', 'type', 'project', 'priority'] as const;
 export type GroupKey = (typeof GROUP_KEYS)[number];
 
 /** Columns computed by the plugin; any other column name reads a frontmatter field. */
-export const BUILTIN_COLUMNS = ['id', 'title', 'type', 'status', 'priority', 'assignee', 'project', 'summary', 'author', 'created', 'updated', 'readiness', 'done'] as const;
+export const BUILTIN_COLUMNS = [
+  'id',
+  'title',
+  'type',
+  'status',
+  'priority',
+  'assignee',
+  'project',
+  'summary',
+  'author',
+  'created',
+  'updated',
+  'readiness',
+  'done',
+] as const;
 export const DEFAULT_COLUMNS = ['id', 'title', 'type', 'status', 'priority', 'assignee'];
-export const DEFAULT_SORT: SortKey[] = [{ key: 'priority', desc: true }, { key: 'id', desc: false }];
+export const DEFAULT_SORT: SortKey[] = [
+  { key: 'priority', desc: true },
+  { key: 'id', desc: false },
+];
 
 /** The declarative action vocabulary of `apply_lens_action` (see actions.ts). */
 export const ACTION_NAMES = ['set_status', 'set_priority', 'claim', 'release'] as const;
@@ -163,11 +180,13 @@ export function parseLens(record: NodeRecord): LensDef {
 
   let columns = DEFAULT_COLUMNS;
   if (fm.columns !== undefined && fm.columns !== null) {
-    if (!Array.isArray(fm.columns) || fm.columns.length === 0) problems.push({ field: 'columns', message: 'expected a non-empty list of column names' });
+    if (!Array.isArray(fm.columns) || fm.columns.length === 0)
+      problems.push({ field: 'columns', message: 'expected a non-empty list of column names' });
     else {
       columns = [];
       fm.columns.forEach((c, i) => {
-        if (typeof c !== 'string' || !FIELD_NAME.test(c)) problems.push({ field: `columns[${i}]`, message: 'expected a column name ([a-z][a-z0-9_]*)' });
+        if (typeof c !== 'string' || !FIELD_NAME.test(c))
+          problems.push({ field: `columns[${i}]`, message: 'expected a column name ([a-z][a-z0-9_]*)' });
         else if (!columns.includes(c)) columns.push(c);
       });
     }
@@ -183,7 +202,8 @@ export function parseLens(record: NodeRecord): LensDef {
 
   const defaults: Record<string, string> = {};
   if (fm.params !== undefined && fm.params !== null) {
-    if (typeof fm.params !== 'object' || Array.isArray(fm.params)) problems.push({ field: 'params', message: 'expected a map of param defaults' });
+    if (typeof fm.params !== 'object' || Array.isArray(fm.params))
+      problems.push({ field: 'params', message: 'expected a map of param defaults' });
     else {
       for (const [name, value] of Object.entries(fm.params as Record<string, unknown>)) {
         if (!PARAM_NAME.test(name)) problems.push({ field: `params.${name}`, message: 'param names are [A-Za-z_][A-Za-z0-9_]*' });
@@ -216,7 +236,8 @@ export function parseLens(record: NodeRecord): LensDef {
 
   const paramNames = [...new Set([...Object.keys(defaults), ...refs])].sort();
   if (paramNames.length > MAX_PARAMS) problems.push({ field: 'params', message: `at most ${MAX_PARAMS} params` });
-  if (problems.length > 0) throw errors.invalidNode(`lens ${record.id} has an invalid view definition`, { id: record.id, errors: problems });
+  if (problems.length > 0)
+    throw errors.invalidNode(`lens ${record.id} has an invalid view definition`, { id: record.id, errors: problems });
   return { id: record.id, title: record.title, query, columns, groupBy, sort, defaults, paramNames, actions, limit };
 }
 
@@ -230,7 +251,10 @@ export function checkParams(lens: LensDef, supplied: Record<string, unknown>): R
   for (const [name, raw] of Object.entries(supplied)) {
     const field = `param.${name}`;
     if (!lens.paramNames.includes(name)) {
-      problems.push({ field, message: lens.paramNames.length ? `unknown param (this lens takes: ${lens.paramNames.join(', ')})` : 'this lens takes no params' });
+      problems.push({
+        field,
+        message: lens.paramNames.length ? `unknown param (this lens takes: ${lens.paramNames.join(', ')})` : 'this lens takes no params',
+      });
       continue;
     }
     let value: string;
@@ -266,7 +290,12 @@ export function resolveQuery(lens: LensDef, registry: Registry, supplied: Record
     const out: string[] = [];
     let fromParams = true;
     for (const slot of slots) {
-      const values = 'literal' in slot ? [slot.literal] : params[slot.param]!.split(',').map((v) => v.trim()).filter(Boolean);
+      const values =
+        'literal' in slot
+          ? [slot.literal]
+          : params[slot.param]!.split(',')
+              .map((v) => v.trim())
+              .filter(Boolean);
       if ('literal' in slot) fromParams = false;
       for (const v of values) {
         const problem = check(v);
@@ -292,7 +321,9 @@ export function resolveQuery(lens: LensDef, registry: Registry, supplied: Record
   const type = list('type', (v) => (registry.nodeTypes.has(v) ? null : `unknown node type '${v}'`));
   const status = list('status', (v) => (TOKEN.test(v) ? null : `malformed status '${v}'`));
   const priority = list('priority', (v) => (PRIORITIES.includes(v) ? null : `unknown priority '${v}' (allowed: ${PRIORITIES.join(', ')})`));
-  const project = scalar(lens.query.project, 'query.project', (v) => (patterns.id.test(v) && v.length <= 200 ? null : `malformed project slug '${v}'`));
+  const project = scalar(lens.query.project, 'query.project', (v) =>
+    patterns.id.test(v) && v.length <= 200 ? null : `malformed project slug '${v}'`,
+  );
   const assignee = scalar(lens.query.assignee, 'query.assignee', (v) =>
     v === 'me' || (patterns.id.test(v) && v.length <= 200) ? null : `assignee must be 'me' or a person id, got '${v}'`,
   );
@@ -306,7 +337,8 @@ export function resolveQuery(lens: LensDef, registry: Registry, supplied: Record
       edge.push({ type: normalized.type, to, inverted: normalized.inverted });
     }
   });
-  if (lensProblems.length > 0) throw errors.invalidNode(`lens ${lens.id} has an invalid view definition`, { id: lens.id, errors: lensProblems });
+  if (lensProblems.length > 0)
+    throw errors.invalidNode(`lens ${lens.id} has an invalid view definition`, { id: lens.id, errors: lensProblems });
   if (paramProblems.length > 0) throw errors.validation('invalid render params', paramProblems);
   return { params, type, status, priority, project, assignee, edge, done: lens.query.done ?? null };
 }

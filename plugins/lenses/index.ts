@@ -16,12 +16,27 @@ export const lensesPlugin = definePlugin({
   routes: [
     { method: 'GET', path: '/v1/lens', operation: api.listLenses },
     // Render params arrive as `param.<name>=<value>` query keys (docs/design.md §8), gathered into `params`.
-    { method: 'GET', path: '/v1/lens/:id/render', operation: api.renderLensPage, queryPrefixes: { 'param.': 'params' }, auth: 'ticket', htmlErrors: true },
+    {
+      method: 'GET',
+      path: '/v1/lens/:id/render',
+      operation: api.renderLensPage,
+      queryPrefixes: { 'param.': 'params' },
+      auth: 'ticket',
+      htmlErrors: true,
+    },
     { method: 'POST', path: '/v1/lens/:id/ticket', operation: api.mintRenderTicket },
   ],
   tools: [
-    { description: 'Render a saved view: {lens_id, params?} -> groups of items; no lens_id: the lens catalog.', operation: api.renderLens, annotations: { readOnlyHint: true } },
-    { description: 'Act on item_id of lens_id: action set_status or set_priority (value), claim or release. The item must be in the lens as rendered with params.', operation: api.applyLensAction },
+    {
+      description: 'Render a saved view: {lens_id, params?} -> groups of items; no lens_id: the lens catalog.',
+      operation: api.renderLens,
+      annotations: { readOnlyHint: true },
+    },
+    {
+      description:
+        'Act on item_id of lens_id: action set_status or set_priority (value), claim or release. The item must be in the lens as rendered with params.',
+      operation: api.applyLensAction,
+    },
   ],
   init(services) {
     services.ticketAuthenticators.push(ticketAuthenticator(services));

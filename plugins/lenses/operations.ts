@@ -37,13 +37,20 @@ function sharerOf(ctx: OpContext, claims: TicketClaims): Sharer {
  * The params a render uses. Through a ticket they are the ones pinned at mint (over the lens
  * defaults): a viewer may repeat them but not change them, so a share cannot be widened.
  */
-function renderParams(ctx: OpContext, lens: LensDef, supplied: Record<string, unknown>): { params: Record<string, string>; sharer?: Sharer } {
+function renderParams(
+  ctx: OpContext,
+  lens: LensDef,
+  supplied: Record<string, unknown>,
+): { params: Record<string, string>; sharer?: Sharer } {
   const grant = grantOf(ctx.actor);
   if (!grant) return { params: checkParams(lens, supplied) };
   const pinned = grant.claims.params;
   for (const [name, value] of Object.entries(checkParams(lens, supplied))) {
     if (value !== (pinned[name] ?? lens.defaults[name] ?? '')) {
-      throw errors.forbidden(`param.${name} is fixed by the render ticket`, { field: `param.${name}`, pinned: pinned[name] ?? lens.defaults[name] ?? '' });
+      throw errors.forbidden(`param.${name} is fixed by the render ticket`, {
+        field: `param.${name}`,
+        pinned: pinned[name] ?? lens.defaults[name] ?? '',
+      });
     }
   }
   return { params: pinned, sharer: sharerOf(ctx, grant.claims) };
@@ -83,10 +90,27 @@ export async function listLenses(ctx: OpContext): Promise<Static<typeof Catalog>
     const base = { id, title: record.title, summary: String(record.frontmatter.summary ?? ''), status: record.status };
     try {
       const def = parseLens(record);
-      lenses.push({ ...base, params: def.defaults, param_names: def.paramNames, columns: def.columns, group_by: def.groupBy, actions: def.actions, valid: true });
+      lenses.push({
+        ...base,
+        params: def.defaults,
+        param_names: def.paramNames,
+        columns: def.columns,
+        group_by: def.groupBy,
+        actions: def.actions,
+        valid: true,
+      });
     } catch (err) {
       const details = (err as { details?: { errors?: unknown[] } }).details;
-      lenses.push({ ...base, params: {}, param_names: [], columns: null, group_by: null, actions: null, valid: false, errors: details?.errors ?? [] });
+      lenses.push({
+        ...base,
+        params: {},
+        param_names: [],
+        columns: null,
+        group_by: null,
+        actions: null,
+        valid: false,
+        errors: details?.errors ?? [],
+      });
     }
   }
   return { lenses, count: lenses.length };
@@ -95,7 +119,8 @@ export async function listLenses(ctx: OpContext): Promise<Static<typeof Catalog>
 /** `render_lens`: the catalog without a lens id, else the view tree. */
 export async function renderLens(ctx: OpContext, input: Static<typeof RenderLensInput>): Promise<LensTree | Static<typeof Catalog>> {
   if (input.lens_id === undefined) {
-    if (input.params !== undefined) throw errors.validation('params need a lens_id', [{ field: 'params', message: 'render params apply to one lens' }]);
+    if (input.params !== undefined)
+      throw errors.validation('params need a lens_id', [{ field: 'params', message: 'render params apply to one lens' }]);
     return listLenses(ctx);
   }
   return lensTree(ctx, input.lens_id, input.params ?? {});
@@ -132,12 +157,18 @@ export async function renderLensPage(ctx: OpContext, input: Static<typeof Render
     const claims = grant?.source === 'query' ? grant.claims : (await verifyTicket(ctx.services, ticket, id))?.claims;
     if (!claims || claims.org !== ctx.tenant.org) throw errors.unauthorized();
     const maxAge = Math.floor((claims.expMs - ctx.services.clock.now()) / 1000);
-    return new RawResponse(302, { ...COMMON_HEADERS, location: locationWithoutTicket(input), 'set-cookie': ticketCookie(ctx.services, id, ticket, maxAge) }, null);
+    return new RawResponse(
+      302,
+      { ...COMMON_HEADERS, location: locationWithoutTicket(input), 'set-cookie': ticketCookie(ctx.services, id, ticket, maxAge) },
+      null,
+    );
   }
   const format = input.format ?? 'html';
   const tree = await lensTree(ctx, id, input.params ?? {});
-  if (format === 'json') return new RawResponse(200, { ...COMMON_HEADERS, 'content-type': 'application/json; charset=utf-8' }, serialize(tree));
-  if (format === 'text') return new RawResponse(200, { ...COMMON_HEADERS, 'content-type': 'text/plain; charset=utf-8' }, renderText(ctx.tenant, tree));
+  if (format === 'json')
+    return new RawResponse(200, { ...COMMON_HEADERS, 'content-type': 'application/json; charset=utf-8' }, serialize(tree));
+  if (format === 'text')
+    return new RawResponse(200, { ...COMMON_HEADERS, 'content-type': 'text/plain; charset=utf-8' }, renderText(ctx.tenant, tree));
   return new RawResponse(
     200,
     { ...COMMON_HEADERS, 'content-type': 'text/html; charset=utf-8', 'content-security-policy': HTML_CSP, 'x-frame-options': 'DENY' },
@@ -158,7 +189,11 @@ export async function mintRenderTicket(ctx: OpContext, input: Static<typeof Mint
   const params = checkParams(lens, input.params ?? {});
   resolveQuery(lens, ctx.tenant.registry, params); // a param value that could never render is refused now
   const expMs = Math.floor(Date.parse(expires) / 1000) * 1000;
-  const ticket = await signTicket(ctx.tenant, { org: ctx.tenant.org, lens: id, sharer: ctx.actor.personId, params, label: label ?? null, expMs }, nowMs);
+  const ticket = await signTicket(
+    ctx.tenant,
+    { org: ctx.tenant.org, lens: id, sharer: ctx.actor.personId, params, label: label ?? null, expMs },
+    nowMs,
+  );
   const appUrl = ctx.services.config.appUrl?.replace(/\/+$/, '');
   const url = appUrl ? `${appUrl}/views/${id}?ticket=${ticket}` : `/v1/lens/${id}/render?ticket=${ticket}`;
   return {

@@ -44,7 +44,9 @@ function paramsLine(tree: LensTree): string {
 }
 
 function summaryLine(tree: LensTree): string {
-  const shown = tree.truncated ? `${tree.count} of ${tree.total} items (cut at the lens limit)` : `${tree.count} item${tree.count === 1 ? '' : 's'}`;
+  const shown = tree.truncated
+    ? `${tree.count} of ${tree.total} items (cut at the lens limit)`
+    : `${tree.count} item${tree.count === 1 ? '' : 's'}`;
   const params = paramsLine(tree);
   return `${shown} · generated ${tree.generated_at}${params ? ` · params: ${oneLine(params)}` : ''}`;
 }
@@ -74,7 +76,8 @@ table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.3rem .5
 th{font-weight:600;color:#444;background:#fafafa}td.id{font-family:ui-monospace,monospace;white-space:nowrap}.count{color:#888;font-weight:400}`;
 
 /** The Content-Security-Policy of HTML renders: no scripts, no forms, no framing, inline style only. */
-export const HTML_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'";
+export const HTML_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'";
 
 export function renderHtml(tenant: Tenant, tree: LensTree): string {
   const e = escapeHtml;

@@ -126,7 +126,11 @@ function stringMap(value: unknown): Record<string, string> | null {
  * Verifies a ticket blob against the key of the tenant it names; null for anything that is
  * not a live ticket of ours (bad shape, unknown tenant, bad signature, expired, wrong lens).
  */
-export async function verifyTicket(services: KernelServices, blob: string, lensId: string): Promise<{ tenant: Tenant; claims: TicketClaims } | null> {
+export async function verifyTicket(
+  services: KernelServices,
+  blob: string,
+  lensId: string,
+): Promise<{ tenant: Tenant; claims: TicketClaims } | null> {
   if (blob.length === 0 || blob.length > MAX_TICKET_CHARS) return null;
   let org: unknown;
   try {
@@ -239,7 +243,13 @@ export function cookieIsSecure(services: KernelServices): boolean {
 }
 
 export function ticketCookie(services: KernelServices, lensId: string, blob: string, maxAgeSeconds: number): string {
-  const attrs = [`${COOKIE_NAME}=${blob}`, `Path=/v1/lens/${lensId}/render`, `Max-Age=${Math.max(0, maxAgeSeconds)}`, 'HttpOnly', 'SameSite=Lax'];
+  const attrs = [
+    `${COOKIE_NAME}=${blob}`,
+    `Path=/v1/lens/${lensId}/render`,
+    `Max-Age=${Math.max(0, maxAgeSeconds)}`,
+    'HttpOnly',
+    'SameSite=Lax',
+  ];
   if (cookieIsSecure(services)) attrs.push('Secure');
   return attrs.join('; ');
 }

@@ -64,7 +64,8 @@ function assigneesOf(record: NodeRecord): string[] {
 function scalarOf(value: unknown): CellValue {
   if (value === undefined || value === null) return null;
   if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value;
-  if (Array.isArray(value) && value.every((v) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')) return value as CellValue;
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean'))
+    return value as CellValue;
   return null; // maps and nested lists are not cell values
 }
 

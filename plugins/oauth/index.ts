@@ -131,13 +131,20 @@ const registrationPrecheck: express.RequestHandler = (req, res, next) => {
   const refused = Array.isArray(uris) ? uris.find((u) => typeof u !== 'string' || !allowedRedirectUri(u)) : undefined;
   if (refused === undefined) return next();
   res.setHeader('cache-control', 'no-store');
-  res.status(400).json({ error: 'invalid_redirect_uri', error_description: 'redirect URIs must be https, or http on a loopback host (127.0.0.1, [::1], localhost) for a native app, without a fragment' });
+  res.status(400).json({
+    error: 'invalid_redirect_uri',
+    error_description:
+      'redirect URIs must be https, or http on a loopback host (127.0.0.1, [::1], localhost) for a native app, without a fragment',
+  });
 };
 
 /** A registration body that is not JSON or too large: the RFC 7591 error (400 invalid_client_metadata), not express's HTML page. */
 const registrationBodyError: express.ErrorRequestHandler = (err: { status?: number; message?: string }, _req, res, _next) => {
   res.setHeader('cache-control', 'no-store');
-  res.status(400).json({ error: 'invalid_client_metadata', error_description: err.status === 413 ? 'the client metadata is at most 16 KB' : 'the body is not valid JSON' });
+  res.status(400).json({
+    error: 'invalid_client_metadata',
+    error_description: err.status === 413 ? 'the client metadata is at most 16 KB' : 'the body is not valid JSON',
+  });
 };
 
 const MAX_STATE = 1024;
@@ -156,7 +163,10 @@ const CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/;
  */
 function authorizeHandler(services: KernelServices, provider: WorkgraphOAuthProvider): express.RequestHandler {
   const page = (res: express.Response, status: number, code: string, message: string) => {
-    res.setHeader('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'");
+    res.setHeader(
+      'content-security-policy',
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
+    );
     res.status(status).type('html').send(errorPage(code, message));
   };
   return async (req, res) => {
@@ -177,12 +187,23 @@ function authorizeHandler(services: KernelServices, provider: WorkgraphOAuthProv
       services.log.error('oauth client lookup failed', { error: err instanceof Error ? err.message : String(err) });
       return page(res, 500, 'server_error', 'The sign-in service could not look the application up. Try again in a moment.');
     }
-    if (!client) return page(res, 400, 'invalid_client', 'The application is not registered here, or its client metadata document could not be fetched from a public https address.');
+    if (!client)
+      return page(
+        res,
+        400,
+        'invalid_client',
+        'The application is not registered here, or its client metadata document could not be fetched from a public https address.',
+      );
     let redirectUri = text('redirect_uri');
     if (redirectUri !== undefined) {
       const requested = redirectUri;
       if (!allowedRedirectUri(requested) || !client.redirect_uris.some((registered) => redirectUriMatches(requested, registered))) {
-        return page(res, 400, 'invalid_request', 'The redirect URI is not one this application registered (https, or http on a loopback address).');
+        return page(
+          res,
+          400,
+          'invalid_request',
+          'The redirect URI is not one this application registered (https, or http on a loopback address).',
+        );
       }
     } else if (client.redirect_uris.length === 1) redirectUri = client.redirect_uris[0]!;
     else return page(res, 400, 'invalid_request', 'The application has no single registered redirect URI, and the request names none.');
@@ -190,7 +211,8 @@ function authorizeHandler(services: KernelServices, provider: WorkgraphOAuthProv
     // Phase 2: the request itself. Errors go back to a loopback client, else on a page.
     const rawState = text('state');
     const fail = (error: OAuthError) => {
-      if (!loopbackRedirectUri(back)) return page(res, error instanceof TemporarilyUnavailableError ? 503 : 400, error.errorCode, error.message);
+      if (!loopbackRedirectUri(back))
+        return page(res, error instanceof TemporarilyUnavailableError ? 503 : 400, error.errorCode, error.message);
       const url = new URL(back);
       url.searchParams.set('error', error.errorCode);
       url.searchParams.set('error_description', error.message);
@@ -202,12 +224,24 @@ function authorizeHandler(services: KernelServices, provider: WorkgraphOAuthProv
       if (text('response_type') !== 'code') throw new InvalidRequestError('response_type must be code (the authorization code flow)');
       if (text('code_challenge_method') !== 'S256') throw new InvalidRequestError('code_challenge_method must be S256');
       const challenge = text('code_challenge');
-      if (!challenge || !CHALLENGE.test(challenge)) throw new InvalidRequestError('code_challenge must be an S256 PKCE challenge (43 to 128 characters of A-Z a-z 0-9 - . _ ~)');
+      if (!challenge || !CHALLENGE.test(challenge))
+        throw new InvalidRequestError('code_challenge must be an S256 PKCE challenge (43 to 128 characters of A-Z a-z 0-9 - . _ ~)');
       const scope = text('scope');
       if (scope !== undefined && scope.length > MAX_SCOPE) throw new InvalidRequestError(`scope is at most ${MAX_SCOPE} characters`);
       const resource = text('resource');
-      if (resource !== undefined && (resource.length > MAX_URI || !URL.canParse(resource))) throw new InvalidRequestError(`resource must be a URL of at most ${MAX_URI} characters`);
-      await provider.authorize(client, { state: rawState, scopes: scope ? scope.split(' ').filter(Boolean) : [], redirectUri: back, codeChallenge: challenge, resource: resource ? new URL(resource) : undefined }, res);
+      if (resource !== undefined && (resource.length > MAX_URI || !URL.canParse(resource)))
+        throw new InvalidRequestError(`resource must be a URL of at most ${MAX_URI} characters`);
+      await provider.authorize(
+        client,
+        {
+          state: rawState,
+          scopes: scope ? scope.split(' ').filter(Boolean) : [],
+          redirectUri: back,
+          codeChallenge: challenge,
+          resource: resource ? new URL(resource) : undefined,
+        },
+        res,
+      );
     } catch (err) {
       if (err instanceof OAuthError) return fail(err);
       services.log.error('oauth authorize failed', { error: err instanceof Error ? err.message : String(err) });
@@ -224,20 +258,44 @@ function protocolApp(services: KernelServices): express.Express {
   // Our own limits per client address on the endpoints anyone can call to make the server store
   // something or fetch something (docs/decisions.md); the SDK's (express-rate-limit) are off.
   const perMinute = services.config.oauthRatePerMinute;
-  app.use('/oauth/authorize', rateLimit('authorize', perMinute), express.urlencoded({ extended: false, limit: '16kb' }), authorizeHandler(services, provider));
+  app.use(
+    '/oauth/authorize',
+    rateLimit('authorize', perMinute),
+    express.urlencoded({ extended: false, limit: '16kb' }),
+    authorizeHandler(services, provider),
+  );
   app.use('/oauth/token', rateLimit('token', perMinute), tokenHandler({ provider, rateLimit: false }));
-  app.use('/oauth/register', rateLimit('registration', Math.max(1, Math.floor(perMinute / 4))), express.json({ limit: '16kb' }), registrationPrecheck, clientRegistrationHandler({ clientsStore: provider.clientsStore, rateLimit: false }));
+  app.use(
+    '/oauth/register',
+    rateLimit('registration', Math.max(1, Math.floor(perMinute / 4))),
+    express.json({ limit: '16kb' }),
+    registrationPrecheck,
+    clientRegistrationHandler({ clientsStore: provider.clientsStore, rateLimit: false }),
+  );
   app.use('/oauth/register', registrationBodyError);
   app.use('/oauth/revoke', rateLimit('revoke', perMinute), revocationHandler({ provider, rateLimit: false }));
   app.use('/.well-known/oauth-authorization-server', metadataHandler(meta.authorizationServer as never));
-  for (const path of ['', '/mcp', '/v1']) app.use(`/.well-known/oauth-protected-resource${path}`, metadataHandler(meta.protectedResource as never));
+  for (const path of ['', '/mcp', '/v1'])
+    app.use(`/.well-known/oauth-protected-resource${path}`, metadataHandler(meta.protectedResource as never));
 
   app.post('/oauth/consent', rateLimit('consent', perMinute), express.urlencoded({ extended: false, limit: '16kb' }), async (req, res) => {
     const form = req.body as Record<string, string | undefined>;
     const pending = typeof form.pending === 'string' ? await provider.pendingOf(form.pending) : undefined;
     const cookie = /(?:^|;\s*)svc_oauth_csrf=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
-    if (!pending || pending.expires < services.clock.now() || typeof form.csrf !== 'string' || !cookie || !sameText(form.csrf, pending.csrf) || !sameText(cookie, pending.csrf)) {
-      res.status(403).type('html').send('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in expired</title></head><body><main><h1>This sign-in page expired or was not sent by this server</h1><p>Start the connection again from your application.</p></main></body></html>');
+    if (
+      !pending ||
+      pending.expires < services.clock.now() ||
+      typeof form.csrf !== 'string' ||
+      !cookie ||
+      !sameText(form.csrf, pending.csrf) ||
+      !sameText(cookie, pending.csrf)
+    ) {
+      res
+        .status(403)
+        .type('html')
+        .send(
+          '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in expired</title></head><body><main><h1>This sign-in page expired or was not sent by this server</h1><p>Start the connection again from your application.</p></main></body></html>',
+        );
       return;
     }
     const back = async (params: Record<string, string>) => {
@@ -248,7 +306,10 @@ function protocolApp(services: KernelServices): express.Express {
       res.setHeader('cache-control', 'no-store');
       if (formActionSource(url.href) !== null) return res.redirect(302, url.href);
       // an origin CSP cannot name (an IPv6 loopback): a page that navigates on, which form-action does not govern
-      res.setHeader('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'");
+      res.setHeader(
+        'content-security-policy',
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
+      );
       res.setHeader('referrer-policy', 'no-referrer');
       res.status(200).type('html').send(returnPage(url.href));
     };
@@ -260,17 +321,30 @@ function protocolApp(services: KernelServices): express.Express {
         pending.signedIn = { org: tenant.org, person: actor.personId, name: actor.name, patHash: hashToken(form.token!.trim()) };
       } catch (err) {
         if (!(err instanceof Error) && !isSvcError(err)) throw err;
-        return sendPage(res, pending, { error: 'That is not a valid personal access token. Check it and try again.' }, services.baseUrl!.startsWith('https:'));
+        return sendPage(
+          res,
+          pending,
+          { error: 'That is not a valid personal access token. Check it and try again.' },
+          services.baseUrl!.startsWith('https:'),
+        );
       }
       // stored: the approval may reach another process
       await provider.savePending(pending);
       return sendPage(res, pending, null, services.baseUrl!.startsWith('https:'));
     }
     if (form.action === 'approve' && pending.signedIn) return back({ code: await provider.issueCode(pending) });
-    res.status(400).type('html').send('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Bad request</title></head><body><main><h1>Sign in first</h1></main></body></html>');
+    res
+      .status(400)
+      .type('html')
+      .send(
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Bad request</title></head><body><main><h1>Sign in first</h1></main></body></html>',
+      );
   });
   app.use((req, res) => {
-    res.status(404).type('application/json').send(serialize({ error: { code: 'not_found', message: `route ${req.method} ${req.path} not found`, details: {} } }));
+    res
+      .status(404)
+      .type('application/json')
+      .send(serialize({ error: { code: 'not_found', message: `route ${req.method} ${req.path} not found`, details: {} } }));
   });
   return app;
 }

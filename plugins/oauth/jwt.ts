@@ -18,7 +18,12 @@ export function connectorJwtAuthenticator(services: KernelServices): KernelServi
   return async (token) => {
     let claims: Record<string, unknown>;
     try {
-      const verified = await jwtVerify(token, keys, { issuer: jwtIssuer, audience: jwtAudience, clockTolerance: 5, currentDate: new Date(services.clock.now()) });
+      const verified = await jwtVerify(token, keys, {
+        issuer: jwtIssuer,
+        audience: jwtAudience,
+        clockTolerance: 5,
+        currentDate: new Date(services.clock.now()),
+      });
       claims = verified.payload as Record<string, unknown>;
     } catch {
       return null;

@@ -49,14 +49,17 @@ export async function fetchMetadataDocument(url: string, opts: MetadataFetchOpti
   } catch {
     throw new MetadataRefused('not a URL');
   }
-  if (parsed.protocol !== 'https:' && !(opts.allowPrivate && parsed.protocol === 'http:')) throw new MetadataRefused('a client metadata document is fetched over https only');
+  if (parsed.protocol !== 'https:' && !(opts.allowPrivate && parsed.protocol === 'http:'))
+    throw new MetadataRefused('a client metadata document is fetched over https only');
   if (parsed.username || parsed.password) throw new MetadataRefused('credentials in the URL');
   const maxBytes = opts.maxBytes ?? METADATA_MAX_BYTES;
   const timeoutMs = opts.timeoutMs ?? METADATA_TIMEOUT_MS;
   const deadline = AbortSignal.timeout(timeoutMs);
 
   const host = parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname;
-  const addresses = ipaddr.isValid(host) ? [{ address: host, family: host.includes(':') ? 6 : 4 }] : await withDeadline((opts.resolve ?? systemResolver)(host), deadline, 'resolving the host');
+  const addresses = ipaddr.isValid(host)
+    ? [{ address: host, family: host.includes(':') ? 6 : 4 }]
+    : await withDeadline((opts.resolve ?? systemResolver)(host), deadline, 'resolving the host');
   if (addresses.length === 0) throw new MetadataRefused('the host has no address');
   if (!opts.allowPrivate) {
     const inner = addresses.find((a) => !isPublicAddress(a.address));
@@ -65,45 +68,50 @@ export async function fetchMetadataDocument(url: string, opts: MetadataFetchOpti
   const pinned = addresses[0]!;
   // every connection attempt of this request gets the checked address, never a fresh DNS answer
   const lookup: LookupFunction = (_hostname, options, callback) => {
-    if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [pinned]);
+    if ((options as { all?: boolean }).all)
+      (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [pinned]);
     else callback(null, pinned.address, pinned.family);
   };
 
   return new Promise<unknown>((resolve, reject) => {
     const request = parsed.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = request(parsed, { method: 'GET', lookup, headers: { accept: 'application/json' }, signal: deadline, agent: false }, (res: IncomingMessage) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        reject(new MetadataRefused(`answered ${res.statusCode} (redirects are not followed)`));
-        req.destroy();
-        return;
-      }
-      const declared = Number(res.headers['content-length'] ?? 0);
-      if (declared > maxBytes) {
-        reject(new MetadataRefused(`larger than ${maxBytes} bytes`));
-        req.destroy();
-        return;
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > maxBytes) {
+    const req = request(
+      parsed,
+      { method: 'GET', lookup, headers: { accept: 'application/json' }, signal: deadline, agent: false },
+      (res: IncomingMessage) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          reject(new MetadataRefused(`answered ${res.statusCode} (redirects are not followed)`));
+          req.destroy();
+          return;
+        }
+        const declared = Number(res.headers['content-length'] ?? 0);
+        if (declared > maxBytes) {
           reject(new MetadataRefused(`larger than ${maxBytes} bytes`));
           req.destroy();
           return;
         }
-        chunks.push(chunk);
-      });
-      res.on('end', () => {
-        try {
-          resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown);
-        } catch {
-          reject(new MetadataRefused('not JSON'));
-        }
-      });
-      res.on('error', (err) => reject(new MetadataRefused(err.message)));
-    });
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > maxBytes) {
+            reject(new MetadataRefused(`larger than ${maxBytes} bytes`));
+            req.destroy();
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on('end', () => {
+          try {
+            resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown);
+          } catch {
+            reject(new MetadataRefused('not JSON'));
+          }
+        });
+        res.on('error', (err) => reject(new MetadataRefused(err.message)));
+      },
+    );
     req.on('error', (err) => reject(new MetadataRefused(deadline.aborted ? `no answer within ${timeoutMs} ms` : err.message)));
     req.end();
   });

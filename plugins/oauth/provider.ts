@@ -11,7 +11,16 @@
  * `oauth_grants_revoked` counts the grants. Every token is stored only as its SHA-256.
  */
 import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
-import { CustomOAuthError, InvalidClientError, InvalidClientMetadataError, InvalidGrantError, InvalidRequestError, InvalidTargetError, InvalidTokenError, TemporarilyUnavailableError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import {
+  CustomOAuthError,
+  InvalidClientError,
+  InvalidClientMetadataError,
+  InvalidGrantError,
+  InvalidRequestError,
+  InvalidTargetError,
+  InvalidTokenError,
+  TemporarilyUnavailableError,
+} from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { AuthorizationParams, OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { OAuthClientInformationFull, OAuthTokenRevocationRequest, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
@@ -138,10 +147,15 @@ class Clients implements OAuthRegisteredClientsStore {
     if (full.redirect_uris.length > MAX_REDIRECT_URIS) throw new InvalidClientMetadataError(`at most ${MAX_REDIRECT_URIS} redirect URIs`);
     const refused = full.redirect_uris.find((u) => !allowedRedirectUri(u));
     if (refused !== undefined) {
-      throw new CustomOAuthError('invalid_redirect_uri', `redirect URIs must be https, or http on a loopback host (127.0.0.1, [::1], localhost) for a native app, without a fragment, at most ${MAX_URI} characters; refused: ${cut(refused, 200)}`);
+      throw new CustomOAuthError(
+        'invalid_redirect_uri',
+        `redirect URIs must be https, or http on a loopback host (127.0.0.1, [::1], localhost) for a native app, without a fragment, at most ${MAX_URI} characters; refused: ${cut(refused, 200)}`,
+      );
     }
-    if ((full.client_name ?? '').length > MAX_CLIENT_NAME) throw new InvalidClientMetadataError(`client_name is at most ${MAX_CLIENT_NAME} characters`);
-    if (JSON.stringify(full).length > MAX_CLIENT_JSON) throw new InvalidClientMetadataError(`the client metadata is at most ${MAX_CLIENT_JSON} bytes as JSON`);
+    if ((full.client_name ?? '').length > MAX_CLIENT_NAME)
+      throw new InvalidClientMetadataError(`client_name is at most ${MAX_CLIENT_NAME} characters`);
+    if (JSON.stringify(full).length > MAX_CLIENT_JSON)
+      throw new InvalidClientMetadataError(`the client metadata is at most ${MAX_CLIENT_JSON} bytes as JSON`);
     await this.registered.set(full.client_id, full);
     return full;
   }
@@ -156,9 +170,13 @@ class Clients implements OAuthRegisteredClientsStore {
     const cached = this.documents.get(url);
     if (cached && Date.now() - cached.at < 300_000) return cached.client;
     try {
-      const doc = (await fetchMetadataDocument(url, { allowPrivate: this.services.config.oauthAllowPrivateMetadata })) as Partial<OAuthClientInformationFull> | null;
+      const doc = (await fetchMetadataDocument(url, {
+        allowPrivate: this.services.config.oauthAllowPrivateMetadata,
+      })) as Partial<OAuthClientInformationFull> | null;
       if (!doc || typeof doc !== 'object' || doc.client_id !== url || !Array.isArray(doc.redirect_uris)) return undefined;
-      const redirects = doc.redirect_uris.filter((u): u is string => typeof u === 'string' && allowedRedirectUri(u)).slice(0, MAX_REDIRECT_URIS);
+      const redirects = doc.redirect_uris
+        .filter((u): u is string => typeof u === 'string' && allowedRedirectUri(u))
+        .slice(0, MAX_REDIRECT_URIS);
       if (redirects.length === 0) return undefined;
       const client: OAuthClientInformationFull = {
         client_id: url,
@@ -196,8 +214,17 @@ interface UsedCode {
 const toStored = (p: Pending): StoredPending => ({ ...p, params: { ...p.params, resource: p.params.resource?.href } });
 /** A record stored before pending authorizations held a client reference held the whole client (PostgreSQL keeps them across an upgrade for their ten minutes). */
 const clientRef = (c: Pending['client'] | Partial<OAuthClientInformationFull>): Pending['client'] =>
-  'id' in c && typeof c.id === 'string' ? (c as Pending['client']) : { id: String((c as OAuthClientInformationFull).client_id), name: cut(String((c as OAuthClientInformationFull).client_name ?? (c as OAuthClientInformationFull).client_id), MAX_CLIENT_NAME) };
-const fromStored = (p: StoredPending): Pending => ({ ...p, client: clientRef(p.client), params: { ...p.params, resource: p.params.resource === undefined ? undefined : new URL(p.params.resource) } });
+  'id' in c && typeof c.id === 'string'
+    ? (c as Pending['client'])
+    : {
+        id: String((c as OAuthClientInformationFull).client_id),
+        name: cut(String((c as OAuthClientInformationFull).client_name ?? (c as OAuthClientInformationFull).client_id), MAX_CLIENT_NAME),
+      };
+const fromStored = (p: StoredPending): Pending => ({
+  ...p,
+  client: clientRef(p.client),
+  params: { ...p.params, resource: p.params.resource === undefined ? undefined : new URL(p.params.resource) },
+});
 
 export class WorkgraphOAuthProvider implements OAuthServerProvider {
   readonly clientsStore: Clients;
@@ -232,7 +259,8 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
   resourceOf(requested: URL | undefined): string {
     if (!requested) return this.resource;
     const base = new URL(this.resource);
-    if (requested.origin !== base.origin || requested.hash) throw new InvalidTargetError(`this server is the resource ${this.resource}; ${requested.href} is not`);
+    if (requested.origin !== base.origin || requested.hash)
+      throw new InvalidTargetError(`this server is the resource ${this.resource}; ${requested.href} is not`);
     return this.resource;
   }
 
@@ -268,7 +296,10 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
     const drop = <T extends { expires: number }>(c: Collection<T>, graceMs: number) => {
       const dead: Array<{ key: string; value: null }> = [];
       for (const [key, v] of c.entries()) if (v.expires + graceMs < now) dead.push({ key, value: null });
-      if (dead.length > 0) c.batch(dead).catch((err: unknown) => this.services.log.warn('oauth sweep failed', { error: err instanceof Error ? err.message : String(err) }));
+      if (dead.length > 0)
+        c.batch(dead).catch((err: unknown) =>
+          this.services.log.warn('oauth sweep failed', { error: err instanceof Error ? err.message : String(err) }),
+        );
     };
     drop(this.pendings, 0);
     drop(this.codes, 0);
@@ -283,7 +314,13 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
       if (this.pendings.size >= MAX_PENDING) throw new TemporarilyUnavailableError('too many sign-ins in progress; try again in a minute');
     }
     const name = cut(client.client_name || client.client_id, MAX_CLIENT_NAME);
-    const pending: Pending = { id: randomId(), csrf: randomId(), client: { id: client.client_id, name }, params, expires: this.now() + PENDING_TTL_MS };
+    const pending: Pending = {
+      id: randomId(),
+      csrf: randomId(),
+      client: { id: client.client_id, name },
+      params,
+      expires: this.now() + PENDING_TTL_MS,
+    };
     await this.savePending(pending);
     sendPage(res, pending, null, this.resource.startsWith('https:'));
   }
@@ -318,7 +355,8 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
   }
 
   async challengeForAuthorizationCode(client: OAuthClientInformationFull, authorizationCode: string): Promise<string> {
-    const challenge = (await this.code(client, authorizationCode))?.challenge ?? (await this.usedCode(client, authorizationCode))?.challenge;
+    const challenge =
+      (await this.code(client, authorizationCode))?.challenge ?? (await this.usedCode(client, authorizationCode))?.challenge;
     if (challenge === undefined) throw new InvalidGrantError('unknown authorization code');
     return challenge;
   }
@@ -330,7 +368,13 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
     throw new InvalidGrantError('authorization code already used');
   }
 
-  async exchangeAuthorizationCode(client: OAuthClientInformationFull, authorizationCode: string, _verifier?: string, redirectUri?: string, resource?: URL): Promise<OAuthTokens> {
+  async exchangeAuthorizationCode(
+    client: OAuthClientInformationFull,
+    authorizationCode: string,
+    _verifier?: string,
+    redirectUri?: string,
+    resource?: URL,
+  ): Promise<OAuthTokens> {
     const key = sha256(authorizationCode);
     if (!(await this.code(client, authorizationCode))) {
       const used = await this.usedCode(client, authorizationCode);
@@ -341,10 +385,25 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
     // exchanges of one code exactly one gets it; the other is a replay.
     const code = await this.codes.take(key);
     if (!code) return this.replayed(await this.usedCode(client, authorizationCode));
-    const grant = newTokenRecord(randomId(), { kind: 'oauth-grant', person: code.person, created: new Date(this.now()).toISOString(), label: client.client_id, audience: code.resource, parent: code.patHash, minted_by: 'oauth' });
-    await this.usedCodes.set(key, { clientId: code.clientId, challenge: code.challenge, org: code.org, grant: grant.hash, expires: code.expires });
+    const grant = newTokenRecord(randomId(), {
+      kind: 'oauth-grant',
+      person: code.person,
+      created: new Date(this.now()).toISOString(),
+      label: client.client_id,
+      audience: code.resource,
+      parent: code.patHash,
+      minted_by: 'oauth',
+    });
+    await this.usedCodes.set(key, {
+      clientId: code.clientId,
+      challenge: code.challenge,
+      org: code.org,
+      grant: grant.hash,
+      expires: code.expires,
+    });
     if (code.expires < this.now()) throw new InvalidGrantError('authorization code expired');
-    if (redirectUri !== undefined && redirectUri !== code.redirectUri) throw new InvalidGrantError('redirect_uri does not match the authorization request');
+    if (redirectUri !== undefined && redirectUri !== code.redirectUri)
+      throw new InvalidGrantError('redirect_uri does not match the authorization request');
     if (this.resourceOf(resource) !== code.resource) throw new InvalidTargetError('resource does not match the authorization request');
     const tenant = this.services.tenants.get(code.org);
     const pat = tenant?.tokens.find(code.patHash);
@@ -358,8 +417,16 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
     const access = generateToken('oat');
     const refresh = generateToken('ort');
     const fields = { person: grant.person, created, label: grant.label, audience: grant.audience, parent: grant.hash, minted_by: 'oauth' };
-    const accessRecord = newTokenRecord(access, { ...fields, kind: 'oauth-access', expires: new Date(this.now() + ACCESS_TTL_S * 1000).toISOString() });
-    const refreshRecord = newTokenRecord(refresh, { ...fields, kind: 'oauth-refresh', expires: new Date(this.now() + REFRESH_TTL_S * 1000).toISOString() });
+    const accessRecord = newTokenRecord(access, {
+      ...fields,
+      kind: 'oauth-access',
+      expires: new Date(this.now() + ACCESS_TTL_S * 1000).toISOString(),
+    });
+    const refreshRecord = newTokenRecord(refresh, {
+      ...fields,
+      kind: 'oauth-refresh',
+      expires: new Date(this.now() + REFRESH_TTL_S * 1000).toISOString(),
+    });
     await tenant.tokens.mutate((records) => {
       for (const r of [...extra, accessRecord, refreshRecord]) records.set(r.hash, r);
       if (used) {
@@ -382,9 +449,15 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
     return null;
   }
 
-  async exchangeRefreshToken(client: OAuthClientInformationFull, refreshToken: string, _scopes?: string[], resource?: URL): Promise<OAuthTokens> {
+  async exchangeRefreshToken(
+    client: OAuthClientInformationFull,
+    refreshToken: string,
+    _scopes?: string[],
+    resource?: URL,
+  ): Promise<OAuthTokens> {
     const found = this.locate(refreshToken);
-    if (!found || found.record.kind !== 'oauth-refresh' || found.record.label !== client.client_id) throw new InvalidGrantError('unknown refresh token');
+    if (!found || found.record.kind !== 'oauth-refresh' || found.record.label !== client.client_id)
+      throw new InvalidGrantError('unknown refresh token');
     const { tenant, record } = found;
     const at = new Date(this.now()).toISOString();
     const grant = record.parent ? tenant.tokens.find(record.parent) : undefined;
@@ -402,7 +475,8 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
 
   async verifyAccessToken(token: string): Promise<AuthInfo> {
     const found = this.locate(token);
-    if (!found || found.record.kind !== 'oauth-access' || !isLive(found.record, this.now())) throw new InvalidTokenError('invalid or expired access token');
+    if (!found || found.record.kind !== 'oauth-access' || !isLive(found.record, this.now()))
+      throw new InvalidTokenError('invalid or expired access token');
     return {
       token,
       clientId: found.record.label ?? '',
@@ -453,7 +527,10 @@ export function sendPage(res: Response, pending: Pending, step: { error?: string
   res.setHeader('content-security-policy', consentCsp(pending.params.redirectUri));
   res.setHeader('x-frame-options', 'DENY');
   res.cookie('svc_oauth_csrf', pending.csrf, { httpOnly: true, sameSite: 'strict', path: '/oauth', secure, maxAge: PENDING_TTL_MS });
-  res.status(step?.error ? 401 : 200).type('html').send(consentPage(pending, step?.error ?? null));
+  res
+    .status(step?.error ? 401 : 200)
+    .type('html')
+    .send(consentPage(pending, step?.error ?? null));
 }
 
 export { InvalidClientError, InvalidRequestError };

@@ -17,7 +17,10 @@ export function addressKey(address: string | undefined): string {
   if (ip.kind() === 'ipv4') return ip.toString();
   const v6 = ip as ipaddr.IPv6;
   if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().toString();
-  return `${v6.parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
+  return `${v6.parts
+    .slice(0, 4)
+    .map((p) => p.toString(16))
+    .join(':')}::/64`;
 }
 
 /**
@@ -35,9 +38,19 @@ export function rateLimit(name: string, perMinute: number): express.RequestHandl
         const retryAfter = Math.max(1, Math.ceil(rejected.msBeforeNext / 1000));
         res.setHeader('retry-after', String(retryAfter));
         res.setHeader('cache-control', 'no-store');
-        res.status(429).type('application/json').send(serialize({ error: { code: 'rate_limited', message: `too many ${name} requests from this address; try again in ${retryAfter} s`, details: { limit_per_minute: perMinute, retry_after_s: retryAfter } } }));
+        res
+          .status(429)
+          .type('application/json')
+          .send(
+            serialize({
+              error: {
+                code: 'rate_limited',
+                message: `too many ${name} requests from this address; try again in ${retryAfter} s`,
+                details: { limit_per_minute: perMinute, retry_after_s: retryAfter },
+              },
+            }),
+          );
       },
     );
   };
 }
-

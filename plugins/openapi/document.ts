@@ -5,13 +5,23 @@
  * by hand per route: a route whose operation is not declared is a boot-time bug, reported as
  * such.
  */
-import { answer, isOperationDef, pathParamsOf, queryFieldsOf, s, type JsonSchema, type OperationDef, type Static } from '../../kernel/operation.js';
+import {
+  answer,
+  isOperationDef,
+  pathParamsOf,
+  queryFieldsOf,
+  s,
+  type JsonSchema,
+  type OperationDef,
+  type Static,
+} from '../../kernel/operation.js';
 import type { PluginDef, RouteDef } from '../../kernel/plugin.js';
 import { describeAccess, openApiCallers } from '../../kernel/access.js';
 
 export const ErrorEnvelope: JsonSchema = {
   type: 'object',
-  description: 'Every non-2xx answer: a stable `code`, a human `message`, and `details` (for 422 `validation_failed`, `details.errors` is the validator\'s error list verbatim).',
+  description:
+    "Every non-2xx answer: a stable `code`, a human `message`, and `details` (for 422 `validation_failed`, `details.errors` is the validator's error list verbatim).",
   properties: {
     error: {
       type: 'object',
@@ -33,7 +43,7 @@ const STATUS_TEXT: Record<number, string> = {
   404: 'Unknown resource, or a plugin not enabled for this tenant (`not_found`)',
   409: 'Conflict: revision mismatch, holder, transition denied, lease lost or expired',
   413: 'Request body over 1 MB (`too_large`)',
-  422: 'Invalid input (`validation_failed` with the validator\'s errors, or a more specific code)',
+  422: "Invalid input (`validation_failed` with the validator's errors, or a more specific code)",
   502: 'An upstream service failed',
   503: 'Unavailable (an upstream service, or the server is stopping)',
 };
@@ -121,13 +131,19 @@ export function operationObject(plugin: PluginDef, route: RouteDef, op: Operatio
     responses[String(status)] = { description: STATUS_TEXT[status] ?? 'Success', content: successContent };
   }
   for (const status of op.redirects ?? []) {
-    responses[String(status)] = { description: STATUS_TEXT[status] ?? 'Redirect', headers: { Location: { description: 'where to go next', schema: { type: 'string' } } } };
+    responses[String(status)] = {
+      description: STATUS_TEXT[status] ?? 'Redirect',
+      headers: { Location: { description: 'where to go next', schema: { type: 'string' } } },
+    };
   }
   const errorStatuses = new Set<number>([401, 404, ...(op.errors ?? [])]);
   if (Object.keys(props).length > 0 || hasBody || prefixed.length > 0) errorStatuses.add(422);
   if (BODY_METHODS.has(route.method)) errorStatuses.add(413).add(422); // an unparsable or non-object body
   for (const status of [...errorStatuses].sort((a, b) => a - b)) {
-    responses[String(status)] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } } };
+    responses[String(status)] = {
+      description: STATUS_TEXT[status] ?? 'Error',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+    };
   }
   out.responses = responses;
   out.security = route.auth === 'ticket' ? [...security, { renderTicket: [] }] : security;
@@ -157,7 +173,8 @@ export function buildDocument(plugins: PluginDef[], opts: DocumentOptions): Stat
     bearer: {
       type: 'http',
       scheme: 'bearer',
-      description: 'A personal access token (`svc_pat_...`), an agent token, an OAuth access token (`svc_oat_...`) or a connector JWT, as `Authorization: Bearer <token>`. Never in a URL.',
+      description:
+        'A personal access token (`svc_pat_...`), an agent token, an OAuth access token (`svc_oat_...`) or a connector JWT, as `Authorization: Bearer <token>`. Never in a URL.',
     },
   };
   if (plugins.some((p) => p.routes?.some((r) => r.auth === 'ticket'))) {
@@ -165,14 +182,16 @@ export function buildDocument(plugins: PluginDef[], opts: DocumentOptions): Stat
       type: 'apiKey',
       in: 'cookie',
       name: 'svc_render_ticket',
-      description: 'A read-only lens share ticket: sent once as `?ticket=`, exchanged by a 302 for this HttpOnly cookie. Honoured only on the lens render route.',
+      description:
+        'A read-only lens share ticket: sent once as `?ticket=`, exchanged by a 302 for this HttpOnly cookie. Honoured only on the lens render route.',
     };
   }
   const security: Json[] = [{ bearer: [] }];
   if (oauth) {
     securitySchemes.oauth = {
       type: 'oauth2',
-      description: 'OAuth 2.1 with PKCE for remote clients (discovery at /.well-known/oauth-authorization-server; dynamic client registration at /oauth/register).',
+      description:
+        'OAuth 2.1 with PKCE for remote clients (discovery at /.well-known/oauth-authorization-server; dynamic client registration at /oauth/register).',
       flows: {
         authorizationCode: {
           authorizationUrl: `${base}/oauth/authorize`,

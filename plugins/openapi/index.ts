@@ -35,7 +35,8 @@ function documentFor(plugins: PluginDef[], services: KernelServices) {
 export const getOpenApi = defineOperation({
   name: 'get_openapi',
   summary: "The OpenAPI 3.1 document of this tenant's API",
-  description: 'Every route of every plugin enabled for the caller\'s tenant: parameters, request bodies, answers and the error envelope, generated from the same declarations that validate requests and define the MCP tools.',
+  description:
+    "Every route of every plugin enabled for the caller's tenant: parameters, request bodies, answers and the error envelope, generated from the same declarations that validate requests and define the MCP tools.",
   input: object({}),
   output: OpenApiDocument,
   run: async (ctx: OpContext) => documentFor(ctx.services.host.enabledFor(ctx.tenant), ctx.services).doc,

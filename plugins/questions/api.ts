@@ -9,7 +9,9 @@ import * as ops from './operations.js';
 export const AskQuestionInput = object(
   {
     text: s.string(`the question (at most ${ops.TEXT_MAX_BYTES} bytes, not blank)`, { pattern: '\\S', maxLength: ops.TEXT_MAX_BYTES }),
-    title: s.nullable(s.string(`optional one-line title (at most ${ops.TITLE_MAX} characters)`, { maxLength: ops.TITLE_MAX, pattern: '^[^\\r\\n]*$' })),
+    title: s.nullable(
+      s.string(`optional one-line title (at most ${ops.TITLE_MAX} characters)`, { maxLength: ops.TITLE_MAX, pattern: '^[^\\r\\n]*$' }),
+    ),
     // a list of ids or one id: `type` lists both, so the builders' single-type forms do not fit
     mentions: s.raw<string[] | string | null>({
       type: ['array', 'string', 'null'],

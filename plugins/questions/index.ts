@@ -19,5 +19,16 @@ export const questionsPlugin = definePlugin({
   instructions: [
     'Stuck on a decision? ask_question routes it to the steward of the closest node. Answer a question routed to you (show_queue `questions`) with answer_question {id, summary}: it writes the answer node with its `answers` edge and marks the question answered.',
   ],
-  tools: [{ description: 'Ask: routed to the steward nearest the mentioned nodes (<=20), else the project\'s, else unrouted. text <=8192 bytes, title <=500 chars; project derived unless given (bad slug 400). 404 unknown mention.', operation: api.askQuestion }, { description: 'Answer question id in one commit: the answer node (type dec unless set; answer_id optional) with an answers edge, and the question marked answered. summary <=500 chars, body <=8192 bytes. 404 unknown question, 409 answer_id taken.', operation: api.answerQuestion }],
+  tools: [
+    {
+      description:
+        "Ask: routed to the steward nearest the mentioned nodes (<=20), else the project's, else unrouted. text <=8192 bytes, title <=500 chars; project derived unless given (bad slug 400). 404 unknown mention.",
+      operation: api.askQuestion,
+    },
+    {
+      description:
+        'Answer question id in one commit: the answer node (type dec unless set; answer_id optional) with an answers edge, and the question marked answered. summary <=500 chars, body <=8192 bytes. 404 unknown question, 409 answer_id taken.',
+      operation: api.answerQuestion,
+    },
+  ],
 });

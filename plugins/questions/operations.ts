@@ -13,7 +13,14 @@ import { LIMITS, patterns } from '../../kernel/registry.js';
 import type { WriteDraft } from '../../kernel/write-draft.js';
 import { writeActorOf } from '../../kernel/tenants.js';
 import type { AnswerQuestionInput, AnswerQuestionOutput, AskQuestionInput, AskQuestionOutput } from './api.js';
-import { graphNeighborhood, homeProject, projectFromNeighborhood, projectSteps, resolveProjectNode, routeQuestion } from './neighborhood.js';
+import {
+  graphNeighborhood,
+  homeProject,
+  projectFromNeighborhood,
+  projectSteps,
+  resolveProjectNode,
+  routeQuestion,
+} from './neighborhood.js';
 
 export const MAX_MENTIONS = 20;
 export const TITLE_MAX = 500;
@@ -43,7 +50,10 @@ export function parseAskInput(body: Static<typeof AskQuestionInput>): ParsedQues
   if (body.project !== undefined && body.project !== null) {
     const project = body.project;
     if (typeof project !== 'string' || !patterns.id.test(project) || project.length > 200) {
-      throw errors.badRequest('project must be a kebab-case slug matching ^[a-z0-9][a-z0-9-]*$', { field: 'project', value: typeof project === 'string' ? project.slice(0, 200) : project });
+      throw errors.badRequest('project must be a kebab-case slug matching ^[a-z0-9][a-z0-9-]*$', {
+        field: 'project',
+        value: typeof project === 'string' ? project.slice(0, 200) : project,
+      });
     }
     input.project = project;
   }
@@ -55,7 +65,9 @@ function distinctMentions(value: string | string[] | null | undefined): string[]
   if (value === undefined || value === null) return [];
   const out = [...new Set(typeof value === 'string' ? [value] : value)];
   if (out.length > MAX_MENTIONS) {
-    throw errors.validation(`at most ${MAX_MENTIONS} mentions`, [{ field: 'mentions', message: `at most ${MAX_MENTIONS} distinct node ids`, count: out.length }]);
+    throw errors.validation(`at most ${MAX_MENTIONS} mentions`, [
+      { field: 'mentions', message: `at most ${MAX_MENTIONS} distinct node ids`, count: out.length },
+    ]);
   }
   return out;
 }
@@ -107,7 +119,8 @@ export async function askQuestion(ctx: OpContext, raw: Static<typeof AskQuestion
       project = projectFromNeighborhood(tenant, neighborhood) ?? homeProject(tenant, asker);
     }
     const routing = routeQuestion(tenant, [...neighborhood, ...projectSteps(tenant, project)], asker);
-    if (!routing.routedTo) warnings.push('no steward found in the relevance neighborhood: the question is unrouted and shows in every member\'s queue');
+    if (!routing.routedTo)
+      warnings.push("no steward found in the relevance neighborhood: the question is unrouted and shows in every member's queue");
 
     const id = freshId(draft, input.title ?? input.text);
     const frontmatter: Record<string, unknown> = { id, type: 'question', status: 'open' };
@@ -144,13 +157,20 @@ export async function askQuestion(ctx: OpContext, raw: Static<typeof AskQuestion
  * the question, and the question moved to `answered`, in one commit, so no reader sees an
  * answer that is not yet linked or a question answered by nothing.
  */
-export async function answerQuestion(ctx: OpContext, input: Static<typeof AnswerQuestionInput>): Promise<Static<typeof AnswerQuestionOutput>> {
+export async function answerQuestion(
+  ctx: OpContext,
+  input: Static<typeof AnswerQuestionInput>,
+): Promise<Static<typeof AnswerQuestionOutput>> {
   const actor = writeActorOf(ctx.actor);
   const { tenant } = ctx;
   const typeName = input.type ?? 'dec';
   const typeDef = tenant.registry.nodeTypes.get(typeName);
-  if (!typeDef) throw errors.validation(`unknown node type '${typeName}'`, [{ field: 'type', message: 'not a type in the registry', allowed: [...tenant.registry.nodeTypes.keys()] }]);
-  if (typeDef.type === 'question') throw errors.validation('an answer cannot itself be a question; ask a new question with ask_question', [{ field: 'type' }]);
+  if (!typeDef)
+    throw errors.validation(`unknown node type '${typeName}'`, [
+      { field: 'type', message: 'not a type in the registry', allowed: [...tenant.registry.nodeTypes.keys()] },
+    ]);
+  if (typeDef.type === 'question')
+    throw errors.validation('an answer cannot itself be a question; ask a new question with ask_question', [{ field: 'type' }]);
   if (Buffer.byteLength(input.body ?? '', 'utf8') > LIMITS.bodyBytes) {
     throw errors.validation(`body exceeds ${LIMITS.bodyBytes} bytes`, [{ field: 'body', message: `at most ${LIMITS.bodyBytes} bytes` }]);
   }
@@ -158,10 +178,15 @@ export async function answerQuestion(ctx: OpContext, input: Static<typeof Answer
     const question = draft.get(input.id);
     if (!question) throw errors.notFound(`node ${input.id}`);
     if (question.frontmatter.type !== 'question') {
-      throw errors.validation(`${input.id} is a ${String(question.frontmatter.type)}, not a question`, [{ field: 'id', message: 'must be a question- node' }]);
+      throw errors.validation(`${input.id} is a ${String(question.frontmatter.type)}, not a question`, [
+        { field: 'id', message: 'must be a question- node' },
+      ]);
     }
     const id = input.answer_id ?? freshAnswerId(draft, typeDef.prefix, input.id);
-    if (!id.startsWith(typeDef.prefix)) throw errors.validation(`answer_id '${id}' does not carry the ${typeDef.type} prefix '${typeDef.prefix}'`, [{ field: 'answer_id', message: `must start with ${typeDef.prefix}` }]);
+    if (!id.startsWith(typeDef.prefix))
+      throw errors.validation(`answer_id '${id}' does not carry the ${typeDef.type} prefix '${typeDef.prefix}'`, [
+        { field: 'answer_id', message: `must start with ${typeDef.prefix}` },
+      ]);
     if (draft.get(id)) throw errors.conflict(`${id} already exists; choose another answer_id`, { id });
     const frontmatter: Record<string, unknown> = { id, type: typeDef.type, summary: input.summary };
     if (typeof question.frontmatter.project === 'string') frontmatter.project = question.frontmatter.project;

@@ -6,7 +6,16 @@
 import { defineOperation, object } from '../../kernel/operation.js';
 import * as mutes from './mutes.js';
 import * as ops from './operations.js';
-import { AddMuteInput, AddMuteOutput, ListMutesOutput, QueueEnvelope, QueueFilters, RemoveMuteInput, RemoveMuteOutput, ShowQueueInput } from './schemas.js';
+import {
+  AddMuteInput,
+  AddMuteOutput,
+  ListMutesOutput,
+  QueueEnvelope,
+  QueueFilters,
+  RemoveMuteInput,
+  RemoveMuteOutput,
+  ShowQueueInput,
+} from './schemas.js';
 
 export const showQueue = defineOperation({
   name: 'show_queue',
@@ -42,7 +51,8 @@ export const listMutes = defineOperation({
 export const addMute = defineOperation({
   name: 'add_mute',
   summary: 'Mute a node out of your queue items',
-  description: 'Mute a node out of your queue items until you unmute it or until the start (UTC) of the `until` date. Muting again updates the date.',
+  description:
+    'Mute a node out of your queue items until you unmute it or until the start (UTC) of the `until` date. Muting again updates the date.',
   input: AddMuteInput,
   output: AddMuteOutput,
   errors: [403],

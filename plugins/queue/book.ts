@@ -87,7 +87,10 @@ export function needsApproval(tenant: Tenant, record: NodeRecord): boolean {
 export function readinessOf(tenant: Tenant, record: NodeRecord): Readiness {
   const fm = record.frontmatter;
   if (fm.readiness === 'agent') {
-    return { value: 'agent', reasons: [typeof fm.readiness_by === 'string' ? `marked agent-ready by ${fm.readiness_by}` : 'marked agent-ready'] };
+    return {
+      value: 'agent',
+      reasons: [typeof fm.readiness_by === 'string' ? `marked agent-ready by ${fm.readiness_by}` : 'marked agent-ready'],
+    };
   }
   const reasons: string[] = [];
   if (needsApproval(tenant, record)) reasons.push('a proposal needs a person other than its author to approve it');
@@ -447,7 +450,8 @@ export class QueueBook {
       readiness,
       readinessKey: readiness.value ?? 'untriaged',
       approve,
-      approvalWhy: external.length === 0 ? null : external.length === 1 ? external[0]!.why : `${external[0]!.why} (+${external.length - 1} more)`,
+      approvalWhy:
+        external.length === 0 ? null : external.length === 1 ? external[0]!.why : `${external[0]!.why} (+${external.length - 1} more)`,
       suggestBase,
       closable: suggestBase === 'triage' && order.length === 0 && updatedMs > 0,
       baseScore: (priority ? weights.priority[priority] : weights.priority.none) + weights.blocking * Math.log2(1 + blocking),

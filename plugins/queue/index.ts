@@ -22,7 +22,12 @@ export const queuePlugin = definePlugin({
     'Pick up work with show_queue: items come ranked, each with a `suggest` (do, blocked, triage, close, approve) and a one-line `why`; page with offset=next_offset. Questions routed to you and reviews requested from you are in the same answer. Triage an item with set_priority and set_readiness {readiness: agent} (agents filter on readiness=agent).',
   ],
   tools: [
-    { description: 'Ranked work: items with score, suggest (do/blocked/triage/close/approve) and why; plus questions for you, asked, findings, pending, reviews. Filters: project, assignee (id or me), type, exclude_type, readiness (agent/human/untriaged). limit 1-100 (20); page with offset=next_offset. include_policy: the weights.', operation: api.showQueue, annotations: { readOnlyHint: true } },
+    {
+      description:
+        'Ranked work: items with score, suggest (do/blocked/triage/close/approve) and why; plus questions for you, asked, findings, pending, reviews. Filters: project, assignee (id or me), type, exclude_type, readiness (agent/human/untriaged). limit 1-100 (20); page with offset=next_offset. include_policy: the weights.',
+      operation: api.showQueue,
+      annotations: { readOnlyHint: true },
+    },
     { description: 'show_queue as markdown, for a person.', operation: api.renderQueue, annotations: { readOnlyHint: true } },
   ],
   tenantOpen(tenant) {

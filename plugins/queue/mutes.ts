@@ -56,7 +56,8 @@ export async function addMute(ctx: OpContext, input: Static<typeof AddMuteInput>
     if (!DATE.test(input.until) || Number.isNaN(Date.parse(`${input.until}T00:00:00Z`))) {
       throw errors.validation('until must be a date YYYY-MM-DD', [{ field: 'until', message: 'malformed date' }]);
     }
-    if (Date.parse(`${input.until}T00:00:00Z`) <= nowMs) throw errors.validation('until is in the past', [{ field: 'until', value: input.until }]);
+    if (Date.parse(`${input.until}T00:00:00Z`) <= nowMs)
+      throw errors.validation('until is in the past', [{ field: 'until', value: input.until }]);
     until = input.until;
   }
   if (!ctx.tenant.index.has(id)) throw errors.notFound(`node ${id}`);

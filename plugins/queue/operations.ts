@@ -130,10 +130,20 @@ function suggestFor(policy: QueuePolicy, s: StaticSignals, nowMs: number): Sugge
   return s.closable && nowMs - s.updatedMs >= policy.close_after_days * DAY_MS ? 'close' : s.suggestBase;
 }
 
-function whyFor(s: StaticSignals, suggest: Suggest, heat: number, lease: StoredLease | undefined, me: string | null, nowMs: number): string {
+function whyFor(
+  s: StaticSignals,
+  suggest: Suggest,
+  heat: number,
+  lease: StoredLease | undefined,
+  me: string | null,
+  nowMs: number,
+): string {
   const record = s.record;
   const priority = typeof record.frontmatter.priority === 'string' ? record.frontmatter.priority : null;
-  const unblocks = s.unblocksCount > 0 ? `unblocks ${s.unblocksCount} open item${s.unblocksCount === 1 ? '' : 's'} (${idList(s.unblocks, s.unblocksCount)})` : '';
+  const unblocks =
+    s.unblocksCount > 0
+      ? `unblocks ${s.unblocksCount} open item${s.unblocksCount === 1 ? '' : 's'} (${idList(s.unblocks, s.unblocksCount)})`
+      : '';
   let line: string;
   switch (suggest) {
     case 'approve': {
@@ -158,11 +168,13 @@ function whyFor(s: StaticSignals, suggest: Suggest, heat: number, lease: StoredL
       line = `No priority yet${unblocks ? `, ${unblocks}` : ''}; set p1-p3 or mark it agent-ready`;
       break;
     default:
-      line = [priority ?? 'agent-ready', unblocks, heat >= 0.5 ? 'active this week' : ''].filter(Boolean).join(', ') + '; claim it and start';
+      line =
+        [priority ?? 'agent-ready', unblocks, heat >= 0.5 ? 'active this week' : ''].filter(Boolean).join(', ') + '; claim it and start';
   }
   if (!lease) return line;
   const until = new Date(lease.expires_ms).toISOString();
-  if (lease.by === me) return lease.state === 'reserved' ? `Reserved by you until ${until}. ${line}` : `You hold it until ${until}. ${line}`;
+  if (lease.by === me)
+    return lease.state === 'reserved' ? `Reserved by you until ${until}. ${line}` : `You hold it until ${until}. ${line}`;
   return `Claimed by ${lease.by} until ${until}. ${line}`;
 }
 
@@ -210,8 +222,22 @@ interface Sections {
   totals: Record<string, number>;
 }
 
-function sectionsFor(ctx: OpContext, book: QueueBook, me: string | null, scope: ProjectScope | null, policy: QueuePolicy, nowMs: number): Sections {
-  const empty: Sections = { questions: [], asked: [], findings: [], pending: [], reviews: [], totals: { questions: 0, asked: 0, findings: 0, pending: 0, reviews: 0 } };
+function sectionsFor(
+  ctx: OpContext,
+  book: QueueBook,
+  me: string | null,
+  scope: ProjectScope | null,
+  policy: QueuePolicy,
+  nowMs: number,
+): Sections {
+  const empty: Sections = {
+    questions: [],
+    asked: [],
+    findings: [],
+    pending: [],
+    reviews: [],
+    totals: { questions: 0, asked: 0, findings: 0, pending: 0, reviews: 0 },
+  };
   if (!me) return empty;
   const { index } = ctx.tenant;
   const inScope = (r: NodeRecord) => !scope || (r.project !== null && scope.values.has(r.project));
@@ -240,12 +266,22 @@ function sectionsFor(ctx: OpContext, book: QueueBook, me: string | null, scope: 
     const updated = Date.parse(String(r.frontmatter.updated ?? ''));
     return Number.isFinite(updated) && updated >= recent;
   }).map((entry) => {
-    const answers = index.inboundOf(entry.id, ['answers']).map((e) => e.from).filter((id) => index.has(id)).sort();
+    const answers = index
+      .inboundOf(entry.id, ['answers'])
+      .map((e) => e.from)
+      .filter((id) => index.has(id))
+      .sort();
     return answers.length > 0 ? { ...entry, answered_by: answers } : entry;
   });
   const reviewIds = new Set(index.inboundOf(me, ['review-requested']).map((e) => e.from));
   const reviews = collect(reviewIds, (r) => !isDone(ctx.tenant, r));
-  const totals = { questions: questions.length, asked: asked.length, findings: findings.length, pending: pending.length, reviews: reviews.length };
+  const totals = {
+    questions: questions.length,
+    asked: asked.length,
+    findings: findings.length,
+    pending: pending.length,
+    reviews: reviews.length,
+  };
   return {
     questions: questions.slice(0, SECTION_CAP),
     asked: asked.slice(0, SECTION_CAP),
@@ -309,7 +345,7 @@ export function selectTop(items: Int32Array, k: number, cmp: (a: number, b: numb
   for (const item of items) {
     if (heap.length < k) {
       heap.push(item);
-      for (let i = heap.length - 1; i > 0; ) {
+      for (let i = heap.length - 1; i > 0;) {
         const parent = (i - 1) >> 1;
         if (!worse(i, parent)) break;
         swap(i, parent);
@@ -317,7 +353,7 @@ export function selectTop(items: Int32Array, k: number, cmp: (a: number, b: numb
       }
     } else if (cmp(item, heap[0]!) < 0) {
       heap[0] = item;
-      for (let i = 0; ; ) {
+      for (let i = 0; ;) {
         const l = 2 * i + 1;
         const r = l + 1;
         let m = i;
@@ -428,7 +464,9 @@ function queueOf(ctx: OpContext, input: QueueInput): QueueEnvelope {
     }
     const updated = cols.updatedMs[slot]!;
     const clockTerms =
-      w.heat * heatOf(cols.touchedMs[slot]!, nowMs, heatDays) + w.staleness * stalenessOf(updated, nowMs, staleDays) + w.age * ageOf(cols.createdMs[slot]!, nowMs, ageDays);
+      w.heat * heatOf(cols.touchedMs[slot]!, nowMs, heatDays) +
+      w.staleness * stalenessOf(updated, nowMs, staleDays) +
+      w.age * ageOf(cols.createdMs[slot]!, nowMs, ageDays);
     const heldByOther = lease !== undefined && lease.by !== me;
     scores[total] = round2(cols.baseScore[slot]! + clockTerms - (heldByOther ? policy.leased_penalty : 0));
     tiers[total] = lease && lease.state === 'reserved' && lease.by === me ? 0 : 1;
@@ -451,8 +489,14 @@ function queueOf(ctx: OpContext, input: QueueInput): QueueEnvelope {
   const countsByProject = new Map<string, number>();
   typeCounts.forEach((n, key) => n > 0 && countsByType.set(book.keyNames[key]!, n));
   projectCounts.forEach((n, key) => n > 0 && countsByProject.set(book.keyNames[key]!, n));
-  const countsBySuggest = Object.fromEntries(SUGGEST_CODES.map((name) => [name, suggestCounts[SUGGEST_CODES.indexOf(name)]!])) as Record<Suggest, number>;
-  const countsByReadiness = Object.fromEntries(READINESS_CODES.map((name, i) => [name, readinessCounts[i]!])) as Record<ReadinessFilter, number>;
+  const countsBySuggest = Object.fromEntries(SUGGEST_CODES.map((name) => [name, suggestCounts[SUGGEST_CODES.indexOf(name)]!])) as Record<
+    Suggest,
+    number
+  >;
+  const countsByReadiness = Object.fromEntries(READINESS_CODES.map((name, i) => [name, readinessCounts[i]!])) as Record<
+    ReadinessFilter,
+    number
+  >;
 
   // Ranked order: own reservations first, then score, priority, age (oldest first), id.
   const byRank = (i: number, j: number) => {
@@ -498,7 +542,13 @@ function queueOf(ctx: OpContext, input: QueueInput): QueueEnvelope {
       item.readiness_reasons = s.readiness.reasons;
     }
     if (lease) {
-      item.lease = { by: lease.by, agent: lease.agent, session: lease.session, state: lease.state, expires_at: new Date(lease.expires_ms).toISOString() };
+      item.lease = {
+        by: lease.by,
+        agent: lease.agent,
+        session: lease.session,
+        state: lease.state,
+        expires_at: new Date(lease.expires_ms).toISOString(),
+      };
     }
     return item;
   });

@@ -59,7 +59,12 @@ export function policyOf(registry: Registry): QueuePolicy {
   policy = {
     version: num(raw.version, d.version),
     weights: {
-      priority: { p1: num(p.p1, d.weights.priority.p1), p2: num(p.p2, d.weights.priority.p2), p3: num(p.p3, d.weights.priority.p3), none: num(p.none, d.weights.priority.none) },
+      priority: {
+        p1: num(p.p1, d.weights.priority.p1),
+        p2: num(p.p2, d.weights.priority.p2),
+        p3: num(p.p3, d.weights.priority.p3),
+        none: num(p.none, d.weights.priority.none),
+      },
       blocking: num(w.blocking, d.weights.blocking),
       heat: num(w.heat, d.weights.heat),
       staleness: num(w.staleness, d.weights.staleness),

@@ -14,7 +14,11 @@ function section(title: string, entries: Static<typeof SectionEntry>[], total: n
   const lines = [`## ${title} (${total})`, ''];
   if (entries.length === 0) lines.push('_none_');
   for (const e of entries) {
-    const extra = e.answered_by ? ` (answered by ${e.answered_by.join(', ')})` : e.routed_to.length > 0 ? ` (routed to ${e.routed_to.join(', ')})` : '';
+    const extra = e.answered_by
+      ? ` (answered by ${e.answered_by.join(', ')})`
+      : e.routed_to.length > 0
+        ? ` (routed to ${e.routed_to.join(', ')})`
+        : '';
     lines.push(`- \`${e.id}\` ${escape(e.title)} [${e.status}]${extra}`);
   }
   if (total > entries.length) lines.push(`- … ${total - entries.length} more`);
@@ -32,16 +36,25 @@ export function renderQueueMarkdown(org: string, q: Static<typeof QueueEnvelope>
   const first = q.items.length > 0 ? q.offset + 1 : q.offset;
   lines.push(`# Decision queue: ${org}`, '');
   lines.push(`Items ${first}-${q.offset + q.items.length} of ${q.total_count}, generated ${q.generated_at}.`);
-  const hidden = [q.muted ? `${q.muted} muted` : '', q.dormant ? `${q.dormant} dormant` : '', q.reserved ? `${q.reserved} reserved by teammates` : ''].filter(Boolean);
+  const hidden = [
+    q.muted ? `${q.muted} muted` : '',
+    q.dormant ? `${q.dormant} dormant` : '',
+    q.reserved ? `${q.reserved} reserved by teammates` : '',
+  ].filter(Boolean);
   if (hidden.length > 0) lines.push(`Hidden: ${hidden.join(', ')}.`);
   if (q.next_offset !== null) lines.push(`More: offset=${q.next_offset}.`);
   lines.push('');
   if (q.items.length === 0) lines.push('_Nothing to do here._', '');
   q.items.forEach((item, i) => {
-    const tags = [item.priority ?? 'no priority', item.suggest, `score ${item.score}`, item.readiness ? `${item.readiness}-ready` : ''].filter(Boolean).join(' · ');
-    lines.push(`${q.offset + i + 1}. **${escape(item.title)}** \`${item.id}\` (${item.type}, ${item.status}${item.project ? `, ${item.project}` : ''}) · ${tags}`);
+    const tags = [item.priority ?? 'no priority', item.suggest, `score ${item.score}`, item.readiness ? `${item.readiness}-ready` : '']
+      .filter(Boolean)
+      .join(' · ');
+    lines.push(
+      `${q.offset + i + 1}. **${escape(item.title)}** \`${item.id}\` (${item.type}, ${item.status}${item.project ? `, ${item.project}` : ''}) · ${tags}`,
+    );
     lines.push(`   ${escape(item.why)}`);
-    if (item.readiness_reasons && item.readiness_reasons.length > 0) lines.push(`   Readiness: ${escape(item.readiness_reasons.join('; '))}`);
+    if (item.readiness_reasons && item.readiness_reasons.length > 0)
+      lines.push(`   Readiness: ${escape(item.readiness_reasons.join('; '))}`);
   });
   lines.push('');
   lines.push(...section('Questions for you', q.questions, q.section_totals.questions ?? q.questions.length));

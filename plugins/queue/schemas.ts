@@ -27,7 +27,9 @@ export const QueueFilters = object({
   limit: intArg('page size, default 20, clamped to 1-100'),
   offset: intArg('skip this many ranked items (use next_offset)'),
 });
-export const ShowQueueInput = extend(QueueFilters, { include_policy: s.boolean('also return the ranking `policy` (default: yes over REST, no for the tool)') });
+export const ShowQueueInput = extend(QueueFilters, {
+  include_policy: s.boolean('also return the ranking `policy` (default: yes over REST, no for the tool)'),
+});
 
 const Counts = s.record(s.integer());
 
@@ -125,10 +127,19 @@ export const ListMutesOutput = answer({ person: s.string(), mutes: s.array(MuteE
 export const AddMuteInput = object(
   {
     id: s.raw<string>({ ...NodeId, description: 'the node to mute' }),
-    until: s.nullable(s.string('YYYY-MM-DD (a future date): the mute ends at the start of that day, UTC; omitted or null: until removed', { pattern: '^\\d{4}-\\d{2}-\\d{2}$' })),
+    until: s.nullable(
+      s.string('YYYY-MM-DD (a future date): the mute ends at the start of that day, UTC; omitted or null: until removed', {
+        pattern: '^\\d{4}-\\d{2}-\\d{2}$',
+      }),
+    ),
   },
   ['id'],
 );
-export const AddMuteOutput = answer({ status: s.enum(['muted', 'updated']), id: s.string(), until: s.stringOrNull(), muted_at: s.string() });
+export const AddMuteOutput = answer({
+  status: s.enum(['muted', 'updated']),
+  id: s.string(),
+  until: s.stringOrNull(),
+  muted_at: s.string(),
+});
 export const RemoveMuteInput = object({ id: s.raw<string>({ ...NodeId, description: 'the muted node' }) }, ['id']);
 export const RemoveMuteOutput = answer({ status: s.enum(['unmuted', 'skipped']), id: s.string() });

@@ -34,7 +34,7 @@ export const listWork = defineOperation({
   name: 'list_work',
   summary: 'Claimable workflow steps (approval steps excluded)',
   description:
-    'Ready steps of running runs, oldest run first, then the workflow step order. Approval steps are excluded: they are a person\'s, in the decision queue. `capability` keeps steps that need one of the listed capabilities or none.',
+    "Ready steps of running runs, oldest run first, then the workflow step order. Approval steps are excluded: they are a person's, in the decision queue. `capability` keeps steps that need one of the listed capabilities or none.",
   input: ListWorkInput,
   output: ListWorkOutput,
   run: ops.listWork,

@@ -100,7 +100,8 @@ export interface StepProblem {
 /** Parses a workflow's `steps`; returns the definition or the list of problems (never throws). */
 export function parseSteps(raw: unknown): { steps: StepDef[]; problems: StepProblem[] } {
   const problems: StepProblem[] = [];
-  if (!Array.isArray(raw) || raw.length === 0) return { steps: [], problems: [{ field: 'steps', message: 'must be a non-empty list of steps' }] };
+  if (!Array.isArray(raw) || raw.length === 0)
+    return { steps: [], problems: [{ field: 'steps', message: 'must be a non-empty list of steps' }] };
   if (raw.length > LIMITS.steps) problems.push({ field: 'steps', message: `at most ${LIMITS.steps} steps` });
   const steps: StepDef[] = [];
   const ids = new Set<string>();
@@ -125,7 +126,8 @@ export function parseSteps(raw: unknown): { steps: StepDef[]; problems: StepProb
     }
     let needs: string[] = [];
     if (s.needs !== undefined && s.needs !== null) {
-      if (!Array.isArray(s.needs) || s.needs.some((n) => typeof n !== 'string')) problems.push({ field: `${at}.needs`, message: 'must be a list of step ids' });
+      if (!Array.isArray(s.needs) || s.needs.some((n) => typeof n !== 'string'))
+        problems.push({ field: `${at}.needs`, message: 'must be a list of step ids' });
       else needs = [...new Set(s.needs as string[])];
     }
     let capability: string | null = null;
@@ -141,7 +143,12 @@ export function parseSteps(raw: unknown): { steps: StepDef[]; problems: StepProb
     }
     let maxAttempts = 1;
     if (s.max_attempts !== undefined && s.max_attempts !== null) {
-      if (typeof s.max_attempts !== 'number' || !Number.isInteger(s.max_attempts) || s.max_attempts < 1 || s.max_attempts > LIMITS.maxAttempts) {
+      if (
+        typeof s.max_attempts !== 'number' ||
+        !Number.isInteger(s.max_attempts) ||
+        s.max_attempts < 1 ||
+        s.max_attempts > LIMITS.maxAttempts
+      ) {
         problems.push({ field: `${at}.max_attempts`, message: `must be an integer 1-${LIMITS.maxAttempts}` });
       } else maxAttempts = s.max_attempts;
     }
@@ -279,7 +286,9 @@ export function skipUnfinished(state: RunState, at: string): string[] {
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (isObject(value)) {
-    const keys = Object.keys(value).filter((k) => value[k] !== undefined).sort();
+    const keys = Object.keys(value)
+      .filter((k) => value[k] !== undefined)
+      .sort();
     return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(',')}}`;
   }
   return JSON.stringify(value ?? null);

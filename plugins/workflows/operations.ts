@@ -70,7 +70,9 @@ function checkInputs(value: Record<string, unknown> | null | undefined): Record<
   if (value === undefined || value === null) return {};
   const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8');
   if (bytes > LIMITS.inputsBytes) {
-    throw errors.validation(`inputs exceed ${LIMITS.inputsBytes} bytes`, [{ field: 'inputs', message: `at most ${LIMITS.inputsBytes} bytes of JSON`, bytes }]);
+    throw errors.validation(`inputs exceed ${LIMITS.inputsBytes} bytes`, [
+      { field: 'inputs', message: `at most ${LIMITS.inputsBytes} bytes of JSON`, bytes },
+    ]);
   }
   return value;
 }
@@ -79,7 +81,9 @@ function checkInputs(value: Record<string, unknown> | null | undefined): Record<
 function optionalIdempotencyKey(value: string | null | undefined): string | null {
   if (value === undefined || value === null || value === '') return null;
   if (!IDEMPOTENCY_KEY.test(value)) {
-    throw errors.validation('idempotency_key must be 1-200 printable ASCII characters without spaces', [{ field: 'idempotency_key', message: 'malformed key' }]);
+    throw errors.validation('idempotency_key must be 1-200 printable ASCII characters without spaces', [
+      { field: 'idempotency_key', message: 'malformed key' },
+    ]);
   }
   return value;
 }
@@ -101,7 +105,9 @@ function optionalResult(value: unknown): unknown {
   if (value === undefined || value === null) return undefined;
   const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8');
   if (bytes > LIMITS.resultBytes) {
-    throw errors.validation(`result exceeds ${LIMITS.resultBytes} bytes`, [{ field: 'result', message: `at most ${LIMITS.resultBytes} bytes of JSON`, bytes }]);
+    throw errors.validation(`result exceeds ${LIMITS.resultBytes} bytes`, [
+      { field: 'result', message: `at most ${LIMITS.resultBytes} bytes of JSON`, bytes },
+    ]);
   }
   return value;
 }
@@ -212,7 +218,11 @@ function loadRun(ctx: OpContext, runId: string): LoadedRun {
   const record = runNode(ctx, runId);
   const fm = structuredClone(record.frontmatter);
   const state = readState(fm);
-  if (!state) throw errors.conflict(`run ${runId} has no well-formed state (was the node edited by hand?)`, { run_id: runId, reason: 'malformed_state' });
+  if (!state)
+    throw errors.conflict(`run ${runId} has no well-formed state (was the node edited by hand?)`, {
+      run_id: runId,
+      reason: 'malformed_state',
+    });
   return { record, fm, state };
 }
 
@@ -224,7 +234,11 @@ function stepOf(run: LoadedRun, runId: string, sid: string): RunStep {
 
 function personOnly(ctx: OpContext, step: RunStep, runId: string, sid: string): void {
   if (step.approval && ctx.actor.agent) {
-    throw errors.forbidden(`step ${sid} of ${runId} is an approval step: a person decides it, not an agent`, { run_id: runId, step: sid, approval: true });
+    throw errors.forbidden(`step ${sid} of ${runId} is an approval step: a person decides it, not an agent`, {
+      run_id: runId,
+      step: sid,
+      approval: true,
+    });
   }
 }
 
@@ -247,7 +261,11 @@ export async function runWorkflow(ctx: OpContext, input: Static<typeof RunWorkfl
       const seen = book.runKeys.get(keyId);
       if (seen && nowMs - seen.created_ms < RUN_KEY_TTL_MS) {
         if (seen.workflow !== workflowId || seen.inputs !== inputsText) {
-          throw errors.conflict('idempotency key already used for a different run request', { idempotency_key: key, run_id: seen.run_id, workflow: seen.workflow });
+          throw errors.conflict('idempotency key already used for a different run request', {
+            idempotency_key: key,
+            run_id: seen.run_id,
+            workflow: seen.workflow,
+          });
         }
         return seen.payload;
       }
@@ -264,7 +282,12 @@ export async function runWorkflow(ctx: OpContext, input: Static<typeof RunWorkfl
           : wf.status === 'active'
             ? 'it is superseded or resolved'
             : `it is ${wf.status}`;
-      throw errors.conflict(`workflow ${workflowId} cannot start a run: ${how}`, { workflow: workflowId, status: wf.status, required_status: 'active', reason: 'workflow_not_active' });
+      throw errors.conflict(`workflow ${workflowId} cannot start a run: ${how}`, {
+        workflow: workflowId,
+        status: wf.status,
+        required_status: 'active',
+        reason: 'workflow_not_active',
+      });
     }
     const { steps, problems } = parseSteps(wf.frontmatter.steps);
     if (problems.length > 0) throw errors.validation(`workflow ${workflowId} has invalid steps`, problems);
@@ -306,7 +329,14 @@ export async function runWorkflow(ctx: OpContext, input: Static<typeof RunWorkfl
     };
     if (keyId) {
       await book.pruneRunKeys(nowMs);
-      await book.runKeys.set(keyId, { person: actor.personId, workflow: workflowId, inputs: inputsText, run_id: runId, created_ms: nowMs, payload });
+      await book.runKeys.set(keyId, {
+        person: actor.personId,
+        workflow: workflowId,
+        inputs: inputsText,
+        run_id: runId,
+        created_ms: nowMs,
+        payload,
+      });
     }
     return payload;
   });
@@ -367,7 +397,17 @@ export async function listWork(ctx: OpContext, input: Static<typeof ListWorkInpu
     });
   }
   // Oldest run first, then the workflow's step order: work drains in the order it was asked for.
-  found.sort((a, b) => (a.created !== b.created ? (a.created < b.created ? -1 : 1) : a.item.run_id !== b.item.run_id ? (a.item.run_id < b.item.run_id ? -1 : 1) : a.index - b.index));
+  found.sort((a, b) =>
+    a.created !== b.created
+      ? a.created < b.created
+        ? -1
+        : 1
+      : a.item.run_id !== b.item.run_id
+        ? a.item.run_id < b.item.run_id
+          ? -1
+          : 1
+        : a.index - b.index,
+  );
   const work = found.slice(0, limit).map((f) => f.item);
   return { work, count: work.length, generated_at: iso(nowMs), total_count: found.length, truncated: found.length > work.length };
 }
@@ -399,7 +439,8 @@ export async function claimStep(ctx: OpContext, input: Static<typeof ClaimStepIn
     personOnly(ctx, step, runId, sid);
     const nowMs = ctx.services.clock.now();
     const ttl = tenant.config.limits.claim_ttl_ms;
-    if (run.record.status !== 'running') throw notClaimable(runId, sid, 'run_finished', `the run is ${run.record.status}`, { run_status: run.record.status });
+    if (run.record.status !== 'running')
+      throw notClaimable(runId, sid, 'run_finished', `the run is ${run.record.status}`, { run_status: run.record.status });
 
     if (step.state === 'claimed') {
       const live = book.liveLease(runId, sid, step.generation, nowMs);
@@ -409,12 +450,18 @@ export async function claimStep(ctx: OpContext, input: Static<typeof ClaimStepIn
         return claimAnswer(book, runId, sid, renewed, run.record, run.state, 'renewed', nowMs);
       }
       if (live) {
-        throw notClaimable(runId, sid, 'claimed', `it is claimed by ${live.by}${live.agent ? ` (agent ${live.agent})` : ''} until ${iso(live.expires_ms)}`, {
-          state: 'claimed',
-          holder: live.by,
-          agent: live.agent,
-          expires_at: iso(live.expires_ms),
-        });
+        throw notClaimable(
+          runId,
+          sid,
+          'claimed',
+          `it is claimed by ${live.by}${live.agent ? ` (agent ${live.agent})` : ''} until ${iso(live.expires_ms)}`,
+          {
+            state: 'claimed',
+            holder: live.by,
+            agent: live.agent,
+            expires_at: iso(live.expires_ms),
+          },
+        );
       }
       // lapsed: offered again under a new generation
     } else if (step.state !== 'ready') {
@@ -440,15 +487,41 @@ export async function claimStep(ctx: OpContext, input: Static<typeof ClaimStepIn
     run.fm.state = run.state;
     draft.put({ frontmatter: run.fm, body: run.record.body }, { stamp: false });
     await draft.commit();
-    const lease: StepLease = { run_id: runId, step: sid, generation, by: caller.by, agent: caller.agent, session: caller.session, claimed_at: claimedAt, expires_ms: nowMs + ttl, iteration };
+    const lease: StepLease = {
+      run_id: runId,
+      step: sid,
+      generation,
+      by: caller.by,
+      agent: caller.agent,
+      session: caller.session,
+      claimed_at: claimedAt,
+      expires_ms: nowMs + ttl,
+      iteration,
+    };
     await book.leases.set(leaseKey(runId, sid), lease);
     const record = tenant.index.get(runId)!;
     return claimAnswer(book, runId, sid, lease, record, readState(record.frontmatter)!, 'claimed', nowMs);
   });
 }
 
-function claimAnswer(book: RunBook, runId: string, sid: string, lease: StepLease, record: NodeRecord, state: RunState, status: 'claimed' | 'renewed', nowMs: number) {
-  return { run_id: runId, step: sid, lease: leaseView(lease), state: stateView(book, runId, state, nowMs), status, revision: record.revision };
+function claimAnswer(
+  book: RunBook,
+  runId: string,
+  sid: string,
+  lease: StepLease,
+  record: NodeRecord,
+  state: RunState,
+  status: 'claimed' | 'renewed',
+  nowMs: number,
+) {
+  return {
+    run_id: runId,
+    step: sid,
+    lease: leaseView(lease),
+    state: stateView(book, runId, state, nowMs),
+    status,
+    revision: record.revision,
+  };
 }
 
 // ---------------------------------------------------------------- report a verdict
@@ -492,16 +565,31 @@ export async function completeStep(ctx: OpContext, input: Static<typeof Complete
       if (diffs.length > 0) {
         throw errors.outcomeConflict(
           `generation ${generation} of step ${sid} was already reported ${recorded.status} at ${recorded.at}; this retry differs in ${diffs.join(', ')}. Redo the work under a fresh lease`,
-          { run_id: runId, step: sid, generation, differs_in: diffs, recorded: { status: recorded.status, at: recorded.at, by: recorded.by, iteration: recorded.iteration } },
+          {
+            run_id: runId,
+            step: sid,
+            generation,
+            differs_in: diffs,
+            recorded: { status: recorded.status, at: recorded.at, by: recorded.by, iteration: recorded.iteration },
+          },
         );
       }
       return completeAnswer(book, run.record, run.state, sid, status, generation, true, nowMs);
     }
     const expired = (why: string, extra: Body = {}) =>
-      errors.leaseExpired(`lease ${leaseIdOf(runId, sid, generation)} is no longer valid: ${why}`, { run_id: runId, step: sid, generation, ...extra });
-    if (run.record.status !== 'running') throw expired(`the run is ${run.record.status}`, { reason: 'run_finished', run_status: run.record.status });
+      errors.leaseExpired(`lease ${leaseIdOf(runId, sid, generation)} is no longer valid: ${why}`, {
+        run_id: runId,
+        step: sid,
+        generation,
+        ...extra,
+      });
+    if (run.record.status !== 'running')
+      throw expired(`the run is ${run.record.status}`, { reason: 'run_finished', run_status: run.record.status });
     if (step.state !== 'claimed' || step.generation !== generation) {
-      throw expired(step.generation > generation ? `superseded by generation ${step.generation}` : `step is ${step.state}`, { reason: 'superseded', current_generation: step.generation });
+      throw expired(step.generation > generation ? `superseded by generation ${step.generation}` : `step is ${step.state}`, {
+        reason: 'superseded',
+        current_generation: step.generation,
+      });
     }
     const stored = book.leases.get(leaseKey(runId, sid));
     const live = book.liveLease(runId, sid, generation, nowMs);
@@ -510,7 +598,10 @@ export async function completeStep(ctx: OpContext, input: Static<typeof Complete
       throw expired(`it expired${when}; claim the step again`, { reason: 'expired', expired_at: when ? iso(stored!.expires_ms) : null });
     }
     if (!sameHolder(live, caller)) {
-      throw errors.forbidden(`lease ${leaseIdOf(runId, sid, generation)} is held by ${live.by}${live.agent ? ` (agent ${live.agent})` : ''}, not by the caller`, { run_id: runId, step: sid, holder: live.by, agent: live.agent });
+      throw errors.forbidden(
+        `lease ${leaseIdOf(runId, sid, generation)} is held by ${live.by}${live.agent ? ` (agent ${live.agent})` : ''}, not by the caller`,
+        { run_id: runId, step: sid, holder: live.by, agent: live.agent },
+      );
     }
 
     const at = iso(nowMs);
@@ -549,7 +640,16 @@ export async function completeStep(ctx: OpContext, input: Static<typeof Complete
   });
 }
 
-function completeAnswer(book: RunBook, record: NodeRecord, state: RunState, sid: string, verdict: Verdict, generation: number, replayed: boolean, nowMs: number) {
+function completeAnswer(
+  book: RunBook,
+  record: NodeRecord,
+  state: RunState,
+  sid: string,
+  verdict: Verdict,
+  generation: number,
+  replayed: boolean,
+  nowMs: number,
+) {
   const step = state.steps[sid]!;
   return {
     run_id: record.id,

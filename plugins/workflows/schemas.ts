@@ -6,7 +6,9 @@
 import { answer, NodeId, object, s } from '../../kernel/operation.js';
 import { LIMITS } from './model.js';
 
-const Iteration = s.nullable(s.integer(`loop iteration the work is for (0-${LIMITS.iterationMax})`, { minimum: 0, maximum: LIMITS.iterationMax }));
+const Iteration = s.nullable(
+  s.integer(`loop iteration the work is for (0-${LIMITS.iterationMax})`, { minimum: 0, maximum: LIMITS.iterationMax }),
+);
 const RunId = s.raw<string>({ ...NodeId, description: 'run id, e.g. run-release-3' });
 const StepId = s.raw<string>({ ...NodeId, description: "step id within the run's workflow" });
 
@@ -42,7 +44,13 @@ export const RunWorkflowInput = object(
   },
   ['id'],
 );
-export const RunWorkflowOutput = answer({ run_id: s.string(), revision: s.string(), workflow: s.string(), workflow_version: s.string(), state: RunState });
+export const RunWorkflowOutput = answer({
+  run_id: s.string(),
+  revision: s.string(),
+  workflow: s.string(),
+  workflow_version: s.string(),
+  state: RunState,
+});
 
 export const ListWorkInput = object({
   capability: s.array(s.string(undefined, { pattern: '^[a-z0-9][a-z0-9-]*$' }), 'capability slugs (comma-separated or repeated)'),
@@ -86,7 +94,12 @@ export const CompleteStepInput = object(
     lease: s.raw<string | { lease_id: string }>({
       anyOf: [
         s.string('the lease_id of the claim answer', { minLength: 1 }),
-        { type: 'object', properties: { lease_id: s.string(undefined, { minLength: 1 }) }, required: ['lease_id'], description: 'the lease object of the claim answer' },
+        {
+          type: 'object',
+          properties: { lease_id: s.string(undefined, { minLength: 1 }) },
+          required: ['lease_id'],
+          description: 'the lease object of the claim answer',
+        },
       ],
       description: 'the lease_id of the claim answer, or that lease object',
     }),

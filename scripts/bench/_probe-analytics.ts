@@ -12,7 +12,10 @@ const k = await startKernel({ config: benchConfig(f.dataDir, { fsync: false }), 
 const tenant = k.services.tenants.get(f.org)!;
 const tl = timelinesOf(tenant);
 await tl.ready();
-const types = [...tenant.registry.nodeTypes.values()].filter((t) => t.queueable).map((t) => t.type).sort();
+const types = [...tenant.registry.nodeTypes.values()]
+  .filter((t) => t.queueable)
+  .map((t) => t.type)
+  .sort();
 const run = () => {
   const t0 = nowMs();
   computeAnalytics(tenant, tl, { project: null, types, weeks: 12, top: 10, aging: 14 }, Date.now());

@@ -41,7 +41,13 @@ async function timed(server: RunningServer, path: string, headers: Record<string
  * Medians of the page and of its reference, measured alternately (page, JSON, page, ...) so
  * both see the same machine load; five warm-up rounds first (JIT, caches).
  */
-async function pairedMedians(server: RunningServer, page: string, cookie: Record<string, string>, json: string[], bearer: Record<string, string>) {
+async function pairedMedians(
+  server: RunningServer,
+  page: string,
+  cookie: Record<string, string>,
+  json: string[],
+  bearer: Record<string, string>,
+) {
   const round = async (paths: string[], headers: Record<string, string>) => {
     let ms = 0;
     let bytes = 0;
@@ -79,7 +85,14 @@ async function seed(server: RunningServer, org: string, admin: WriteActor): Prom
       for (let n = start; n < Math.min(ITEMS, start + 2500); n++) {
         const edges = n > 0 && n % 3 === 0 ? [{ type: 'blocks', to: `task-bench-${n - 1}` }] : [];
         draft.put({
-          frontmatter: { id: `task-bench-${n}`, type: 'task', status: n % 5 === 0 ? 'in-progress' : 'open', summary: `benchmark task number ${n}`, ...(n % 4 === 0 ? { priority: 'p2' } : {}), ...(edges.length ? { edges } : {}) },
+          frontmatter: {
+            id: `task-bench-${n}`,
+            type: 'task',
+            status: n % 5 === 0 ? 'in-progress' : 'open',
+            summary: `benchmark task number ${n}`,
+            ...(n % 4 === 0 ? { priority: 'p2' } : {}),
+            ...(edges.length ? { edges } : {}),
+          },
           body: `Body of task ${n}.\n\n- a list\n- of **things**\n`,
         });
       }
@@ -88,7 +101,10 @@ async function seed(server: RunningServer, org: string, admin: WriteActor): Prom
   // the hub: 40 outbound edges, and inbound ones from the tasks that point at it
   await tenant.write(admin, { op: 'bench_hub', via: 'rest' }, async (draft) => {
     const edges = Array.from({ length: EDGES }, (_, i) => ({ type: i % 2 ? 'relates-to' : 'blocks', to: `task-bench-${i * 7 + 1}` }));
-    draft.put({ frontmatter: { id: 'task-hub', type: 'task', status: 'open', summary: 'A node with forty edges', edges }, body: '# Hub\n\nA node many others point at.\n' });
+    draft.put({
+      frontmatter: { id: 'task-hub', type: 'task', status: 'open', summary: 'A node with forty edges', edges },
+      body: '# Hub\n\nA node many others point at.\n',
+    });
   });
   for (let i = 0; i < 10; i++) {
     await tenant.write(admin, { op: 'bench_touch', via: 'rest' }, async (draft) => {
@@ -129,7 +145,9 @@ export async function main(): Promise<void> {
     const measure = async (page: string, htmlPath: string, jsonPaths: string[]) => {
       const { page: h, json: j } = await pairedMedians(server, htmlPath, cookie, jsonPaths, bearer);
       rows.push({ page, html_ms: h.ms, html_kb: h.bytes / 1024, json_ms: j.ms, json_kb: j.bytes / 1024, ratio: h.ms / j.ms });
-      console.log(`app ${page}: page ${h.ms.toFixed(1)} ms (${(h.bytes / 1024).toFixed(0)} KB) vs JSON ${j.ms.toFixed(1)} ms (${(j.bytes / 1024).toFixed(0)} KB): ${fmtRatio(h.ms / j.ms)}`);
+      console.log(
+        `app ${page}: page ${h.ms.toFixed(1)} ms (${(h.bytes / 1024).toFixed(0)} KB) vs JSON ${j.ms.toFixed(1)} ms (${(j.bytes / 1024).toFixed(0)} KB): ${fmtRatio(h.ms / j.ms)}`,
+      );
     };
     await measure(`queue page 1 of ${ITEMS} items (50 a page)`, '/app/queue', ['/v1/queue?limit=50']);
     await measure(`queue last page of ${ITEMS}`, `/app/queue?offset=${ITEMS - 50}`, [`/v1/queue?limit=50&offset=${ITEMS - 50}`]);

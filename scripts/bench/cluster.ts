@@ -26,7 +26,18 @@ import { createRequire } from 'node:module';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { freshSchemaUrl, startPostgres } from '../../test/helpers/postgres.js';
-import { fmtRate, fmtRatio, machineNote, processCpuMs, recordResult, ROOT, runIfMain, scratchDir, startServerProcess, type ServerChild } from './lib.js';
+import {
+  fmtRate,
+  fmtRatio,
+  machineNote,
+  processCpuMs,
+  recordResult,
+  ROOT,
+  runIfMain,
+  scratchDir,
+  startServerProcess,
+  type ServerChild,
+} from './lib.js';
 
 const SECONDS = Number(process.env.BENCH_CLUSTER_SECONDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CLUSTER_CONNECTIONS ?? 24);
@@ -46,13 +57,22 @@ interface AutocannonResult {
   non2xx: number;
   statusCodeStats?: Record<string, { count: number }>;
 }
-type Autocannon = (opts: { url: string; connections: number; pipelining: number; duration: number; requests: AutocannonRequest[] }) => Promise<AutocannonResult>;
+type Autocannon = (opts: {
+  url: string;
+  connections: number;
+  pipelining: number;
+  duration: number;
+  requests: AutocannonRequest[];
+}) => Promise<AutocannonResult>;
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 const BOOTSTRAP = `svc_pat_${'b'.repeat(32)}`;
 
 function cli(args: string[], env: Record<string, string>): string {
-  const r = spawnSync(process.execPath, ['--no-node-snapshot', join(ROOT, 'dist', 'workgraph.mjs'), ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--no-node-snapshot', join(ROOT, 'dist', 'workgraph.mjs'), ...args], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`workgraph ${args.join(' ')} failed: ${r.stderr}`);
   return r.stdout;
 }
@@ -79,21 +99,36 @@ interface Phase {
   errors: number;
 }
 
-async function drive(members: ServerChild[], tenants: Array<{ org: string; token: string }>, label: string, owners: Map<string, string> | null): Promise<Phase> {
+async function drive(
+  members: ServerChild[],
+  tenants: Array<{ org: string; token: string }>,
+  label: string,
+  owners: Map<string, string> | null,
+): Promise<Phase> {
   const per = Math.max(1, Math.floor(CONNECTIONS / members.length));
   const made: Array<{ token: string; id: string }> = [];
   let n = 0;
   const cpu = () => members.reduce((a, m) => a + processCpuMs(m.child.pid), 0);
   /** One autocannon run per member at once, every request built by `setup`. */
   const loadAll = (method: string, setup: (req: { path: string }) => { path: string }) =>
-    Promise.all(members.map((m) => autocannon({ url: m.url, connections: per, pipelining: 1, duration: SECONDS, requests: [{ method, setupRequest: setup }] })));
+    Promise.all(
+      members.map((m) =>
+        autocannon({ url: m.url, connections: per, pipelining: 1, duration: SECONDS, requests: [{ method, setupRequest: setup }] }),
+      ),
+    );
   const cpu0 = cpu();
   const w = await loadAll('POST', (req) => {
     const i = n++;
     const t = tenants[i % tenants.length]!;
     const id = `task-${label}-${i}`;
     made.push({ token: t.token, id });
-    return { ...req, method: 'POST', path: '/v1/nodes', headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ nodes: [{ id, type: 'task', summary: `bench ${i}` }] }) };
+    return {
+      ...req,
+      method: 'POST',
+      path: '/v1/nodes',
+      headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ nodes: [{ id, type: 'task', summary: `bench ${i}` }] }),
+    };
   });
   const cpu1 = cpu();
   const ids = made.slice(0, Math.max(1, made.length - CONNECTIONS * 2)); // the last ones may not have been acknowledged
@@ -117,7 +152,17 @@ async function drive(members: ServerChild[], tenants: Array<{ org: string; token
           connections: 4,
           pipelining: 1,
           duration: Math.max(2, Math.floor(SECONDS / 2)),
-          requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, method: 'GET', path: `/v1/nodes/${one.id}`, headers: { authorization: `Bearer ${t.token}` } }) }],
+          requests: [
+            {
+              method: 'GET',
+              setupRequest: (req) => ({
+                ...req,
+                method: 'GET',
+                path: `/v1/nodes/${one.id}`,
+                headers: { authorization: `Bearer ${t.token}` },
+              }),
+            },
+          ],
         })
       ).latency.p50;
     ownerP50 = await probe(ownerUrl);
@@ -127,14 +172,34 @@ async function drive(members: ServerChild[], tenants: Array<{ org: string; token
   const errors = [...w, ...rd].reduce((a, x) => a + x.errors + x.timeouts + x.non2xx, 0);
   if (errors > 0) {
     const codes: Record<string, number> = {};
-    for (const x of [...w, ...rd]) for (const [code, v] of Object.entries(x.statusCodeStats ?? {})) if (!code.startsWith('2')) codes[code] = (codes[code] ?? 0) + v.count;
-    console.log(`  ${label}: not 2xx by status ${JSON.stringify(codes)}, connection errors ${[...w, ...rd].reduce((a, x) => a + x.errors, 0)}, timeouts ${[...w, ...rd].reduce((a, x) => a + x.timeouts, 0)}`);
+    for (const x of [...w, ...rd])
+      for (const [code, v] of Object.entries(x.statusCodeStats ?? {}))
+        if (!code.startsWith('2')) codes[code] = (codes[code] ?? 0) + v.count;
+    console.log(
+      `  ${label}: not 2xx by status ${JSON.stringify(codes)}, connection errors ${[...w, ...rd].reduce((a, x) => a + x.errors, 0)}, timeouts ${[...w, ...rd].reduce((a, x) => a + x.timeouts, 0)}`,
+    );
   }
-  const total = (xs: AutocannonResult[]) => Math.max(1, xs.reduce((a, x) => a + x.requests.total, 0));
-  return { writes: sum(w), reads: sum(rd), writeCpuUs: ((cpu1 - cpu0) * 1000) / total(w), readCpuUs: ((cpu2 - cpu1) * 1000) / total(rd), readP50: rd[0]!.latency.p50, forwardedP50, ownerP50, errors };
+  const total = (xs: AutocannonResult[]) =>
+    Math.max(
+      1,
+      xs.reduce((a, x) => a + x.requests.total, 0),
+    );
+  return {
+    writes: sum(w),
+    reads: sum(rd),
+    writeCpuUs: ((cpu1 - cpu0) * 1000) / total(w),
+    readCpuUs: ((cpu2 - cpu1) * 1000) / total(rd),
+    readP50: rd[0]!.latency.p50,
+    forwardedP50,
+    ownerP50,
+    errors,
+  };
 }
 
-function status(env: Record<string, string>): { members: Array<{ id: string; url: string; live: boolean }>; tenants: Array<{ org: string; url: string | null; expired: boolean; preferred: string | null }> } {
+function status(env: Record<string, string>): {
+  members: Array<{ id: string; url: string; live: boolean }>;
+  tenants: Array<{ org: string; url: string | null; expired: boolean; preferred: string | null }>;
+} {
   return JSON.parse(cli(['cluster', 'status'], env));
 }
 
@@ -171,16 +236,29 @@ export async function main(): Promise<void> {
     // cluster: one member, then three
     const clusterDir = scratchDir('cluster-shared');
     dirs.push(clusterDir);
-    const clusterEnv = { SVC_DATA_DIR: clusterDir, SVC_BOOTSTRAP_TOKEN: BOOTSTRAP, SVC_DATABASE_URL: await freshSchemaUrl(pg.url), SVC_CLUSTER_LEASE_MS: String(LEASE_MS) };
+    const clusterEnv = {
+      SVC_DATA_DIR: clusterDir,
+      SVC_BOOTSTRAP_TOKEN: BOOTSTRAP,
+      SVC_DATABASE_URL: await freshSchemaUrl(pg.url),
+      SVC_CLUSTER_LEASE_MS: String(LEASE_MS),
+    };
     const first = await startServerProcess(clusterDir, clusterEnv);
     children.push(first);
     const clusterTenants = addTenants(clusterEnv);
-    await spread(clusterEnv, [first], clusterTenants.map((t) => t.org));
+    await spread(
+      clusterEnv,
+      [first],
+      clusterTenants.map((t) => t.org),
+    );
     const one = await drive([first], clusterTenants, 'c1', null);
     const more = [await startServerProcess(clusterDir, clusterEnv), await startServerProcess(clusterDir, clusterEnv)];
     children.push(...more);
     const members = [first, ...more];
-    const owners = await spread(clusterEnv, members, clusterTenants.map((t) => t.org));
+    const owners = await spread(
+      clusterEnv,
+      members,
+      clusterTenants.map((t) => t.org),
+    );
     const three = await drive(members, clusterTenants, 'c3', owners);
 
     // failover: kill -9 the owner of one tenant, then write to it through another member until one is acknowledged
@@ -203,15 +281,32 @@ export async function main(): Promise<void> {
     }
 
     const row = (name: string, p: Phase) =>
-      console.log(`  ${name.padEnd(10)} writes ${fmtRate(p.writes).padStart(7)}/s (${Math.round(p.writeCpuUs)} us CPU each)   reads ${fmtRate(p.reads).padStart(7)}/s (${Math.round(p.readCpuUs)} us CPU each)   read p50 ${p.readP50} ms   errors ${p.errors}`);
+      console.log(
+        `  ${name.padEnd(10)} writes ${fmtRate(p.writes).padStart(7)}/s (${Math.round(p.writeCpuUs)} us CPU each)   reads ${fmtRate(p.reads).padStart(7)}/s (${Math.round(p.readCpuUs)} us CPU each)   read p50 ${p.readP50} ms   errors ${p.errors}`,
+      );
     row('embedded', embedded);
     row('cluster-1', one);
     row('cluster-3', three);
     console.log(`  read p50 of one tenant: from its owner ${three.ownerP50} ms, forwarded by another member ${three.forwardedP50} ms`);
-    console.log(`  failover: kill -9 of a tenant's owner to its first acknowledged write through another member: ${Math.round(failoverMs)} ms (lease ${LEASE_MS} ms)`);
-    console.log(`  server CPU per request, 3 processes / 1: writes ${fmtRatio(three.writeCpuUs / one.writeCpuUs)}, reads ${fmtRatio(three.readCpuUs / one.readCpuUs)} (forwarding two thirds of the requests)`);
-    console.log(`cluster: 3 processes / 1: writes ${fmtRatio(three.writes / one.writes)}, reads ${fmtRatio(three.reads / one.reads)}; cluster-1 / embedded: writes ${fmtRatio(one.writes / embedded.writes)}, reads ${fmtRatio(one.reads / embedded.reads)}`);
-    recordResult('cluster', { embedded, one, three, failoverMs, leaseMs: LEASE_MS, tenants: TENANTS, connections: CONNECTIONS, seconds: SECONDS });
+    console.log(
+      `  failover: kill -9 of a tenant's owner to its first acknowledged write through another member: ${Math.round(failoverMs)} ms (lease ${LEASE_MS} ms)`,
+    );
+    console.log(
+      `  server CPU per request, 3 processes / 1: writes ${fmtRatio(three.writeCpuUs / one.writeCpuUs)}, reads ${fmtRatio(three.readCpuUs / one.readCpuUs)} (forwarding two thirds of the requests)`,
+    );
+    console.log(
+      `cluster: 3 processes / 1: writes ${fmtRatio(three.writes / one.writes)}, reads ${fmtRatio(three.reads / one.reads)}; cluster-1 / embedded: writes ${fmtRatio(one.writes / embedded.writes)}, reads ${fmtRatio(one.reads / embedded.reads)}`,
+    );
+    recordResult('cluster', {
+      embedded,
+      one,
+      three,
+      failoverMs,
+      leaseMs: LEASE_MS,
+      tenants: TENANTS,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+    });
   } finally {
     for (const c of children) await c.stop().catch(() => undefined);
     await pg.stop();

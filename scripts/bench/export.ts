@@ -26,7 +26,20 @@ import { createLogger } from '../../kernel/config.js';
 import { startServer } from '../../kernel/server.js';
 import { corePlugin } from '../../plugins/core/index.js';
 import { exportPlugin } from '../../plugins/export/index.js';
-import { benchConfig, copyFixture, fixture, fmtMs, machineNote, NODE_ARGS, nowMs, recordResult, ROOT, runIfMain, stopChild, type Fixture } from './lib.js';
+import {
+  benchConfig,
+  copyFixture,
+  fixture,
+  fmtMs,
+  machineNote,
+  NODE_ARGS,
+  nowMs,
+  recordResult,
+  ROOT,
+  runIfMain,
+  stopChild,
+  type Fixture,
+} from './lib.js';
 
 const SIZES = (process.env.BENCH_EXPORT_SIZES ?? '2500,5000,10000,20000').split(',').map(Number);
 const STALL_MS = 2000;
@@ -34,7 +47,11 @@ const MB = 1024 * 1024;
 
 /** `export.ts --serve <dataDir>`: a server with the export plugin, prints `listening on URL`. */
 async function serve(dataDir: string): Promise<void> {
-  const server = await startServer({ config: benchConfig(dataDir, { fsync: false }), plugins: [corePlugin, exportPlugin], log: createLogger(undefined, true) });
+  const server = await startServer({
+    config: benchConfig(dataDir, { fsync: false }),
+    plugins: [corePlugin, exportPlugin],
+    log: createLogger(undefined, true),
+  });
   const gc = (globalThis as { gc?: () => void }).gc;
   // SIGUSR2: collect garbage, then report what is still held (live memory, not garbage).
   // The highest heap + external memory seen since the last report, garbage included.
@@ -49,7 +66,9 @@ async function serve(dataDir: string): Promise<void> {
     gc?.();
     const m = process.memoryUsage();
     peakHeap = m.heapUsed + m.external;
-    process.stdout.write(`MEM ${JSON.stringify({ rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers, peakHeap: peak })}\n`);
+    process.stdout.write(
+      `MEM ${JSON.stringify({ rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers, peakHeap: peak })}\n`,
+    );
   });
   gc?.();
   process.stdout.write(`listening on ${server.url}\n`);
@@ -75,7 +94,10 @@ interface ServerProc {
 }
 
 function startChild(dataDir: string): Promise<ServerProc> {
-  const child = spawn(process.execPath, [...NODE_ARGS, '--expose-gc', fileURLToPath(import.meta.url), '--serve', dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...NODE_ARGS, '--expose-gc', fileURLToPath(import.meta.url), '--serve', dataDir], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const waiting: Array<(m: LiveMemory) => void> = [];
   return new Promise((resolve, reject) => {
     let out = '';
@@ -208,7 +230,9 @@ async function main(): Promise<void> {
         `  ${String(n).padStart(6)} nodes  ${name.padEnd(12)} ${(r.bytes / MB).toFixed(1).padStart(6)} MB in ${fmtMs(r.ms).padStart(8)}  ` +
         `server RSS ${r.baselineMb.toFixed(0)} MB, peak RSS +${r.peakDeltaMb.toFixed(1)} MB` +
         // a stalled run's mid-stall report resets the heap peak, so it is shown for plain runs only
-        (r.liveDeltaMb !== undefined ? `, live while stalled +${r.liveDeltaMb.toFixed(2)} MB` : `, peak heap+external +${r.heapPeakDeltaMb.toFixed(1)} MB (garbage included)`);
+        (r.liveDeltaMb !== undefined
+          ? `, live while stalled +${r.liveDeltaMb.toFixed(2)} MB`
+          : `, peak heap+external +${r.heapPeakDeltaMb.toFixed(1)} MB (garbage included)`);
       console.log(line('tar', plain));
       console.log(line('tar.gz', gzip));
       console.log(line('bundle', bundle));

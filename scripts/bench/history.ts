@@ -60,7 +60,11 @@ const PLUGINS = [corePlugin, historyPlugin];
 
 /** `history.ts --serve <dataDir>`: a server with the history plugin, prints `listening on URL`. */
 async function serve(dataDir: string): Promise<void> {
-  const server = await startServer({ config: benchConfig(dataDir, { fsync: false }), plugins: PLUGINS, log: createLogger(undefined, true) });
+  const server = await startServer({
+    config: benchConfig(dataDir, { fsync: false }),
+    plugins: PLUGINS,
+    log: createLogger(undefined, true),
+  });
   process.stdout.write(`listening on ${server.url}\n`);
   const stop = () => void server.close().then(() => process.exit(0));
   process.on('SIGTERM', stop);
@@ -68,7 +72,10 @@ async function serve(dataDir: string): Promise<void> {
 }
 
 function startChild(dataDir: string): Promise<{ url: string; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, [...NODE_ARGS, fileURLToPath(import.meta.url), '--serve', dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...NODE_ARGS, fileURLToPath(import.meta.url), '--serve', dataDir], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (c: Buffer) => {
@@ -133,10 +140,15 @@ function pct(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 }
 
-async function timeRequests(url: string, token: string, paths: string[]): Promise<{ p50: number; p95: number; p99: number; bytes: number }> {
+async function timeRequests(
+  url: string,
+  token: string,
+  paths: string[],
+): Promise<{ p50: number; p95: number; p99: number; bytes: number }> {
   const times: number[] = [];
   let bytes = 0;
-  for (let i = 0; i < Math.min(20, paths.length); i++) await (await fetch(url + paths[i]!, { headers: { authorization: `Bearer ${token}` } })).text();
+  for (let i = 0; i < Math.min(20, paths.length); i++)
+    await (await fetch(url + paths[i]!, { headers: { authorization: `Bearer ${token}` } })).text();
   for (const path of paths) {
     const t0 = nowMs();
     const res = await fetch(url + path, { headers: { authorization: `Bearer ${token}` } });
@@ -148,7 +160,8 @@ async function timeRequests(url: string, token: string, paths: string[]): Promis
   return { p50: pct(times, 50), p95: pct(times, 95), p99: pct(times, 99), bytes };
 }
 
-const fmt = (r: { p50: number; p95: number; p99: number }) => `p50 ${r.p50.toFixed(2)} ms  p95 ${r.p95.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms`;
+const fmt = (r: { p50: number; p95: number; p99: number }) =>
+  `p50 ${r.p50.toFixed(2)} ms  p95 ${r.p95.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms`;
 
 async function main(): Promise<void> {
   console.log(machineNote());
@@ -160,7 +173,11 @@ async function main(): Promise<void> {
   console.log(`fixture: ${TOTAL_COMMITS} commits (${HOT} has ${HOT_COMMITS}) appended in ${fmtMs(nowMs() - t0)}`);
 
   // Index build at tenant open, measured on the kernel directly.
-  const kernel = await startKernel({ config: benchConfig(f.dataDir, { fsync: false }), plugins: PLUGINS, log: createLogger(undefined, true) });
+  const kernel = await startKernel({
+    config: benchConfig(f.dataDir, { fsync: false }),
+    plugins: PLUGINS,
+    log: createLogger(undefined, true),
+  });
   const tenant = kernel.services.tenants.get(f.org)!;
   const builds: number[] = [];
   let built: CommitIndex | null = null;
@@ -180,13 +197,25 @@ async function main(): Promise<void> {
   const sinceSha = built!.commits[TOTAL_COMMITS - 5000]!.sha;
   built!.close();
   await kernel.close();
-  console.log(`  commit index build (git log of ${TOTAL_COMMITS} commits + parse): median ${fmtMs(median(builds))} (${builds.map((b) => Math.round(b)).join(', ')} ms)`);
+  console.log(
+    `  commit index build (git log of ${TOTAL_COMMITS} commits + parse): median ${fmtMs(median(builds))} (${builds.map((b) => Math.round(b)).join(', ')} ms)`,
+  );
 
   // The naive alternative: one log walk per request.
   const walks: number[] = [];
   for (let r = 0; r < 5; r++) {
     const w0 = nowMs();
-    await gitAsync(['--git-dir', f.gitdir, 'log', '--format=%H%x00%an%x00%ae%x00%at%x00%B', '-n', '50', 'main', '--', nodePath('task', HOT)]);
+    await gitAsync([
+      '--git-dir',
+      f.gitdir,
+      'log',
+      '--format=%H%x00%an%x00%ae%x00%at%x00%B',
+      '-n',
+      '50',
+      'main',
+      '--',
+      nodePath('task', HOT),
+    ]);
     walks.push(nowMs() - w0);
   }
   console.log(`  reference: git log -n 50 -- <path> per request would cost median ${fmtMs(median(walks))}`);
@@ -197,7 +226,10 @@ async function main(): Promise<void> {
     const hist50 = await timeRequests(server.url, token, Array(REQUESTS).fill(`/v1/nodes/${HOT}/history`));
     const hist200 = await timeRequests(server.url, token, Array(REQUESTS).fill(`/v1/nodes/${HOT}/history?limit=200`));
     const cold = await timeRequests(server.url, token, Array(REQUESTS).fill(`/v1/nodes/${benchId(4321)}/history`));
-    const detailPaths = Array.from({ length: Math.min(REQUESTS, 100) }, (_, k) => `/v1/nodes/${HOT}/history/${hotShas[(k * 37) % hotShas.length]!.slice(0, 10)}`);
+    const detailPaths = Array.from(
+      { length: Math.min(REQUESTS, 100) },
+      (_, k) => `/v1/nodes/${HOT}/history/${hotShas[(k * 37) % hotShas.length]!.slice(0, 10)}`,
+    );
     const detail = await timeRequests(server.url, token, detailPaths);
     const changes = await timeRequests(server.url, token, Array(100).fill('/v1/changes'));
     const changesSince = await timeRequests(server.url, token, Array(100).fill(`/v1/changes?since=${sinceSha}&limit=500`));
@@ -238,4 +270,3 @@ if (process.argv[2] === '--serve') {
 } else {
   runIfMain(import.meta.url, main);
 }
-

@@ -9,7 +9,19 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fmtMs, fmtRatio, gitEnv, machineNote, nowMs, recordResult, ROOT, runIfMain, scratchDir, startServerProcess, verdict } from './lib.js';
+import {
+  fmtMs,
+  fmtRatio,
+  gitEnv,
+  machineNote,
+  nowMs,
+  recordResult,
+  ROOT,
+  runIfMain,
+  scratchDir,
+  startServerProcess,
+  verdict,
+} from './lib.js';
 
 const N = Number(process.env.BENCH_IMPORT_N ?? 10_000);
 
@@ -51,7 +63,9 @@ function runImport(file: string, url: string, token: string): Promise<{ ms: numb
     });
     let out = '';
     child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('close', (code) => (code === 0 ? resolve({ ms: nowMs() - t0, report: JSON.parse(out) }) : reject(new Error(`import exited ${code}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve({ ms: nowMs() - t0, report: JSON.parse(out) }) : reject(new Error(`import exited ${code}`)),
+    );
   });
 }
 
@@ -64,7 +78,11 @@ function fastImportMs(dir: string): number {
     stream += `commit refs/heads/main\ncommitter Bench <b@x> ${1_700_000_000 + i} +0000\ndata 3\nimp\n${i ? '' : ''}M 100644 inline nodes/${(i % 256).toString(16).padStart(2, '0')}/task-${i}.md\ndata ${Buffer.byteLength(content)}\n${content}\n`;
   }
   const t0 = nowMs();
-  const res = spawnSync('git', ['--git-dir', join(dir, 'ref.git'), 'fast-import', '--quiet'], { input: stream, env: gitEnv(), maxBuffer: 1 << 30 });
+  const res = spawnSync('git', ['--git-dir', join(dir, 'ref.git'), 'fast-import', '--quiet'], {
+    input: stream,
+    env: gitEnv(),
+    maxBuffer: 1 << 30,
+  });
   if (res.status !== 0) throw new Error(`fast-import failed: ${res.stderr}`);
   return nowMs() - t0;
 }
@@ -83,9 +101,13 @@ export async function main(): Promise<void> {
     const refMs = fastImportMs(dir);
     const commits = first.report.created + Math.round(N / 3); // closed items take a second, dated commit
     const met = first.ms < 60_000;
-    console.log(`import: ${N} beads items in ${fmtMs(first.ms)} (${Math.round((N / first.ms) * 1000)} items/s, ${first.report.created} created, ${first.report.refused} refused, ${first.report.people_created} people), target < 60 s: ${verdict(met)}`);
+    console.log(
+      `import: ${N} beads items in ${fmtMs(first.ms)} (${Math.round((N / first.ms) * 1000)} items/s, ${first.report.created} created, ${first.report.refused} refused, ${first.report.people_created} people), target < 60 s: ${verdict(met)}`,
+    );
     console.log(`import again (unchanged): ${fmtMs(again.ms)} (${again.report.unchanged} unchanged)`);
-    console.log(`import reference: git fast-import of ${N} one-file commits ${fmtMs(refMs)}; import commits/s vs fast-import: ${fmtRatio((commits / first.ms) / (N / refMs))}`);
+    console.log(
+      `import reference: git fast-import of ${N} one-file commits ${fmtMs(refMs)}; import commits/s vs fast-import: ${fmtRatio(commits / first.ms / (N / refMs))}`,
+    );
     recordResult('import', { n: N, first_ms: first.ms, again_ms: again.ms, fast_import_ms: refMs, report: first.report, met });
   } finally {
     await server.stop();

@@ -87,15 +87,22 @@ export function verdict(met: boolean): string {
 /** One line describing the machine and its load, printed by every benchmark. */
 export function machineNote(): string {
   const c = cpus();
-  const git = spawnSync('git', ['--version'], { encoding: 'utf8' }).stdout.trim().replace(/^git version /, '');
-  const load = loadavg().map((x) => x.toFixed(2)).join(' ');
+  const git = spawnSync('git', ['--version'], { encoding: 'utf8' })
+    .stdout.trim()
+    .replace(/^git version /, '');
+  const load = loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
   return `machine: ${c.length} x ${c[0]?.model.trim() ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(1)} GB, node ${process.version}, git ${git}, load avg ${load}`;
 }
 
 export function recordResult(name: string, data: Record<string, unknown>): void {
   const dir = join(BENCH_DIR, 'results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, `${name}.json`), JSON.stringify({ name, at: new Date().toISOString(), machine: machineNote(), ...data }, null, 2) + '\n');
+  writeFileSync(
+    join(dir, `${name}.json`),
+    JSON.stringify({ name, at: new Date().toISOString(), machine: machineNote(), ...data }, null, 2) + '\n',
+  );
 }
 
 export function scratchDir(label: string): string {
@@ -124,7 +131,11 @@ export function gitSync(args: string[], opts: { cwd?: string; input?: string | B
 /** Runs git asynchronously (so the event loop and timers stay honest); rejects on failure. */
 export function gitAsync(args: string[], opts: { cwd?: string; input?: string | Buffer; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn('git', args, { cwd: opts.cwd, env: opts.env ?? gitEnv(), stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawn('git', args, {
+      cwd: opts.cwd,
+      env: opts.env ?? gitEnv(),
+      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout!.on('data', (c: Buffer) => out.push(c));
@@ -257,7 +268,8 @@ export async function fixture(n: number, log: (line: string) => void = (l) => pr
     const batch = 20000;
     for (let start = 0; start < n; start += batch) {
       const changes = [];
-      for (let i = start; i < Math.min(n, start + batch); i++) changes.push({ path: nodePath('task', benchId(i)), content: benchMarkdown(i, 0, boot.person) });
+      for (let i = start; i < Math.min(n, start + batch); i++)
+        changes.push({ path: nodePath('task', benchId(i)), content: benchMarkdown(i, 0, boot.person) });
       await store.commit({
         changes,
         author: { ...BENCH_AUTHOR, timestamp: 1735787045 },
@@ -357,7 +369,13 @@ export function startServerProcess(dataDir: string, env: Record<string, string> 
         child.stdout!.removeAllListeners('data');
         child.stdout!.resume();
         const readyMs = nowMs() - t0;
-        resolvePromise({ child, url: m[1]!, readyMs, cpuMs: processCpuMs(child.pid), stop: (hard) => stopChild(child, hard ? 0 : undefined) });
+        resolvePromise({
+          child,
+          url: m[1]!,
+          readyMs,
+          cpuMs: processCpuMs(child.pid),
+          stop: (hard) => stopChild(child, hard ? 0 : undefined),
+        });
       }
     });
     child.on('exit', (code, signal) => {

@@ -69,9 +69,22 @@ async function buildGraph(server: RunningServer, org: string, admin: WriteActor,
   const groupings = Array.from({ length: 5 }, (_, i) => `proj-group-${i}`);
   const repos = Array.from({ length: 20 }, (_, i) => `repo-svc-${i}`);
   await tenant.write(admin, { op: 'bench_seed', via: 'rest' }, async (draft) => {
-    for (const g of groupings) draft.put({ frontmatter: { id: g, type: 'proj', status: 'active', summary: `grouping ${g}`, aliases: [g.replace('proj-', 'g')] }, body: '' });
+    for (const g of groupings)
+      draft.put({
+        frontmatter: { id: g, type: 'proj', status: 'active', summary: `grouping ${g}`, aliases: [g.replace('proj-', 'g')] },
+        body: '',
+      });
     repos.forEach((r, i) =>
-      draft.put({ frontmatter: { id: r, type: 'repo', status: 'active', summary: `repo ${r}`, edges: [{ type: 'member-of', to: groupings[i % groupings.length]! }] }, body: '' }),
+      draft.put({
+        frontmatter: {
+          id: r,
+          type: 'repo',
+          status: 'active',
+          summary: `repo ${r}`,
+          edges: [{ type: 'member-of', to: groupings[i % groupings.length]! }],
+        },
+        body: '',
+      }),
     );
   });
   const ids: string[] = [];
@@ -87,11 +100,17 @@ async function buildGraph(server: RunningServer, org: string, admin: WriteActor,
         const id = `${type}-bench-${n}`;
         const edges: Array<Record<string, string>> = [];
         if (ids.length > 0 && random() < 0.3) edges.push({ type: 'blocks', to: ids[Math.floor(random() * ids.length)]! });
-        if (issues.length > 0 && type === 'task' && random() < 0.2) edges.push({ type: 'part-of', to: issues[Math.floor(random() * issues.length)]! });
+        if (issues.length > 0 && type === 'task' && random() < 0.2)
+          edges.push({ type: 'part-of', to: issues[Math.floor(random() * issues.length)]! });
         const fm: Record<string, unknown> = {
           id,
           type,
-          status: type === 'dec' ? 'proposed' : type === 'spec' ? 'draft' : statuses[Math.floor(random() * (type === 'task' ? statuses.length : statuses.length - 1))],
+          status:
+            type === 'dec'
+              ? 'proposed'
+              : type === 'spec'
+                ? 'draft'
+                : statuses[Math.floor(random() * (type === 'task' ? statuses.length : statuses.length - 1))],
           summary: `benchmark ${type} number ${n}`,
           project: repos[Math.floor(random() * repos.length)]!.replace('repo-', ''),
         };
@@ -145,7 +164,10 @@ async function benchSize(size: number): Promise<Row> {
     const tenant = server.services.tenants.get(org)!;
     // a few leases, so the queue reads lease state too
     for (let i = 0; i < 20; i++) {
-      await fetch(`${server.url}/v1/nodes/task-bench-${i * 3}/claim`, { method: 'POST', headers: { authorization: `Bearer ${token}` } }).then((r) => r.text());
+      await fetch(`${server.url}/v1/nodes/task-bench-${i * 3}/claim`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+      }).then((r) => r.text());
     }
     const cold = await timed(server, token, '/v1/queue');
     // the operation alone, in process: separates the queue's own cost from HTTP and machine noise
@@ -215,7 +237,9 @@ for (let i = 1; i < rows.length; i++) {
 const at10k = rows.find((r) => r.size === 10_000);
 if (at10k) console.log(`\nTarget: median under 50 ms at 10,000 nodes: ${at10k.median_ms} ms (${at10k.median_ms < 50 ? 'met' : 'NOT met'})`);
 // headline for `npm run bench` (scripts/bench/run.ts collects lines starting with `queue:`)
-const growth = rows.slice(1).map((b, i) => `x${(b.median_ms / rows[i]!.median_ms).toFixed(2)} for x${(b.nodes / rows[i]!.nodes).toFixed(1)} nodes`);
+const growth = rows
+  .slice(1)
+  .map((b, i) => `x${(b.median_ms / rows[i]!.median_ms).toFixed(2)} for x${(b.nodes / rows[i]!.nodes).toFixed(1)} nodes`);
 console.log(
   `queue: GET /v1/queue median ${rows.map((r) => `${r.size} nodes ${r.median_ms} ms`).join(', ')}` +
     (growth.length ? `; growth ${growth.join(', ')}` : '') +

@@ -102,7 +102,10 @@ async function bareServer(mapFile: string): Promise<void> {
 
 function startBare(mapFile: string): Promise<ServerChild> {
   const t0 = nowMs();
-  const child = spawn(process.execPath, [...NODE_ARGS, fileURLToPath(import.meta.url), '--bare', mapFile], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...NODE_ARGS, fileURLToPath(import.meta.url), '--bare', mapFile], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (c: Buffer) => {
@@ -180,7 +183,9 @@ export async function main(): Promise<void> {
     const avgBytes = Object.values(bodies).reduce((a, x) => a + Buffer.byteLength(x), 0) / IDS;
     const mapFile = join(scratch, 'bodies.json');
     writeFileSync(mapFile, JSON.stringify(bodies));
-    console.log(`  GET /v1/nodes/{id} over ${IDS} ids of a ${f.nodes}-node graph, ~${Math.round(avgBytes)}-byte JSON, ${CONNECTIONS} connections, ${SECONDS} s x ${ROUNDS} rounds each`);
+    console.log(
+      `  GET /v1/nodes/{id} over ${IDS} ids of a ${f.nodes}-node graph, ~${Math.round(avgBytes)}-byte JSON, ${CONNECTIONS} connections, ${SECONDS} s x ${ROUNDS} rounds each`,
+    );
 
     bare = await startBare(mapFile);
     const check = await fetch(bare.url + paths[0]!);
@@ -196,7 +201,9 @@ export async function main(): Promise<void> {
       const b = await load(bare, paths, SECONDS, {});
       bareRuns.push(b);
       const line = (x: Load) => `${fmtRate(x.rps)} req/s p99 ${x.p99} ms cpu ${Math.round(x.cpuUs)} µs/req`;
-      console.log(`  round ${r + 1}: ours ${line(o)} | bare koa ${line(b)} | ratio ${fmtRatio(o.rps / b.rps)}${o.non2xx + o.errors + b.non2xx + b.errors ? ` (${o.non2xx + o.errors}/${b.non2xx + b.errors} failed)` : ''}`);
+      console.log(
+        `  round ${r + 1}: ours ${line(o)} | bare koa ${line(b)} | ratio ${fmtRatio(o.rps / b.rps)}${o.non2xx + o.errors + b.non2xx + b.errors ? ` (${o.non2xx + o.errors}/${b.non2xx + b.errors} failed)` : ''}`,
+      );
     }
   } finally {
     await ours.stop();
@@ -215,8 +222,23 @@ export async function main(): Promise<void> {
     `reads: ours ${fmtRate(o)} req/s (p99 ${median(oursRuns.map((x) => x.p99))} ms), bare koa ${fmtRate(b)} req/s (p99 ${median(bareRuns.map((x) => x.p99))} ms), ` +
       `ratio ${fmtRatio(ratio)} (median of rounds ${ratios.map(fmtRatio).join(', ')}), target >= 0.70x: ${verdict(ratio >= 0.7)}`,
   );
-  console.log(`reads CPU: ours ${Math.round(oCpu)} µs/request, bare koa ${Math.round(bCpu)} µs/request of server CPU: capacity ratio ${fmtRatio(cpuRatio)} (target >= 0.70x: ${verdict(cpuRatio >= 0.7)})`);
-  recordResult('reads', { ours_rps: o, bare_rps: b, ratio, per_round: ratios, ours_cpu_us_per_req: oCpu, bare_cpu_us_per_req: bCpu, cpu_ratio: cpuRatio, ours: oursRuns, bare: bareRuns, connections: CONNECTIONS, seconds: SECONDS, target_met: ratio >= 0.7 });
+  console.log(
+    `reads CPU: ours ${Math.round(oCpu)} µs/request, bare koa ${Math.round(bCpu)} µs/request of server CPU: capacity ratio ${fmtRatio(cpuRatio)} (target >= 0.70x: ${verdict(cpuRatio >= 0.7)})`,
+  );
+  recordResult('reads', {
+    ours_rps: o,
+    bare_rps: b,
+    ratio,
+    per_round: ratios,
+    ours_cpu_us_per_req: oCpu,
+    bare_cpu_us_per_req: bCpu,
+    cpu_ratio: cpuRatio,
+    ours: oursRuns,
+    bare: bareRuns,
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    target_met: ratio >= 0.7,
+  });
 }
 
 if (process.argv[2] === '--bare') {

@@ -27,7 +27,10 @@ function runOne(name: string): Promise<{ code: number; ms: number; headlines: st
   const t0 = nowMs();
   const headlines: string[] = [];
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...NODE_ARGS, join(BENCH_DIR_SRC, `${name}.ts`)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...NODE_ARGS, join(BENCH_DIR_SRC, `${name}.ts`)], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let partial = '';
     child.stdout!.on('data', (c: Buffer) => {
       process.stdout.write(c);

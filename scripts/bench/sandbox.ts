@@ -53,7 +53,19 @@ import { setStatus } from '../../plugins/core/operations.js';
 import { createSandbox } from '../../sandbox/index.js';
 import type { Sandbox, SandboxEvent } from '../../sandbox/types.js';
 import { allPlugins } from '../plugins.js';
-import { benchConfig, benchId, benchNode, copyFixture, fixture, fmtRate, fmtRatio, machineNote, median, recordResult, runIfMain } from './lib.js';
+import {
+  benchConfig,
+  benchId,
+  benchNode,
+  copyFixture,
+  fixture,
+  fmtRate,
+  fmtRatio,
+  machineNote,
+  median,
+  recordResult,
+  runIfMain,
+} from './lib.js';
 
 /** docs/design.md §4, verbatim. */
 const REVIEW_GATE = `(input) => input.to !== 'done' || input.from === 'review'
@@ -161,7 +173,9 @@ async function perCall(): Promise<PerCall> {
   const inputs = Array.from({ length: 1000 }, (_, i) => transitionInput(i));
   const expected = inputs.map((input) => JSON.stringify(fn(input)));
   const inputBytes = median(inputs.map((x) => JSON.stringify(x).length));
-  console.log(`part 1, per call: docs/design.md §4 review-gate transition hook, ${inputs.length} distinct inputs of ~${inputBytes} B JSON, ${CALL_ROUNDS} rounds each (median shown, rounds in brackets)`);
+  console.log(
+    `part 1, per call: docs/design.md §4 review-gate transition hook, ${inputs.length} distinct inputs of ~${inputBytes} B JSON, ${CALL_ROUNDS} rounds each (median shown, rounds in brackets)`,
+  );
 
   const direct = measureDirect(fn, inputs, false);
   console.log(`  direct JS call (new Function, in host)       ${fmtUs(median(direct)).padStart(12)}  ${spread(direct, fmtUs)}`);
@@ -177,7 +191,8 @@ async function perCall(): Promise<PerCall> {
     const check = async (k: number): Promise<void> => {
       const out = await call(inputs[k % inputs.length]);
       if (!out.ok) throw new Error(`sandbox call failed: ${out.kind}: ${out.message}`);
-      if (JSON.stringify(out.value) !== expected[k % inputs.length]) throw new Error(`sandbox answered ${JSON.stringify(out.value)}, direct ${expected[k % inputs.length]}`);
+      if (JSON.stringify(out.value) !== expected[k % inputs.length])
+        throw new Error(`sandbox answered ${JSON.stringify(out.value)}, direct ${expected[k % inputs.length]}`);
     };
     for (let k = 0; k < 300; k++) await check(k); // warm-up: owner context, compile, JIT on both sides
 
@@ -205,7 +220,9 @@ async function perCall(): Promise<PerCall> {
     // HookRunner with only the gate registered (a stub registry: the kernel's checkTransition
     // asks it for nothing but hooksFor). Allowed moves only, so no call throws.
     const ref: HookRef = { owner: GATE_ID, hook: 'transition', source: REVIEW_GATE };
-    const registry = { hooksFor: (type: string, hook: string): HookRef[] => (type === 'task' && hook === 'transition' ? [ref] : []) } as unknown as Registry;
+    const registry = {
+      hooksFor: (type: string, hook: string): HookRef[] => (type === 'task' && hook === 'transition' ? [ref] : []),
+    } as unknown as Registry;
     const runner = new HookRunner(counted, TENANT, () => ({ timeoutMs: 50, memoryMb: 16 }));
     let fresh = 1_000_000;
     const missInputs = (n: number) => Array.from({ length: n }, () => transitionInput(fresh++, true));
@@ -218,9 +235,12 @@ async function perCall(): Promise<PerCall> {
       const t0 = performance.now();
       for (const input of batch) await runner.checkTransition(registry, 'task', input);
       miss.push(us(performance.now() - t0, batch.length));
-      if (crossings - before !== batch.length) throw new Error(`cache misses crossed ${crossings - before} times for ${batch.length} calls`);
+      if (crossings - before !== batch.length)
+        throw new Error(`cache misses crossed ${crossings - before} times for ${batch.length} calls`);
     }
-    console.log(`  HookRunner.checkTransition, cache miss       ${fmtUs(median(miss)).padStart(12)}  ${spread(miss, fmtUs)}  (1 sandbox call each, checked)`);
+    console.log(
+      `  HookRunner.checkTransition, cache miss       ${fmtUs(median(miss)).padStart(12)}  ${spread(miss, fmtUs)}  (1 sandbox call each, checked)`,
+    );
 
     const same = transitionInput(7, true);
     await runner.checkTransition(registry, 'task', same);
@@ -233,10 +253,19 @@ async function perCall(): Promise<PerCall> {
       hit.push(us(performance.now() - t0, hitCalls));
       if (crossings !== before) throw new Error('cache hits crossed into the sandbox');
     }
-    console.log(`  HookRunner.checkTransition, cache hit        ${fmtUs(median(hit)).padStart(12)}  ${spread(hit, fmtUs)}  (0 sandbox calls, checked)`);
+    console.log(
+      `  HookRunner.checkTransition, cache hit        ${fmtUs(median(hit)).padStart(12)}  ${spread(hit, fmtUs)}  (0 sandbox calls, checked)`,
+    );
 
     console.log(`  ${restartsNote(0)}`);
-    return { directUs: median(direct), directJsonUs: median(directJson), seqUs: median(seq), parUs: median(par), missUs: median(miss), hitUs: median(hit) };
+    return {
+      directUs: median(direct),
+      directJsonUs: median(directJson),
+      seqUs: median(seq),
+      parUs: median(par),
+      missUs: median(miss),
+      hitUs: median(hit),
+    };
   } finally {
     await inner.close();
   }
@@ -286,12 +315,23 @@ interface Round {
   stats: Map<string, CallStat>;
 }
 
-async function writeThroughput(): Promise<{ without: number; withGate: number; rounds: Round[]; gateUsPerWrite: number; gateCallsPerWrite: number }> {
+async function writeThroughput(): Promise<{
+  without: number;
+  withGate: number;
+  rounds: Round[];
+  gateUsPerWrite: number;
+  gateCallsPerWrite: number;
+}> {
   const base = await fixture(NODES);
   const f = copyFixture(base, 'sandbox');
   const inner = createSandbox({ onEvent });
   const probe = instrumented(inner);
-  const kernel = await startKernel({ config: benchConfig(f.dataDir, { fsync: FSYNC }), plugins: allPlugins, log: createLogger(undefined, true), sandbox: probe.sandbox });
+  const kernel = await startKernel({
+    config: benchConfig(f.dataDir, { fsync: FSYNC }),
+    plugins: allPlugins,
+    log: createLogger(undefined, true),
+    sandbox: probe.sandbox,
+  });
   try {
     const tenant = kernel.services.tenants.get(f.org)!;
     if (tenant.index.size < NODES) throw new Error(`tenant has ${tenant.index.size} nodes`);
@@ -302,14 +342,38 @@ async function writeThroughput(): Promise<{ without: number; withGate: number; r
 
     // the second identity that activates the admin's proposal (self-approval ban)
     const reviewerEmail = 'reviewer@example.test';
-    const reviewer: WriteActor = { personId: personIdForEmail(reviewerEmail), name: 'Reviewer', email: reviewerEmail, agent: null, session: null };
+    const reviewer: WriteActor = {
+      personId: personIdForEmail(reviewerEmail),
+      name: 'Reviewer',
+      email: reviewerEmail,
+      agent: null,
+      session: null,
+    };
     // a person is an identity fact: the bench writes it as the identity plugin would
     await tenant.write(admin, { op: 'bench_add_person', via: 'rest', identity: IdentityAuthority.issue('bench') }, async (draft) => {
-      draft.put({ frontmatter: { id: reviewer.personId, type: 'person', status: 'active', title: 'Reviewer', summary: 'Reviewer', name: 'Reviewer', email: reviewerEmail }, body: '' });
+      draft.put({
+        frontmatter: {
+          id: reviewer.personId,
+          type: 'person',
+          status: 'active',
+          title: 'Reviewer',
+          summary: 'Reviewer',
+          name: 'Reviewer',
+          email: reviewerEmail,
+        },
+        body: '',
+      });
     });
     await tenant.write(admin, { op: 'put_node', via: 'rest' }, async (draft) => {
       draft.put({
-        frontmatter: { id: GATE_ID, type: 'schema', status: 'proposed', summary: 'Tasks may only move to done from review', applies_to: 'task', hooks: { transition: REVIEW_GATE } },
+        frontmatter: {
+          id: GATE_ID,
+          type: 'schema',
+          status: 'proposed',
+          summary: 'Tasks may only move to done from review',
+          applies_to: 'task',
+          hooks: { transition: REVIEW_GATE },
+        },
         body: 'Why this rule exists.\n',
       });
     });
@@ -377,20 +441,29 @@ async function writeThroughput(): Promise<{ without: number; withGate: number; r
       const t0 = performance.now();
       for (let k = 0; k < WRITES_PER_ROUND; k++) await write();
       const ms = performance.now() - t0;
-      const round: Round = { gated: on, rate: (WRITES_PER_ROUND * 1000) / ms, ms, stats: new Map([...probe.stats].map(([k, v]) => [k, { ...v }])) };
+      const round: Round = {
+        gated: on,
+        rate: (WRITES_PER_ROUND * 1000) / ms,
+        ms,
+        stats: new Map([...probe.stats].map(([k, v]) => [k, { ...v }])),
+      };
       rounds.push(round);
       const gate = round.stats.get(`${GATE_ID}/transition`);
       const gateCalls = gate?.n ?? 0;
-      if (gateCalls !== (on ? WRITES_PER_ROUND : 0)) throw new Error(`round ${r + 1}: ${gateCalls} gate calls for ${WRITES_PER_ROUND} writes (gate ${on ? 'on' : 'off'})`);
+      if (gateCalls !== (on ? WRITES_PER_ROUND : 0))
+        throw new Error(`round ${r + 1}: ${gateCalls} gate calls for ${WRITES_PER_ROUND} writes (gate ${on ? 'on' : 'off'})`);
       const calls = [...round.stats.entries()].map(([k, s]) => `${k} ${(s.n / WRITES_PER_ROUND).toFixed(2)}`).join(', ');
-      console.log(`  round ${String(r + 1).padStart(2)} ${on ? 'gate active  ' : 'no graph hook'}  ${fmtRate(round.rate).padStart(6)} writes/s  sandbox calls per write: ${calls || 'none'}`);
+      console.log(
+        `  round ${String(r + 1).padStart(2)} ${on ? 'gate active  ' : 'no graph hook'}  ${fmtRate(round.rate).padStart(6)} writes/s  sandbox calls per write: ${calls || 'none'}`,
+      );
     }
     loop.disable();
     console.log(
       `  during the rounds: ${restartsNote(restartsBefore)}; writes denied because a hook failed to run (retried): ${hookFailures.length - failuresBefore}` +
         `${hookFailures.length > failuresBefore ? ` (${hookFailures[failuresBefore]})` : ''}; host event-loop delay p99 ${(loop.percentile(99) / 1e6).toFixed(1)} ms, max ${(loop.max / 1e6).toFixed(1)} ms`,
     );
-    if (hookFailures.length > 0 && failuresBefore > 0) console.log(`  before the rounds (warm-up): ${failuresBefore} writes denied because a hook failed to run`);
+    if (hookFailures.length > 0 && failuresBefore > 0)
+      console.log(`  before the rounds (warm-up): ${failuresBefore} writes denied because a hook failed to run`);
     const total = (on: boolean) => {
       const rs = rounds.filter((x) => x.gated === on);
       return (rs.length * WRITES_PER_ROUND * 1000) / rs.reduce((a, x) => a + x.ms, 0);
@@ -421,7 +494,11 @@ export async function main(): Promise<void> {
   );
   const w = await writeThroughput();
   const ratio = w.withGate / w.without;
-  const fmtR = (on: boolean) => w.rounds.filter((r) => r.gated === on).map((r) => fmtRate(r.rate)).join(', ');
+  const fmtR = (on: boolean) =>
+    w.rounds
+      .filter((r) => r.gated === on)
+      .map((r) => fmtRate(r.rate))
+      .join(', ');
   // rounds run A B B A ...: each consecutive pair holds one round of each setting
   const pairRatios: number[] = [];
   for (let i = 0; i + 1 < w.rounds.length; i += 2) {
@@ -431,7 +508,9 @@ export async function main(): Promise<void> {
   const perWriteDiffUs = (1000 / w.withGate - 1000 / w.without) * 1000;
   const gatedWriteUs = 1e6 / w.withGate;
   console.log(`  without: ${fmtR(false)} writes/s per round; with gate: ${fmtR(true)} writes/s per round`);
-  console.log(`  with/without per adjacent pair of rounds: ${pairRatios.map(fmtRatio).join(', ')} (median ${fmtRatio(median(pairRatios))})`);
+  console.log(
+    `  with/without per adjacent pair of rounds: ${pairRatios.map(fmtRatio).join(', ')} (median ${fmtRatio(median(pairRatios))})`,
+  );
   console.log(
     `  gate hook: ${w.gateCallsPerWrite.toFixed(2)} sandbox calls per gated write (distinct inputs, no cache hit), ${fmtUs(w.gateUsPerWrite)} awaited per call, ` +
       `${((100 * w.gateUsPerWrite) / gatedWriteUs).toFixed(1)}% of a gated write's ${(gatedWriteUs / 1000).toFixed(2)} ms`,

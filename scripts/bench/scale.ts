@@ -15,7 +15,22 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { nodePath } from '../../kernel/git/objects.js';
-import { fmtMs, fmtRate, fmtRatio, gitEnv, gitSync, machineNote, median, nowMs, recordResult, runIfMain, scratchDir, startServerProcess, waitQuiet, type ServerChild } from './lib.js';
+import {
+  fmtMs,
+  fmtRate,
+  fmtRatio,
+  gitEnv,
+  gitSync,
+  machineNote,
+  median,
+  nowMs,
+  recordResult,
+  runIfMain,
+  scratchDir,
+  startServerProcess,
+  waitQuiet,
+  type ServerChild,
+} from './lib.js';
 
 const N = Number(process.env.BENCH_SCALE_N ?? 100_000);
 const BATCH = Number(process.env.BENCH_SCALE_BATCH ?? 100);
@@ -88,18 +103,26 @@ class Api {
 
   async create(ids: string[], retry = true): Promise<void> {
     const r = await this.call('POST', '/v1/nodes', {
-      nodes: ids.map((id, k) => ({ node: { id, type: 'task', summary: `Scale task ${id}: importer drops rows on DST boundaries (${k})` } })),
+      nodes: ids.map((id, k) => ({
+        node: { id, type: 'task', summary: `Scale task ${id}: importer drops rows on DST boundaries (${k})` },
+      })),
     });
     if (r.status === 200) return;
     let failed: Array<{ id?: string; status: string; error?: { code?: string; message?: string } }> | null = null;
     try {
-      failed = (JSON.parse(r.text) as { results: Array<{ id?: string; status: string; error?: { code?: string; message?: string } }> }).results.filter((x) => x.status !== 'created');
+      failed = (
+        JSON.parse(r.text) as { results: Array<{ id?: string; status: string; error?: { code?: string; message?: string } }> }
+      ).results.filter((x) => x.status !== 'created');
     } catch {
       // not the batch envelope
     }
-    if (!retry || !failed || failed.length === 0 || failed.some((f) => !f.id)) throw new Error(`POST /v1/nodes: ${r.status} ${failed ? JSON.stringify(failed).slice(0, 1500) : r.text.slice(0, 500)}`);
+    if (!retry || !failed || failed.length === 0 || failed.some((f) => !f.id))
+      throw new Error(`POST /v1/nodes: ${r.status} ${failed ? JSON.stringify(failed).slice(0, 1500) : r.text.slice(0, 500)}`);
     for (const f of failed) this.retried.push(`${f.id}: ${f.error?.code ?? f.status} ${(f.error?.message ?? '').slice(0, 120)}`);
-    await this.create(failed.map((f) => f.id!), false);
+    await this.create(
+      failed.map((f) => f.id!),
+      false,
+    );
   }
 
   /** Median ms of `runs` GETs of `path` (after one untimed warm-up). */
@@ -122,9 +145,11 @@ async function concurrentWrites(api: Api, start: number, count: number, writers:
   const lanes: number[][] = Array.from({ length: writers }, () => []);
   for (let k = 0; k < count; k++) lanes[k % writers]!.push(start + k);
   const t0 = nowMs();
-  await Promise.all(lanes.map(async (lane) => {
-    for (const i of lane) await api.create([scaleId(i)]);
-  }));
+  await Promise.all(
+    lanes.map(async (lane) => {
+      for (const i of lane) await api.create([scaleId(i)]);
+    }),
+  );
   return count / ((nowMs() - t0) / 1000);
 }
 
@@ -163,7 +188,9 @@ export async function main(): Promise<void> {
     await api.create(ids);
     perRequest.push(nowMs() - t0);
     if ((r + 1) % Math.max(1, Math.floor(requests / 10)) === 0) {
-      console.log(`  seeded ${((r + 1) * BATCH).toLocaleString('en-US')}: ${fmtMs(nowMs() - seed0)}, RSS ${Math.round(rssKb(server.child.pid) / 1024)} MB`);
+      console.log(
+        `  seeded ${((r + 1) * BATCH).toLocaleString('en-US')}: ${fmtMs(nowMs() - seed0)}, RSS ${Math.round(rssKb(server.child.pid) / 1024)} MB`,
+      );
     }
   }
   const seedPeakKb = sampler.stop();
@@ -177,7 +204,8 @@ export async function main(): Promise<void> {
   const commitFirst = median(at1k);
   const commitLast = median(perRequest.slice(-tenth));
   const commitFirstTenth = median(perRequest.slice(0, tenth));
-  if (api.retried.length) console.log(`  ${api.retried.length} seed entries refused once and sent again, e.g. ${api.retried.slice(0, 3).join('; ')}`);
+  if (api.retried.length)
+    console.log(`  ${api.retried.length} seed entries refused once and sent again, e.g. ${api.retried.slice(0, 3).join('; ')}`);
 
   await waitQuiet('scale: after seed');
   const steadyKb = rssKb(server.child.pid);
@@ -216,9 +244,21 @@ export async function main(): Promise<void> {
   // a program tree: a root blocked by 5 nodes, each blocked by 40 seeded nodes (blocked-by edges;
   // a node carries at most 40 edges)
   const parts = Array.from({ length: 5 }, (_, j) => ({
-    node: { id: `task-scale-program-${j}`, type: 'task', summary: `Scale program part ${j}`, edges: Array.from({ length: 40 }, (_, k) => ({ type: 'blocked-by', to: scaleId(((j * 40 + k) * 4999) % N) })) },
+    node: {
+      id: `task-scale-program-${j}`,
+      type: 'task',
+      summary: `Scale program part ${j}`,
+      edges: Array.from({ length: 40 }, (_, k) => ({ type: 'blocked-by', to: scaleId(((j * 40 + k) * 4999) % N) })),
+    },
   }));
-  const rootNode = { node: { id: 'task-scale-program', type: 'task', summary: 'Scale program root', edges: parts.map((p) => ({ type: 'blocked-by', to: p.node.id })) } };
+  const rootNode = {
+    node: {
+      id: 'task-scale-program',
+      type: 'task',
+      summary: 'Scale program root',
+      edges: parts.map((p) => ({ type: 'blocked-by', to: p.node.id })),
+    },
+  };
   const root = await api.call('POST', '/v1/nodes', { nodes: [...parts, rootNode] });
   if (root.status !== 200) throw new Error(`program root: ${root.status} ${root.text.slice(0, 300)}`);
   const programMs = await api.timeGet(() => '/v1/program/task-scale-program', 10);
@@ -254,7 +294,11 @@ export async function main(): Promise<void> {
     stream += `commit refs/heads/main\ncommitter Bench <b@x> ${1_700_000_000 + k} +0000\ndata 12\nfast-import\n${k === 0 ? 'from refs/heads/main^0\n' : ''}M 100644 inline ${nodePath('task', id)}\ndata ${Buffer.byteLength(content)}\n${content}\n`;
   }
   const fi0 = nowMs();
-  const fi = spawnSync('git', ['--git-dir', fiCopy, '-c', 'core.fsync=all', 'fast-import', '--quiet'], { input: stream + 'done\n', maxBuffer: 1 << 30, env: gitEnv() });
+  const fi = spawnSync('git', ['--git-dir', fiCopy, '-c', 'core.fsync=all', 'fast-import', '--quiet'], {
+    input: stream + 'done\n',
+    maxBuffer: 1 << 30,
+    env: gitEnv(),
+  });
   if (fi.status !== 0) throw new Error(`fast-import failed: ${fi.stderr}`);
   const fastImportRate = fiN / ((nowMs() - fi0) / 1000);
   const gcCopy = join(scratchDir('scale-gc'), 'graph.git');
@@ -277,10 +321,40 @@ export async function main(): Promise<void> {
     `disk: data dir ${mb(dataKb)}, repository after git gc --aggressive ${mb(gcKb)} (${fmtMs(gcMs)}): ${fmtRatio(dataKb / gcKb)} (target <= 3x: ${dataKb / gcKb <= 3 ? 'met' : 'NOT met'})`,
   ];
   for (const l of lines) console.log(`  ${l}`);
-  console.log(`scale: ${N} nodes, per-commit last/first ${fmtRatio(commitLast / commitFirst)}, ${perNodeKb.toFixed(2)} KB/node, 8/1 writers ${fmtRatio(eight / one)}, analytics ${analyticsMs.toFixed(0)} ms, disk/gc ${fmtRatio(dataKb / gcKb)}`);
+  console.log(
+    `scale: ${N} nodes, per-commit last/first ${fmtRatio(commitLast / commitFirst)}, ${perNodeKb.toFixed(2)} KB/node, 8/1 writers ${fmtRatio(eight / one)}, analytics ${analyticsMs.toFixed(0)} ms, disk/gc ${fmtRatio(dataKb / gcKb)}`,
+  );
   recordResult('scale', {
-    nodes: N, batch: BATCH, firstRate, lastRate, commitFirst, commitLast, emptyKb, seedPeakKb, steadyKb, perNodeKb,
-    restartPeakKb, restartSteadyKb, writers1: one, writers8: eight, fastImportRate, w1WallMs, writeQueueMs: queueMs, fsyncMs, nodeMs, queueMs: decisionQueueMs, analyticsMs, analyticsAfterWriteMs, programMs, commitFirstTenth, retried: api.retried.length, listenMs, firstReadMs, dataKb, gcKb, gcMs,
+    nodes: N,
+    batch: BATCH,
+    firstRate,
+    lastRate,
+    commitFirst,
+    commitLast,
+    emptyKb,
+    seedPeakKb,
+    steadyKb,
+    perNodeKb,
+    restartPeakKb,
+    restartSteadyKb,
+    writers1: one,
+    writers8: eight,
+    fastImportRate,
+    w1WallMs,
+    writeQueueMs: queueMs,
+    fsyncMs,
+    nodeMs,
+    queueMs: decisionQueueMs,
+    analyticsMs,
+    analyticsAfterWriteMs,
+    programMs,
+    commitFirstTenth,
+    retried: api.retried.length,
+    listenMs,
+    firstReadMs,
+    dataKb,
+    gcKb,
+    gcMs,
   });
 }
 

@@ -21,7 +21,19 @@ import { rmSync } from 'node:fs';
 import { createLogger } from '../../kernel/config.js';
 import { startKernel } from '../../kernel/server.js';
 import { allPlugins } from '../plugins.js';
-import { benchConfig, fixture, fmtMs, machineNote, median, nowMs, recordResult, runIfMain, startServerProcess, verdict, type Fixture } from './lib.js';
+import {
+  benchConfig,
+  fixture,
+  fmtMs,
+  machineNote,
+  median,
+  nowMs,
+  recordResult,
+  runIfMain,
+  startServerProcess,
+  verdict,
+  type Fixture,
+} from './lib.js';
 
 const RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 3);
 const SIZES = (process.env.BENCH_STARTUP_SIZES ?? '10000,100000').split(',').map(Number);
@@ -35,7 +47,9 @@ async function serverStart(f: Fixture, cold: boolean): Promise<number> {
   // sanity: the server answers and holds every node
   const res = await fetch(`${s.url}/v1/status`, { headers: { authorization: `Bearer ${f.token}` } });
   if (res.status !== 200) throw new Error(`GET /v1/status answered ${res.status}`);
-  const probe = await fetch(`${s.url}/v1/nodes/task-bench-${String(f.nodes - 1).padStart(6, '0')}`, { headers: { authorization: `Bearer ${f.token}` } });
+  const probe = await fetch(`${s.url}/v1/nodes/task-bench-${String(f.nodes - 1).padStart(6, '0')}`, {
+    headers: { authorization: `Bearer ${f.token}` },
+  });
   if (f.nodes > 0 && probe.status !== 200) throw new Error(`the last bench node is missing (${probe.status})`);
   // SIGKILL: a clean close would rewrite the (unchanged) snapshot, disk traffic the next sample would feel
   await s.stop(true);
@@ -47,7 +61,11 @@ async function serverStart(f: Fixture, cold: boolean): Promise<number> {
 async function kernelStart(f: Fixture, cold: boolean): Promise<number> {
   if (cold) rmSync(f.snapshot, { force: true });
   const t0 = nowMs();
-  const kernel = await startKernel({ config: benchConfig(f.dataDir, { fsync: true }), plugins: allPlugins, log: createLogger(undefined, true) });
+  const kernel = await startKernel({
+    config: benchConfig(f.dataDir, { fsync: true }),
+    plugins: allPlugins,
+    log: createLogger(undefined, true),
+  });
   const ms = nowMs() - t0;
   const n = kernel.services.tenants.get(f.org)?.index.size ?? 0;
   if (n !== f.nodes + 2) throw new Error(`opened ${n} nodes, expected ${f.nodes + 2}`);
@@ -86,9 +104,22 @@ export async function main(): Promise<void> {
     const openCold = await sample(() => kernelStart(f, true));
     const openWarm = await sample(() => kernelStart(f, false));
     console.log(`  ${n} nodes, kernel start in-process, warm ${fmtMs(openWarm.median)}, cold ${fmtMs(openCold.median)}`);
-    const t = target !== undefined ? `, target <= ${fmtMs(target)}: warm ${verdict(warm.median <= target)}, cold ${verdict(cold.median <= target)}` : '';
-    lines.push(`startup ${n}: warm ${fmtMs(warm.median)}, cold ${fmtMs(cold.median)} (process start to listening; in-process kernel start warm ${fmtMs(openWarm.median)}, cold ${fmtMs(openCold.median)}${t})`);
-    results[`n${n}`] = { warm_ms: warm.median, cold_ms: cold.median, warm_all: warm.all, cold_all: cold.all, open_warm_ms: openWarm.median, open_cold_ms: openCold.median, target_ms: target };
+    const t =
+      target !== undefined
+        ? `, target <= ${fmtMs(target)}: warm ${verdict(warm.median <= target)}, cold ${verdict(cold.median <= target)}`
+        : '';
+    lines.push(
+      `startup ${n}: warm ${fmtMs(warm.median)}, cold ${fmtMs(cold.median)} (process start to listening; in-process kernel start warm ${fmtMs(openWarm.median)}, cold ${fmtMs(openCold.median)}${t})`,
+    );
+    results[`n${n}`] = {
+      warm_ms: warm.median,
+      cold_ms: cold.median,
+      warm_all: warm.all,
+      cold_all: cold.all,
+      open_warm_ms: openWarm.median,
+      open_cold_ms: openCold.median,
+      target_ms: target,
+    };
   }
   for (const l of lines) console.log(l);
   console.log(`startup: baseline process start to listening with 2 nodes ${fmtMs(base.median)}`);

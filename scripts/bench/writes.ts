@@ -118,7 +118,11 @@ function oursWriter(tenant: Tenant, person: string): (k: number) => Promise<Chan
     });
     const c = committed.get(id);
     if (!c || c.status !== 'updated' || !c.record) throw new Error(`write ${k} did not update ${id}: ${c?.status}`);
-    return { path: c.record.path, content: c.record.markdown, message: `put_node: ${id}\n\nSvc-Op: put_node\nSvc-Via: rest\nSvc-Person: ${person}\n` };
+    return {
+      path: c.record.path,
+      content: c.record.markdown,
+      message: `put_node: ${id}\n\nSvc-Op: put_node\nSvc-Via: rest\nSvc-Person: ${person}\n`,
+    };
   };
 }
 
@@ -158,7 +162,8 @@ class HttpWriter {
       body: JSON.stringify({ nodes: [{ node: markdown, if_exists: 'update', revision: s.revision }] }),
     });
     const body = (await res.json()) as { results: Array<{ status: string; revision: string }> };
-    if (res.status !== 200 || body.results[0]?.status !== 'updated') throw new Error(`POST /v1/nodes: ${res.status} ${JSON.stringify(body)}`);
+    if (res.status !== 200 || body.results[0]?.status !== 'updated')
+      throw new Error(`POST /v1/nodes: ${res.status} ${JSON.stringify(body)}`);
     s.revision = body.results[0].revision;
     s.markdown = markdown;
   }
@@ -183,7 +188,20 @@ class HttpWriter {
 // git
 
 const DURABLE = ['-c', 'core.fsync=all', '-c', 'core.fsyncMethod=fsync'];
-const COMMON = ['-c', 'gc.auto=0', '-c', 'maintenance.auto=false', '-c', 'user.name=Admin', '-c', 'user.email=admin@localhost', '-c', 'commit.gpgSign=false', '-c', 'core.hooksPath=/dev/null'];
+const COMMON = [
+  '-c',
+  'gc.auto=0',
+  '-c',
+  'maintenance.auto=false',
+  '-c',
+  'user.name=Admin',
+  '-c',
+  'user.email=admin@localhost',
+  '-c',
+  'commit.gpgSign=false',
+  '-c',
+  'core.hooksPath=/dev/null',
+];
 const GIT_DATES = { GIT_AUTHOR_DATE: '1735787045 +0000', GIT_COMMITTER_DATE: '1735787045 +0000' };
 
 /** A working tree of the fixture repository: same sharded layout, every node checked out. */
@@ -207,7 +225,13 @@ function gitPorcelain(wt: string, durable: boolean): (c: Change) => Promise<void
 /** hash-object -w / update-index / write-tree / commit-tree / update-ref per change. */
 function gitPlumbing(wt: string): (c: Change) => Promise<void> {
   const cfg = [...COMMON, ...DURABLE];
-  const env = gitEnv({ ...GIT_DATES, GIT_AUTHOR_NAME: 'Admin', GIT_AUTHOR_EMAIL: 'admin@localhost', GIT_COMMITTER_NAME: 'Admin', GIT_COMMITTER_EMAIL: 'admin@localhost' });
+  const env = gitEnv({
+    ...GIT_DATES,
+    GIT_AUTHOR_NAME: 'Admin',
+    GIT_AUTHOR_EMAIL: 'admin@localhost',
+    GIT_COMMITTER_NAME: 'Admin',
+    GIT_COMMITTER_EMAIL: 'admin@localhost',
+  });
   let head = gitSync(['rev-parse', 'HEAD'], { cwd: wt }).trim();
   return async (c) => {
     const blob = (await gitAsync([...cfg, 'hash-object', '-w', '--stdin'], { cwd: wt, env, input: c.content })).trim();
@@ -242,7 +266,10 @@ export async function fastImport(f: Fixture, changes: Change[], label: string): 
   const stream = fastImportStream(changes, parent);
   const t0 = nowMs();
   await new Promise<void>((resolvePromise, reject) => {
-    const child = spawn('git', ['--git-dir', gitdir, ...COMMON, ...DURABLE, 'fast-import', '--quiet'], { env: gitEnv(), stdio: ['pipe', 'ignore', 'pipe'] });
+    const child = spawn('git', ['--git-dir', gitdir, ...COMMON, ...DURABLE, 'fast-import', '--quiet'], {
+      env: gitEnv(),
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
     let err = '';
     child.stderr.on('data', (c: Buffer) => (err += c.toString()));
     child.on('error', reject);
@@ -312,7 +339,11 @@ export async function main(): Promise<void> {
       `then git plumbing, fast-import of all ${N_OURS} commits, and the disk's fsync floor`,
   );
 
-  const kernel = await startKernel({ config: benchConfig(f.dataDir, { fsync: true }), plugins: allPlugins, log: createLogger(undefined, true) });
+  const kernel = await startKernel({
+    config: benchConfig(f.dataDir, { fsync: true }),
+    plugins: allPlugins,
+    log: createLogger(undefined, true),
+  });
   const tenant = kernel.services.tenants.get(f.org)!;
   if (tenant.index.size < NODES) throw new Error(`tenant has ${tenant.index.size} nodes`);
   const write = oursWriter(tenant, f.person);
@@ -382,7 +413,9 @@ export async function main(): Promise<void> {
   const count = Number(gitSync(['rev-list', '--count', 'HEAD'], { cwd: wtDurable }).trim());
   if (count < cli.count) throw new Error('git CLI commits missing');
   const oursCpu = ours.cpuMs / ours.count;
-  console.log(`  ours tenant.write (sequential)      ${fmtRate(ours.rate)}/s  (${ours.count} commits in ${fmtMs(ours.ms)}; ${oursCpu.toFixed(2)} ms CPU and ${(ours.ms / ours.count - oursCpu).toFixed(2)} ms waiting per commit)`);
+  console.log(
+    `  ours tenant.write (sequential)      ${fmtRate(ours.rate)}/s  (${ours.count} commits in ${fmtMs(ours.ms)}; ${oursCpu.toFixed(2)} ms CPU and ${(ours.ms / ours.count - oursCpu).toFixed(2)} ms waiting per commit)`,
+  );
   console.log(`  ours POST /v1/nodes, 1 client       ${fmtRate(http1.rate)}/s`);
   console.log(`  ours POST /v1/nodes, 4 clients      ${fmtRate(http4.rate)}/s`);
   console.log(`  git CLI add+commit, core.fsync=all  ${fmtRate(cli.rate)}/s  (${cli.count} commits in ${fmtMs(cli.ms)})`);
@@ -406,7 +439,9 @@ export async function main(): Promise<void> {
     fiMs = fi.ms;
   }
   const fiRate = median(fiRuns);
-  console.log(`  git fast-import, streamed           ${fmtRate(fiRate)}/s  (${changes.length} commits in ~${fmtMs(fiMs)} incl. process start; median of 3)`);
+  console.log(
+    `  git fast-import, streamed           ${fmtRate(fiRate)}/s  (${changes.length} commits in ~${fmtMs(fiMs)} incl. process start; median of 3)`,
+  );
 
   const floor = await fsyncFloor();
   const floorMs = floor.looseMs;

@@ -45,8 +45,13 @@ const flagOf = (field: string) => `--${field.replace(/_/g, '-')}`;
 export function flagUsage(field: string, schema: JsonSchema): string {
   const types = typesOf(schema);
   if (types.length === 1 && types[0] === 'boolean') return flagOf(field);
-  const values = Array.isArray(schema.enum) ? (schema.enum as unknown[]).map(String).join('|') : types.filter((t) => t !== 'null').join('|') || 'value';
-  const items = types.includes('array') && schema.items ? ` (repeatable${typesOf(schema.items as JsonSchema).length ? ': ' + typesOf(schema.items as JsonSchema).join('|') : ''})` : '';
+  const values = Array.isArray(schema.enum)
+    ? (schema.enum as unknown[]).map(String).join('|')
+    : types.filter((t) => t !== 'null').join('|') || 'value';
+  const items =
+    types.includes('array') && schema.items
+      ? ` (repeatable${typesOf(schema.items as JsonSchema).length ? ': ' + typesOf(schema.items as JsonSchema).join('|') : ''})`
+      : '';
   return `${flagOf(field)} <${values}>${items}`;
 }
 
@@ -136,7 +141,8 @@ function convert(field: string, schema: JsonSchema, value: string): unknown {
   }
   if (types.includes('integer') || types.includes('number')) {
     const n = Number(value);
-    if (value.trim() === '' || !Number.isFinite(n) || (types.includes('integer') && !types.includes('number') && !Number.isInteger(n))) throw usage(`--${field} takes a number (got '${value}')`);
+    if (value.trim() === '' || !Number.isFinite(n) || (types.includes('integer') && !types.includes('number') && !Number.isInteger(n)))
+      throw usage(`--${field} takes a number (got '${value}')`);
     return n;
   }
   if (types.includes('boolean')) {
@@ -164,7 +170,8 @@ export function parseGlobal(args: string[]): { global: GlobalOptions & { input?:
   const rest: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
-    const [name, inline] = a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
+    const [name, inline] =
+      a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
     const value = () => {
       if (inline !== undefined) return inline;
       const v = args[++i];
@@ -182,7 +189,12 @@ export function parseGlobal(args: string[]): { global: GlobalOptions & { input?:
 }
 
 /** The operation's input from positional arguments and flags, checked against the declaration. */
-export function parseInput(cmd: CommandSpec, args: string[], inputJson?: string, defaults?: (input: Record<string, unknown>) => void): Record<string, unknown> {
+export function parseInput(
+  cmd: CommandSpec,
+  args: string[],
+  inputJson?: string,
+  defaults?: (input: Record<string, unknown>) => void,
+): Record<string, unknown> {
   const props = properties(cmd);
   let input: Record<string, unknown> = {};
   if (inputJson !== undefined) {
@@ -246,12 +258,18 @@ export function parseInput(cmd: CommandSpec, args: string[], inputJson?: string,
       input[field] = [...list, convert(field, items, expanded)];
     } else input[field] = convert(field, schema, expandValue(raw));
   }
-  if (positionals.length > cmd.pathParams.length) throw usage(`${cmd.name} takes ${cmd.pathParams.length ? cmd.pathParams.map((p) => `<${p}>`).join(' ') : 'no positional arguments'}; unexpected '${positionals[cmd.pathParams.length]}'`);
+  if (positionals.length > cmd.pathParams.length)
+    throw usage(
+      `${cmd.name} takes ${cmd.pathParams.length ? cmd.pathParams.map((p) => `<${p}>`).join(' ') : 'no positional arguments'}; unexpected '${positionals[cmd.pathParams.length]}'`,
+    );
   cmd.pathParams.forEach((p, i) => {
     if (positionals[i] !== undefined) input[p] = positionals[i];
   });
   defaults?.(input);
   const missing = requiredOf(cmd).filter((f) => input[f] === undefined);
-  if (missing.length) throw usage(`${cmd.name}: missing ${missing.map((f) => (cmd.pathParams.includes(f) ? `<${f}>` : flagOf(f))).join(', ')} (workgraph ${cmd.name} --help)`);
+  if (missing.length)
+    throw usage(
+      `${cmd.name}: missing ${missing.map((f) => (cmd.pathParams.includes(f) ? `<${f}>` : flagOf(f))).join(', ')} (workgraph ${cmd.name} --help)`,
+    );
   return input;
 }

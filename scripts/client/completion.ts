@@ -49,8 +49,18 @@ export async function complete(words: string[]): Promise<string> {
   const current = words[words.length - 1] ?? '';
   const before = words.slice(0, -1);
   const manifest = await loadManifest();
-  const out = (list: string[]) => [...new Set(list)].filter((c) => c.startsWith(current)).sort().join('\n') + '\n';
-  if (before.length === 0) return out([...manifest.commands.map((c) => c.name), ...ALIASES.map((a) => a.name), ...BUILTINS.filter((b) => !b.startsWith('_')), ...OPERATOR]);
+  const out = (list: string[]) =>
+    [...new Set(list)]
+      .filter((c) => c.startsWith(current))
+      .sort()
+      .join('\n') + '\n';
+  if (before.length === 0)
+    return out([
+      ...manifest.commands.map((c) => c.name),
+      ...ALIASES.map((a) => a.name),
+      ...BUILTINS.filter((b) => !b.startsWith('_')),
+      ...OPERATOR,
+    ]);
   const command = before[0]!;
   if (command === 'completion') return out(['bash', 'zsh', 'fish']);
   if (command === 'profile') {
@@ -71,7 +81,11 @@ export async function complete(words: string[]): Promise<string> {
     }
   }
   if (current.startsWith('-')) {
-    const flags = cmd ? Object.keys(props).filter((k) => !cmd.pathParams.includes(k)).map((k) => `--${k.replace(/_/g, '-')}`) : [];
+    const flags = cmd
+      ? Object.keys(props)
+          .filter((k) => !cmd.pathParams.includes(k))
+          .map((k) => `--${k.replace(/_/g, '-')}`)
+      : [];
     return out([...flags, '--json', '--profile', '--input', '--help', '--no-color']);
   }
   // a positional <id>: node ids

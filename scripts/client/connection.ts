@@ -66,7 +66,8 @@ export async function connect(profileFlag: string | undefined): Promise<Connecti
   if (!server) throw usage('no server: set SVC_SERVER and SVC_TOKEN, or sign in with `workgraph login <server>`');
   if (envToken) return { server: trimServer(server), token: envToken, org: envOrg, profile: undefined };
   if (!profile || !name) throw usage('no token: set SVC_TOKEN, or sign in with `workgraph login <server>`');
-  if (envServer && trimServer(envServer) !== trimServer(profile.server)) throw usage(`SVC_SERVER ${envServer} is not profile '${name}' (${profile.server}): set SVC_TOKEN too`);
+  if (envServer && trimServer(envServer) !== trimServer(profile.server))
+    throw usage(`SVC_SERVER ${envServer} is not profile '${name}' (${profile.server}): set SVC_TOKEN too`);
   const token = await accessTokenOf(name, profile);
   return { server: trimServer(profile.server), token, org: envOrg, profile: name };
 }
@@ -81,13 +82,20 @@ async function accessTokenOf(name: string, profile: Profile): Promise<string> {
     const current = file.profiles[name];
     if (!current) throw usage(`profile '${name}' disappeared`);
     if (fresh(current)) return current.access_token!;
-    if (!current.refresh_token || !current.client_id) throw new CliFailure(EXIT.unauthorized, `profile '${name}' holds no refresh token: sign in again with \`workgraph login ${current.server}\``);
+    if (!current.refresh_token || !current.client_id)
+      throw new CliFailure(
+        EXIT.unauthorized,
+        `profile '${name}' holds no refresh token: sign in again with \`workgraph login ${current.server}\``,
+      );
     const { refresh } = await import('./oauth.js');
     let tokens: { access_token: string; refresh_token?: string; expires_in?: number };
     try {
       tokens = await refresh(current.server, current.client_id, current.refresh_token);
     } catch (err) {
-      throw new CliFailure(EXIT.unauthorized, `profile '${name}': the sign-in is no longer valid (${(err as Error).message}); run \`workgraph login ${current.server}\``);
+      throw new CliFailure(
+        EXIT.unauthorized,
+        `profile '${name}': the sign-in is no longer valid (${(err as Error).message}); run \`workgraph login ${current.server}\``,
+      );
     }
     current.access_token = tokens.access_token;
     current.access_expires_at = Date.now() + (tokens.expires_in ?? 3600) * 1000;
@@ -104,11 +112,20 @@ export interface HttpAnswer {
 }
 
 export async function request(conn: Connection, method: string, path: string, body?: unknown): Promise<HttpAnswer> {
-  const headers: Record<string, string> = { authorization: `Bearer ${conn.token}`, accept: 'application/json', 'user-agent': 'workgraph-cli' };
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${conn.token}`,
+    accept: 'application/json',
+    'user-agent': 'workgraph-cli',
+  };
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   try {
-    res = await fetch(conn.server + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
+    res = await fetch(conn.server + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      redirect: 'manual',
+    });
   } catch (err) {
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
     throw new CliFailure(EXIT.other, `cannot reach ${conn.server}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
@@ -120,7 +137,8 @@ export async function request(conn: Connection, method: string, path: string, bo
 export function envelopeOf(bytes: Buffer | string): { code: string; message: string; details?: Record<string, unknown> } | null {
   try {
     const parsed = JSON.parse(bytes.toString()) as { error?: { code?: unknown; message?: unknown; details?: Record<string, unknown> } };
-    if (parsed && typeof parsed.error?.code === 'string') return { code: parsed.error.code, message: String(parsed.error.message ?? ''), details: parsed.error.details };
+    if (parsed && typeof parsed.error?.code === 'string')
+      return { code: parsed.error.code, message: String(parsed.error.message ?? ''), details: parsed.error.details };
   } catch {
     /* not JSON */
   }
@@ -131,7 +149,10 @@ export function envelopeOf(bytes: Buffer | string): { code: string; message: str
 export function failureOf(status: number, bytes: Buffer | string): CliFailure {
   const env = envelopeOf(bytes);
   const detail = env?.details && Array.isArray(env.details.allowed) ? ` (allowed: ${(env.details.allowed as unknown[]).join(', ')})` : '';
-  return new CliFailure(exitForStatus(status), env ? `${env.code}: ${env.message}${detail} [HTTP ${status}]` : `HTTP ${status}: ${bytes.toString().slice(0, 300)}`);
+  return new CliFailure(
+    exitForStatus(status),
+    env ? `${env.code}: ${env.message}${detail} [HTTP ${status}]` : `HTTP ${status}: ${bytes.toString().slice(0, 300)}`,
+  );
 }
 
 /** SVC_ORG / the profile's org names the tenant the caller expects; a token of another tenant is refused before anything runs. */

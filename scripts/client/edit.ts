@@ -38,7 +38,11 @@ function runEditor(file: string): void {
   const editor = process.env.VISUAL || process.env.EDITOR || 'vi';
   // through sh so EDITOR may carry its own arguments ("code -w"); the file is "$1", never spliced in
   const res = spawnSync('sh', ['-c', `${editor} "$1"`, 'workgraph-edit', file], { stdio: 'inherit' });
-  if (res.error || res.status !== 0) throw new CliFailure(EXIT.other, `the editor (${editor}) failed${res.status !== null ? ` with exit ${res.status}` : ''}; your text is in ${file}`);
+  if (res.error || res.status !== 0)
+    throw new CliFailure(
+      EXIT.other,
+      `the editor (${editor}) failed${res.status !== null ? ` with exit ${res.status}` : ''}; your text is in ${file}`,
+    );
 }
 
 const MARKERS = /^(<{7}|>{7})( |$)|^={7}$/m;
@@ -68,10 +72,23 @@ export async function editCommand(args: string[]): Promise<number> {
   let base = opened;
   for (let round = 0; round < 10; round++) {
     if (mine.trim() === '') throw new CliFailure(EXIT.other, `${id}: the file is empty: nothing saved`);
-    if (MARKERS.test(mine)) throw new CliFailure(EXIT.conflict, `${id}: conflict markers remain: nothing saved; your text is in ${file} (run edit again and paste it in)`);
+    if (MARKERS.test(mine))
+      throw new CliFailure(
+        EXIT.conflict,
+        `${id}: conflict markers remain: nothing saved; your text is in ${file} (run edit again and paste it in)`,
+      );
     const res = await request(conn, 'POST', '/v1/nodes', { nodes: [{ node: mine, if_exists: 'update', revision: base.revision }] });
     if (res.status >= 400) throw failureOf(res.status, res.bytes);
-    const answer = JSON.parse(res.bytes.toString()) as { results: Array<{ status: string; id: string | null; revision?: string | null; http_status?: number; error?: { code: string; message: string }; warnings?: string[] }> };
+    const answer = JSON.parse(res.bytes.toString()) as {
+      results: Array<{
+        status: string;
+        id: string | null;
+        revision?: string | null;
+        http_status?: number;
+        error?: { code: string; message: string };
+        warnings?: string[];
+      }>;
+    };
     const entry = answer.results[0]!;
     if (entry.status !== 'failed') {
       rmSync(dir, { recursive: true, force: true });
@@ -84,23 +101,48 @@ export async function editCommand(args: string[]): Promise<number> {
     }
     if (entry.http_status !== 409 || entry.error?.code !== 'conflict') {
       if (global.json) process.stdout.write(res.bytes);
-      throw new CliFailure(entry.http_status ? exitForStatus(entry.http_status) : EXIT.other, `${entry.error?.code}: ${entry.error?.message} [HTTP ${entry.http_status}]; your text is in ${file}`);
+      throw new CliFailure(
+        entry.http_status ? exitForStatus(entry.http_status) : EXIT.other,
+        `${entry.error?.code}: ${entry.error?.message} [HTTP ${entry.http_status}]; your text is in ${file}`,
+      );
     }
     // Someone else wrote the node since it was read: show their change, merge three ways.
     const theirs = await readNode(conn, id);
     writeFileSync(join(dir, 'base.md'), base.markdown);
     writeFileSync(join(dir, 'theirs.md'), theirs.markdown);
     writeFileSync(join(dir, 'yours.md'), mine);
-    process.stderr.write(style.yellow(`${id} changed on the server since you opened it (revision ${base.revision.slice(0, 12)} -> ${theirs.revision.slice(0, 12)}). Their change:\n`));
-    const diff = spawnSync('git', ['diff', '--no-index', '--no-color', '-U2', '--', 'base.md', 'theirs.md'], { cwd: dir, encoding: 'utf8' });
-    process.stderr.write(diff.stdout.split('\n').filter((l) => !/^(diff --git|index |--- |\+\+\+ )/.test(l)).join('\n'));
-    const merge = spawnSync('git', ['merge-file', '-p', '-L', 'yours', '-L', 'opened', '-L', 'server', 'yours.md', 'base.md', 'theirs.md'], { cwd: dir, encoding: 'utf8' });
-    if (merge.error || merge.status === null || merge.status < 0 || merge.status > 127) throw new CliFailure(EXIT.conflict, `${id}: git merge-file failed (${merge.error?.message ?? merge.stderr}); your text is in ${file}`);
+    process.stderr.write(
+      style.yellow(
+        `${id} changed on the server since you opened it (revision ${base.revision.slice(0, 12)} -> ${theirs.revision.slice(0, 12)}). Their change:\n`,
+      ),
+    );
+    const diff = spawnSync('git', ['diff', '--no-index', '--no-color', '-U2', '--', 'base.md', 'theirs.md'], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
+    process.stderr.write(
+      diff.stdout
+        .split('\n')
+        .filter((l) => !/^(diff --git|index |--- |\+\+\+ )/.test(l))
+        .join('\n'),
+    );
+    const merge = spawnSync(
+      'git',
+      ['merge-file', '-p', '-L', 'yours', '-L', 'opened', '-L', 'server', 'yours.md', 'base.md', 'theirs.md'],
+      { cwd: dir, encoding: 'utf8' },
+    );
+    if (merge.error || merge.status === null || merge.status < 0 || merge.status > 127)
+      throw new CliFailure(
+        EXIT.conflict,
+        `${id}: git merge-file failed (${merge.error?.message ?? merge.stderr}); your text is in ${file}`,
+      );
     writeFileSync(file, merge.stdout);
     process.stderr.write(
       merge.status === 0
         ? `Merged your change with theirs cleanly; review the merge in the editor (save to write it).\n`
-        : style.yellow(`${merge.status} conflicting part(s): resolve the <<<<<<< ======= >>>>>>> blocks in the editor (save to write it).\n`),
+        : style.yellow(
+            `${merge.status} conflicting part(s): resolve the <<<<<<< ======= >>>>>>> blocks in the editor (save to write it).\n`,
+          ),
     );
     runEditor(file);
     mine = readFileSync(file, 'utf8');

@@ -5,7 +5,19 @@
  */
 import { readFileSync } from 'node:fs';
 import { GLOBAL_FLAGS, helpOf, parseGlobal, parseInput, type GlobalOptions } from './args.js';
-import { checkOrg, CliFailure, connect, envelopeOf, EXIT, exitForStatus, failureOf, request, statusForCode, usage, type Connection } from './connection.js';
+import {
+  checkOrg,
+  CliFailure,
+  connect,
+  envelopeOf,
+  EXIT,
+  exitForStatus,
+  failureOf,
+  request,
+  statusForCode,
+  usage,
+  type Connection,
+} from './connection.js';
 import { ALIAS_NAMES } from './aliases.js';
 import { loadManifest, type CommandSpec, type Manifest } from './manifest.js';
 import { colorWanted, renderNode, renderPut, renderQueue, renderValue, styleFor } from './render.js';
@@ -30,7 +42,7 @@ export const ALIASES: Alias[] = [
   {
     name: 'done',
     target: 'set_status',
-    note: "alias of set_status with --status done (resolved for issue-* ids) unless --status is given",
+    note: 'alias of set_status with --status done (resolved for issue-* ids) unless --status is given',
     preset: (input) => {
       if (input.status === undefined) input.status = String(input.id ?? '').startsWith('issue-') ? 'resolved' : 'done';
     },
@@ -48,7 +60,7 @@ export const BUILTINS = ['login', 'logout', 'profile', 'edit', 'completion', 'co
 export function clientUsage(manifest: Manifest | null): string {
   const lines = [
     'client commands (against a server: SVC_SERVER + SVC_TOKEN, or a profile from `workgraph login`):',
-    '  login <server> [--profile NAME] [--no-browser]   sign in through the server\'s OAuth (browser + PKCE)',
+    "  login <server> [--profile NAME] [--no-browser]   sign in through the server's OAuth (browser + PKCE)",
     '  logout [--profile NAME]                          forget a profile and revoke its sign-in',
     '  profile list | profile use NAME                  the signed-in servers and tenants',
     '  queue | show ID | claim ID | done ID | ask TEXT | new FILE | history ID',
@@ -58,7 +70,13 @@ export function clientUsage(manifest: Manifest | null): string {
     '  <operation> [args] [--flags]                     any operation; `workgraph <operation> --help`',
   ];
   if (manifest) lines.push('', `operations: ${manifest.commands.map((c) => c.name).join(' ')}`);
-  lines.push('', 'global options:', ...GLOBAL_FLAGS.map(([f, t]) => `  ${f.padEnd(20)} ${t}`), '', 'exit codes: 0 ok, 1 other, 2 usage, 3 unauthorized (401), 4 forbidden (403), 5 not found (404), 6 conflict (409), 7 invalid input (400/413/422)');
+  lines.push(
+    '',
+    'global options:',
+    ...GLOBAL_FLAGS.map(([f, t]) => `  ${f.padEnd(20)} ${t}`),
+    '',
+    'exit codes: 0 ok, 1 other, 2 usage, 3 unauthorized (401), 4 forbidden (403), 5 not found (404), 6 conflict (409), 7 invalid input (400/413/422)',
+  );
   return lines.join('\n');
 }
 
@@ -117,14 +135,22 @@ async function callTool(conn: Connection, tool: string, input: Record<string, un
   const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
   const client = new Client({ name: 'workgraph-cli', version: '0.1.0' });
   try {
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${conn.server}/mcp`), { requestInit: { headers: { authorization: `Bearer ${conn.token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${conn.server}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${conn.token}` } },
+      }),
+    );
   } catch (err) {
     const message = (err as Error).message;
-    if (/401|unauthori[sz]ed/i.test(message)) throw new CliFailure(EXIT.unauthorized, 'unauthorized: missing, invalid, expired or revoked token [HTTP 401]');
+    if (/401|unauthori[sz]ed/i.test(message))
+      throw new CliFailure(EXIT.unauthorized, 'unauthorized: missing, invalid, expired or revoked token [HTTP 401]');
     throw new CliFailure(EXIT.other, `cannot open MCP at ${conn.server}/mcp: ${message}`);
   }
   try {
-    const result = (await client.callTool({ name: tool, arguments: input })) as { isError?: boolean; content?: Array<{ type: string; text?: string }> };
+    const result = (await client.callTool({ name: tool, arguments: input })) as {
+      isError?: boolean;
+      content?: Array<{ type: string; text?: string }>;
+    };
     const text = result.content?.find((c) => c.type === 'text')?.text ?? '';
     return { isError: Boolean(result.isError), text };
   } finally {
@@ -156,10 +182,14 @@ export async function runOperation(cmd: CommandSpec, input: Record<string, unkno
   printAnswer(cmd, answer.bytes, answer.contentType, global);
   // a batch with failed entries (207): the first failure decides the exit code
   if (answer.status === 207) {
-    const parsed = JSON.parse(answer.bytes.toString()) as { results?: Array<{ status?: string; http_status?: number; error?: { code: string; message: string }; id?: string | null }> };
+    const parsed = JSON.parse(answer.bytes.toString()) as {
+      results?: Array<{ status?: string; http_status?: number; error?: { code: string; message: string }; id?: string | null }>;
+    };
     const failed = parsed.results?.find((r) => r.status === 'failed');
     if (failed) {
-      process.stderr.write(`workgraph: ${failed.id ?? 'entry'}: ${failed.error?.code}: ${failed.error?.message} [HTTP ${failed.http_status ?? 207}]\n`);
+      process.stderr.write(
+        `workgraph: ${failed.id ?? 'entry'}: ${failed.error?.code}: ${failed.error?.message} [HTTP ${failed.http_status ?? 207}]\n`,
+      );
       return failed.http_status ? exitForStatus(failed.http_status) : EXIT.other;
     }
   }
@@ -180,12 +210,31 @@ async function profileCommand(args: string[]): Promise<number> {
     return EXIT.ok;
   }
   if (sub === 'list') {
-    const rows = Object.entries(file.profiles).map(([n, p]) => ({ current: n === file.current ? '*' : '', name: n, server: p.server, org: p.org ?? '', person: p.person ?? '', signed_in: p.refresh_token ? 'yes' : 'no' }));
-    if (global.json) write(JSON.stringify({ current: file.current ?? null, profiles: rows.map(({ current: _c, signed_in, ...r }) => ({ ...r, signed_in: signed_in === 'yes' })) }) + '\n');
+    const rows = Object.entries(file.profiles).map(([n, p]) => ({
+      current: n === file.current ? '*' : '',
+      name: n,
+      server: p.server,
+      org: p.org ?? '',
+      person: p.person ?? '',
+      signed_in: p.refresh_token ? 'yes' : 'no',
+    }));
+    if (global.json)
+      write(
+        JSON.stringify({
+          current: file.current ?? null,
+          profiles: rows.map(({ current: _c, signed_in, ...r }) => ({ ...r, signed_in: signed_in === 'yes' })),
+        }) + '\n',
+      );
     else if (rows.length === 0) write('No profiles yet: workgraph login <server>\n');
     else {
       const { table } = await import('./render.js');
-      write(table(rows, ['current', 'name', 'server', 'org', 'person', 'signed_in'], styleFor(global.color && colorWanted(true, process.stdout))));
+      write(
+        table(
+          rows,
+          ['current', 'name', 'server', 'org', 'person', 'signed_in'],
+          styleFor(global.color && colorWanted(true, process.stdout)),
+        ),
+      );
     }
     return EXIT.ok;
   }
@@ -209,7 +258,9 @@ async function loginCommand(args: string[]): Promise<number> {
   const browser = !rest.includes('--no-browser');
   const positional = rest.filter((a) => a !== '--no-browser');
   if (global.help || positional.length !== 1 || positional[0]!.startsWith('-')) {
-    write('usage: workgraph login <server> [--profile NAME] [--no-browser]\n\nSigns in through the server\'s OAuth: prints the sign-in URL (and opens a browser unless\n--no-browser), where you sign in with a personal access token and approve; the browser\ncomes back to a loopback address of this CLI. The refresh token is kept in\n$XDG_CONFIG_HOME/workgraph/profiles.json (mode 0600). The profile is named after the\ntenant unless --profile is given, and becomes the current one.\n');
+    write(
+      "usage: workgraph login <server> [--profile NAME] [--no-browser]\n\nSigns in through the server's OAuth: prints the sign-in URL (and opens a browser unless\n--no-browser), where you sign in with a personal access token and approve; the browser\ncomes back to a loopback address of this CLI. The refresh token is kept in\n$XDG_CONFIG_HOME/workgraph/profiles.json (mode 0600). The profile is named after the\ntenant unless --profile is given, and becomes the current one.\n",
+    );
     return global.help ? EXIT.ok : EXIT.usage;
   }
   let server = positional[0]!;
@@ -253,7 +304,11 @@ async function logoutCommand(args: string[]): Promise<number> {
     const p = file.profiles[name];
     if (p?.refresh_token && p.client_id) {
       // RFC 7009: revoking the refresh token ends the grant on the server (best effort: offline is fine)
-      await fetch(`${p.server}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: p.refresh_token, token_type_hint: 'refresh_token', client_id: p.client_id }) }).catch(() => undefined);
+      await fetch(`${p.server}/oauth/revoke`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token: p.refresh_token, token_type_hint: 'refresh_token', client_id: p.client_id }),
+      }).catch(() => undefined);
     }
     delete file.profiles[name];
     if (file.current === name) delete file.current;
@@ -294,11 +349,34 @@ export async function runClient(command: string, args: string[]): Promise<number
       case 'commands': {
         const { global } = parseGlobal(args);
         const manifest = await loadManifest();
-        if (global.json) write(JSON.stringify(manifest.commands.map((c) => ({ name: c.name, summary: c.summary, via: c.via, method: c.method ?? null, path: c.path ?? null, tool: c.tool ?? null }))) + '\n');
+        if (global.json)
+          write(
+            JSON.stringify(
+              manifest.commands.map((c) => ({
+                name: c.name,
+                summary: c.summary,
+                via: c.via,
+                method: c.method ?? null,
+                path: c.path ?? null,
+                tool: c.tool ?? null,
+              })),
+            ) + '\n',
+          );
         else {
           const { table } = await import('./render.js');
-          const rows = manifest.commands.map((c) => ({ name: c.name, calls: c.via === 'rest' ? `${c.method} ${c.path}` : `MCP ${c.tool}`, summary: c.summary }));
-          write(table(rows, ['name', 'calls', 'summary'], styleFor(global.color && colorWanted(true, process.stdout)), process.stdout.isTTY ? process.stdout.columns : undefined));
+          const rows = manifest.commands.map((c) => ({
+            name: c.name,
+            calls: c.via === 'rest' ? `${c.method} ${c.path}` : `MCP ${c.tool}`,
+            summary: c.summary,
+          }));
+          write(
+            table(
+              rows,
+              ['name', 'calls', 'summary'],
+              styleFor(global.color && colorWanted(true, process.stdout)),
+              process.stdout.isTTY ? process.stdout.columns : undefined,
+            ),
+          );
         }
         return EXIT.ok;
       }
@@ -333,12 +411,14 @@ export async function runClient(command: string, args: string[]): Promise<number
         const a = rest[i]!;
         if (a.startsWith('--')) {
           flags.push(a);
-          if (!a.includes('=') && rest[i + 1] !== undefined && !rest[i + 1]!.startsWith('--') && !isBooleanFlag(cmd, a)) flags.push(rest[++i]!);
+          if (!a.includes('=') && rest[i + 1] !== undefined && !rest[i + 1]!.startsWith('--') && !isBooleanFlag(cmd, a))
+            flags.push(rest[++i]!);
         } else words.push(a);
       }
       const extra = words.slice(cmd.pathParams.length);
       const fieldArgs = alias.positional.flatMap((f, i) => (extra[i] !== undefined ? [`--${f}`, extra[i]!] : []));
-      if (extra.length > alias.positional.length) throw usage(`${alias.name}: unexpected '${extra[alias.positional.length]}' (quote the text)`);
+      if (extra.length > alias.positional.length)
+        throw usage(`${alias.name}: unexpected '${extra[alias.positional.length]}' (quote the text)`);
       input = parseInput(cmd, [...words.slice(0, cmd.pathParams.length), ...fieldArgs, ...flags], global.input);
     } else {
       input = parseInput(cmd, rest, global.input, alias?.preset);

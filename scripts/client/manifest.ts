@@ -58,7 +58,8 @@ interface PluginLike {
   tools?: Array<{ name?: string; description?: string; operation: unknown }>;
 }
 
-const isOperation = (v: unknown): v is OperationLike => typeof v === 'object' && v !== null && (v as { kind?: unknown }).kind === 'operation';
+const isOperation = (v: unknown): v is OperationLike =>
+  typeof v === 'object' && v !== null && (v as { kind?: unknown }).kind === 'operation';
 
 export function pathParamsOf(path: string): string[] {
   return [...path.matchAll(/:([A-Za-z_$][\w$]*)/g)].map((m) => m[1]!);
@@ -151,7 +152,13 @@ function sourceFiles(): string[] {
     }
   };
   walk(join(ROOT, 'plugins'));
-  files.push(join(ROOT, 'scripts', 'plugins.ts'), join(ROOT, 'kernel', 'operation.ts'), join(ROOT, 'kernel', 'registry.ts'), fileURLToPath(import.meta.url), join(ROOT, 'scripts', 'client', 'aliases.ts'));
+  files.push(
+    join(ROOT, 'scripts', 'plugins.ts'),
+    join(ROOT, 'kernel', 'operation.ts'),
+    join(ROOT, 'kernel', 'registry.ts'),
+    fileURLToPath(import.meta.url),
+    join(ROOT, 'scripts', 'client', 'aliases.ts'),
+  );
   return files.sort();
 }
 
@@ -171,8 +178,14 @@ export function fingerprint(): string {
 function cacheFiles(): string[] {
   const xdg = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
   // one cache per entry (the TypeScript sources, the dist bundle), so neither evicts the other
-  const key = createHash('sha256').update(fileURLToPath(import.meta.url)).digest('hex').slice(0, 12);
-  return [join(ROOT, 'node_modules', '.cache', 'workgraph', `cli-manifest-${key}.json`), join(xdg, 'workgraph', `cli-manifest-${key}.json`)];
+  const key = createHash('sha256')
+    .update(fileURLToPath(import.meta.url))
+    .digest('hex')
+    .slice(0, 12);
+  return [
+    join(ROOT, 'node_modules', '.cache', 'workgraph', `cli-manifest-${key}.json`),
+    join(xdg, 'workgraph', `cli-manifest-${key}.json`),
+  ];
 }
 
 /** The manifest: from the cache when its fingerprint matches, else rebuilt from the plugins (slow, once). */

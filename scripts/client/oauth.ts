@@ -39,7 +39,10 @@ const resourceOf = (server: string) => `${trimServer(server)}/`;
 export async function refresh(server: string, clientId: string, refreshToken: string): Promise<oauth.TokenEndpointResponse> {
   const as = await discover(server);
   const client: oauth.Client = { client_id: clientId, token_endpoint_auth_method: 'none' };
-  const res = await oauth.refreshTokenGrantRequest(as, client, oauth.None(), refreshToken, { ...insecure(server), additionalParameters: { resource: resourceOf(server) } });
+  const res = await oauth.refreshTokenGrantRequest(as, client, oauth.None(), refreshToken, {
+    ...insecure(server),
+    additionalParameters: { resource: resourceOf(server) },
+  });
   return oauth.processRefreshTokenResponse(as, client, res);
 }
 
@@ -63,10 +66,14 @@ function openBrowser(url: string): void {
 const PAGE = (title: string, text: string) =>
   `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title}</title></head><body><main><h1>${title}</h1><p>${text}</p></main></body></html>`;
 
-export async function login(serverArg: string, opts: { browser: boolean; timeoutMs: number; log: (line: string) => void }): Promise<LoginResult> {
+export async function login(
+  serverArg: string,
+  opts: { browser: boolean; timeoutMs: number; log: (line: string) => void },
+): Promise<LoginResult> {
   const server = trimServer(serverArg);
   const as = await discover(server);
-  if (!as.authorization_endpoint || !as.token_endpoint || !as.registration_endpoint) throw new CliFailure(EXIT.other, `${server} does not offer OAuth sign-in with client registration`);
+  if (!as.authorization_endpoint || !as.token_endpoint || !as.registration_endpoint)
+    throw new CliFailure(EXIT.other, `${server} does not offer OAuth sign-in with client registration`);
   if (!as.code_challenge_methods_supported?.includes('S256')) throw new CliFailure(EXIT.other, `${server} does not support PKCE S256`);
 
   // The loopback listener first: its port is part of the registered redirect URI.
@@ -80,7 +87,11 @@ export async function login(serverArg: string, opts: { browser: boolean; timeout
     }
     const failed = url.searchParams.has('error');
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-    res.end(failed ? PAGE('Sign-in not completed', 'You can close this tab; the terminal says why.') : PAGE('Signed in', 'You can close this tab and return to the terminal.'));
+    res.end(
+      failed
+        ? PAGE('Sign-in not completed', 'You can close this tab; the terminal says why.')
+        : PAGE('Signed in', 'You can close this tab and return to the terminal.'),
+    );
     callback(url);
   });
   await new Promise<void>((resolve, reject) => {
@@ -91,7 +102,14 @@ export async function login(serverArg: string, opts: { browser: boolean; timeout
     const redirectUri = `http://127.0.0.1:${(listener.address() as AddressInfo).port}/callback`;
     const reg = await oauth.dynamicClientRegistrationRequest(
       as,
-      { client_name: 'workgraph CLI', redirect_uris: [redirectUri], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', scope: SCOPE },
+      {
+        client_name: 'workgraph CLI',
+        redirect_uris: [redirectUri],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+        scope: SCOPE,
+      },
       insecure(server),
     );
     const client = (await oauth.processDynamicClientRegistrationResponse(reg)) as oauth.Client;
@@ -113,7 +131,10 @@ export async function login(serverArg: string, opts: { browser: boolean; timeout
 
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new CliFailure(EXIT.other, `no answer from the browser within ${Math.round(opts.timeoutMs / 1000)} s`)), opts.timeoutMs);
+      timer = setTimeout(
+        () => reject(new CliFailure(EXIT.other, `no answer from the browser within ${Math.round(opts.timeoutMs / 1000)} s`)),
+        opts.timeoutMs,
+      );
     });
     const back = await Promise.race([arrived, timeout]).finally(() => clearTimeout(timer));
     let params: URLSearchParams;
@@ -123,7 +144,10 @@ export async function login(serverArg: string, opts: { browser: boolean; timeout
       const description = back.searchParams.get('error_description') ?? back.searchParams.get('error');
       throw new CliFailure(EXIT.unauthorized, `sign-in failed: ${description ?? (err as Error).message}`);
     }
-    const tokenRes = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, verifier, { ...insecure(server), additionalParameters: { resource: resourceOf(server) } });
+    const tokenRes = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, verifier, {
+      ...insecure(server),
+      additionalParameters: { resource: resourceOf(server) },
+    });
     const tokens = await oauth.processAuthorizationCodeResponse(as, client, tokenRes);
     return { client_id: client.client_id, tokens };
   } finally {

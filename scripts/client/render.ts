@@ -45,20 +45,44 @@ export function table(rows: Row[], columns: string[], style: Style, maxWidth?: n
       widths[widest] = Math.max(10, widths[widest]! - (total - maxWidth));
     }
   }
-  const line = (vals: string[]) => vals.map((v, i) => (i === vals.length - 1 ? truncate(v, widths[i]!) : truncate(v, widths[i]!).padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (vals: string[]) =>
+    vals
+      .map((v, i) => (i === vals.length - 1 ? truncate(v, widths[i]!) : truncate(v, widths[i]!).padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [style.bold(line(columns.map((c) => c.toUpperCase()))), ...cells.map(line)].join('\n') + '\n';
 }
 
 /** Columns worth showing for a list of objects: the scalar ones, in a useful order, at most seven. */
 function columnsOf(rows: Row[]): string[] {
-  const preferred = ['rank', 'id', 'prefix', 'type', 'status', 'priority', 'suggest', 'title', 'name', 'summary', 'when', 'at', 'date', 'author', 'message', 'why'];
+  const preferred = [
+    'rank',
+    'id',
+    'prefix',
+    'type',
+    'status',
+    'priority',
+    'suggest',
+    'title',
+    'name',
+    'summary',
+    'when',
+    'at',
+    'date',
+    'author',
+    'message',
+    'why',
+  ];
   const keys = new Set<string>();
-  for (const r of rows.slice(0, 20)) for (const [k, v] of Object.entries(r)) if (v === null || typeof v !== 'object' || (Array.isArray(v) && v.every((x) => typeof x !== 'object'))) keys.add(k);
+  for (const r of rows.slice(0, 20))
+    for (const [k, v] of Object.entries(r))
+      if (v === null || typeof v !== 'object' || (Array.isArray(v) && v.every((x) => typeof x !== 'object'))) keys.add(k);
   const ordered = [...preferred.filter((k) => keys.has(k)), ...[...keys].filter((k) => !preferred.includes(k))];
   return ordered.slice(0, 7);
 }
 
-const isRowList = (v: unknown): v is Row[] => Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'object' && x !== null && !Array.isArray(x));
+const isRowList = (v: unknown): v is Row[] =>
+  Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'object' && x !== null && !Array.isArray(x));
 
 /** The generic rendering of any JSON answer. */
 export function renderValue(value: unknown, style: Style, maxWidth?: number): string {
@@ -103,7 +127,11 @@ export function renderQueue(q: Row, style: Style, maxWidth?: number): string {
       title: it.title,
     }));
     out.push(table(rows, ['#', 'id', 'status', 'priority', 'suggest', 'lease', 'title'], style, maxWidth));
-    out.push(style.dim(`${items.length} of ${cell(q.total_count)}${q.next_offset !== null && q.next_offset !== undefined ? ` (more: --offset ${cell(q.next_offset)})` : ''}`) + '\n');
+    out.push(
+      style.dim(
+        `${items.length} of ${cell(q.total_count)}${q.next_offset !== null && q.next_offset !== undefined ? ` (more: --offset ${cell(q.next_offset)})` : ''}`,
+      ) + '\n',
+    );
   }
   for (const section of ['questions', 'asked', 'findings', 'pending', 'reviews']) {
     const list = q[section];

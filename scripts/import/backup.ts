@@ -87,12 +87,14 @@ export async function restoreCommand(args: string[]): Promise<void> {
   const config = configFromEnv();
   const entries = await readTar(createReadStream(positionals[0]!));
   const meta = JSON.parse(entries.get('backup.json')?.toString('utf8') ?? 'null') as { format: number; org: string; head: string } | null;
-  if (!meta || meta.format !== 1 || !ORG_PATTERN.test(meta.org)) throw new Error('not a workgraph backup (backup.json missing or unreadable)');
+  if (!meta || meta.format !== 1 || !ORG_PATTERN.test(meta.org))
+    throw new Error('not a workgraph backup (backup.json missing or unreadable)');
   const bundle = entries.get('graph.bundle');
   if (!bundle) throw new Error('the backup has no graph.bundle');
   const tenants = join(config.dataDir, 'tenants');
   const target = join(tenants, meta.org);
-  if (existsSync(target)) throw new Error(`tenant '${meta.org}' already exists in ${config.dataDir}; restore onto a data directory without it`);
+  if (existsSync(target))
+    throw new Error(`tenant '${meta.org}' already exists in ${config.dataDir}; restore onto a data directory without it`);
   mkdirSync(tenants, { recursive: true });
   // built beside the tenants and renamed into place whole, so a running server never opens half of it
   const staging = join(tenants, `.staging-restore-${meta.org}-${process.pid}`);
@@ -112,7 +114,8 @@ export async function restoreCommand(args: string[]): Promise<void> {
       if (!name.startsWith('auth/')) continue;
       const rel = name.slice('auth/'.length);
       // auth/tenant.json and auth/state/* go back to their places; the rest are credential files
-      const dest = rel === 'tenant.json' ? join(staging, 'tenant.json') : rel.startsWith('state/') ? join(staging, rel) : join(staging, 'auth', rel);
+      const dest =
+        rel === 'tenant.json' ? join(staging, 'tenant.json') : rel.startsWith('state/') ? join(staging, rel) : join(staging, 'auth', rel);
       if (!normalize(dest).startsWith(staging + '/') || rel.includes('..')) throw new Error(`unsafe path in the backup: ${name}`);
       mkdirSync(dirname(dest), { recursive: true, mode: 0o700 });
       writeFileSync(dest, content, { mode: rel === 'tenant.json' ? 0o644 : 0o600 });

@@ -112,7 +112,11 @@ export interface ImportReport {
 }
 
 export async function importCommand(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { json: { type: 'boolean' }, help: { type: 'boolean' } } });
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { json: { type: 'boolean' }, help: { type: 'boolean' } },
+  });
   if (values.help || positionals.length < 2) {
     process.stdout.write(IMPORT_HELP + '\n');
     if (!values.help) process.exitCode = 2;
@@ -125,16 +129,31 @@ export async function importCommand(args: string[]): Promise<void> {
   const org = process.env.SVC_ORG ?? process.env.WORKGRAPH_ORG;
   if (server && !token) throw new Error('remote import needs SVC_TOKEN');
   const sender = server ? await remoteSender(server, token!, org) : await localSender(token, org);
-  const bar = process.stderr.isTTY ? new SingleBar({ format: `importing ${source} [{bar}] {value}/{total} items | {eta_formatted} left`, stream: process.stderr }) : null;
-  const report: ImportReport = { source, items: 0, created: 0, updated: 0, unchanged: 0, refused: 0, deleted_skipped: read_.deleted, people_created: 0, refusals: [], warnings: read_.warnings };
+  const bar = process.stderr.isTTY
+    ? new SingleBar({ format: `importing ${source} [{bar}] {value}/{total} items | {eta_formatted} left`, stream: process.stderr })
+    : null;
+  const report: ImportReport = {
+    source,
+    items: 0,
+    created: 0,
+    updated: 0,
+    unchanged: 0,
+    refused: 0,
+    deleted_skipped: read_.deleted,
+    people_created: 0,
+    refusals: [],
+    warnings: read_.warnings,
+  };
   try {
     bar?.start(read_.items.length, 0);
     let first = true;
     for (const batch of batches(read_.items)) {
       const answer = await sender.send({ source: read_.source, items: batch, deleted: first ? read_.deleted : 0 });
       first = false;
-      for (const key of ['items', 'created', 'updated', 'unchanged', 'refused', 'people_created'] as const) report[key] += answer.summary[key] ?? 0;
-      for (const r of answer.results) if (r.status === 'refused') report.refusals.push({ source_id: r.source_id, reason: r.reason ?? r.code ?? 'refused' });
+      for (const key of ['items', 'created', 'updated', 'unchanged', 'refused', 'people_created'] as const)
+        report[key] += answer.summary[key] ?? 0;
+      for (const r of answer.results)
+        if (r.status === 'refused') report.refusals.push({ source_id: r.source_id, reason: r.reason ?? r.code ?? 'refused' });
       bar?.increment(batch.length);
     }
   } finally {
@@ -154,6 +173,7 @@ export async function importCommand(args: string[]): Promise<void> {
   const width = Math.max(...rows.map(([k]) => k.length));
   const lines = [`import ${source} from ${path}`, ...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${String(v).padStart(6)}`)];
   for (const r of report.refusals) lines.push(`  refused ${r.source_id}: ${r.reason}`);
-  if (report.warnings.length > 0) lines.push(`  ${report.warnings.length} reader warnings (dropped links, unreadable files): --json lists them`);
+  if (report.warnings.length > 0)
+    lines.push(`  ${report.warnings.length} reader warnings (dropped links, unreadable files): --json lists them`);
   process.stdout.write(lines.join('\n') + '\n');
 }

@@ -68,7 +68,11 @@ function beadsStatus(type: string, status: string, closeReason: string | undefin
 function beadsBody(o: Json): string {
   const parts: string[] = [];
   if (str(o.description)) parts.push(String(o.description).trimEnd());
-  for (const [key, heading] of [['design', 'Design'], ['acceptance_criteria', 'Acceptance criteria'], ['notes', 'Notes']] as const) {
+  for (const [key, heading] of [
+    ['design', 'Design'],
+    ['acceptance_criteria', 'Acceptance criteria'],
+    ['notes', 'Notes'],
+  ] as const) {
     if (str(o[key])) parts.push(`## ${heading}\n\n${String(o[key]).trimEnd()}`);
   }
   return parts.length > 0 ? parts.join('\n\n') + '\n' : '';
@@ -143,7 +147,10 @@ export function readBeads(file: string): ReadResult {
           pending.push({ from: target, edge: { type: 'supersedes', to: id, attrs: { kind: 'duplicate' } } });
           break;
         default: // related, discovered-from, tracks, relates_to and later kinds
-          pending.push({ from: id, edge: { type: 'relates-to', to: target, attrs: { kind: String(dep.type ?? 'related').replace(/[^A-Za-z0-9_-]/g, '-') } } });
+          pending.push({
+            from: id,
+            edge: { type: 'relates-to', to: target, attrs: { kind: String(dep.type ?? 'related').replace(/[^A-Za-z0-9_-]/g, '-') } },
+          });
       }
     }
     if (!hasParent && str(o.parent)) pending.push({ from: id, edge: { type: 'part-of', to: String(o.parent) } });
@@ -161,7 +168,10 @@ function parseBacklogFile(path: string): { fm: Json; body: string } | null {
   const text = readFileSync(path, 'utf8');
   const m = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/.exec(text);
   if (!m) return null;
-  const yaml = m[1]!.replace(/^(\s*(?:-|[\w-]+:)\s*)(@[^\n]*)$/gm, (_all, lead: string, value: string) => `${lead}${JSON.stringify(value.trim())}`);
+  const yaml = m[1]!.replace(
+    /^(\s*(?:-|[\w-]+:)\s*)(@[^\n]*)$/gm,
+    (_all, lead: string, value: string) => `${lead}${JSON.stringify(value.trim())}`,
+  );
   try {
     const fm = parseYaml(yaml) as unknown;
     if (!fm || typeof fm !== 'object' || Array.isArray(fm)) return null;
@@ -256,7 +266,9 @@ export function readBacklog(dir: string): ReadResult {
       const status = backlogStatus(str(fm.status), folder);
       const labels = list(fm.labels).map(String);
       if (kind === 'draft') labels.push('draft');
-      const assignees = list(fm.assignee).map(backlogPerson).filter((p): p is ImportPerson => p !== null);
+      const assignees = list(fm.assignee)
+        .map(backlogPerson)
+        .filter((p): p is ImportPerson => p !== null);
       const reporter = backlogPerson(fm.reporter);
       const priority = BACKLOG_PRIORITY[String(fm.priority ?? '').toLowerCase()];
       const created = backlogDate(fm.created_date);
@@ -301,7 +313,14 @@ export function readBacklog(dir: string): ReadResult {
     const raw = String(parsed.fm.status ?? 'proposed').toLowerCase();
     const status = ['proposed', 'accepted', 'rejected', 'superseded'].includes(raw) ? raw : 'proposed';
     const date = backlogDate(parsed.fm.date);
-    items.push({ source_id: id, type: 'dec', title: String(parsed.fm.title), body: parsed.body, status, ...(date ? { created_at: date, ...(status !== 'proposed' ? { closed_at: date } : {}) } : {}) });
+    items.push({
+      source_id: id,
+      type: 'dec',
+      title: String(parsed.fm.title),
+      body: parsed.body,
+      status,
+      ...(date ? { created_at: date, ...(status !== 'proposed' ? { closed_at: date } : {}) } : {}),
+    });
   }
   for (const path of files('docs')) {
     const parsed = parseBacklogFile(path);
@@ -352,12 +371,16 @@ export function readGithub(file: string): ReadResult {
       warnings.push('an issue without number or title was skipped');
       continue;
     }
-    const labels = list(o.labels).map((l) => (l && typeof l === 'object' ? String((l as Json).name ?? '') : String(l))).filter(Boolean);
+    const labels = list(o.labels)
+      .map((l) => (l && typeof l === 'object' ? String((l as Json).name ?? '') : String(l)))
+      .filter(Boolean);
     const type = labels.some((l) => /bug|defect/i.test(l)) ? 'issue' : 'task';
     const closed = String(o.state ?? '').toUpperCase() === 'CLOSED';
     const notPlanned = /NOT_PLANNED|DUPLICATE/i.test(String(o.stateReason ?? ''));
     const status = !closed ? 'open' : notPlanned ? (type === 'issue' ? 'wontfix' : 'cancelled') : type === 'issue' ? 'resolved' : 'done';
-    const assignees = list(o.assignees).map((a) => (a && typeof a === 'object' ? { name: String((a as Json).login ?? (a as Json).name ?? '') } : { name: String(a) })).filter((a) => a.name);
+    const assignees = list(o.assignees)
+      .map((a) => (a && typeof a === 'object' ? { name: String((a as Json).login ?? (a as Json).name ?? '') } : { name: String(a) }))
+      .filter((a) => a.name);
     const author = o.author && typeof o.author === 'object' ? str((o.author as Json).login) : undefined;
     const milestone = o.milestone && typeof o.milestone === 'object' ? str((o.milestone as Json).title) : undefined;
     items.push({

@@ -14,7 +14,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
 import { runCli } from '../helpers/processes.js';
-import { api, clusterStatus, fsck, git, memberEnv, members, ownerMember, startMember, stopAll, waitForStatus, type ClusterEnv, type Member, type Status } from './members.js';
+import {
+  api,
+  clusterStatus,
+  fsck,
+  git,
+  memberEnv,
+  members,
+  ownerMember,
+  startMember,
+  stopAll,
+  waitForStatus,
+  type ClusterEnv,
+  type Member,
+  type Status,
+} from './members.js';
 
 // 8 s, not less: a member starting on a loaded machine (stress-ng beside the suite) stalled
 // renewals past a 1.5 s lease and exited with "this process no longer serves tenant local";
@@ -27,7 +41,8 @@ describe('cluster: 3 processes on PostgreSQL sharing a data directory', function
   const tokens: Record<string, string> = {};
   const orgs = ['local', 'beta', 'gamma'];
 
-  const allOwned = (s: Status) => orgs.every((o) => s.tenants.some((t) => t.org === o && !t.expired && t.url && s.members.some((m) => m.live && m.url === t.url)));
+  const allOwned = (s: Status) =>
+    orgs.every((o) => s.tenants.some((t) => t.org === o && !t.expired && t.url && s.members.some((m) => m.live && m.url === t.url)));
   const live = () => [...members].filter((m) => !m.exited);
   const repo = (org: string) => join(env.dataDir, 'tenants', org, 'graph.git');
 
@@ -72,7 +87,9 @@ describe('cluster: 3 processes on PostgreSQL sharing a data directory', function
     for (const org of orgs) {
       const [a, ...others] = live();
       const id = `task-any-${org}`;
-      const put = await api(a!.url, 'POST', '/v1/nodes', tokens[org]!, { nodes: [{ id, type: 'task', summary: `written through ${a!.url}` }] });
+      const put = await api(a!.url, 'POST', '/v1/nodes', tokens[org]!, {
+        nodes: [{ id, type: 'task', summary: `written through ${a!.url}` }],
+      });
       expect(put.status, put.text).to.equal(200);
       const revision = put.body.results[0].revision;
       for (const m of others) {
@@ -91,11 +108,18 @@ describe('cluster: 3 processes on PostgreSQL sharing a data directory', function
     const owner = ownerMember(s, 'beta')!;
     const other = live().find((m) => m !== owner)!;
     const client = new Client({ name: 'cluster-test', version: '0.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(other.url + '/mcp'), { requestInit: { headers: { authorization: `Bearer ${tokens.beta}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(other.url + '/mcp'), {
+        requestInit: { headers: { authorization: `Bearer ${tokens.beta}` } },
+      }),
+    );
     try {
       const tools = await client.listTools();
       expect(tools.tools.map((t) => t.name)).to.include('put_node');
-      const result = (await client.callTool({ name: 'put_node', arguments: { nodes: [{ id: 'task-via-mcp', type: 'task', summary: 'through a forwarding member' }] } })) as { isError?: boolean; content: Array<{ text: string }> };
+      const result = (await client.callTool({
+        name: 'put_node',
+        arguments: { nodes: [{ id: 'task-via-mcp', type: 'task', summary: 'through a forwarding member' }] },
+      })) as { isError?: boolean; content: Array<{ text: string }> };
       expect(result.isError ?? false, result.content[0]?.text).to.equal(false);
     } finally {
       await client.close();
@@ -115,7 +139,9 @@ describe('cluster: 3 processes on PostgreSQL sharing a data directory', function
       people.push({ id: p.body.id, token: t.body.token });
     }
     const ids = Array.from({ length: 12 }, (_, i) => `task-race-${i}`);
-    const made = await api(admin.url, 'POST', '/v1/nodes', tokens.gamma!, { nodes: ids.map((id) => ({ id, type: 'task', summary: `race ${id}` })) });
+    const made = await api(admin.url, 'POST', '/v1/nodes', tokens.gamma!, {
+      nodes: ids.map((id) => ({ id, type: 'task', summary: `race ${id}` })),
+    });
     expect(made.status, made.text).to.equal(200);
     const ms = live();
     const outcomes: Array<{ id: string; person: string; status: number; holder: string | null }> = [];
@@ -136,7 +162,13 @@ describe('cluster: 3 processes on PostgreSQL sharing a data directory', function
   });
 
   /** A burst of single-node creates spread over `targets`: the acknowledged ones (id -> revision) and the failed ones (id -> error code). */
-  async function burst(org: string, targets: () => Member[], count: number, prefix: string, during?: (acked: number) => void): Promise<{ acked: Map<string, string>; failed: Map<string, string> }> {
+  async function burst(
+    org: string,
+    targets: () => Member[],
+    count: number,
+    prefix: string,
+    during?: (acked: number) => void,
+  ): Promise<{ acked: Map<string, string>; failed: Map<string, string> }> {
     const acked = new Map<string, string>();
     const failed = new Map<string, string>();
     let next = 0;
@@ -151,7 +183,7 @@ describe('cluster: 3 processes on PostgreSQL sharing a data directory', function
           const r = await api(m.url, 'POST', '/v1/nodes', tokens[org]!, { nodes: [{ id, type: 'task', summary: `burst ${i}` }] });
           if (r.status === 200) acked.set(id, r.body.results[0].revision);
           else {
-            if (r.body?.error?.code === "owner_unavailable" && process.env.DIAG) console.log("DIAG", r.body.error.message);
+            if (r.body?.error?.code === 'owner_unavailable' && process.env.DIAG) console.log('DIAG', r.body.error.message);
             failed.set(id, r.status === 207 ? (r.body.results[0].error?.code ?? '207') : (r.body?.error?.code ?? String(r.status)));
           }
         } catch {
@@ -201,19 +233,27 @@ describe('cluster: 3 processes on PostgreSQL sharing a data directory', function
     const before = s.tenants.find((t) => t.org === 'beta')!;
     // writes straight to the owner, some in its commit pipeline when it is paused
     let paused = false;
-    const direct = burst('beta', () => [owner], 60, 'pause', (n) => {
-      if (!paused && n >= 10) {
-        paused = true;
-        process.kill(-owner.child.pid!, 'SIGSTOP');
-      }
-    });
+    const direct = burst(
+      'beta',
+      () => [owner],
+      60,
+      'pause',
+      (n) => {
+        if (!paused && n >= 10) {
+          paused = true;
+          process.kill(-owner.child.pid!, 'SIGSTOP');
+        }
+      },
+    );
     while (!paused) await new Promise((r) => setTimeout(r, 20));
     // the lease runs out; another member takes the tenant over and writes under a new fence
     const taken = await waitForStatus(env, (x) => {
       const t = x.tenants.find((y) => y.org === 'beta')!;
       return t.fence > before.fence && !t.expired && t.url !== owner.url;
     });
-    const w = await api(others()[0]!.url, 'POST', '/v1/nodes', tokens.beta!, { nodes: [{ id: 'task-after-takeover', type: 'task', summary: 'new owner' }] });
+    const w = await api(others()[0]!.url, 'POST', '/v1/nodes', tokens.beta!, {
+      nodes: [{ id: 'task-after-takeover', type: 'task', summary: 'new owner' }],
+    });
     expect(w.status, w.text).to.equal(200);
     // the old owner wakes up: whatever it still had in flight must not land
     process.kill(-owner.child.pid!, 'SIGCONT');
@@ -233,7 +273,10 @@ describe('cluster: 3 processes on PostgreSQL sharing a data directory', function
       expect(got.status, `${id} was refused by the fence but landed`).to.equal(404);
     }
     // nothing else: every failure is the fence's refusal or the tenant closing there (no 500, no lost connection)
-    expect([...failed.values()].filter((c) => c !== 'not_owner' && c !== 'closing'), JSON.stringify([...failed])).to.deep.equal([]);
+    expect(
+      [...failed.values()].filter((c) => c !== 'not_owner' && c !== 'closing'),
+      JSON.stringify([...failed]),
+    ).to.deep.equal([]);
     const after = await api(newOwner.url, 'GET', '/v1/nodes/task-after-takeover', tokens.beta!);
     expect(after.status).to.equal(200);
     expect(owner.output()).to.match(/tenant lost/);

@@ -57,7 +57,10 @@ describe('cluster: fencing a former owner', function () {
     return { ...r.rows[0], fence: Number(r.rows[0].fence) };
   }
 
-  const refOf = (org: string) => spawnSync('git', ['--git-dir', join(dataDir, 'tenants', org, 'graph.git'), 'rev-parse', 'refs/heads/main'], { encoding: 'utf8' }).stdout.trim();
+  const refOf = (org: string) =>
+    spawnSync('git', ['--git-dir', join(dataDir, 'tenants', org, 'graph.git'), 'rev-parse', 'refs/heads/main'], {
+      encoding: 'utf8',
+    }).stdout.trim();
 
   function put(tenant: Tenant, person: string, id: string): Promise<unknown> {
     const actor: WriteActor = { personId: person, name: 'Admin', email: 'admin@acme.test', agent: null, session: null };
@@ -82,7 +85,12 @@ describe('cluster: fencing a former owner', function () {
 
   it('a late commit and a late operational write of a former owner fail; the next owner serves the acknowledged history', async () => {
     const a = member();
-    const created = await a.tenants.create({ org: 'acme', adminName: 'Admin', adminEmail: 'admin@acme.test', plugins: allPlugins.map((p) => p.name) });
+    const created = await a.tenants.create({
+      org: 'acme',
+      adminName: 'Admin',
+      adminEmail: 'admin@acme.test',
+      plugins: allPlugins.map((p) => p.name),
+    });
     const registered = await ownerRow('acme');
     expect(registered.head, 'the creation commit was acknowledged under the reservation fence').to.be.a('string');
 
@@ -93,7 +101,9 @@ describe('cluster: fencing a former owner', function () {
     expect(acked.head).to.equal(tenantA.head);
 
     // another process takes the lease over while A still runs (A was paused, partitioned, slow)
-    await db.pool.query(`UPDATE wg_owners SET owner = 'intruder', fence = fence + 1, expires_at = now() + interval '1 minute' WHERE org = 'acme'`);
+    await db.pool.query(
+      `UPDATE wg_owners SET owner = 'intruder', fence = fence + 1, expires_at = now() + interval '1 minute' WHERE org = 'acme'`,
+    );
 
     let commitError: unknown = null;
     await put(tenantA, created.person, 'task-late').catch((err: unknown) => (commitError = err));
@@ -127,7 +137,11 @@ describe('cluster: fencing a former owner', function () {
     expect(again).to.not.equal(null);
     await tenantB.store.settled();
     expect(refOf('acme')).to.equal(tenantB.head);
-    const fsck = spawnSync('git', ['--git-dir', join(dataDir, 'tenants', 'acme', 'graph.git'), 'fsck', '--full', '--strict', '--no-dangling'], { encoding: 'utf8' });
+    const fsck = spawnSync(
+      'git',
+      ['--git-dir', join(dataDir, 'tenants', 'acme', 'graph.git'), 'fsck', '--full', '--strict', '--no-dangling'],
+      { encoding: 'utf8' },
+    );
     expect(fsck.status, fsck.stdout + fsck.stderr).to.equal(0);
   });
 });

@@ -35,7 +35,11 @@ export const members = new Set<Member>();
 
 /** Starts one member (fsync on, as in production) and resolves once it listens. */
 export function startMember(c: ClusterEnv, extra: Record<string, string> = {}): Promise<Member> {
-  const child = spawn(process.execPath, [SHIM, 'serve'], { env: cleanEnv(memberEnv(c, extra)), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [SHIM, 'serve'], {
+    env: cleanEnv(memberEnv(c, extra)),
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -101,7 +105,13 @@ export function ownerMember(status: Status, org: string): Member | undefined {
   return [...members].find((m) => m.url === t.url && !m.exited);
 }
 
-export async function api(base: string, method: string, path: string, token: string, body?: unknown): Promise<{ status: number; body: any; text: string }> {
+export async function api(
+  base: string,
+  method: string,
+  path: string,
+  token: string,
+  body?: unknown,
+): Promise<{ status: number; body: any; text: string }> {
   const res = await fetch(base + path, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },

@@ -10,7 +10,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
 import { runCli } from '../helpers/processes.js';
-import { api, clusterStatus, memberEnv, members, ownerMember, startMember, stopAll, waitForStatus, type ClusterEnv, type Member, type Status } from './members.js';
+import {
+  api,
+  clusterStatus,
+  memberEnv,
+  members,
+  ownerMember,
+  startMember,
+  stopAll,
+  waitForStatus,
+  type ClusterEnv,
+  type Member,
+  type Status,
+} from './members.js';
 
 // 8 s, not less: a member starting on a loaded machine (stress-ng beside the suite) stalled
 // renewals past a 1.5 s lease and exited with "this process no longer serves tenant local";
@@ -50,7 +62,11 @@ describe('cluster: cookie, ticket and OAuth requests reach the tenant owner', fu
   /** every tenant owned by its preferred live member: no hand-off will move it during the test */
   const settled = (s: Status) =>
     s.members.filter((m) => m.live).length === 3 &&
-    ORGS.every((o) => s.tenants.some((t) => t.org === o && !t.expired && t.url && t.owner === t.preferred && s.members.some((m) => m.live && m.url === t.url)));
+    ORGS.every((o) =>
+      s.tenants.some(
+        (t) => t.org === o && !t.expired && t.url && t.owner === t.preferred && s.members.some((m) => m.live && m.url === t.url),
+      ),
+    );
 
   /** The owner of `org` and the two other members. */
   async function placement(org: string): Promise<{ owner: Member; others: Member[] }> {
@@ -69,7 +85,11 @@ describe('cluster: cookie, ticket and OAuth requests reach the tenant owner', fu
       bootstrapToken: `svc_pat_${randomBytes(16).toString('hex')}`,
     };
     tokens.local = env.bootstrapToken;
-    await Promise.all([startMember(env, { SVC_PUBLIC_URL: PUBLIC }), startMember(env, { SVC_PUBLIC_URL: PUBLIC }), startMember(env, { SVC_PUBLIC_URL: PUBLIC })]);
+    await Promise.all([
+      startMember(env, { SVC_PUBLIC_URL: PUBLIC }),
+      startMember(env, { SVC_PUBLIC_URL: PUBLIC }),
+      startMember(env, { SVC_PUBLIC_URL: PUBLIC }),
+    ]);
     const r = await runCli(['tenant', 'add', 'beta', '--admin-email', 'admin@beta.test'], memberEnv(env));
     expect(r.code, r.stderr).to.equal(0);
     tokens.beta = JSON.parse(r.stdout).token;
@@ -95,7 +115,11 @@ describe('cluster: cookie, ticket and OAuth requests reach the tenant owner', fu
     const page = await get(`${a.url}/app/signin`);
     expect(page.status).to.equal(200);
     const csrfCookie = setCookies(page).svc_app_csrf!;
-    const signin = await formPost(`${a.url}/app/signin`, { csrf: field('csrf', await page.text()), token: tokens.beta!, next: '/app/queue' }, `svc_app_csrf=${csrfCookie}`);
+    const signin = await formPost(
+      `${a.url}/app/signin`,
+      { csrf: field('csrf', await page.text()), token: tokens.beta!, next: '/app/queue' },
+      `svc_app_csrf=${csrfCookie}`,
+    );
     expect(signin.status, await signin.text()).to.equal(303);
     expect(signin.headers.get('location')).to.equal('/app/queue');
     const session = `svc_app_session=${setCookies(signin).svc_app_session}`;
@@ -110,7 +134,11 @@ describe('cluster: cookie, ticket and OAuth requests reach the tenant owner', fu
 
     // a second tenant in the same session (its sign-in served by that tenant's owner), then switch back
     const page2 = await get(`${b.url}/app/signin`, session);
-    const signin2 = await formPost(`${b.url}/app/signin`, { csrf: field('csrf', await page2.text()), token: tokens.local!, next: '/app/orgs' }, `${session}; svc_app_csrf=${setCookies(page2).svc_app_csrf}`);
+    const signin2 = await formPost(
+      `${b.url}/app/signin`,
+      { csrf: field('csrf', await page2.text()), token: tokens.local!, next: '/app/orgs' },
+      `${session}; svc_app_csrf=${setCookies(page2).svc_app_csrf}`,
+    );
     expect(signin2.status).to.equal(303);
     // every sign-in issues a fresh session id (no fixation), carrying the earlier session's tenants
     const second = `svc_app_session=${setCookies(signin2).svc_app_session}`;
@@ -170,24 +198,43 @@ describe('cluster: cookie, ticket and OAuth requests reach the tenant owner', fu
     expect(authorize.status, page.slice(0, 300)).to.equal(200);
     const csrf = `svc_oauth_csrf=${setCookies(authorize).svc_oauth_csrf}`;
 
-    const signedIn = await formPost(`${m2.url}/oauth/consent`, { pending: field('pending', page), csrf: field('csrf', page), action: 'signin', token: tokens.beta! }, csrf);
+    const signedIn = await formPost(
+      `${m2.url}/oauth/consent`,
+      { pending: field('pending', page), csrf: field('csrf', page), action: 'signin', token: tokens.beta! },
+      csrf,
+    );
     const approvePage = await signedIn.text();
     expect(signedIn.status, approvePage.slice(0, 300)).to.equal(200);
-    const approved = await formPost(`${m3.url}/oauth/consent`, { pending: field('pending', approvePage), csrf: field('csrf', approvePage), action: 'approve' }, csrf);
+    const approved = await formPost(
+      `${m3.url}/oauth/consent`,
+      { pending: field('pending', approvePage), csrf: field('csrf', approvePage), action: 'approve' },
+      csrf,
+    );
     expect(approved.status).to.equal(302);
     const location = new URL(approved.headers.get('location')!);
     expect(location.searchParams.get('state')).to.equal('st');
     const code = location.searchParams.get('code')!;
     expect(code, location.href).to.be.a('string');
 
-    const exchange = { grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier, redirect_uri: REDIRECT, resource: `${PUBLIC}/` };
+    const exchange = {
+      grant_type: 'authorization_code',
+      client_id: clientId,
+      code,
+      code_verifier: verifier,
+      redirect_uri: REDIRECT,
+      resource: `${PUBLIC}/`,
+    };
     const tokenRes = await formPost(`${m1.url}/oauth/token`, exchange);
     const issued = (await tokenRes.json()) as { access_token: string; refresh_token: string };
     expect(tokenRes.status, JSON.stringify(issued)).to.equal(200);
     const read = await api(m2.url, 'GET', '/v1/nodes/task-routed', issued.access_token);
     expect(read.status, read.text).to.equal(200);
 
-    const refreshed = await formPost(`${m3.url}/oauth/token`, { grant_type: 'refresh_token', client_id: clientId, refresh_token: issued.refresh_token });
+    const refreshed = await formPost(`${m3.url}/oauth/token`, {
+      grant_type: 'refresh_token',
+      client_id: clientId,
+      refresh_token: issued.refresh_token,
+    });
     const pair = (await refreshed.json()) as { access_token: string };
     expect(refreshed.status, JSON.stringify(pair)).to.equal(200);
     expect((await api(m1.url, 'GET', '/v1/nodes/task-routed', pair.access_token)).status).to.equal(200);

@@ -70,7 +70,8 @@ export async function startFakeIdp(): Promise<FakeIdp> {
     void (async () => {
       const url = new URL(req.url ?? '/', 'http://fake-idp');
       fake.requests.push(`${req.method} ${url.pathname}${url.search}`);
-      if (fake.failWith !== null) return send(res, fake.failWith, { error: { code: 'idp_failure', message: 'the provider is having a bad day' } });
+      if (fake.failWith !== null)
+        return send(res, fake.failWith, { error: { code: 'idp_failure', message: 'the provider is having a bad day' } });
       if (req.method === 'GET' && url.pathname === '/v1/memberships') {
         const email = url.searchParams.get('email');
         if (!email) return send(res, 400, { error: { code: 'bad_request', message: 'email is required' } });

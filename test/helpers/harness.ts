@@ -34,7 +34,11 @@ export interface TestServer {
   clock: ManualClock;
   server: RunningServer;
   logs: string[];
-  api<T = any>(method: string, path: string, opts?: { token?: string | null; body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
+  api<T = any>(
+    method: string,
+    path: string,
+    opts?: { token?: string | null; body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string> },
+  ): Promise<ApiResponse<T>>;
   mcp(token?: string): Promise<Client>;
   /** calls a tool and returns the text of its first content block plus isError */
   tool(client: Client, name: string, args?: Record<string, unknown>): Promise<{ text: string; isError: boolean; json: any }>;
@@ -100,15 +104,31 @@ export async function cliEnv(dataDir: string): Promise<Record<string, string>> {
   return { SVC_DATA_DIR: dataDir, ...(store.databaseUrl ? { SVC_DATABASE_URL: store.databaseUrl } : {}) };
 }
 
-export async function startTestServer(opts: { plugins?: PluginDef[]; config?: Partial<ServerConfig>; dataDir?: string; keepData?: boolean } = {}): Promise<TestServer> {
+export async function startTestServer(
+  opts: { plugins?: PluginDef[]; config?: Partial<ServerConfig>; dataDir?: string; keepData?: boolean } = {},
+): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'wg-test-'));
   const clock = new ManualClock();
   const logs: string[] = [];
-  const config: ServerConfig = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false, tenantPollMs: 200, ...(await testStoreConfig(dataDir)), ...opts.config };
-  const server = await startServer({ config, plugins: opts.plugins ?? allPlugins, clock, log: createLogger((l) => {
-    logs.push(l);
-    runLog.push(l);
-  }) });
+  const config: ServerConfig = {
+    ...configFromEnv({}),
+    host: '127.0.0.1',
+    port: 0,
+    dataDir,
+    fsync: false,
+    tenantPollMs: 200,
+    ...(await testStoreConfig(dataDir)),
+    ...opts.config,
+  };
+  const server = await startServer({
+    config,
+    plugins: opts.plugins ?? allPlugins,
+    clock,
+    log: createLogger((l) => {
+      logs.push(l);
+      runLog.push(l);
+    }),
+  });
   if (!server.bootstrap) throw new Error('expected a first start');
   const { token: adminToken, person: adminPerson, org } = server.bootstrap;
   runSecrets.add(adminToken);
@@ -139,7 +159,7 @@ export async function startTestServer(opts: { plugins?: PluginDef[]; config?: Pa
         body = JSON.stringify(o.body);
         headers['content-type'] = 'application/json';
       }
-      const res = await fetch(server.url + path, { method, headers, body: body as BodyInit | undefined, redirect: "manual" });
+      const res = await fetch(server.url + path, { method, headers, body: body as BodyInit | undefined, redirect: 'manual' });
       const text = await res.text();
       let parsed: any;
       try {
@@ -152,12 +172,17 @@ export async function startTestServer(opts: { plugins?: PluginDef[]; config?: Pa
     },
     async mcp(token = adminToken) {
       const client = new Client({ name: 'test', version: '0.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(server.url + '/mcp'), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(server.url + '/mcp'), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+      );
       clients.push(client);
       return client;
     },
     async tool(client, name, args = {}) {
-      const result = (await client.callTool({ name, arguments: args })) as { content: Array<{ type: string; text?: string }>; isError?: boolean };
+      const result = (await client.callTool({ name, arguments: args })) as {
+        content: Array<{ type: string; text?: string }>;
+        isError?: boolean;
+      };
       const text = result.content[0]?.text ?? '';
       let json: any;
       try {
@@ -184,7 +209,10 @@ export function md(frontmatter: Record<string, unknown>, body = ''): string {
 
 /** Creates nodes through POST /v1/nodes and fails loudly if any entry fails. */
 export async function putNodes(t: TestServer, nodes: Array<Record<string, unknown> | string>, token?: string): Promise<any[]> {
-  const res = await t.api('POST', '/v1/nodes', { token, body: { nodes: nodes.map((n) => (typeof n === 'string' ? n : md(n, String(n.body ?? '')))) } });
+  const res = await t.api('POST', '/v1/nodes', {
+    token,
+    body: { nodes: nodes.map((n) => (typeof n === 'string' ? n : md(n, String(n.body ?? '')))) },
+  });
   if (res.status !== 200) throw new Error(`putNodes failed: ${res.status} ${res.text}`);
   return res.body.results;
 }
@@ -200,7 +228,16 @@ export async function addPerson(t: TestServer, name: string, opts: { admin?: boo
   // people are identity facts: the test helper writes them as an identity operation would
   await tenant.write(actor, { op: 'test_add_person', via: 'rest', identity: IdentityAuthority.issue('test') }, async (draft) => {
     draft.put({
-      frontmatter: { id, type: 'person', status: 'active', title: name, summary: name, name, email, ...(opts.admin ? { edges: [{ type: 'stewards', to: 'proj-root' }] } : {}) },
+      frontmatter: {
+        id,
+        type: 'person',
+        status: 'active',
+        title: name,
+        summary: name,
+        name,
+        email,
+        ...(opts.admin ? { edges: [{ type: 'stewards', to: 'proj-root' }] } : {}),
+      },
       body: '',
     });
   });

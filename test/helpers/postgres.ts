@@ -136,7 +136,19 @@ export async function startPostgres(opts: { durable?: boolean } = {}): Promise<T
       const port = await freePort();
       const child = spawn(
         join(bin, 'postgres'),
-        ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', ...(opts.durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']), '-c', 'max_connections=200'],
+        [
+          '-D',
+          data,
+          '-p',
+          String(port),
+          '-k',
+          dir,
+          '-c',
+          'listen_addresses=127.0.0.1',
+          ...(opts.durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
+          '-c',
+          'max_connections=200',
+        ],
         { stdio: ['ignore', 'ignore', 'pipe'], ...(user ?? {}) },
       );
       let log = '';

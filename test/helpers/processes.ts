@@ -32,7 +32,8 @@ export function groupAlive(pid: number): boolean {
  * gone. Resolves with the shim's exit code.
  */
 export async function killGroup(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
-  const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
+  const exited =
+    child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
   try {
     process.kill(-child.pid!, signal);
   } catch {

@@ -21,7 +21,10 @@ const TICK = 100; // USER_HZ on Linux
 function cpuSeconds(): { self: number; children: number } {
   try {
     const stat = readFileSync('/proc/self/stat', 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    const f = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
     return { self: ((f[11] ?? 0) + (f[12] ?? 0)) / TICK, children: ((f[13] ?? 0) + (f[14] ?? 0)) / TICK };
   } catch {
     const u = process.cpuUsage();

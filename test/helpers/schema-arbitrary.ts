@@ -24,7 +24,8 @@ function stringOf(schema: Schema, opts: ArbitraryOptions): fc.Arbitrary<string> 
     // a size that reaches minLength without long searches (a filter that rejects most values hangs)
     const size = min <= 3 ? 'xsmall' : min <= 12 ? 'small' : 'medium';
     const matching = fc.stringMatching(new RegExp(schema.pattern), { size }).filter(fits);
-    if (schema.pattern === ID_PATTERN && opts.ids.length > 0) return fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...opts.ids) }, { weight: 1, arbitrary: matching });
+    if (schema.pattern === ID_PATTERN && opts.ids.length > 0)
+      return fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...opts.ids) }, { weight: 1, arbitrary: matching });
     return matching;
   }
   return fc.string({ minLength: min, maxLength: Math.max(min, max) });
@@ -68,7 +69,8 @@ function objectOf(schema: Schema, opts: ArbitraryOptions, depth: number): fc.Arb
   const required = new Set<string>(schema.required ?? []);
   if (Object.keys(props).length === 0) {
     if (schema.additionalProperties === false || depth > 2) return fc.constant({});
-    const values = typeof schema.additionalProperties === 'object' ? valueOf(schema.additionalProperties, opts, depth + 1) : fc.string({ maxLength: 6 });
+    const values =
+      typeof schema.additionalProperties === 'object' ? valueOf(schema.additionalProperties, opts, depth + 1) : fc.string({ maxLength: 6 });
     return fc.dictionary(fc.stringMatching(/^[a-z][a-z_]{0,6}$/), values, { maxKeys: 2 });
   }
   const model: Record<string, fc.Arbitrary<unknown>> = {};

@@ -52,7 +52,11 @@ class TimingReporter extends Mocha.reporters.Spec {
       row.tests += suite.total();
       rows.set(open.file, row);
       // streamed as each file ends, so a long run can be read while it goes
-      if (process.env.WG_TEST_TIMINGS) appendFileSync(`${process.env.WG_TEST_TIMINGS}.lines`, `${JSON.stringify({ ...row, file: row.file.replace(process.cwd() + '/', '') })}\n`);
+      if (process.env.WG_TEST_TIMINGS)
+        appendFileSync(
+          `${process.env.WG_TEST_TIMINGS}.lines`,
+          `${JSON.stringify({ ...row, file: row.file.replace(process.cwd() + '/', '') })}\n`,
+        );
       open = null;
     });
     runner.once('end', () => {
@@ -60,10 +64,23 @@ class TimingReporter extends Mocha.reporters.Spec {
       const rel = (f) => f.replace(process.cwd() + '/', '');
       const sum = (k) => list.reduce((s, r) => s + r[k], 0);
       const lines = ['', 'file timings (wall s, cpu s, child cpu s, tests, load1):'];
-      for (const r of list) lines.push(`${r.wall.toFixed(1).padStart(7)} ${r.cpu.toFixed(1).padStart(7)} ${r.childCpu.toFixed(1).padStart(7)} ${String(r.tests).padStart(4)} ${r.load.toFixed(1).padStart(5)}  ${rel(r.file)}`);
-      lines.push(`${sum('wall').toFixed(1).padStart(7)} ${sum('cpu').toFixed(1).padStart(7)} ${sum('childCpu').toFixed(1).padStart(7)} ${String(sum('tests')).padStart(4)}        total`);
+      for (const r of list)
+        lines.push(
+          `${r.wall.toFixed(1).padStart(7)} ${r.cpu.toFixed(1).padStart(7)} ${r.childCpu.toFixed(1).padStart(7)} ${String(r.tests).padStart(4)} ${r.load.toFixed(1).padStart(5)}  ${rel(r.file)}`,
+        );
+      lines.push(
+        `${sum('wall').toFixed(1).padStart(7)} ${sum('cpu').toFixed(1).padStart(7)} ${sum('childCpu').toFixed(1).padStart(7)} ${String(sum('tests')).padStart(4)}        total`,
+      );
       process.stdout.write(lines.join('\n') + '\n');
-      if (process.env.WG_TEST_TIMINGS) writeFileSync(process.env.WG_TEST_TIMINGS, JSON.stringify(list.map((r) => ({ ...r, file: rel(r.file) })), null, 1));
+      if (process.env.WG_TEST_TIMINGS)
+        writeFileSync(
+          process.env.WG_TEST_TIMINGS,
+          JSON.stringify(
+            list.map((r) => ({ ...r, file: rel(r.file) })),
+            null,
+            1,
+          ),
+        );
     });
   }
 }

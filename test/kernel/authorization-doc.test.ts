@@ -23,7 +23,9 @@ describe('authorization: access declarations', () => {
     expect(() => new PluginHost(allPlugins)).to.not.throw();
     const names = allPlugins.flatMap((p) => declaredOperations(p).map((op) => `${p.name}.${op.name}`));
     expect(names.length).to.be.above(80);
-    for (const p of allPlugins) for (const op of declaredOperations(p)) expect(p.access?.[op.name], `${p.name}.${op.name}`).to.have.property('scope').that.is.a('string').and.not.empty;
+    for (const p of allPlugins)
+      for (const op of declaredOperations(p))
+        expect(p.access?.[op.name], `${p.name}.${op.name}`).to.have.property('scope').that.is.a('string').and.not.empty;
   });
 
   it('the host refuses to boot a plugin with an operation that has no access declaration, naming the plugin and the operation', async () => {
@@ -36,7 +38,11 @@ describe('authorization: access declarations', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'wg-authz-'));
     try {
       let message = '';
-      await startServer({ config: { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false }, plugins: [corePlugin, bare], log: createLogger(() => undefined) }).then(
+      await startServer({
+        config: { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false },
+        plugins: [corePlugin, bare],
+        log: createLogger(() => undefined),
+      }).then(
         (s) => s.close(),
         (err: Error) => (message = err.message),
       );
@@ -47,13 +53,22 @@ describe('authorization: access declarations', () => {
   });
 
   it('a declaration naming no operation, an unknown credential kind or no scope is refused too', () => {
-    const withAccess = (access: PluginDef['access']) => definePlugin({ name: 'probe', dependsOn: ['core'], routes: [{ method: 'GET', path: '/v1/probe', operation: ping }], access });
+    const withAccess = (access: PluginDef['access']) =>
+      definePlugin({ name: 'probe', dependsOn: ['core'], routes: [{ method: 'GET', path: '/v1/probe', operation: ping }], access });
     expect(() => new PluginHost([corePlugin, withAccess({ probe_ping: { callers: ['pat'], scope: 'x' } })])).to.not.throw();
-    expect(() => new PluginHost([corePlugin, withAccess({ probe_ping: { callers: ['pat'], scope: 'x' }, probe_gone: { callers: ['pat'], scope: 'x' } })])).to.throw(
-      /plugin 'probe': access declaration 'probe_gone' names no operation/,
+    expect(
+      () =>
+        new PluginHost([
+          corePlugin,
+          withAccess({ probe_ping: { callers: ['pat'], scope: 'x' }, probe_gone: { callers: ['pat'], scope: 'x' } }),
+        ]),
+    ).to.throw(/plugin 'probe': access declaration 'probe_gone' names no operation/);
+    expect(() => new PluginHost([corePlugin, withAccess({ probe_ping: { callers: ['root' as never], scope: 'x' } })])).to.throw(
+      /operation 'probe_ping' declares unknown credential kind\(s\) root/,
     );
-    expect(() => new PluginHost([corePlugin, withAccess({ probe_ping: { callers: ['root' as never], scope: 'x' } })])).to.throw(/operation 'probe_ping' declares unknown credential kind\(s\) root/);
-    expect(() => new PluginHost([corePlugin, withAccess({ probe_ping: { callers: ['pat'], scope: '' } })])).to.throw(/operation 'probe_ping' declares no scope/);
+    expect(() => new PluginHost([corePlugin, withAccess({ probe_ping: { callers: ['pat'], scope: '' } })])).to.throw(
+      /operation 'probe_ping' declares no scope/,
+    );
   });
 
   it('docs/authorization.md is the generated table (run `npm run docs:authz` after changing a declaration)', () => {

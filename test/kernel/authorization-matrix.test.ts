@@ -194,7 +194,15 @@ async function rest(t: TestServer, route: RouteDef, op: OperationDef, cred: Cred
 async function mcpCall(t: TestServer, client: Client, tool: string, input: Record<string, unknown>): Promise<Answer> {
   const r = await t.tool(client, tool, input);
   const code: string | null = r.isError ? (r.json?.error?.code ?? 'tool_error') : null;
-  const status = !r.isError ? 200 : code === 'forbidden' || code === 'no_person' ? 403 : code === 'unauthorized' ? 401 : code === 'not_found' ? 404 : 400;
+  const status = !r.isError
+    ? 200
+    : code === 'forbidden' || code === 'no_person'
+      ? 403
+      : code === 'unauthorized'
+        ? 401
+        : code === 'not_found'
+          ? 404
+          : 400;
   return { status, code, text: r.text };
 }
 
@@ -265,14 +273,25 @@ describe('authorization matrix: every operation x every credential kind, REST an
         md({ id: 'task-authz-lease', type: 'task', summary: 'The matrix claims this task' }),
         md({ id: 'task-release', type: 'task', summary: 'The release' }),
         md({ id: 'profile-authz', type: 'profile', summary: 'A profile the matrix matches', requires: { skills: ['rust'] } }),
-        md({ id: 'lens-authz', type: 'lens', summary: 'Open tasks for the matrix', query: { type: ['task'] }, columns: ['id', 'title', 'status'] }),
+        md({
+          id: 'lens-authz',
+          type: 'lens',
+          summary: 'Open tasks for the matrix',
+          query: { type: ['task'] },
+          columns: ['id', 'title', 'status'],
+        }),
       ],
     });
     const history = await api('GET', '/v1/nodes/task-authz-a/history', t.adminToken);
     const sha = String(history.entries?.[0]?.sha ?? history.history?.[0]?.sha ?? '0000000').slice(0, 12);
 
     // ---- tenant B: a second tenant whose ids must answer 404 from tenant A's credentials
-    const b = await t.server.services.tenants.create({ org: 'authz-b', adminEmail: 'boss@b.test', adminName: 'B Boss', plugins: allPlugins.map((p) => p.name) });
+    const b = await t.server.services.tenants.create({
+      org: 'authz-b',
+      adminEmail: 'boss@b.test',
+      adminName: 'B Boss',
+      plugins: allPlugins.map((p) => p.name),
+    });
     await t.server.services.tenants.scan();
     runSecrets.add(b.token);
     const bPerson = (await api('POST', '/v1/admin/people', b.token, { name: 'B Person', email: 'person@b.test' })).id as string;
@@ -283,7 +302,16 @@ describe('authorization matrix: every operation x every credential kind, REST an
         md({ id: 'profile-b-only', type: 'profile', summary: `Only in tenant B: ${B_MARKER}`, requires: { skills: ['rust'] } }),
       ],
     });
-    fx = { member, other, victim, adminAgent, memberAgent, otherAgent, sha, foreign: { node: 'task-b-only', person: bPerson, agent: bAgent, profile: 'profile-b-only' } };
+    fx = {
+      member,
+      other,
+      victim,
+      adminAgent,
+      memberAgent,
+      otherAgent,
+      sha,
+      foreign: { node: 'task-b-only', person: bPerson, agent: bAgent, profile: 'profile-b-only' },
+    };
 
     // ---- every credential kind, minted once
     const agentTokens = async (owner: string, agent: string) => ({
@@ -301,8 +329,23 @@ describe('authorization matrix: every operation x every credential kind, REST an
       const access = generateToken('oat');
       runSecrets.add(access);
       const now = new Date(t.clock.now()).toISOString();
-      const grant = newTokenRecord(generateToken('oat'), { kind: 'oauth-grant', person, created: now, label: 'matrix-client', parent: hashToken(pat), minted_by: 'oauth' });
-      const record = newTokenRecord(access, { kind: 'oauth-access', person, created: now, label: 'matrix-client', parent: grant.hash, minted_by: 'oauth', expires: new Date(t.clock.now() + 3600_000).toISOString() });
+      const grant = newTokenRecord(generateToken('oat'), {
+        kind: 'oauth-grant',
+        person,
+        created: now,
+        label: 'matrix-client',
+        parent: hashToken(pat),
+        minted_by: 'oauth',
+      });
+      const record = newTokenRecord(access, {
+        kind: 'oauth-access',
+        person,
+        created: now,
+        label: 'matrix-client',
+        parent: grant.hash,
+        minted_by: 'oauth',
+        expires: new Date(t.clock.now() + 3600_000).toISOString(),
+      });
       await tenant.tokens.mutate((records) => {
         records.set(grant.hash, grant);
         records.set(record.hash, record);
@@ -326,7 +369,12 @@ describe('authorization matrix: every operation x every credential kind, REST an
       const token = generateToken('pat');
       runSecrets.add(token);
       await tenant.tokens.mutate((records) => {
-        const r = newTokenRecord(token, { kind: 'pat', person: 'person-matrix-ghost', created: new Date(t.clock.now()).toISOString(), label: 'matrix ghost' });
+        const r = newTokenRecord(token, {
+          kind: 'pat',
+          person: 'person-matrix-ghost',
+          created: new Date(t.clock.now()).toISOString(),
+          label: 'matrix ghost',
+        });
         records.set(r.hash, r);
       });
       return token;
@@ -338,15 +386,72 @@ describe('authorization matrix: every operation x every credential kind, REST an
     creds = [
       { label: 'admin PAT', kind: 'pat', admin: true, token: t.adminToken, person: A, ownAgent: adminAgent },
       { label: 'member PAT', kind: 'pat', admin: false, token: member.token, person: member.id, ownAgent: memberAgent },
-      { label: "standing token of an admin's agent", kind: 'agent-standing', admin: true, token: adminAgentTokens.standing, person: A, ownAgent: adminAgent },
-      { label: "session token of an admin's agent", kind: 'agent-session', admin: true, token: adminAgentTokens.session, person: A, ownAgent: adminAgent },
-      { label: "standing token of a member's agent", kind: 'agent-standing', admin: false, token: memberAgentTokens.standing, person: member.id, ownAgent: memberAgent },
-      { label: "session token of a member's agent", kind: 'agent-session', admin: false, token: memberAgentTokens.session, person: member.id, ownAgent: memberAgent },
-      { label: "admin's OAuth access token", kind: 'oauth', admin: true, token: await oauthToken(t.adminToken, A), person: A, ownAgent: adminAgent },
-      { label: "member's OAuth access token", kind: 'oauth', admin: false, token: await oauthToken(member.token, member.id), person: member.id, ownAgent: memberAgent },
+      {
+        label: "standing token of an admin's agent",
+        kind: 'agent-standing',
+        admin: true,
+        token: adminAgentTokens.standing,
+        person: A,
+        ownAgent: adminAgent,
+      },
+      {
+        label: "session token of an admin's agent",
+        kind: 'agent-session',
+        admin: true,
+        token: adminAgentTokens.session,
+        person: A,
+        ownAgent: adminAgent,
+      },
+      {
+        label: "standing token of a member's agent",
+        kind: 'agent-standing',
+        admin: false,
+        token: memberAgentTokens.standing,
+        person: member.id,
+        ownAgent: memberAgent,
+      },
+      {
+        label: "session token of a member's agent",
+        kind: 'agent-session',
+        admin: false,
+        token: memberAgentTokens.session,
+        person: member.id,
+        ownAgent: memberAgent,
+      },
+      {
+        label: "admin's OAuth access token",
+        kind: 'oauth',
+        admin: true,
+        token: await oauthToken(t.adminToken, A),
+        person: A,
+        ownAgent: adminAgent,
+      },
+      {
+        label: "member's OAuth access token",
+        kind: 'oauth',
+        admin: false,
+        token: await oauthToken(member.token, member.id),
+        person: member.id,
+        ownAgent: memberAgent,
+      },
       { label: "admin's connector JWT", kind: 'connector-jwt', admin: true, token: await jwtFor(A), person: A, ownAgent: adminAgent },
-      { label: "member's connector JWT", kind: 'connector-jwt', admin: false, token: await jwtFor(member.id), person: member.id, ownAgent: memberAgent },
-      { label: 'PAT without a person node', kind: 'pat', admin: false, bound: false, token: await unboundPat(), person: 'person-matrix-ghost', ownAgent: memberAgent },
+      {
+        label: "member's connector JWT",
+        kind: 'connector-jwt',
+        admin: false,
+        token: await jwtFor(member.id),
+        person: member.id,
+        ownAgent: memberAgent,
+      },
+      {
+        label: 'PAT without a person node',
+        kind: 'pat',
+        admin: false,
+        bound: false,
+        token: await unboundPat(),
+        person: 'person-matrix-ghost',
+        ownAgent: memberAgent,
+      },
       { label: 'render ticket of lens-authz', kind: 'ticket', admin: false, token: null, ticket, person: A, ownAgent: null },
       { label: 'no credential', kind: 'none', admin: false, token: null, person: null, ownAgent: null },
     ];
@@ -354,7 +459,12 @@ describe('authorization matrix: every operation x every credential kind, REST an
     for (const c of creds.filter((c) => c.token)) {
       const me = (await t.api('GET', '/v1/me', { token: c.token })).body;
       // an agent token reports its owner's admin flag (actor.isAdmin)
-      expect(me, c.label).to.include({ org: t.org, person: c.bound === false ? null : c.person, is_admin: c.admin, bound: c.bound !== false });
+      expect(me, c.label).to.include({
+        org: t.org,
+        person: c.bound === false ? null : c.person,
+        is_admin: c.admin,
+        bound: c.bound !== false,
+      });
     }
     await Promise.all(creds.filter((c) => c.token).map(async (c) => clients.set(c.label, await t.mcp(c.token!))));
     if (process.env.AUTHZ_TRACE) console.log(`setup ${Math.round(performance.now() - setupStarted)} ms`);
@@ -373,7 +483,8 @@ describe('authorization matrix: every operation x every credential kind, REST an
     failures = [];
   });
   /** Fails with every disagreeing row at once. */
-  const noFailures = () => expect(failures, `${failures.length} row(s) disagree with the declarations:\n${failures.slice(0, 60).join('\n')}\n`).to.deep.equal([]);
+  const noFailures = () =>
+    expect(failures, `${failures.length} row(s) disagree with the declarations:\n${failures.slice(0, 60).join('\n')}\n`).to.deep.equal([]);
   const judged = (check: (a: Answer, where: string) => void) => (a: Answer, where: string) => {
     try {
       check(a, where);
@@ -423,7 +534,7 @@ describe('authorization matrix: every operation x every credential kind, REST an
     expect(rows).to.be.above(cases.length * creds.length);
   });
 
-  it('input-dependent gates (`when`): all=1, force, auth=1, another person\'s hosts', async () => {
+  it("input-dependent gates (`when`): all=1, force, auth=1, another person's hosts", async () => {
     let checked = 0;
     for (const c of cases) {
       for (const condition of c.access.when ?? []) {
@@ -431,7 +542,9 @@ describe('authorization matrix: every operation x every credential kind, REST an
         for (const cred of creds) {
           const ok = allowedFor(access, cred);
           const input = { ...inputFor(c.op, cred, fx), ...condition.input };
-          checked += await each(c, cred, input, (a, where) => (ok ? expectAllowed(a, `${where} [when]`) : expectRefused(a, cred, `${where} [when]`)));
+          checked += await each(c, cred, input, (a, where) =>
+            ok ? expectAllowed(a, `${where} [when]`) : expectRefused(a, cred, `${where} [when]`),
+          );
         }
       }
     }
@@ -447,7 +560,9 @@ describe('authorization matrix: every operation x every credential kind, REST an
       for (const cred of creds.filter((x) => allowedFor(c.access, x))) {
         const input = { ...inputFor(c.op, cred, fx), id: fx.otherAgent };
         const adminOverride = c.access.owns === 'agent-or-self-or-admin' && cred.admin && !cred.kind.startsWith('agent');
-        checked += await each(c, cred, input, (a, where) => (adminOverride ? expectAllowed(a, `${where} [foreign agent]`) : expectRefused(a, cred, `${where} [foreign agent]`)));
+        checked += await each(c, cred, input, (a, where) =>
+          adminOverride ? expectAllowed(a, `${where} [foreign agent]`) : expectRefused(a, cred, `${where} [foreign agent]`),
+        );
       }
     }
     noFailures();
@@ -462,13 +577,23 @@ describe('authorization matrix: every operation x every credential kind, REST an
       for (const cred of creds.filter((x) => x.token)) {
         const base = inputFor(c.op, cred, fx);
         const current = String(base.id ?? '');
-        const foreign = current.startsWith('person-') ? fx.foreign.person : current.startsWith('agent-') ? fx.foreign.agent : current.startsWith('profile-') ? fx.foreign.profile : fx.foreign.node;
+        const foreign = current.startsWith('person-')
+          ? fx.foreign.person
+          : current.startsWith('agent-')
+            ? fx.foreign.agent
+            : current.startsWith('profile-')
+              ? fx.foreign.profile
+              : fx.foreign.node;
         const input = { ...base, id: foreign };
         checked += await each(c, cred, input, (a, where) => {
           expect(a.text, `${where}: another tenant's data`).to.not.contain(B_MARKER);
           // a token without a person node may be refused before the lookup (no_person): no data either
           if (a.code === 'no_person') return;
-          if (NOT_A_LOOKUP[c.op.name]) expect(a.status === 404 || (a.status === 200 && /"status":"skipped"/.test(a.text)), `${where} [other tenant]: ${a.text.slice(0, 200)}`).to.equal(true);
+          if (NOT_A_LOOKUP[c.op.name])
+            expect(
+              a.status === 404 || (a.status === 200 && /"status":"skipped"/.test(a.text)),
+              `${where} [other tenant]: ${a.text.slice(0, 200)}`,
+            ).to.equal(true);
           else if (allowedFor(c.access, cred)) expect(a.status, `${where} [other tenant]: ${a.text.slice(0, 200)}`).to.equal(404);
           else expect(a.status, `${where} [other tenant]: ${a.text.slice(0, 200)}`).to.be.oneOf([403, 404]);
         });
@@ -478,16 +603,24 @@ describe('authorization matrix: every operation x every credential kind, REST an
     expect(checked).to.be.above(100);
   });
 
-  it('tools/list per credential: the tenant\'s tools, each declared; a ticket or no credential cannot open /mcp', async () => {
+  it("tools/list per credential: the tenant's tools, each declared; a ticket or no credential cannot open /mcp", async () => {
     const tenant = t.server.services.tenants.get(t.org)!;
-    const expected = t.server.services.host.toolsFor(tenant).map((x) => x.name).sort();
+    const expected = t.server.services.host
+      .toolsFor(tenant)
+      .map((x) => x.name)
+      .sort();
     const declared = new Set(cases.flatMap((c) => c.tools));
     for (const [label, client] of clients) {
       const names = (await client.listTools()).tools.map((x) => x.name).sort();
       expect(names, label).to.deep.equal(expected);
       for (const n of names) expect(declared.has(n), `${n} has an access declaration`).to.equal(true);
     }
-    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'matrix', version: '0' } } };
+    const init = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'matrix', version: '0' } },
+    };
     for (const cred of creds.filter((c) => !c.token)) {
       const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
       if (cred.ticket) headers.cookie = `svc_render_ticket=${cred.ticket}`;
@@ -502,7 +635,9 @@ describe('authorization matrix: every operation x every credential kind, REST an
     const own = await fetch(`${t.url}/v1/lens/lens-authz/render?format=json`, { headers: { cookie: `svc_render_ticket=${ticket}` } });
     expect(own.status).to.equal(200);
     await putLens('lens-authz-other');
-    const other = await fetch(`${t.url}/v1/lens/lens-authz-other/render?format=json`, { headers: { cookie: `svc_render_ticket=${ticket}` } });
+    const other = await fetch(`${t.url}/v1/lens/lens-authz-other/render?format=json`, {
+      headers: { cookie: `svc_render_ticket=${ticket}` },
+    });
     expect(other.status).to.equal(401);
     expect((await fetch(`${t.url}/healthz`)).status).to.equal(200);
     expect((await fetch(`${t.url}/openapi.json`)).status).to.equal(200);
@@ -511,7 +646,9 @@ describe('authorization matrix: every operation x every credential kind, REST an
   });
 
   async function putLens(id: string) {
-    const res = await t.api('POST', '/v1/nodes', { body: { nodes: [md({ id, type: 'lens', summary: 'Another lens', query: { type: ['task'] } })] } });
+    const res = await t.api('POST', '/v1/nodes', {
+      body: { nodes: [md({ id, type: 'lens', summary: 'Another lens', query: { type: ['task'] } })] },
+    });
     expect(res.status, res.text).to.equal(200);
   }
 
@@ -536,22 +673,30 @@ describe('authorization matrix: every operation x every credential kind, REST an
       expect((await t.api('GET', '/v1/me', { token: m.token })).body.is_admin).to.equal(false);
     });
 
-    it("a standing agent token cannot make its owner an admin", async () => {
+    it('a standing agent token cannot make its owner an admin', async () => {
       const agent = creds.find((c) => c.label === "standing token of a member's agent")!;
-      expectForbidden(await t.api('POST', `/v1/nodes/${agent.person}/edges`, { token: agent.token, body: { type: 'stewards', to: 'proj-root' } }));
+      expectForbidden(
+        await t.api('POST', `/v1/nodes/${agent.person}/edges`, { token: agent.token, body: { type: 'stewards', to: 'proj-root' } }),
+      );
     });
 
-    it('a member cannot remove an admin\'s stewards edge', async () => {
+    it("a member cannot remove an admin's stewards edge", async () => {
       const m = memberCred();
-      expectForbidden(await t.api('DELETE', `/v1/nodes/${t.adminPerson}/edges`, { token: m.token, body: { type: 'stewards', to: 'proj-root' } }));
+      expectForbidden(
+        await t.api('DELETE', `/v1/nodes/${t.adminPerson}/edges`, { token: m.token, body: { type: 'stewards', to: 'proj-root' } }),
+      );
       expect((await t.api('GET', '/v1/me')).body.is_admin).to.equal(true);
     });
 
     it("another member cannot take over someone's agent by rewriting owned-by, nor then mint its token", async () => {
       const m = memberCred();
       // the other person's agent: the member is not its owner
-      expectForbidden(await t.api('DELETE', `/v1/nodes/${fx.otherAgent}/edges`, { token: m.token, body: { type: 'owned-by', to: fx.other.id } }));
-      expectForbidden(await t.api('POST', `/v1/nodes/${fx.otherAgent}/edges`, { token: m.token, body: { type: 'owned-by', to: m.person } }));
+      expectForbidden(
+        await t.api('DELETE', `/v1/nodes/${fx.otherAgent}/edges`, { token: m.token, body: { type: 'owned-by', to: fx.other.id } }),
+      );
+      expectForbidden(
+        await t.api('POST', `/v1/nodes/${fx.otherAgent}/edges`, { token: m.token, body: { type: 'owned-by', to: m.person } }),
+      );
       expectForbidden(await t.api('POST', `/v1/agents/${fx.otherAgent}/token`, { token: m.token, body: { standing: true } }));
     });
   });

@@ -13,8 +13,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../helpers/processes.js';
 
-
-
 describe('the bundled server (dist/workgraph.mjs, what `npm start` runs)', function () {
   this.timeout(120_000);
   let dataDir: string;
@@ -112,7 +110,9 @@ describe('the bundled server (dist/workgraph.mjs, what `npm start` runs)', funct
 
   it('answers MCP tools and the MCP App resource with the same bytes as REST', async () => {
     const client = new Client({ name: 'bundle-test', version: '0.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+    );
     try {
       const { tools } = await client.listTools();
       const names = tools.map((t) => t.name);

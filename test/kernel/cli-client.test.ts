@@ -27,8 +27,16 @@ function tmp(prefix: string): string {
 }
 
 /** Starts the CLI the way a shell would; `stdin` is fed then closed. */
-function startCli(args: string[], env: Record<string, string>, stdin?: string): { child: ChildProcess; done: Promise<CliResult & { stdoutBytes: Buffer }> } {
-  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', ENTRY, ...args], { cwd: ROOT, env: cleanEnv(env), stdio: ['pipe', 'pipe', 'pipe'] });
+function startCli(
+  args: string[],
+  env: Record<string, string>,
+  stdin?: string,
+): { child: ChildProcess; done: Promise<CliResult & { stdoutBytes: Buffer }> } {
+  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', ENTRY, ...args], {
+    cwd: ROOT,
+    env: cleanEnv(env),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const out: Buffer[] = [];
   let stderr = '';
   child.stdout!.on('data', (d: Buffer) => out.push(d));
@@ -76,7 +84,13 @@ describe('workgraph CLI client', function () {
 
   describe('commands from the declarations', () => {
     it('every route operation and every tool without a route is a command; query fields match the REST adapter', async () => {
-      const listed = JSON.parse((await cli(['commands', '--json'], env)).stdout) as Array<{ name: string; via: string; method: string | null; path: string | null; tool: string | null }>;
+      const listed = JSON.parse((await cli(['commands', '--json'], env)).stdout) as Array<{
+        name: string;
+        via: string;
+        method: string | null;
+        path: string | null;
+        tool: string | null;
+      }>;
       const names = listed.map((c) => c.name);
       for (const p of allPlugins) {
         for (const r of p.routes ?? []) {
@@ -86,7 +100,8 @@ describe('workgraph CLI client', function () {
           if (cmd) expect(cmd.queryFields, cmd.name).to.deep.equal(queryFieldsOf(r.operation, r));
         }
       }
-      for (const tool of ['explore_graph', 'query_graph', 'apply_lens_action']) expect(listed.find((c) => c.name === tool)?.via, tool).to.equal('mcp');
+      for (const tool of ['explore_graph', 'query_graph', 'apply_lens_action'])
+        expect(listed.find((c) => c.name === tool)?.via, tool).to.equal('mcp');
       expect(listed.find((c) => c.name === 'claim_node')).to.include({ via: 'rest', method: 'POST', path: '/v1/nodes/:id/claim' });
     });
 
@@ -116,7 +131,11 @@ describe('workgraph CLI client', function () {
       const sample = new Set([commands[0], commands[commands.length - 1], commands.find((c) => c.via === 'mcp')]);
       sample.add(commands.find((c) => c.pathParams.length > 0 && !sample.has(c)));
       expect(sample.size, 'the sample: first, last, MCP-only, with path parameters').to.equal(4);
-      const real = await inBatches(results.filter((r) => sample.has(r.cmd)), 4, async ({ cmd, res: walked }) => ({ cmd, walked, res: await cli([cmd.name, '--help'], env) }));
+      const real = await inBatches(
+        results.filter((r) => sample.has(r.cmd)),
+        4,
+        async ({ cmd, res: walked }) => ({ cmd, walked, res: await cli([cmd.name, '--help'], env) }),
+      );
       for (const { cmd, walked, res } of real) {
         expect(res.code, `${cmd.name}: ${res.stderr}`).to.equal(0);
         expect(res.stdout, `${cmd.name}: the real process prints what the walk saw`).to.equal(walked.stdout);
@@ -125,7 +144,9 @@ describe('workgraph CLI client', function () {
         expect(res.code, `${cmd.name}: ${res.stderr}`).to.equal(0);
         const help = res.stdout;
         const text = norm(help);
-        expect(help, cmd.name).to.match(new RegExp(`^usage: workgraph ${cmd.name}${cmd.pathParams.map((p) => ` <${p}>`).join('')} \\[options\\]`));
+        expect(help, cmd.name).to.match(
+          new RegExp(`^usage: workgraph ${cmd.name}${cmd.pathParams.map((p) => ` <${p}>`).join('')} \\[options\\]`),
+        );
         expect(text, cmd.name).to.include(norm(cmd.description));
         expect(help, cmd.name).to.include(cmd.via === 'rest' ? `calls: ${cmd.method} ${cmd.path}` : `calls: the MCP tool ${cmd.tool}`);
         const props = (cmd.input.properties ?? {}) as Record<string, Record<string, unknown>>;
@@ -137,7 +158,8 @@ describe('workgraph CLI client', function () {
             expect(help, `${cmd.name} --${field}`).to.match(new RegExp(`^  --${field.replace(/_/g, '-')}( |$)`, 'm'));
           }
           if (typeof schema.description === 'string') expect(text, `${cmd.name} ${field} description`).to.include(norm(schema.description));
-          for (const v of (schema.enum as unknown[] | undefined) ?? []) expect(text, `${cmd.name} ${field} enum ${String(v)}`).to.include(String(v));
+          for (const v of (schema.enum as unknown[] | undefined) ?? [])
+            expect(text, `${cmd.name} ${field} enum ${String(v)}`).to.include(String(v));
         }
         expect((help.match(/\(required\)/g) ?? []).length, `${cmd.name} required count`).to.equal(required.filter((f) => props[f]).length);
       }
@@ -146,7 +168,9 @@ describe('workgraph CLI client', function () {
     it('a client command loads no kernel, plugin, sandbox or MCP module (start-up stays fast)', async () => {
       const hooks = tmp('wg-cli-hooks-');
       const log = join(hooks, 'loaded.log');
-      writeFileSync(join(hooks, 'hooks.mjs'), `import { appendFileSync } from 'node:fs';
+      writeFileSync(
+        join(hooks, 'hooks.mjs'),
+        `import { appendFileSync } from 'node:fs';
 let log;
 export function initialize(data) { log = data.log; }
 export async function resolve(specifier, context, next) {
@@ -154,10 +178,18 @@ export async function resolve(specifier, context, next) {
   appendFileSync(log, result.url + '\\n');
   return result;
 }
-`);
-      writeFileSync(join(hooks, 'register.mjs'), `import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url, { data: { log: ${JSON.stringify(log)} } });\n`);
+`,
+      );
+      writeFileSync(
+        join(hooks, 'register.mjs'),
+        `import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url, { data: { log: ${JSON.stringify(log)} } });\n`,
+      );
       const res = await new Promise<CliResult>((resolve) => {
-        const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', '--import', join(hooks, 'register.mjs'), ENTRY, 'show', 'proj-root', '--json'], { cwd: ROOT, env: cleanEnv(env) });
+        const child = spawn(
+          process.execPath,
+          ['--no-node-snapshot', '--import', 'tsx', '--import', join(hooks, 'register.mjs'), ENTRY, 'show', 'proj-root', '--json'],
+          { cwd: ROOT, env: cleanEnv(env) },
+        );
         let stdout = '';
         let stderr = '';
         child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -167,8 +199,13 @@ export async function resolve(specifier, context, next) {
       expect(res.code, res.stderr).to.equal(0);
       expect(JSON.parse(res.stdout).id).to.equal('proj-root');
       const loaded = readFileSync(log, 'utf8').split('\n').filter(Boolean);
-      expect(loaded.some((u) => u.includes('/scripts/client/main.ts')), 'the log saw the client').to.equal(true);
-      const heavy = loaded.filter((u) => /\/kernel\/|\/plugins\/|\/sandbox\/|isomorphic-git|isolated-vm|@modelcontextprotocol|\/koa\/|\/ajv\//.test(u));
+      expect(
+        loaded.some((u) => u.includes('/scripts/client/main.ts')),
+        'the log saw the client',
+      ).to.equal(true);
+      const heavy = loaded.filter((u) =>
+        /\/kernel\/|\/plugins\/|\/sandbox\/|isomorphic-git|isolated-vm|@modelcontextprotocol|\/koa\/|\/ajv\//.test(u),
+      );
       expect(heavy).to.deep.equal([]);
     });
 
@@ -177,11 +214,15 @@ export async function resolve(specifier, context, next) {
         cli(['done', '--help'], env),
         cli(['show_queue', '--frobnicate'], env),
         cli(['set_status', 'task-x'], env),
-        cli(['show_queue', '--readiness', 'x', '--json'], env).then(() => cli(['put_node', '--if-exists', 'sometimes', '--nodes', 'x'], env)),
+        cli(['show_queue', '--readiness', 'x', '--json'], env).then(() =>
+          cli(['put_node', '--if-exists', 'sometimes', '--nodes', 'x'], env),
+        ),
         cli(['get_node_history', 'task-x', '--limit', 'many'], env),
       ]);
       expect(help.code).to.equal(0);
-      expect(help.stdout).to.match(/^usage: workgraph done <id> \[options\]/).and.to.include('alias of set_status');
+      expect(help.stdout)
+        .to.match(/^usage: workgraph done <id> \[options\]/)
+        .and.to.include('alias of set_status');
       expect(unknown.code).to.equal(2);
       expect(unknown.stderr).to.include('unknown option --frobnicate');
       expect(missing.code).to.equal(2);
@@ -291,21 +332,39 @@ if (n === 1) {
       if (json) expect(JSON.parse(done.stdout)).to.include({ id });
     }
 
-    it('queue, claim, show, edit through a concurrent change (merged three ways), done: text', async () => loop('task-cli-loop-text', false));
+    it('queue, claim, show, edit through a concurrent change (merged three ways), done: text', async () =>
+      loop('task-cli-loop-text', false));
     it('the same loop with --json: the answer bytes of the API', async () => loop('task-cli-loop-json', true));
 
     it('edit: the same line changed on both sides gives conflict markers, resolved in the editor; left unresolved nothing is saved', async () => {
       const id = 'task-cli-conflict';
       await putNodes(t, [md({ id, summary: 'Conflict' }, 'Shared line.\n')]);
       const colleague = await addPerson(t, 'Colleague conflict');
-      const common = { ...env, EDITOR: `${process.execPath} ${editor}`, EDIT_NODE: id, COLLEAGUE_TOKEN: colleague.token, MY_FROM: 'Shared line.', MY_TO: 'Mine.', THEIR_FROM: 'Shared line.', THEIR_TO: 'Theirs.' };
+      const common = {
+        ...env,
+        EDITOR: `${process.execPath} ${editor}`,
+        EDIT_NODE: id,
+        COLLEAGUE_TOKEN: colleague.token,
+        MY_FROM: 'Shared line.',
+        MY_TO: 'Mine.',
+        THEIR_FROM: 'Shared line.',
+        THEIR_TO: 'Theirs.',
+      };
       const resolved = await cli(['edit', id], { ...common, EDIT_STATE: tmp('wg-cli-c1-'), RESOLVE_TO: 'Mine and theirs.' });
       expect(resolved.code, resolved.stderr).to.equal(0);
       expect(resolved.stderr).to.include('1 conflicting part(s)');
-      expect((await t.api('GET', `/v1/nodes/${id}`)).body.body).to.include('Mine and theirs.').and.not.include('<<<<<<<');
+      expect((await t.api('GET', `/v1/nodes/${id}`)).body.body)
+        .to.include('Mine and theirs.')
+        .and.not.include('<<<<<<<');
 
       const before = (await t.api('GET', `/v1/nodes/${id}`)).body.body;
-      const common2 = { ...common, MY_FROM: 'Mine and theirs.', MY_TO: 'Mine again.', THEIR_FROM: 'Mine and theirs.', THEIR_TO: 'Theirs again.' };
+      const common2 = {
+        ...common,
+        MY_FROM: 'Mine and theirs.',
+        MY_TO: 'Mine again.',
+        THEIR_FROM: 'Mine and theirs.',
+        THEIR_TO: 'Theirs again.',
+      };
       const unresolved = await cli(['edit', id], { ...common2, EDIT_STATE: tmp('wg-cli-c2-') });
       expect(unresolved.code).to.equal(6);
       expect(unresolved.stderr).to.match(/conflict markers remain: nothing saved; your text is in \S+\.md/);
@@ -379,7 +438,10 @@ if (n === 1) {
     });
 
     it('an unreachable server is 1; no server at all, an unknown profile and a token of another tenant than SVC_ORG are usage errors', async () => {
-      const [down, none] = await Promise.all([cli(['queue'], { ...env, SVC_SERVER: 'http://127.0.0.1:9' }), cli(['queue'], { XDG_CONFIG_HOME: tmp('wg-cli-none-') })]);
+      const [down, none] = await Promise.all([
+        cli(['queue'], { ...env, SVC_SERVER: 'http://127.0.0.1:9' }),
+        cli(['queue'], { XDG_CONFIG_HOME: tmp('wg-cli-none-') }),
+      ]);
       expect(down.code).to.equal(1);
       expect(down.stderr).to.include('cannot reach http://127.0.0.1:9');
       expect(none.code).to.equal(2);
@@ -429,7 +491,11 @@ if (n === 1) {
       const script = join(bin, 'wg.bash');
       writeFileSync(script, (await cli(['completion', 'bash'], env)).stdout);
       // asynchronously: the server answering the id lookup runs in this process
-      const { stdout: out } = await promisify(execFile)('bash', ['-c', `source ${script}; COMP_WORDS=(workgraph show proj-r); COMP_CWORD=2; _workgraph; printf '%s\\n' "\${COMPREPLY[@]}"`], { cwd: ROOT, env: cleanEnv({ ...env, PATH: `${bin}:${process.env.PATH}` }), encoding: 'utf8' });
+      const { stdout: out } = await promisify(execFile)(
+        'bash',
+        ['-c', `source ${script}; COMP_WORDS=(workgraph show proj-r); COMP_CWORD=2; _workgraph; printf '%s\\n' "\${COMPREPLY[@]}"`],
+        { cwd: ROOT, env: cleanEnv({ ...env, PATH: `${bin}:${process.env.PATH}` }), encoding: 'utf8' },
+      );
       expect(out.split('\n')).to.include('proj-root');
     });
   });
@@ -473,10 +539,20 @@ if (n === 1) {
       const page = await fetch(url, { redirect: 'manual' });
       expect(page.status).to.equal(200);
       const cookie = /svc_oauth_csrf=[^;]+/.exec(page.headers.get('set-cookie') ?? '')![0];
-      const signin = await fetch(`${t.url}/oauth/consent`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ ...formFields(await page.text()), action: 'signin', token: person.token }) });
+      const signin = await fetch(`${t.url}/oauth/consent`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ ...formFields(await page.text()), action: 'signin', token: person.token }),
+      });
       expect(signin.status).to.equal(200);
       snapshot();
-      const approve = await fetch(`${t.url}/oauth/consent`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ ...formFields(await signin.text()), action: 'approve' }) });
+      const approve = await fetch(`${t.url}/oauth/consent`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ ...formFields(await signin.text()), action: 'approve' }),
+      });
       expect(approve.status).to.equal(302);
       const back = approve.headers.get('location')!;
       expect(back).to.match(/^http:\/\/127\.0\.0\.1:\d+\/callback\?code=/);
@@ -512,7 +588,9 @@ if (n === 1) {
       clearInterval(snapAfterRefresh);
       expect(r2.code, r2.stderr).to.equal(0);
       const after = JSON.parse(readFileSync(file, 'utf8')).profiles.work;
-      expect(after.refresh_token).to.match(/^svc_ort_/).and.not.equal(profile.refresh_token);
+      expect(after.refresh_token)
+        .to.match(/^svc_ort_/)
+        .and.not.equal(profile.refresh_token);
       expect(after.access_expires_at).to.be.greaterThan(Date.now());
 
       const list = await cli(['profile', 'list'], loginEnv);
@@ -522,10 +600,19 @@ if (n === 1) {
       const secrets = [person.token, profile.refresh_token, profile.access_token, after.refresh_token, after.access_token];
       for (const s of secrets) {
         for (const ps of psSnapshots) expect(ps.includes(s), 'a token in the process list').to.equal(false);
-        expect(t.logs.some((l) => l.includes(s)), 'a token in the server log').to.equal(false);
-        expect(stderr.includes(s) || res.stdout.includes(s) || r2.stderr.includes(s) || me.stderr.includes(s), 'a token in CLI output').to.equal(false);
+        expect(
+          t.logs.some((l) => l.includes(s)),
+          'a token in the server log',
+        ).to.equal(false);
+        expect(
+          stderr.includes(s) || res.stdout.includes(s) || r2.stderr.includes(s) || me.stderr.includes(s),
+          'a token in CLI output',
+        ).to.equal(false);
       }
-      expect(psSnapshots.some((ps) => ps.includes(`login ${t.url} --no-browser`)), 'the snapshots saw the CLI').to.equal(true);
+      expect(
+        psSnapshots.some((ps) => ps.includes(`login ${t.url} --no-browser`)),
+        'the snapshots saw the CLI',
+      ).to.equal(true);
 
       // logout revokes the grant on the server
       const logout = await cli(['logout'], loginEnv);

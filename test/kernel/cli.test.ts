@@ -41,7 +41,8 @@ function tmp(prefix: string): string {
 }
 
 async function stopGroup(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
-  const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
+  const exited =
+    child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
   try {
     process.kill(signal === 'SIGKILL' ? -child.pid! : child.pid!, signal);
   } catch {
@@ -60,7 +61,11 @@ async function stopGroup(child: ChildProcess, signal: NodeJS.Signals): Promise<v
 }
 
 function startServe(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [SHIM, 'serve'], { env: cleanEnv({ PORT: '0', ...env }), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [SHIM, 'serve'], {
+    env: cleanEnv({ PORT: '0', ...env }),
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   live.add(child);
   let out = '';
   let err = '';
@@ -161,7 +166,9 @@ describe('workgraph CLI', function () {
     });
 
     it('tenant add prints {org, person, token} once, and the running server serves that token within 2 s', async () => {
-      const res = await runCli(['tenant', 'add', 'acme', '--admin-email', 'boss@acme.test', '--admin-name', 'The Boss'], { SVC_DATA_DIR: dataDir });
+      const res = await runCli(['tenant', 'add', 'acme', '--admin-email', 'boss@acme.test', '--admin-name', 'The Boss'], {
+        SVC_DATA_DIR: dataDir,
+      });
       acme = jsonOut(res);
       expect(Object.keys(acme).sort()).to.deep.equal(['org', 'person', 'token']);
       expect(acme.org).to.equal('acme');
@@ -265,7 +272,9 @@ describe('workgraph CLI', function () {
           const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
           const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
           const client = new Client({ name: 'cli-test', version: '0' });
-          await client.connect(new StreamableHTTPClientTransport(new URL(url + '/mcp'), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+          await client.connect(
+            new StreamableHTTPClientTransport(new URL(url + '/mcp'), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+          );
           try {
             return (await client.listTools()).tools.map((t) => t.name);
           } finally {
@@ -286,8 +295,18 @@ describe('workgraph CLI', function () {
   });
 
   describe('tenant plugins against a server composed with a test plugin', () => {
-    const probePing = defineOperation({ name: 'probe_ping', summary: 'answers pong (test plugin)', input: object({}), run: async (ctx) => ({ probe: true, org: ctx.tenant.org }) });
-    const probeRoute = defineOperation({ name: 'get_probe', summary: 'answers the probe (test plugin)', input: object({}), run: async (ctx) => ({ probe: true, org: ctx.tenant.org }) });
+    const probePing = defineOperation({
+      name: 'probe_ping',
+      summary: 'answers pong (test plugin)',
+      input: object({}),
+      run: async (ctx) => ({ probe: true, org: ctx.tenant.org }),
+    });
+    const probeRoute = defineOperation({
+      name: 'get_probe',
+      summary: 'answers the probe (test plugin)',
+      input: object({}),
+      run: async (ctx) => ({ probe: true, org: ctx.tenant.org }),
+    });
     const probePlugin: PluginDef = definePlugin({
       name: 'probe',
       dependsOn: ['core'],
@@ -303,7 +322,12 @@ describe('workgraph CLI', function () {
 
     before(async () => {
       t = await startTestServer({ plugins: [corePlugin, probePlugin], config: { tenantPollMs: 200 } });
-      const created = await t.server.services.tenants.create({ org: 'other', adminName: 'Other', adminEmail: 'o@other.test', plugins: ['core', 'probe'] });
+      const created = await t.server.services.tenants.create({
+        org: 'other',
+        adminName: 'Other',
+        adminEmail: 'o@other.test',
+        plugins: ['core', 'probe'],
+      });
       other = { token: created.token };
       await within(2000, async () => (await t.api('GET', '/v1/me', { token: other.token })).status === 200);
     });

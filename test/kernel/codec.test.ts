@@ -34,21 +34,175 @@ function expectCodecError(fn: () => unknown, pattern: RegExp): CodecError {
 
 /** Strings YAML (1.1, 1.2 core, or js-yaml) might read as something else, or that need care. */
 const TRICKY: string[] = [
-  '', ' ', '  ', '  lead', 'trail ', ' both ',
-  '123', '-1', '+1', '017', '0', '-0', '1.5', '-1.5', '1.', '.5', '1e3', '1E3', '1e+21', '-1e-7',
-  '0x1F', '-0x1F', '+0x1F', '0o17', '-0o17', '0b101', '-0b1', '1_000', '1,000', '12:30', '1:20:30',
-  '.inf', '-.inf', '+.inf', '.Inf', '.INF', '.nan', '.NaN', '.NAN',
-  'true', 'True', 'TRUE', 'false', 'False', 'yes', 'Yes', 'no', 'on', 'off', 'y', 'n',
-  'null', 'Null', 'NULL', '~', '2026-01-01', '2026-01-01T10:00:00Z', '2026-01-01 10:00:00.5 +01:00',
-  'a: b', 'a:b', 'a:', ':', ': a', 'a #b', 'a#b', '#x', '# x', '- x', '-', '--', '---', '--- x', '...', '.',
-  '? x', '?', '?x', '* x', '*a', '&a', '!x', '!!str', '!!binary', '|', '|-', '>', '>-', "'x", '"x', "'", '"',
-  '%x', '%YAML 1.2', '@x', '`x', '{a}', '{', '}', '[a]', '[', ']', 'a,b', ',', '=', '<<', '\\', '\\n', 'a\\b',
-  'a\nb', 'a\n', '\n', '\n\n', 'a\n\n', 'a\n\n\n', '\na', ' \n', '\n ', 'a \nb', 'a\n b', 'a\n\tb', '\ta', 'a\tb',
-  'a\t', '\t', 'a\r\nb', 'a\rb', '\r', '\r\n', 'x\n---\ny', '---\n', '\n---\n', '\n---', '...\n', '  indented\n  block\n',
-  'line1\n  line2\n\n', 'key: value\n- item\n', '"quoted"', "it's", 'é', 'naïve café', '日本語', '😀', 'a😀b',
-  '\u0000', 'a\u0000b', '\u0007', '\u001b', '\u007f', '\u0080', '\u0085', 'a\u0085b', '\u009f', '\u00a0', 'x\u00a0',
-  '\u00a0x', '\u2028', 'a\u2029b', '\ufeff', '\ufeffx', '\ufffe', '\uffff', '\ud800', 'x\udc00', '\ud83d',
-  '\ue000', '\ufffd', '__proto__', 'constructor', 'toString',
+  '',
+  ' ',
+  '  ',
+  '  lead',
+  'trail ',
+  ' both ',
+  '123',
+  '-1',
+  '+1',
+  '017',
+  '0',
+  '-0',
+  '1.5',
+  '-1.5',
+  '1.',
+  '.5',
+  '1e3',
+  '1E3',
+  '1e+21',
+  '-1e-7',
+  '0x1F',
+  '-0x1F',
+  '+0x1F',
+  '0o17',
+  '-0o17',
+  '0b101',
+  '-0b1',
+  '1_000',
+  '1,000',
+  '12:30',
+  '1:20:30',
+  '.inf',
+  '-.inf',
+  '+.inf',
+  '.Inf',
+  '.INF',
+  '.nan',
+  '.NaN',
+  '.NAN',
+  'true',
+  'True',
+  'TRUE',
+  'false',
+  'False',
+  'yes',
+  'Yes',
+  'no',
+  'on',
+  'off',
+  'y',
+  'n',
+  'null',
+  'Null',
+  'NULL',
+  '~',
+  '2026-01-01',
+  '2026-01-01T10:00:00Z',
+  '2026-01-01 10:00:00.5 +01:00',
+  'a: b',
+  'a:b',
+  'a:',
+  ':',
+  ': a',
+  'a #b',
+  'a#b',
+  '#x',
+  '# x',
+  '- x',
+  '-',
+  '--',
+  '---',
+  '--- x',
+  '...',
+  '.',
+  '? x',
+  '?',
+  '?x',
+  '* x',
+  '*a',
+  '&a',
+  '!x',
+  '!!str',
+  '!!binary',
+  '|',
+  '|-',
+  '>',
+  '>-',
+  "'x",
+  '"x',
+  "'",
+  '"',
+  '%x',
+  '%YAML 1.2',
+  '@x',
+  '`x',
+  '{a}',
+  '{',
+  '}',
+  '[a]',
+  '[',
+  ']',
+  'a,b',
+  ',',
+  '=',
+  '<<',
+  '\\',
+  '\\n',
+  'a\\b',
+  'a\nb',
+  'a\n',
+  '\n',
+  '\n\n',
+  'a\n\n',
+  'a\n\n\n',
+  '\na',
+  ' \n',
+  '\n ',
+  'a \nb',
+  'a\n b',
+  'a\n\tb',
+  '\ta',
+  'a\tb',
+  'a\t',
+  '\t',
+  'a\r\nb',
+  'a\rb',
+  '\r',
+  '\r\n',
+  'x\n---\ny',
+  '---\n',
+  '\n---\n',
+  '\n---',
+  '...\n',
+  '  indented\n  block\n',
+  'line1\n  line2\n\n',
+  'key: value\n- item\n',
+  '"quoted"',
+  "it's",
+  'é',
+  'naïve café',
+  '日本語',
+  '😀',
+  'a😀b',
+  '\u0000',
+  'a\u0000b',
+  '\u0007',
+  '\u001b',
+  '\u007f',
+  '\u0080',
+  '\u0085',
+  'a\u0085b',
+  '\u009f',
+  '\u00a0',
+  'x\u00a0',
+  '\u00a0x',
+  '\u2028',
+  'a\u2029b',
+  '\ufeff',
+  '\ufeffx',
+  '\ufffe',
+  '\uffff',
+  '\ud800',
+  'x\udc00',
+  '\ud83d',
+  '\ue000',
+  '\ufffd',
+  '__proto__',
+  'constructor',
+  'toString',
   "(input) => input.to !== 'done' || input.from === 'review'\n  ? { allow: true }\n  : { allow: false, reason: 'move to review first' }\n",
   '(input) => ({ ok: true, errors: [] })\n',
   'function (x) {\n\treturn x;\n}\n\n',
@@ -61,15 +215,58 @@ const charUnit = fc.oneof(
   {
     weight: 4,
     arbitrary: fc.constantFrom(
-      ' ', ' ', '\n', '\n', '\t', '\r', ':', '#', '-', '?', '*', '&', '!', '|', '>', "'", '"', '%', '@', '`',
-      '[', ']', '{', '}', ',', '\\', '~', '+', 'e', 'x',
+      ' ',
+      ' ',
+      '\n',
+      '\n',
+      '\t',
+      '\r',
+      ':',
+      '#',
+      '-',
+      '?',
+      '*',
+      '&',
+      '!',
+      '|',
+      '>',
+      "'",
+      '"',
+      '%',
+      '@',
+      '`',
+      '[',
+      ']',
+      '{',
+      '}',
+      ',',
+      '\\',
+      '~',
+      '+',
+      'e',
+      'x',
     ),
   },
   {
     weight: 1,
     arbitrary: fc.constantFrom(
-      '\u0000', '\u0007', '\u001b', '\u007f', '\u0085', '\u009f', '\u00a0', '\u2028', '\u2029', '\ufeff',
-      '\ufffe', '\uffff', '\ud800', '\udfff', '😀', 'é', '日',
+      '\u0000',
+      '\u0007',
+      '\u001b',
+      '\u007f',
+      '\u0085',
+      '\u009f',
+      '\u00a0',
+      '\u2028',
+      '\u2029',
+      '\ufeff',
+      '\ufffe',
+      '\uffff',
+      '\ud800',
+      '\udfff',
+      '😀',
+      'é',
+      '日',
     ),
   },
   { weight: 1, arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }) },
@@ -149,7 +346,9 @@ const frontmatterArb: fc.Arbitrary<Frontmatter> = fc
         title: maybe(str),
         priority: maybe(fc.oneof(num, str)),
         created: fc.oneof(fc.constantFrom('2026-01-01T10:00:00Z', '2026-01-01'), str),
-        commits: fc.array(fc.oneof(str, fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: 40, maxLength: 40 })), { maxLength: 3 }),
+        commits: fc.array(fc.oneof(str, fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: 40, maxLength: 40 })), {
+          maxLength: 3,
+        }),
         edges: fc.array(edge, { maxLength: 4 }),
         hooks: fc.dictionary(key, multiLine, { maxKeys: 2 }),
         statuses: fc.array(str, { maxLength: 4 }),
@@ -271,7 +470,10 @@ describe('kernel/codec', () => {
     it('orders edge objects as type, to, then sorted attributes; other nested maps keep insertion order', () => {
       const fm: Frontmatter = {
         id: 'task-1',
-        edges: [{ weight: 1, to: 'task-2', since: 'x', type: 'blocks', b: 2 }, { to: 'p', type: 'assigned' }],
+        edges: [
+          { weight: 1, to: 'task-2', since: 'x', type: 'blocks', b: 2 },
+          { to: 'p', type: 'assigned' },
+        ],
         meta: { zz: 1, aa: 2, mm: { y: 1, x: 2 } },
       };
       const text = serializeNode(fm, '');
@@ -324,7 +526,10 @@ describe('kernel/codec', () => {
     });
 
     it('quotes strings that look like other scalars', () => {
-      const text = serializeNode({ a: '123', b: 'true', c: 'null', d: '~', e: '0x1F', f: '-0x1F', g: '0b101', h: '.inf', i: '1e3', j: '' }, '');
+      const text = serializeNode(
+        { a: '123', b: 'true', c: 'null', d: '~', e: '0x1F', f: '-0x1F', g: '0b101', h: '.inf', i: '1e3', j: '' },
+        '',
+      );
       for (const line of text.split('\n').slice(1, -2)) expect(line, line).to.match(/^[a-j]: ".*"$/);
       // dates stay plain: neither parser has a timestamp type
       expect(serializeNode({ d: '2026-01-01' }, '')).to.equal('---\nd: 2026-01-01\n---\n');
@@ -339,7 +544,18 @@ describe('kernel/codec', () => {
     });
 
     it('round-trips multi-line strings exactly (indentation, blank lines, trailing newlines)', () => {
-      const cases = ['a\nb', 'a\nb\n', 'a\nb\n\n\n', '  lead\nx\n', 'x\n  y\n    z', '\n\nstart', ' \n', 'a\n \n', 'tab\n\tx\n', 'x\n---\n...\ny\n'];
+      const cases = [
+        'a\nb',
+        'a\nb\n',
+        'a\nb\n\n\n',
+        '  lead\nx\n',
+        'x\n  y\n    z',
+        '\n\nstart',
+        ' \n',
+        'a\n \n',
+        'tab\n\tx\n',
+        'x\n---\n...\ny\n',
+      ];
       for (const s of cases) {
         const text = serializeNode({ hooks: { transition: s } }, '');
         expect((parseNodeMarkdown(text).frontmatter.hooks as Frontmatter).transition, JSON.stringify(s)).to.equal(s);
@@ -519,24 +735,29 @@ describe('kernel/codec', () => {
     it('equals parseNodeMarkdown on serializer output and on hand-written variants of it (property)', function () {
       this.timeout(60_000);
       fc.assert(
-        fc.property(frontmatterArb, bodyArb, fc.constantFrom('as-is', 'reordered', 'comment', 'crlf', 'single-quoted'), (fm, body, variant) => {
-          let text = serializeNode(fm, body);
-          if (variant === 'reordered') {
-            const [head, ...rest] = text.split('\n---\n');
-            const lines = head!.split('\n');
-            text = [[lines[0], ...lines.slice(1).reverse()].join('\n'), ...rest].join('\n---\n');
-          } else if (variant === 'comment') text = text.replace('---\n', '---\n# a comment\n');
-          else if (variant === 'crlf') text = text.replace(/\n/g, '\r\n');
-          else if (variant === 'single-quoted') text = text.replace(/^id: (.*)$/m, "id: '$1'");
-          let canonical: unknown;
-          try {
-            canonical = parseNodeMarkdown(text);
-          } catch (err) {
-            expect(() => parseClientMarkdown(text)).to.throw(CodecError);
-            return;
-          }
-          expect(parseClientMarkdown(text)).to.deep.equal(canonical);
-        }),
+        fc.property(
+          frontmatterArb,
+          bodyArb,
+          fc.constantFrom('as-is', 'reordered', 'comment', 'crlf', 'single-quoted'),
+          (fm, body, variant) => {
+            let text = serializeNode(fm, body);
+            if (variant === 'reordered') {
+              const [head, ...rest] = text.split('\n---\n');
+              const lines = head!.split('\n');
+              text = [[lines[0], ...lines.slice(1).reverse()].join('\n'), ...rest].join('\n---\n');
+            } else if (variant === 'comment') text = text.replace('---\n', '---\n# a comment\n');
+            else if (variant === 'crlf') text = text.replace(/\n/g, '\r\n');
+            else if (variant === 'single-quoted') text = text.replace(/^id: (.*)$/m, "id: '$1'");
+            let canonical: unknown;
+            try {
+              canonical = parseNodeMarkdown(text);
+            } catch (err) {
+              expect(() => parseClientMarkdown(text)).to.throw(CodecError);
+              return;
+            }
+            expect(parseClientMarkdown(text)).to.deep.equal(canonical);
+          },
+        ),
         { numRuns: 500 },
       );
     });

@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanEnv, groupAlive, killGroup, SHIM } from '../helpers/processes.js';
 
-
 /** SIGKILL to the CLI shim and the server it re-executed, then check that both are gone. */
 async function killHard(child: ChildProcess): Promise<void> {
   await killGroup(child, 'SIGKILL');
@@ -20,7 +19,11 @@ async function killHard(child: ChildProcess): Promise<void> {
 
 function startServe(dataDir: string): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   // SVC_FSYNC is deliberately unset: durability on, as in production.
-  const child = spawn(process.execPath, [SHIM, 'serve'], { env: cleanEnv({ PORT: '0', SVC_DATA_DIR: dataDir }), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [SHIM, 'serve'], {
+    env: cleanEnv({ PORT: '0', SVC_DATA_DIR: dataDir }),
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.add(child);
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -109,7 +112,8 @@ describe('crash safety: SIGKILL mid-burst with fsync on', function () {
       stop = true;
       await Promise.all(burst);
       expect(acked.size, `round ${round}: writes acknowledged before the kill`).to.be.greaterThan(ackedBefore);
-      if (process.env.CRASH_DEBUG) console.log(`round ${round}: +${acked.size - ackedBefore} acked, kill after ${delay} ms`, new Date().toISOString());
+      if (process.env.CRASH_DEBUG)
+        console.log(`round ${round}: +${acked.size - ackedBefore} acked, kill after ${delay} ms`, new Date().toISOString());
 
       const check = fsck(gitDir);
       expect(check.status, `round ${round} (kill after ${delay} ms): git fsck\n${check.output}`).to.equal(0);
@@ -137,7 +141,10 @@ describe('crash safety: SIGKILL mid-burst with fsync on', function () {
       expect(lost, `round ${round}: acknowledged writes lost`).to.deep.equal([]);
       expect(changed, `round ${round}: acknowledged revisions changed`).to.deep.equal([]);
       // the index after restart agrees with the repository HEAD
-      const status = (await (await fetch(`${server.url}/v1/status`, { headers: { authorization: `Bearer ${token}` } })).json()) as { head: string; node_count: number };
+      const status = (await (await fetch(`${server.url}/v1/status`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+        head: string;
+        node_count: number;
+      };
       const head = spawnSync('git', ['--git-dir', gitDir, 'rev-parse', 'refs/heads/main'], { encoding: 'utf8' }).stdout.trim();
       expect(status.head).to.equal(head);
       // nodes: proj-root + admin person + every acknowledged write + in-flight ones that made it before the kill

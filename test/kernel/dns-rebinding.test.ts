@@ -22,7 +22,13 @@ function raw(base: string, method: string, path: string, headers: Record<string,
   const url = new URL(path, base);
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: url.hostname, port: url.port, path: url.pathname + url.search, method, headers: { ...(body ? { 'content-length': String(Buffer.byteLength(body)) } : {}), ...headers } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method,
+        headers: { ...(body ? { 'content-length': String(Buffer.byteLength(body)) } : {}), ...headers },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
@@ -43,7 +49,12 @@ function raw(base: string, method: string, path: string, headers: Record<string,
   });
 }
 
-const INIT = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+const INIT = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+});
 const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
 describe('kernel: Host and Origin validation (DNS rebinding)', function () {
@@ -78,7 +89,13 @@ describe('kernel: Host and Origin validation (DNS rebinding)', function () {
   });
 
   it('refuses unauthenticated routes (OAuth registration, the app sign-in page) to a foreign Host', async () => {
-    const reg = await raw(t.url, 'POST', '/oauth/register', { 'content-type': 'application/json', host: `evil.example:${port}` }, JSON.stringify({ redirect_uris: ['http://127.0.0.1:9/cb'] }));
+    const reg = await raw(
+      t.url,
+      'POST',
+      '/oauth/register',
+      { 'content-type': 'application/json', host: `evil.example:${port}` },
+      JSON.stringify({ redirect_uris: ['http://127.0.0.1:9/cb'] }),
+    );
     expect(reg.status).to.equal(403);
     expect(reg.json.error.code).to.equal('forbidden_host');
     const page = await raw(t.url, 'GET', '/app/signin', { host: 'evil.example' });
@@ -88,7 +105,13 @@ describe('kernel: Host and Origin validation (DNS rebinding)', function () {
   });
 
   it('refuses a sign-in form posted from another origin, even a local one on another port', async () => {
-    const r = await raw(t.url, 'POST', '/app/signin', { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://localhost:3000' }, 'token=x');
+    const r = await raw(
+      t.url,
+      'POST',
+      '/app/signin',
+      { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://localhost:3000' },
+      'token=x',
+    );
     expect(r.status).to.equal(403);
     expect(r.json.error.code).to.equal('forbidden_origin');
     const nullOrigin = await raw(t.url, 'GET', '/v1/me', { ...auth, origin: 'null' });
@@ -119,7 +142,13 @@ describe('kernel: Host and Origin validation (DNS rebinding)', function () {
   });
 
   it('answers MCP initialize to a loopback Host and Origin with a token', async () => {
-    const r = await raw(t.url, 'POST', '/mcp', { ...MCP_HEADERS, ...auth, host: `localhost:${port}`, origin: `http://localhost:${port}` }, INIT);
+    const r = await raw(
+      t.url,
+      'POST',
+      '/mcp',
+      { ...MCP_HEADERS, ...auth, host: `localhost:${port}`, origin: `http://localhost:${port}` },
+      INIT,
+    );
     expect(r.status).to.equal(200);
     expect(r.json.result.serverInfo.name).to.equal('workgraph');
   });
@@ -158,7 +187,11 @@ describe('kernel: Host and Origin validation with SVC_PUBLIC_URL and allow lists
   let auth: Record<string, string>;
   before(async () => {
     t = await startTestServer({
-      config: { publicUrl: 'https://wg.example.com', allowedHosts: ['alt.example:8443', 'internal.example'], allowedOrigins: ['https://console.example'] },
+      config: {
+        publicUrl: 'https://wg.example.com',
+        allowedHosts: ['alt.example:8443', 'internal.example'],
+        allowedOrigins: ['https://console.example'],
+      },
     });
     auth = { authorization: `Bearer ${t.adminToken}` };
   });
@@ -198,8 +231,11 @@ describe('kernel: host-guard rules and configuration', () => {
     expect(() => configFromEnv({ SVC_ALLOWED_HOSTS: 'a.example/path' })).to.throw(/SVC_ALLOWED_HOSTS/);
     expect(() => configFromEnv({ SVC_ALLOWED_ORIGINS: 'https://a.example/path' })).to.throw(/SVC_ALLOWED_ORIGINS/);
     expect(() => configFromEnv({ SVC_ALLOWED_ORIGINS: 'a.example' })).to.throw(/SVC_ALLOWED_ORIGINS/);
-    expect(configFromEnv({ SVC_ALLOWED_HOSTS: ' A.example , b.example:81 ', SVC_ALLOWED_ORIGINS: 'https://C.example/' })).to.include({}).and.satisfy(
-      (c: { allowedHosts: string[]; allowedOrigins: string[] }) => c.allowedHosts.join() === 'a.example,b.example:81' && c.allowedOrigins.join() === 'https://c.example',
-    );
+    expect(configFromEnv({ SVC_ALLOWED_HOSTS: ' A.example , b.example:81 ', SVC_ALLOWED_ORIGINS: 'https://C.example/' }))
+      .to.include({})
+      .and.satisfy(
+        (c: { allowedHosts: string[]; allowedOrigins: string[] }) =>
+          c.allowedHosts.join() === 'a.example,b.example:81' && c.allowedOrigins.join() === 'https://c.example',
+      );
   });
 });

@@ -121,14 +121,27 @@ const CITED = /(?<![\w./@-])((?:docs|kernel|plugins|sandbox|scripts|test|seed-pa
 describe('doc references (issue 23: the contract lives in the repository)', function () {
   this.timeout(60_000);
   const files = [...SCANNED.flatMap((d) => walk(d)), 'README.md'];
-  const self = relative(ROOT, fileURLToPath(import.meta.url)).split(sep).join('/');
+  const self = relative(ROOT, fileURLToPath(import.meta.url))
+    .split(sep)
+    .join('/');
   const known = new Set(SCANNED.flatMap((d) => [d, ...allFiles(d)]));
 
   it('docs/spec.md exists and keeps the contract sections comments cite', () => {
     const spec = readFileSync(join(ROOT, 'docs', 'spec.md'), 'utf8');
-    const headings = ['What the service does', 'Resources and their fields', 'States and transitions', 'Endpoints', 'Authentication', 'Events', 'Errors', 'Limits', 'Versioning'];
+    const headings = [
+      'What the service does',
+      'Resources and their fields',
+      'States and transitions',
+      'Endpoints',
+      'Authentication',
+      'Events',
+      'Errors',
+      'Limits',
+      'Versioning',
+    ];
     headings.forEach((h, i) => expect(spec, h).to.match(new RegExp(`^## ${i + 1}\\. ${h}$`, 'm')));
-    for (const sub of ['Reads', 'Writes', 'Leases', 'Lenses', 'Identity and agents', 'Workflow runs']) expect(spec).to.match(new RegExp(`^### 4\\.\\d+ ${sub}$`, 'm'));
+    for (const sub of ['Reads', 'Writes', 'Leases', 'Lenses', 'Identity and agents', 'Workflow runs'])
+      expect(spec).to.match(new RegExp(`^### 4\\.\\d+ ${sub}$`, 'm'));
   });
 
   it('docs/design.md keeps the numbered sections comments cite', () => {
@@ -153,7 +166,13 @@ describe('doc references (issue 23: the contract lives in the repository)', func
   it('every repository path a comment or a doc cites exists', () => {
     const exists = (cited: string): boolean => {
       if (cited.includes('*')) {
-        const pattern = new RegExp(`^${cited.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*\*/g, '\u0000').replace(/\*/g, '[^/]*').replace(/\u0000/g, '.*')}$`);
+        const pattern = new RegExp(
+          `^${cited
+            .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+            .replace(/\*\*/g, '\u0000')
+            .replace(/\*/g, '[^/]*')
+            .replace(/\u0000/g, '.*')}$`,
+        );
         return [...known].some((p) => pattern.test(p));
       }
       // A module named without its suffix (`kernel/codec`) or by its built name (`kernel/x.js`).

@@ -68,7 +68,13 @@ describe('source file size', () => {
 
   it('finds the source files it checks', () => {
     const rels = new Set(files.map((f) => f.rel));
-    for (const known of ['kernel/git/store.ts', 'sandbox/index.ts', 'scripts/workgraph.ts', 'test/kernel/file-size.test.ts', 'plugins/core/index.ts']) {
+    for (const known of [
+      'kernel/git/store.ts',
+      'sandbox/index.ts',
+      'scripts/workgraph.ts',
+      'test/kernel/file-size.test.ts',
+      'plugins/core/index.ts',
+    ]) {
       expect(rels.has(known), known).to.equal(true);
     }
   });

@@ -23,13 +23,21 @@ interface Outcome {
 function post(url: string, token: string, path: string, body: unknown): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const data = JSON.stringify(body);
-    const req = request(url + path, { method: 'POST', agent: false, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
-      res.on('error', reject);
-    });
+    const req = request(
+      url + path,
+      {
+        method: 'POST',
+        agent: false,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });
@@ -48,7 +56,10 @@ function get(url: string, token: string, path: string): Promise<{ status: number
   });
 }
 
-function startServer(dataDir: string, how: { command?: string; args?: string[] } = {}): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+function startServer(
+  dataDir: string,
+  how: { command?: string; args?: string[] } = {},
+): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   const child = spawn(how.command ?? process.execPath, how.args ?? [SHIM, 'serve'], {
     env: cleanEnv({ PORT: '0', SVC_DATA_DIR: dataDir }),
     cwd: ROOT,
@@ -75,7 +86,9 @@ function startServer(dataDir: string, how: { command?: string; args?: string[] }
 }
 
 const exitOf = (child: ChildProcess) =>
-  child.exitCode !== null || child.signalCode !== null ? Promise.resolve({ code: child.exitCode, signal: child.signalCode }) : new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  child.exitCode !== null || child.signalCode !== null
+    ? Promise.resolve({ code: child.exitCode, signal: child.signalCode })
+    : new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
 
 describe('graceful stop (SIGTERM, SIGINT)', function () {
   this.timeout(180_000);
@@ -123,7 +136,10 @@ describe('graceful stop (SIGTERM, SIGINT)', function () {
     expect(failures, JSON.stringify(failures.slice(0, 3))).to.deep.equal([]);
     const acknowledged = outcomes.filter((o) => o.status === 200);
     for (const o of outcomes.filter((x) => x.status === 503)) expect(JSON.parse(o.body!).error.code).to.equal('shutting_down');
-    expect(outcomes.every((o) => o.status === undefined || o.status === 200 || o.status === 503), JSON.stringify(outcomes.filter((o) => o.status && o.status !== 200 && o.status !== 503).slice(0, 2))).to.equal(true);
+    expect(
+      outcomes.every((o) => o.status === undefined || o.status === 200 || o.status === 503),
+      JSON.stringify(outcomes.filter((o) => o.status && o.status !== 200 && o.status !== 503).slice(0, 2)),
+    ).to.equal(true);
     for (const o of outcomes.filter((x) => x.status !== undefined)) expect(() => JSON.parse(o.body!), o.body).to.not.throw();
     expect(acknowledged.length).to.be.greaterThan(30);
     expect(server.output()).to.match(/"msg":"stopped"/);

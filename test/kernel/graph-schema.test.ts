@@ -20,7 +20,9 @@ describe('graph-resident schema nodes: proposal, self-approval ban, activation, 
     md({ id, type: 'schema', status: 'active', summary: `schema ${id}`, ...fm }, 'Why this rule exists.\n');
 
   it('a schema node created through the server is forced to proposed and has no effect yet', async () => {
-    const res = await t.api('POST', '/v1/nodes', { body: { nodes: [schemaNode('schema-task-review-gate', { applies_to: 'task', hooks: { transition: reviewGate } })] } });
+    const res = await t.api('POST', '/v1/nodes', {
+      body: { nodes: [schemaNode('schema-task-review-gate', { applies_to: 'task', hooks: { transition: reviewGate } })] },
+    });
     expect(res.status).to.equal(200);
     const node = await t.api('GET', '/v1/nodes/schema-task-review-gate');
     expect(node.body.frontmatter.status).to.equal('proposed');
@@ -57,8 +59,12 @@ describe('graph-resident schema nodes: proposal, self-approval ban, activation, 
   });
 
   it('a validate hook rejects a node with 422 and the hook errors; nothing is committed', async () => {
-    await t.api('POST', '/v1/nodes', { body: { nodes: [schemaNode('schema-issue-owner', { applies_to: ['issue'], hooks: { validate: needsOwner } })] } });
-    expect((await t.api('POST', '/v1/nodes/schema-issue-owner/status', { token: reviewer.token, body: { status: 'active' } })).status).to.equal(200);
+    await t.api('POST', '/v1/nodes', {
+      body: { nodes: [schemaNode('schema-issue-owner', { applies_to: ['issue'], hooks: { validate: needsOwner } })] },
+    });
+    expect(
+      (await t.api('POST', '/v1/nodes/schema-issue-owner/status', { token: reviewer.token, body: { status: 'active' } })).status,
+    ).to.equal(200);
     const head = (await t.api('GET', '/v1/status')).body.head;
     const res = await t.api('POST', '/v1/nodes', { body: { nodes: [md({ id: 'issue-no-owner', type: 'issue', summary: 'x' })] } });
     expect(res.status).to.equal(207);
@@ -93,7 +99,9 @@ describe('graph-resident schema nodes: proposal, self-approval ban, activation, 
         ],
       },
     });
-    expect((await t.api('POST', '/v1/nodes/schema-spec-states/status', { token: reviewer.token, body: { status: 'active' } })).status).to.equal(200);
+    expect(
+      (await t.api('POST', '/v1/nodes/schema-spec-states/status', { token: reviewer.token, body: { status: 'active' } })).status,
+    ).to.equal(200);
     const schema = (await t.api('GET', '/v1/schema')).body;
     const spec = schema.node_types.find((x: { type: string }) => x.type === 'spec');
     expect(spec.statuses).to.deep.equal(['draft', 'active', 'retired', 'archived']);
@@ -106,15 +114,33 @@ describe('graph-resident schema nodes: proposal, self-approval ban, activation, 
     // the new status and edge type are usable right away
     await putNodes(t, [{ id: 'spec-s', type: 'spec', summary: 's' }]);
     expect((await t.api('POST', '/v1/nodes/spec-s/status', { body: { status: 'archived' } })).status).to.equal(200);
-    expect((await t.api('POST', '/v1/nodes/spec-s/edges', { body: { type: 'implemented-by', to: 'task-gate-1' } })).body.id).to.equal('task-gate-1');
+    expect((await t.api('POST', '/v1/nodes/spec-s/edges', { body: { type: 'implemented-by', to: 'task-gate-1' } })).body.id).to.equal(
+      'task-gate-1',
+    );
   });
 
   it('the self-approval ban also holds for workflows (wf- nodes)', async () => {
-    await t.api('POST', '/v1/nodes', { body: { nodes: [md({ id: 'wf-release', type: 'wf', status: 'active', summary: 'Release', steps: [{ id: 'build' }, { id: 'ship', needs: ['build'] }] })] } });
+    await t.api('POST', '/v1/nodes', {
+      body: {
+        nodes: [
+          md({
+            id: 'wf-release',
+            type: 'wf',
+            status: 'active',
+            summary: 'Release',
+            steps: [{ id: 'build' }, { id: 'ship', needs: ['build'] }],
+          }),
+        ],
+      },
+    });
     expect((await t.api('GET', '/v1/nodes/wf-release')).body.frontmatter.status).to.equal('proposed');
     expect((await t.api('POST', '/v1/nodes/wf-release/status', { body: { status: 'active' } })).status).to.equal(409);
-    expect((await t.api('POST', '/v1/nodes/wf-release/status', { token: reviewer.token, body: { status: 'active' } })).status).to.equal(200);
-    const bad = await t.api('POST', '/v1/nodes', { body: { nodes: [md({ id: 'wf-bad', type: 'wf', summary: 'Bad', steps: [{ id: 'a', needs: ['nope'] }] })] } });
+    expect((await t.api('POST', '/v1/nodes/wf-release/status', { token: reviewer.token, body: { status: 'active' } })).status).to.equal(
+      200,
+    );
+    const bad = await t.api('POST', '/v1/nodes', {
+      body: { nodes: [md({ id: 'wf-bad', type: 'wf', summary: 'Bad', steps: [{ id: 'a', needs: ['nope'] }] })] },
+    });
     expect(bad.body.results[0].error.code).to.equal('validation_failed');
     expect(JSON.stringify(bad.body.results[0].error.details.errors)).to.contain("unknown step 'nope'");
   });
@@ -133,13 +159,27 @@ describe('graph-resident schema nodes: shape checks at write time', () => {
         nodes: [
           md({ id: 'schema-no-target', type: 'schema', summary: 'x', hooks: { transition: '(i) => ({allow: true})' } }),
           md({ id: 'schema-bad-point', type: 'schema', summary: 'x', applies_to: 'task', hooks: { on_read: '(i) => 1' } }),
-          md({ id: 'schema-huge', type: 'schema', summary: 'x', applies_to: 'task', hooks: { validate: `(i) => ({ ok: true, errors: [] }) /* ${'x'.repeat(17000)} */` } }),
-          md({ id: 'schema-fine', type: 'schema', summary: 'x', applies_to: ['task', 'issue'], hooks: { validate: '(i) => ({ ok: true, errors: [] })' } }),
+          md({
+            id: 'schema-huge',
+            type: 'schema',
+            summary: 'x',
+            applies_to: 'task',
+            hooks: { validate: `(i) => ({ ok: true, errors: [] }) /* ${'x'.repeat(17000)} */` },
+          }),
+          md({
+            id: 'schema-fine',
+            type: 'schema',
+            summary: 'x',
+            applies_to: ['task', 'issue'],
+            hooks: { validate: '(i) => ({ ok: true, errors: [] })' },
+          }),
         ],
       },
     });
     expect(res.status).to.equal(207);
-    const messages = res.body.results.map((r: { error?: { details: { errors: Array<{ message: string }> } } }) => r.error?.details.errors.map((e) => e.message).join('; '));
+    const messages = res.body.results.map((r: { error?: { details: { errors: Array<{ message: string }> } } }) =>
+      r.error?.details.errors.map((e) => e.message).join('; '),
+    );
     expect(messages[0]).to.contain('applies_to is required');
     expect(messages[1]).to.contain('unknown hook point');
     expect(messages[2]).to.contain('at most 16384');
@@ -158,21 +198,40 @@ describe('self-approval types: an approved node that changes needs approval agai
 
   it('editing an active schema node demotes it to proposed and its hook stops applying until re-activated', async () => {
     await putNodes(t, [{ id: 'task-z', type: 'task', summary: 'z' }]);
-    await t.api('POST', '/v1/nodes', { body: { nodes: [md({ id: 'schema-gate', type: 'schema', summary: 'gate', applies_to: 'task', hooks: { transition: "(i) => ({ allow: i.to !== 'cancelled', reason: 'no cancelling' })" } })] } });
-    expect((await t.api('POST', '/v1/nodes/schema-gate/status', { token: reviewer.token, body: { status: 'active' } })).status).to.equal(200);
+    await t.api('POST', '/v1/nodes', {
+      body: {
+        nodes: [
+          md({
+            id: 'schema-gate',
+            type: 'schema',
+            summary: 'gate',
+            applies_to: 'task',
+            hooks: { transition: "(i) => ({ allow: i.to !== 'cancelled', reason: 'no cancelling' })" },
+          }),
+        ],
+      },
+    });
+    expect((await t.api('POST', '/v1/nodes/schema-gate/status', { token: reviewer.token, body: { status: 'active' } })).status).to.equal(
+      200,
+    );
     expect((await t.api('POST', '/v1/nodes/task-z/status', { body: { status: 'cancelled' } })).status).to.equal(409);
 
     // the reviewer (who activated it) rewrites the hook: it must not take effect unreviewed
     const read = await t.api('GET', '/v1/nodes/schema-gate');
     const rewritten = read.body.markdown.replace("i.to !== 'cancelled'", "i.to !== 'blocked'");
-    const put = await t.api('POST', '/v1/nodes', { token: reviewer.token, body: { nodes: [{ node: rewritten, if_exists: 'update', revision: read.body.revision }] } });
+    const put = await t.api('POST', '/v1/nodes', {
+      token: reviewer.token,
+      body: { nodes: [{ node: rewritten, if_exists: 'update', revision: read.body.revision }] },
+    });
     expect(put.status).to.equal(200);
     expect(put.body.results[0].warnings.join(' ')).to.contain('proposed again');
     expect((await t.api('GET', '/v1/nodes/schema-gate')).body.frontmatter.status).to.equal('proposed');
     // neither the old nor the new hook applies now
     expect((await t.api('POST', '/v1/nodes/task-z/status', { body: { status: 'blocked' } })).status).to.equal(200);
     // the last author (reviewer) cannot re-activate it; the admin can
-    expect((await t.api('POST', '/v1/nodes/schema-gate/status', { token: reviewer.token, body: { status: 'active' } })).status).to.equal(409);
+    expect((await t.api('POST', '/v1/nodes/schema-gate/status', { token: reviewer.token, body: { status: 'active' } })).status).to.equal(
+      409,
+    );
     expect((await t.api('POST', '/v1/nodes/schema-gate/status', { body: { status: 'active' } })).status).to.equal(200);
     expect((await t.api('POST', '/v1/nodes/task-z/status', { body: { status: 'open' } })).status).to.equal(200);
     expect((await t.api('POST', '/v1/nodes/task-z/status', { body: { status: 'blocked' } })).status).to.equal(409);
@@ -180,7 +239,9 @@ describe('self-approval types: an approved node that changes needs approval agai
 
   it('a change that only moves status or touches nothing keeps it active', async () => {
     const read = await t.api('GET', '/v1/nodes/schema-gate');
-    const same = await t.api('POST', '/v1/nodes', { body: { nodes: [{ node: read.body.markdown, if_exists: 'update', revision: read.body.revision }] } });
+    const same = await t.api('POST', '/v1/nodes', {
+      body: { nodes: [{ node: read.body.markdown, if_exists: 'update', revision: read.body.revision }] },
+    });
     expect(same.body.results[0].status).to.equal('skipped');
     expect((await t.api('GET', '/v1/nodes/schema-gate')).body.frontmatter.status).to.equal('active');
   });

@@ -31,7 +31,12 @@ describe('group commit', function () {
       const durables: Promise<void>[] = [];
       let parent: string | null = null;
       for (let i = 0; i < 10; i++) {
-        const out = await store.commitDeferred({ changes: [{ path: `nodes/task/0${i % 3}/task-${i}.md`, content: `n ${i}\n` }], author: ann, message: `c${i}`, expectedParent: parent });
+        const out = await store.commitDeferred({
+          changes: [{ path: `nodes/task/0${i % 3}/task-${i}.md`, content: `n ${i}\n` }],
+          author: ann,
+          message: `c${i}`,
+          expectedParent: parent,
+        });
         parent = out.commit;
         order.push(`written ${i}`);
         durables.push(out.durable.then(() => void order.push(`durable ${i}`)));
@@ -59,7 +64,9 @@ describe('group commit', function () {
 
     it('concurrent creates are all acknowledged with distinct revisions that read back; concurrent updates from one revision give one 200 and 409s', async () => {
       const ids = Array.from({ length: 16 }, (_, i) => `task-group-${i}`);
-      const created = await Promise.all(ids.map((id) => t.api('POST', '/v1/nodes', { body: { nodes: [md({ id, type: 'task', summary: `group ${id}` })] } })));
+      const created = await Promise.all(
+        ids.map((id) => t.api('POST', '/v1/nodes', { body: { nodes: [md({ id, type: 'task', summary: `group ${id}` })] } })),
+      );
       for (const r of created) expect(r.status, r.text).to.equal(200);
       const revisions = created.map((r) => r.body.results[0].revision as string);
       expect(new Set(revisions).size).to.equal(16);
@@ -69,10 +76,12 @@ describe('group commit', function () {
       const base = revisions[0]!;
       const updates = await Promise.all(
         Array.from({ length: 8 }, (_, k) =>
-          t.api('POST', '/v1/nodes', { body: { if_exists: 'update', nodes: [{ node: md({ id: ids[0], type: 'task', summary: `update ${k}` }), revision: base }] } }),
+          t.api('POST', '/v1/nodes', {
+            body: { if_exists: 'update', nodes: [{ node: md({ id: ids[0], type: 'task', summary: `update ${k}` }), revision: base }] },
+          }),
         ),
       );
-      const statuses = updates.map((r) => (r.status === 200 ? 'ok' : r.body.results?.[0]?.error?.code ?? String(r.status)));
+      const statuses = updates.map((r) => (r.status === 200 ? 'ok' : (r.body.results?.[0]?.error?.code ?? String(r.status))));
       expect(statuses.filter((s) => s === 'ok')).to.have.length(1);
       expect(statuses.filter((s) => s === 'revision_conflict' || s === 'conflict')).to.have.length(7);
       const winner = updates.find((r) => r.status === 200)!;

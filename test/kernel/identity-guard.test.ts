@@ -59,7 +59,11 @@ describe('kernel: identity facts are written only by identity operations', () =>
   describe('the five requests of the report, over REST: 403 forbidden, nothing written', () => {
     it('1. a member adds stewards -> proj-root to their own person node', async () => {
       const before = await historyState();
-      expectError(await t.api('POST', `/v1/nodes/${member.id}/edges`, { token: member.token, body: { type: 'stewards', to: 'proj-root' } }), 403, 'forbidden');
+      expectError(
+        await t.api('POST', `/v1/nodes/${member.id}/edges`, { token: member.token, body: { type: 'stewards', to: 'proj-root' } }),
+        403,
+        'forbidden',
+      );
       expect(await historyState()).to.deep.equal(before);
       expect(await isAdmin(member.token)).to.equal(false);
     });
@@ -75,25 +79,49 @@ describe('kernel: identity facts are written only by identity operations', () =>
 
     it("3. a standing agent token writes its owner's stewards edge", async () => {
       const before = await historyState();
-      expectError(await t.api('POST', `/v1/nodes/${member.id}/edges`, { token: agentToken, body: { type: 'stewards', to: 'proj-root' } }), 403, 'forbidden');
+      expectError(
+        await t.api('POST', `/v1/nodes/${member.id}/edges`, { token: agentToken, body: { type: 'stewards', to: 'proj-root' } }),
+        403,
+        'forbidden',
+      );
       expect(await historyState()).to.deep.equal(before);
       expect(await isAdmin(member.token)).to.equal(false);
     });
 
     it("4. a member deletes an admin's stewards edge", async () => {
       const before = await historyState();
-      expectError(await t.api('DELETE', `/v1/nodes/${t.adminPerson}/edges`, { token: member.token, body: { type: 'stewards', to: 'proj-root' } }), 403, 'forbidden');
+      expectError(
+        await t.api('DELETE', `/v1/nodes/${t.adminPerson}/edges`, { token: member.token, body: { type: 'stewards', to: 'proj-root' } }),
+        403,
+        'forbidden',
+      );
       expect(await historyState()).to.deep.equal(before);
       expect(await isAdmin(t.adminToken)).to.equal(true);
     });
 
     it("5. another member moves someone's agent to themselves (owned-by) and mints a token for it", async () => {
       const before = await historyState();
-      expectError(await t.api('DELETE', `/v1/nodes/${memberAgent}/edges`, { token: other.token, body: { type: 'owned-by', to: member.id } }), 403, 'forbidden');
-      expectError(await t.api('POST', `/v1/nodes/${memberAgent}/edges`, { token: other.token, body: { type: 'owned-by', to: other.id } }), 403, 'forbidden');
+      expectError(
+        await t.api('DELETE', `/v1/nodes/${memberAgent}/edges`, { token: other.token, body: { type: 'owned-by', to: member.id } }),
+        403,
+        'forbidden',
+      );
+      expectError(
+        await t.api('POST', `/v1/nodes/${memberAgent}/edges`, { token: other.token, body: { type: 'owned-by', to: other.id } }),
+        403,
+        'forbidden',
+      );
       // the inverse form from the person's side
-      expectError(await t.api('POST', `/v1/nodes/${other.id}/edges`, { token: other.token, body: { type: 'owns', to: memberAgent } }), 403, 'forbidden');
-      expectError(await t.api('POST', `/v1/agents/${memberAgent}/token`, { token: other.token, body: { standing: true } }), 403, 'forbidden');
+      expectError(
+        await t.api('POST', `/v1/nodes/${other.id}/edges`, { token: other.token, body: { type: 'owns', to: memberAgent } }),
+        403,
+        'forbidden',
+      );
+      expectError(
+        await t.api('POST', `/v1/agents/${memberAgent}/token`, { token: other.token, body: { standing: true } }),
+        403,
+        'forbidden',
+      );
       expect(await historyState()).to.deep.equal(before);
       expect((await t.api('GET', `/v1/nodes/${memberAgent}`)).body.frontmatter.edges).to.deep.equal([{ type: 'owned-by', to: member.id }]);
     });
@@ -138,9 +166,22 @@ describe('kernel: identity facts are written only by identity operations', () =>
       const root = (await t.api('GET', '/v1/nodes/proj-root')).body;
       const res = await t.tool(client, 'put_node', {
         nodes: [
-          { node: md({ ...agentNode.frontmatter, edges: [{ type: 'owned-by', to: other.id }] }), if_exists: 'update', revision: agentNode.revision },
-          { node: md({ ...root.frontmatter, edges: [{ type: 'stewarded-by', to: other.id }] }), if_exists: 'update', revision: root.revision },
-          md({ id: 'agent-sneaky', type: 'agent', summary: 'an agent owned by the admin', edges: [{ type: 'owned-by', to: t.adminPerson }] }),
+          {
+            node: md({ ...agentNode.frontmatter, edges: [{ type: 'owned-by', to: other.id }] }),
+            if_exists: 'update',
+            revision: agentNode.revision,
+          },
+          {
+            node: md({ ...root.frontmatter, edges: [{ type: 'stewarded-by', to: other.id }] }),
+            if_exists: 'update',
+            revision: root.revision,
+          },
+          md({
+            id: 'agent-sneaky',
+            type: 'agent',
+            summary: 'an agent owned by the admin',
+            edges: [{ type: 'owned-by', to: t.adminPerson }],
+          }),
           md({ id: 'task-sneaky', summary: 'a task that stewards the root', edges: [{ type: 'stewards', to: 'proj-root' }] }),
         ],
       });
@@ -220,7 +261,9 @@ describe('kernel: identity facts are written only by identity operations', () =>
     it('identity operations still write what they own, with the Svc-Identity and Svc-Credential trailers', async () => {
       const person = await t.api('POST', '/v1/admin/people', { body: { name: 'Newcomer', email: 'newcomer@example.test' } });
       expect(person.status, person.text).to.equal(201);
-      const agent = await t.api('POST', '/v1/admin/agents', { body: { label: 'Fleet', owner: person.body.id, pubkey: 'ssh-ed25519 AAAAreal' } });
+      const agent = await t.api('POST', '/v1/admin/agents', {
+        body: { label: 'Fleet', owner: person.body.id, pubkey: 'ssh-ed25519 AAAAreal' },
+      });
       expect(agent.status, agent.text).to.equal(201);
       const message = (await runGit(tenant().store.gitdir, ['log', '-1', '--format=%B', 'refs/heads/main'])).toString();
       expect(message).to.match(/^create_agent: agent-fleet/);
@@ -238,7 +281,9 @@ describe('kernel: identity facts are written only by identity operations', () =>
     });
 
     async function activateSchema(id: string, edgeTypes: unknown[]): Promise<void> {
-      const put = await t.api('POST', '/v1/nodes', { body: { nodes: [md({ id, type: 'schema', summary: `schema ${id}`, applies_to: 'task', edge_types: edgeTypes })] } });
+      const put = await t.api('POST', '/v1/nodes', {
+        body: { nodes: [md({ id, type: 'schema', summary: `schema ${id}`, applies_to: 'task', edge_types: edgeTypes })] },
+      });
       expect(put.status, put.text).to.equal(200);
       const active = await t.api('POST', `/v1/nodes/${id}/status`, { token: reviewer.token, body: { status: 'active' } });
       expect(active.status, active.text).to.equal(200);
@@ -251,14 +296,27 @@ describe('kernel: identity facts are written only by identity operations', () =>
         { type: 'stewarded-by', description: 'a look-alike canonical type' },
       ]);
       const schema = (await t.api('GET', '/v1/schema')).body;
-      const reasons = schema.stale_overrides.filter((o: { schema_id: string }) => o.schema_id === 'schema-alias-around').map((o: { reason: string }) => o.reason);
+      const reasons = schema.stale_overrides
+        .filter((o: { schema_id: string }) => o.schema_id === 'schema-alias-around')
+        .map((o: { reason: string }) => o.reason);
       expect(reasons).to.have.length(3);
       expect(schema.edge_types.find((e: { type: string }) => e.type === 'stewards')).to.include({ inverse_label: 'stewarded-by' });
       expect(schema.edge_types.find((e: { type: string }) => e.type === 'possesses')).to.equal(undefined);
       const before = await historyState();
-      expectError(await t.api('POST', '/v1/nodes/proj-root/edges', { token: member.token, body: { type: 'stewarded-by', to: member.id } }), 403, 'forbidden');
-      expectError(await t.api('POST', `/v1/nodes/${other.id}/edges`, { token: other.token, body: { type: 'owns', to: memberAgent } }), 403, 'forbidden');
-      expectError(await t.api('POST', `/v1/nodes/${member.id}/edges`, { token: member.token, body: { type: 'boss-of', to: 'proj-root' } }), 422);
+      expectError(
+        await t.api('POST', '/v1/nodes/proj-root/edges', { token: member.token, body: { type: 'stewarded-by', to: member.id } }),
+        403,
+        'forbidden',
+      );
+      expectError(
+        await t.api('POST', `/v1/nodes/${other.id}/edges`, { token: other.token, body: { type: 'owns', to: memberAgent } }),
+        403,
+        'forbidden',
+      );
+      expectError(
+        await t.api('POST', `/v1/nodes/${member.id}/edges`, { token: member.token, body: { type: 'boss-of', to: 'proj-root' } }),
+        422,
+      );
       expect(await historyState()).to.deep.equal(before);
     });
 
@@ -267,8 +325,16 @@ describe('kernel: identity facts are written only by identity operations', () =>
       const schema = (await t.api('GET', '/v1/schema')).body;
       expect(schema.edge_types.find((e: { type: string }) => e.type === 'vouches-for').identity).to.equal(true);
       const before = await historyState();
-      expectError(await t.api('POST', `/v1/nodes/${member.id}/edges`, { token: member.token, body: { type: 'vouches-for', to: other.id } }), 403, 'forbidden');
-      expectError(await t.api('POST', `/v1/nodes/${other.id}/edges`, { token: member.token, body: { type: 'vouched-by', to: member.id } }), 403, 'forbidden');
+      expectError(
+        await t.api('POST', `/v1/nodes/${member.id}/edges`, { token: member.token, body: { type: 'vouches-for', to: other.id } }),
+        403,
+        'forbidden',
+      );
+      expectError(
+        await t.api('POST', `/v1/nodes/${other.id}/edges`, { token: member.token, body: { type: 'vouched-by', to: member.id } }),
+        403,
+        'forbidden',
+      );
       expect(await historyState()).to.deep.equal(before);
     });
   });
@@ -290,22 +356,40 @@ describe('kernel: identity facts by declaration (a test registry)', () => {
     source: 'native',
   };
   const registry = new Registry(seedPack, [], [trusts]);
-  const task = (edges: Array<Record<string, string>>) => ({ frontmatter: { id: 'task-a', type: 'task', status: 'open', summary: 'a', edges }, body: '' });
+  const task = (edges: Array<Record<string, string>>) => ({
+    frontmatter: { id: 'task-a', type: 'task', status: 'open', summary: 'a', edges },
+    body: '',
+  });
 
   it('a new identity edge type is guarded in either direction and through its aliases', () => {
-    expect(identityFactChanges(registry, 'task-a', task([]), task([{ type: 'trusts', to: 'task-b' }]))).to.deep.equal(['adds task-a -trusts-> task-b']);
-    expect(identityFactChanges(registry, 'task-a', task([]), task([{ type: 'relies-on', to: 'task-b' }]))).to.deep.equal(['adds task-a -trusts-> task-b']);
-    expect(identityFactChanges(registry, 'task-b', task([]), task([{ type: 'trusted-by', to: 'task-a' }]))).to.deep.equal(['adds task-a -trusts-> task-b']);
-    expect(identityFactChanges(registry, 'task-a', task([{ type: 'trusts', to: 'task-b' }]), null)).to.deep.equal(['removes task-a -trusts-> task-b']);
+    expect(identityFactChanges(registry, 'task-a', task([]), task([{ type: 'trusts', to: 'task-b' }]))).to.deep.equal([
+      'adds task-a -trusts-> task-b',
+    ]);
+    expect(identityFactChanges(registry, 'task-a', task([]), task([{ type: 'relies-on', to: 'task-b' }]))).to.deep.equal([
+      'adds task-a -trusts-> task-b',
+    ]);
+    expect(identityFactChanges(registry, 'task-b', task([]), task([{ type: 'trusted-by', to: 'task-a' }]))).to.deep.equal([
+      'adds task-a -trusts-> task-b',
+    ]);
+    expect(identityFactChanges(registry, 'task-a', task([{ type: 'trusts', to: 'task-b' }]), null)).to.deep.equal([
+      'removes task-a -trusts-> task-b',
+    ]);
     expect(identityFactChanges(registry, 'task-a', task([]), task([{ type: 'relates-to', to: 'task-b' }]))).to.deep.equal([]);
     expect(() => guardIdentityFacts(registry, 'task-a', task([]), task([{ type: 'trusts', to: 'task-b' }]), undefined)).to.throw(SvcError);
-    expect(guardIdentityFacts(registry, 'task-a', task([]), task([{ type: 'trusts', to: 'task-b' }]), IdentityAuthority.issue('test'))).to.have.length(1);
+    expect(
+      guardIdentityFacts(registry, 'task-a', task([]), task([{ type: 'trusts', to: 'task-b' }]), IdentityAuthority.issue('test')),
+    ).to.have.length(1);
   });
 
   it('stewards is an identity fact only towards proj-root', () => {
-    const person = (edges: Array<Record<string, string>>) => ({ frontmatter: { id: 'person-p', type: 'person', status: 'active', summary: 'p', name: 'P', email: 'p@x', edges }, body: '' });
+    const person = (edges: Array<Record<string, string>>) => ({
+      frontmatter: { id: 'person-p', type: 'person', status: 'active', summary: 'p', name: 'P', email: 'p@x', edges },
+      body: '',
+    });
     expect(identityFactChanges(registry, 'person-p', person([]), person([{ type: 'stewards', to: 'proj-web' }]))).to.deep.equal([]);
-    expect(identityFactChanges(registry, 'person-p', person([]), person([{ type: 'stewards', to: 'proj-root' }]))).to.deep.equal(['adds person-p -stewards-> proj-root']);
+    expect(identityFactChanges(registry, 'person-p', person([]), person([{ type: 'stewards', to: 'proj-root' }]))).to.deep.equal([
+      'adds person-p -stewards-> proj-root',
+    ]);
     const renamed = person([]);
     renamed.frontmatter.email = 'attacker@x';
     expect(identityFactChanges(registry, 'person-p', person([]), renamed)).to.deep.equal(['changes email of person-p']);
@@ -324,7 +408,8 @@ describe('kernel: only the kernel issues identity authorities', () => {
       for (const name of readdirSync(dir)) {
         const path = join(dir, name);
         if (statSync(path).isDirectory()) walk(path);
-        else if (name.endsWith('.ts') && readFileSync(path, 'utf8').includes('IdentityAuthority.issue')) offenders.push(path.slice(ROOT.length));
+        else if (name.endsWith('.ts') && readFileSync(path, 'utf8').includes('IdentityAuthority.issue'))
+          offenders.push(path.slice(ROOT.length));
       }
     };
     walk(join(ROOT, 'plugins'));

@@ -42,11 +42,23 @@ describe('MCP: an agent day with tools only', function () {
     });
     expect(put.failed).to.equal(0);
     // batch edges and priorities, then readiness
-    const edges = await call(lead, 'add_edges', { items: [{ id: 'task-login-api', type: 'blocks', to: 'task-release' }, { id: 'task-login-api', type: 'relates-to', to: 'task-login-form' }] });
+    const edges = await call(lead, 'add_edges', {
+      items: [
+        { id: 'task-login-api', type: 'blocks', to: 'task-release' },
+        { id: 'task-login-api', type: 'relates-to', to: 'task-login-form' },
+      ],
+    });
     expect(edges).to.include({ ok: true, status: 'applied', count: 2 });
-    const prio = await call(lead, 'set_priorities', { items: [{ id: 'task-login-form', priority: 'p1' }, { id: 'task-login-api', priority: 'p2' }, { id: 'task-release', priority: 'p3' }] });
+    const prio = await call(lead, 'set_priorities', {
+      items: [
+        { id: 'task-login-form', priority: 'p1' },
+        { id: 'task-login-api', priority: 'p2' },
+        { id: 'task-release', priority: 'p3' },
+      ],
+    });
     expect(prio).to.include({ ok: true, count: 3 });
-    for (const id of ['task-login-form', 'task-login-api']) expect((await call(lead, 'set_readiness', { id, readiness: 'agent' })).status).to.equal('updated');
+    for (const id of ['task-login-form', 'task-login-api'])
+      expect((await call(lead, 'set_readiness', { id, readiness: 'agent' })).status).to.equal('updated');
 
     // the lead gets an agent a token over MCP
     const agentNode = await call(lead, 'create_agent', { label: 'Login Bot' });
@@ -82,7 +94,9 @@ describe('MCP: an agent day with tools only', function () {
     await call(agent, 'release', {});
 
     // a workflow step: defined by the lead, activated by Bob, run by the lead, worked by the agent
-    await call(lead, 'put_node', { nodes: [{ id: 'wf-ship', type: 'wf', title: 'Ship', summary: 'Ship the login feature', steps: [{ id: 'build' }] }] });
+    await call(lead, 'put_node', {
+      nodes: [{ id: 'wf-ship', type: 'wf', title: 'Ship', summary: 'Ship the login feature', steps: [{ id: 'build' }] }],
+    });
     const bobClient = await t.mcp(bob.token);
     await call(bobClient, 'set_status', { id: 'wf-ship', status: 'active' });
     const run = await call(lead, 'run_workflow', { id: 'wf-ship' });
@@ -90,7 +104,13 @@ describe('MCP: an agent day with tools only', function () {
     const step = work.work.find((w: { run_id: string }) => w.run_id === run.run_id);
     expect(step).to.include({ step: 'build' });
     const stepClaim = await call(agent, 'claim_step', { id: run.run_id, sid: 'build' });
-    const done = await call(agent, 'complete_step', { id: run.run_id, sid: 'build', lease: stepClaim.lease.lease_id, status: 'succeeded', log: 'built' });
+    const done = await call(agent, 'complete_step', {
+      id: run.run_id,
+      sid: 'build',
+      lease: stepClaim.lease.lease_id,
+      status: 'succeeded',
+      log: 'built',
+    });
     expect(done).to.include({ status: 'succeeded', replayed: false });
     const finished = await call(agent, 'get_run', { id: run.run_id });
     expect(finished.status).to.equal(done.run_status);

@@ -53,7 +53,13 @@ describe('MCP errors say what to do next (walk over kernel/errors.ts)', function
   after(async () => t.close());
 
   /** Calls a tool that must fail with `code`; returns the envelope after the common check. */
-  async function fails(factory: keyof typeof errors, code: string, name: string, args: Record<string, unknown>, c = client): Promise<Envelope> {
+  async function fails(
+    factory: keyof typeof errors,
+    code: string,
+    name: string,
+    args: Record<string, unknown>,
+    c = client,
+  ): Promise<Envelope> {
     const res = await t.tool(c, name, args);
     expect(res.isError, `${name} ${JSON.stringify(args)}: ${res.text}`).to.equal(true);
     const env = res.json as Envelope;
@@ -69,7 +75,11 @@ describe('MCP errors say what to do next (walk over kernel/errors.ts)', function
   });
 
   it('unauthorized (401): the MCP endpoint without a valid token', async () => {
-    const res = await fetch(`${t.url}/mcp`, { method: 'POST', headers: { authorization: 'Bearer svc_nope', 'content-type': 'application/json' }, body: '{}' });
+    const res = await fetch(`${t.url}/mcp`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer svc_nope', 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(res.status).to.equal(401);
     const env = (await res.json()) as Envelope;
     expect(env.error.message).to.include('token');
@@ -103,7 +113,9 @@ describe('MCP errors say what to do next (walk over kernel/errors.ts)', function
     const env = await fails('conflict', 'conflict', 'claim', { id: 'task-fix-login' });
     expect(env.error.message).to.include(`Ada Lovelace (${ada.id})`);
     expect(env.error.details.holder).to.equal(ada.id);
-    const res = await t.tool(client, 'put_node', { nodes: [{ node: md({ id: 'task-fix-login', summary: 'New' }), if_exists: 'update', revision: '0'.repeat(40) }] });
+    const res = await t.tool(client, 'put_node', {
+      nodes: [{ node: md({ id: 'task-fix-login', summary: 'New' }), if_exists: 'update', revision: '0'.repeat(40) }],
+    });
     const entry = res.json.results[0];
     expect(entry.error.code).to.equal('conflict');
     expect(entry.error.message).to.include('read it');
@@ -123,26 +135,48 @@ describe('MCP errors say what to do next (walk over kernel/errors.ts)', function
     await t.tool(await t.mcp(bob.token), 'set_status', { id: 'wf-walk', status: 'active' });
     const run = (await t.tool(client, 'run_workflow', { id: 'wf-walk' })).json.run_id;
     const claimed = (await t.tool(client, 'claim_step', { id: run, sid: 'one' })).json;
-    const expired = await fails('leaseExpired', 'lease_expired', 'complete_step', { id: run, sid: 'one', lease: `${run}:one:99`, status: 'succeeded' });
+    const expired = await fails('leaseExpired', 'lease_expired', 'complete_step', {
+      id: run,
+      sid: 'one',
+      lease: `${run}:one:99`,
+      status: 'succeeded',
+    });
     expect(expired.error.message).to.include('lease');
     await t.tool(client, 'complete_step', { id: run, sid: 'one', lease: claimed.lease.lease_id, status: 'succeeded' });
-    const outcome = await fails('outcomeConflict', 'outcome_conflict', 'complete_step', { id: run, sid: 'one', lease: claimed.lease.lease_id, status: 'failed' });
+    const outcome = await fails('outcomeConflict', 'outcome_conflict', 'complete_step', {
+      id: run,
+      sid: 'one',
+      lease: claimed.lease.lease_id,
+      status: 'failed',
+    });
     expect(outcome.error.message).to.include('succeeded');
   });
 
   it('tooLarge (413): a tool error with the limit', async () => {
-    const env = await fails('tooLarge', 'too_large', 'put_node', { nodes: [md({ id: 'task-big', summary: 'big' }, 'x'.repeat(1_100_000))] });
+    const env = await fails('tooLarge', 'too_large', 'put_node', {
+      nodes: [md({ id: 'task-big', summary: 'big' }, 'x'.repeat(1_100_000))],
+    });
     expect(env.error.message).to.include('1048576');
   });
 
   it('validation (422): the allowed values of an enum, the nearest edge type, the first frontmatter reason, the type prefix', async () => {
     const en = await fails('validation', 'validation_failed', 'complete_step', { id: 'run-x', sid: 'a', lease: 'l', status: 'done' });
     expect(en.error.message).to.include('"succeeded", "failed"');
-    const edge = await fails('validation', 'validation_failed', 'add_edge', { id: 'task-fix-logout', type: 'depends_on', to: 'task-fix-login' });
+    const edge = await fails('validation', 'validation_failed', 'add_edge', {
+      id: 'task-fix-logout',
+      type: 'depends_on',
+      to: 'task-fix-login',
+    });
     expect(edge.error.message).to.include("did you mean 'depends-on'");
-    const unknownEdge = await fails('validation', 'validation_failed', 'add_edge', { id: 'task-fix-logout', type: 'zzzzzzzz', to: 'task-fix-login' });
+    const unknownEdge = await fails('validation', 'validation_failed', 'add_edge', {
+      id: 'task-fix-logout',
+      type: 'zzzzzzzz',
+      to: 'task-fix-login',
+    });
     expect(unknownEdge.error.message).to.include('blocks').and.include('relates-to');
-    const put = await t.tool(client, 'put_node', { nodes: ['---\nid: task-nosum\n---\n', '---\nid: fix-login\nsummary: x\n---\n', '---\nid: task-t\ntype: taks\nsummary: t\n---\n'] });
+    const put = await t.tool(client, 'put_node', {
+      nodes: ['---\nid: task-nosum\n---\n', '---\nid: fix-login\nsummary: x\n---\n', '---\nid: task-t\ntype: taks\nsummary: t\n---\n'],
+    });
     const [noSummary, noPrefix, badType] = put.json.results.map((r: { error: Envelope['error'] }) => r.error);
     expect(noSummary.message).to.equal("invalid task frontmatter: must have required property 'summary'");
     expect(noPrefix.message).to.include('ids start with a type prefix such as task-').and.include('task-fix-login');

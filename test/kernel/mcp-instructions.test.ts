@@ -16,7 +16,8 @@ describe('MCP instructions', () => {
     try {
       const text = (await t.mcp()).getInstructions()!;
       expect(text.split('\n').length).to.be.within(4, 16);
-      for (const needle of ['summary', 'revision', 'show_queue', 'claim', 'set_status', 'done', '409']) expect(text, needle).to.include(needle);
+      for (const needle of ['summary', 'revision', 'show_queue', 'claim', 'set_status', 'done', '409'])
+        expect(text, needle).to.include(needle);
       const tools = (await (await t.mcp()).listTools()).tools;
       const put = tools.find((x) => x.name === 'put_node')!;
       expect(put.description).to.include('summary').and.include('revision');

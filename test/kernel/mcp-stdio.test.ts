@@ -16,7 +16,6 @@ import { startServer } from '../../kernel/server.js';
 import { corePlugin } from '../../plugins/core/index.js';
 import { addPerson, md, startTestServer, type TestServer } from '../helpers/harness.js';
 
-
 interface StdioSession {
   client: Client;
   stderr(): string;
@@ -63,7 +62,11 @@ async function expectConnectFailure(env: Record<string, string>, pattern: RegExp
 }
 
 async function toolText(client: Client, name: string, args: Record<string, unknown>): Promise<{ text: string; isError: boolean }> {
-  const res = (await client.callTool({ name, arguments: args })) as { content: Array<{ type: string; text?: string }>; isError?: boolean; structuredContent?: unknown };
+  const res = (await client.callTool({ name, arguments: args })) as {
+    content: Array<{ type: string; text?: string }>;
+    isError?: boolean;
+    structuredContent?: unknown;
+  };
   if (res.isError) expect(res.structuredContent).to.equal(undefined);
   return { text: res.content[0]?.text ?? '', isError: Boolean(res.isError) };
 }
@@ -101,7 +104,16 @@ describe('workgraph mcp over stdio', function () {
       const s = await stdio({ SVC_DATA_DIR: dataDir });
       const tools = (await s.client.listTools()).tools.map((x) => x.name).sort();
       expect(tools).to.deep.equal(serverTools);
-      expect(tools).to.include.members(['get_node', 'put_node', 'add_edge', 'remove_edge', 'set_status', 'set_priority', 'schema', 'hello_mcp_app']);
+      expect(tools).to.include.members([
+        'get_node',
+        'put_node',
+        'add_edge',
+        'remove_edge',
+        'set_status',
+        'set_priority',
+        'schema',
+        'hello_mcp_app',
+      ]);
       // local mode gives the same instructions as the server: how to pick up, claim and finish work
       expect(s.client.getInstructions()).to.equal(serverInstructions);
       const res = await toolText(s.client, 'get_node', { id: 'proj-root' });
@@ -128,14 +140,20 @@ describe('workgraph mcp over stdio', function () {
 
     it('with SVC_TOKEN: writes are attributed to that person and durable for a server started afterwards', async () => {
       const s = await stdio({ SVC_DATA_DIR: dataDir, SVC_TOKEN: other.token, SVC_ORG: 'local' });
-      const put = await toolText(s.client, 'put_node', { nodes: [md({ id: 'task-from-stdio', type: 'task', status: 'open', summary: 'written over stdio' }, 'local body')] });
+      const put = await toolText(s.client, 'put_node', {
+        nodes: [md({ id: 'task-from-stdio', type: 'task', status: 'open', summary: 'written over stdio' }, 'local body')],
+      });
       expect(put.isError, put.text).to.equal(false);
       const written = JSON.parse(put.text).results[0];
       expect(written).to.include({ id: 'task-from-stdio', status: 'created' });
       await s.close();
       expect(s.stderr()).to.not.include(other.token);
       // a server started on the same data dir afterwards reads it (startTestServer insists on a first start)
-      const server = await startServer({ config: { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false }, plugins: [corePlugin], log: createLogger(() => undefined) });
+      const server = await startServer({
+        config: { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false },
+        plugins: [corePlugin],
+        log: createLogger(() => undefined),
+      });
       try {
         const res = await fetch(`${server.url}/v1/nodes/task-from-stdio`, { headers: { authorization: `Bearer ${adminToken}` } });
         expect(res.status).to.equal(200);
@@ -173,7 +191,9 @@ describe('workgraph mcp over stdio', function () {
       const proxied = await s.client.listTools();
       expect(proxied.tools).to.deep.equal(direct.tools);
       expect(s.client.getInstructions()).to.equal((await t.mcp()).getInstructions());
-      const put = await toolText(s.client, 'put_node', { nodes: [md({ id: 'task-via-proxy', type: 'task', status: 'open', summary: 'through the proxy' }, 'proxied body')] });
+      const put = await toolText(s.client, 'put_node', {
+        nodes: [md({ id: 'task-via-proxy', type: 'task', status: 'open', summary: 'through the proxy' }, 'proxied body')],
+      });
       expect(put.isError, put.text).to.equal(false);
       const written = JSON.parse(put.text).results[0];
       expect(written).to.include({ id: 'task-via-proxy', status: 'created' });
@@ -201,12 +221,18 @@ describe('workgraph mcp over stdio', function () {
     });
 
     it('local mode refuses a data dir that a running server serves (its commits would be lost)', async () => {
-      await expectConnectFailure({ SVC_DATA_DIR: t.dataDir, SVC_TOKEN: t.adminToken }, /another workgraph process \(pid \d+\) is serving .*proxy mode/);
+      await expectConnectFailure(
+        { SVC_DATA_DIR: t.dataDir, SVC_TOKEN: t.adminToken },
+        /another workgraph process \(pid \d+\) is serving .*proxy mode/,
+      );
       expect((await t.api('GET', '/v1/me')).status).to.equal(200);
     });
 
     it('fails clearly on an SVC_ORG mismatch, a refused token and an unreachable server', async () => {
-      await expectConnectFailure({ SVC_SERVER: t.url, SVC_TOKEN: t.adminToken, SVC_ORG: 'elsewhere' }, /belongs to org 'local', not SVC_ORG 'elsewhere'/);
+      await expectConnectFailure(
+        { SVC_SERVER: t.url, SVC_TOKEN: t.adminToken, SVC_ORG: 'elsewhere' },
+        /belongs to org 'local', not SVC_ORG 'elsewhere'/,
+      );
       await expectConnectFailure({ SVC_SERVER: t.url, SVC_TOKEN: generateToken('pat') }, /refused SVC_TOKEN \(401 unauthorized/);
       await expectConnectFailure({ SVC_SERVER: t.url }, /needs SVC_TOKEN/);
       const closedPort = await new Promise<number>((resolve) => {
@@ -215,7 +241,10 @@ describe('workgraph mcp over stdio', function () {
           probe.close(() => resolve(port));
         });
       });
-      await expectConnectFailure({ SVC_SERVER: `http://127.0.0.1:${closedPort}`, SVC_TOKEN: t.adminToken }, new RegExp(`cannot reach SVC_SERVER http://127.0.0.1:${closedPort}: ECONNREFUSED`));
+      await expectConnectFailure(
+        { SVC_SERVER: `http://127.0.0.1:${closedPort}`, SVC_TOKEN: t.adminToken },
+        new RegExp(`cannot reach SVC_SERVER http://127.0.0.1:${closedPort}: ECONNREFUSED`),
+      );
     });
   });
 });

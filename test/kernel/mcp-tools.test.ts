@@ -14,7 +14,9 @@ const LIST_BUDGET = 20 * 1024;
 
 async function connect(t: TestServer, query: string, token = t.adminToken): Promise<Client> {
   const client = new Client({ name: 'test', version: '0.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp${query}`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${t.url}/mcp${query}`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+  );
   return client;
 }
 
@@ -37,7 +39,22 @@ describe('MCP tool surface', function () {
     const bytes = Buffer.byteLength(JSON.stringify({ tools }));
     expect(bytes, `tools/list is ${bytes} bytes`).to.be.at.most(LIST_BUDGET);
     const names = tools.map((x) => x.name);
-    for (const name of ['set_readiness', 'me', 'add_edges', 'remove_edges', 'set_priorities', 'answer_question', 'list_work', 'claim_step', 'complete_step', 'get_run', 'create_agent', 'mint_agent_token', 'bind_session', 'list_agents']) {
+    for (const name of [
+      'set_readiness',
+      'me',
+      'add_edges',
+      'remove_edges',
+      'set_priorities',
+      'answer_question',
+      'list_work',
+      'claim_step',
+      'complete_step',
+      'get_run',
+      'create_agent',
+      'mint_agent_token',
+      'bind_session',
+      'list_agents',
+    ]) {
       expect(names, name).to.include(name);
     }
     for (const tool of tools) {
@@ -49,7 +66,7 @@ describe('MCP tool surface', function () {
     for (const needle of ['500', '8192', 'edges: [{type, to', 'author', 'revision', '409']) expect(put, needle).to.include(needle);
   });
 
-  it('toolsets: ?toolsets=core,leases lists those plugins\' tools and instructions; an unknown name is 400 naming the nearest', async () => {
+  it("toolsets: ?toolsets=core,leases lists those plugins' tools and instructions; an unknown name is 400 naming the nearest", async () => {
     const subset = await connect(t, '?toolsets=core,leases');
     const names = (await subset.listTools()).tools.map((x) => x.name);
     expect(names).to.include.members(['get_node', 'put_node', 'claim', 'release']);
@@ -62,7 +79,11 @@ describe('MCP tool surface', function () {
     await all.close();
     const res = await fetch(`${t.url}/mcp?toolsets=core,leeses`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: {
+        authorization: `Bearer ${t.adminToken}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
     });
     expect(res.status).to.equal(400);
@@ -75,7 +96,17 @@ describe('MCP tool surface', function () {
     const text = client.getInstructions()!;
     expect(text).to.not.match(/\/v1\//);
     expect(text).to.not.match(/\b(GET|POST|DELETE|PUT|PATCH) \//);
-    for (const needle of ['create_agent', 'mint_agent_token', 'list_work', 'claim_step', 'complete_step', 'answer_question', 'set_readiness', 'edges:']) expect(text, needle).to.include(needle);
+    for (const needle of [
+      'create_agent',
+      'mint_agent_token',
+      'list_work',
+      'claim_step',
+      'complete_step',
+      'answer_question',
+      'set_readiness',
+      'edges:',
+    ])
+      expect(text, needle).to.include(needle);
   });
 
   it('a request over 1 MB is a tool error with the 413 envelope, not a transport failure', async () => {
@@ -89,7 +120,11 @@ describe('MCP tool surface', function () {
     // another method than tools/call: a JSON-RPC error carrying the envelope
     const raw = await fetch(`${t.url}/mcp`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: {
+        authorization: `Bearer ${t.adminToken}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', method: 'resources/read', params: { uri: huge }, id: 'r-7' }),
     });
     expect(raw.status).to.equal(200);
@@ -163,7 +198,12 @@ describe('MCP tool surface', function () {
     const badRest = await t.api('POST', '/v1/priorities', { body: { items: [{ id: 'task-alpha', priority: 'urgent' }] } });
     expect(badRest.status).to.equal(207);
     expect(badRest.text).to.equal(bad.text);
-    const good = await t.tool(client, 'set_priorities', { items: [{ id: 'task-alpha', priority: 'p1' }, { id: 'task-beta', priority: null }] });
+    const good = await t.tool(client, 'set_priorities', {
+      items: [
+        { id: 'task-alpha', priority: 'p1' },
+        { id: 'task-beta', priority: null },
+      ],
+    });
     expect(good.json).to.include({ ok: true, status: 'applied', count: 2 });
     expect((await t.api('GET', '/v1/nodes/task-alpha')).body.frontmatter.priority).to.equal('p1');
     // the batch is bounded
@@ -192,7 +232,13 @@ describe('MCP tool surface', function () {
     expect(answerNode.frontmatter.type).to.equal('dec');
     const rest = await t.api('POST', `/v1/questions/${q2}/answer`, { body: { summary: 'PostgreSQL.', body: 'We run it already.' } });
     expect(rest.status).to.equal(201);
-    const norm = (s: string, q: string) => s.split(q.replace(/^question-/, '')).join('Q').split(q).join('Q').replace(/"revision":"[0-9a-f]{40}"/g, '"revision":"R"');
+    const norm = (s: string, q: string) =>
+      s
+        .split(q.replace(/^question-/, ''))
+        .join('Q')
+        .split(q)
+        .join('Q')
+        .replace(/"revision":"[0-9a-f]{40}"/g, '"revision":"R"');
     expect(norm(rest.text, q2)).to.equal(norm(tool.text, q1));
     // errors: not a question, unknown question (nearest ids), the same bytes over both adapters
     for (const id of ['task-alpha', 'question-which-database-for-the-ledgr']) {
@@ -239,7 +285,9 @@ describe('MCP tool surface', function () {
     expect(missingTool.text).to.equal(missingRest.text);
     const done = await t.tool(client, 'complete_step', { id: run, sid: 'one', lease: claimed.json.lease.lease_id, status: 'succeeded' });
     expect(done.json.replayed).to.equal(false);
-    const replay = await t.api('POST', `/v1/runs/${run}/steps/one/complete`, { body: { lease: claimed.json.lease.lease_id, status: 'succeeded' } });
+    const replay = await t.api('POST', `/v1/runs/${run}/steps/one/complete`, {
+      body: { lease: claimed.json.lease.lease_id, status: 'succeeded' },
+    });
     expect(replay.body.replayed).to.equal(true);
   });
 });
@@ -250,7 +298,11 @@ describe('MCP toolsets on a tenant with fewer plugins', () => {
     try {
       const res = await fetch(`${t.url}/mcp?toolsets=queue`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        headers: {
+          authorization: `Bearer ${t.adminToken}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
       });
       expect(res.status).to.equal(400);

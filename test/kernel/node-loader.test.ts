@@ -22,7 +22,12 @@ describe('kernel/node-loader', function () {
   const byPath = (files: LoadedFile[]): Record<string, unknown> =>
     Object.fromEntries(files.map((f) => [f.path, { oid: f.oid, content: f.content, parsed: f.parsed }]));
   const put = (changes: Array<[string, string | null]>, message = 'm') =>
-    store.commit({ changes: changes.map(([id, content]) => ({ path: nodePath('task', id), content })), author: ann, message, expectedParent: store.head() });
+    store.commit({
+      changes: changes.map(([id, content]) => ({ path: nodePath('task', id), content })),
+      author: ann,
+      message,
+      expectedParent: store.head(),
+    });
 
   beforeEach(async () => {
     tmp = mkdtempSync(join(tmpdir(), 'node-loader-'));

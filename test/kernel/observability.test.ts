@@ -51,7 +51,14 @@ describe('observability: structured logs', () => {
     await logged(t, (all) => all.some((l) => l.msg === 'request' && l.request_id === 'req-from-the-proxy-1'));
     const access = lines(t).filter((l) => l.msg === 'request' && l.request_id === 'req-from-the-proxy-1');
     expect(access).to.have.length(1);
-    expect(access[0]).to.include({ level: 'info', method: 'GET', route: '/v1/nodes/:id', status: 200, tenant: t.org, actor: t.adminPerson });
+    expect(access[0]).to.include({
+      level: 'info',
+      method: 'GET',
+      route: '/v1/nodes/:id',
+      status: 200,
+      tenant: t.org,
+      actor: t.adminPerson,
+    });
     expect(access[0]!.duration_ms).to.be.a('number');
     // never the raw path with an id
     expect(JSON.stringify(access[0])).to.not.include('task-logged');
@@ -91,7 +98,9 @@ describe('observability: structured logs', () => {
     await t.api('GET', '/v1/me', { token: agentToken.body.token });
     const client = await t.mcp(mine.body.token);
     await t.tool(client, 'get_node', { id: 'task-logged' });
-    await t.api('POST', '/v1/nodes', { body: { nodes: [md({ id: 'lens-logged', type: 'lens', summary: 'Lens', query: { type: ['task'] } })] } });
+    await t.api('POST', '/v1/nodes', {
+      body: { nodes: [md({ id: 'lens-logged', type: 'lens', summary: 'Lens', query: { type: ['task'] } })] },
+    });
     const ticket = await t.api('POST', '/v1/lens/lens-logged/ticket', { body: {} });
     expect(ticket.status, ticket.text).to.equal(200);
     await t.api('GET', ticket.body.url, { token: null });
@@ -118,7 +127,10 @@ describe('observability: Prometheus metrics', () => {
   let t: TestServer;
   const scrapeToken = 'metrics-scrape-secret-0123456789';
   before(async () => {
-    t = await startTestServer({ plugins: [corePlugin, identityPlugin, leasesPlugin], config: { metricsToken: scrapeToken, metricsPort: 0, fsync: true } });
+    t = await startTestServer({
+      plugins: [corePlugin, identityPlugin, leasesPlugin],
+      config: { metricsToken: scrapeToken, metricsPort: 0, fsync: true },
+    });
   });
   after(async () => t.close());
 
@@ -135,7 +147,14 @@ describe('observability: Prometheus metrics', () => {
   });
 
   it('the scrape parses and carries requests, writes, journal, checkpoints, sandbox, leases, tenants and process metrics', async () => {
-    await t.api('POST', '/v1/nodes', { body: { nodes: [md({ id: 'task-metered', type: 'task', summary: 'Metered' }), md({ id: 'task-metered-2', type: 'task', summary: 'Metered 2' })] } });
+    await t.api('POST', '/v1/nodes', {
+      body: {
+        nodes: [
+          md({ id: 'task-metered', type: 'task', summary: 'Metered' }),
+          md({ id: 'task-metered-2', type: 'task', summary: 'Metered 2' }),
+        ],
+      },
+    });
     await t.api('GET', '/v1/nodes/task-metered');
     await t.api('POST', '/v1/nodes/task-metered/claim', { body: {} });
     await t.api('POST', '/v1/nodes/task-metered-2/status', { body: { status: 'done' } });

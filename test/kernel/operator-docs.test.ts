@@ -31,13 +31,16 @@ describe('docs/operator.md', () => {
     }
     expect(names.size).to.be.greaterThan(15);
     for (const name of names) {
-      const documented = name.startsWith('WORKGRAPH_') ? doc.includes('WORKGRAPH_') && doc.includes(name.replace('WORKGRAPH_', 'SVC_')) : doc.includes(`\`${name}\``);
+      const documented = name.startsWith('WORKGRAPH_')
+        ? doc.includes('WORKGRAPH_') && doc.includes(name.replace('WORKGRAPH_', 'SVC_'))
+        : doc.includes(`\`${name}\``);
       expect(documented, `${name} is read by the code but not documented`).to.equal(true);
     }
   });
 
   it('documents logs, metrics, SIGTERM, systemd, backup and restore; the unit file exists', () => {
-    for (const heading of ['## Logs', '## Metrics', '## Stopping', '### Under systemd', '## Backup and restore']) expect(doc).to.include(heading);
+    for (const heading of ['## Logs', '## Metrics', '## Stopping', '### Under systemd', '## Backup and restore'])
+      expect(doc).to.include(heading);
     expect(existsSync(join(ROOT, 'docs', 'workgraph.service'))).to.equal(true);
     const unit = readFileSync(join(ROOT, 'docs', 'workgraph.service'), 'utf8');
     expect(unit).to.match(/^ExecStart=.*--no-node-snapshot .*serve$/m);

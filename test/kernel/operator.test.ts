@@ -17,7 +17,6 @@ import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-
 // ------------------------------------------------------------------ process helpers
 
 interface ServerProc {
@@ -73,7 +72,12 @@ interface Reply {
   headers: Record<string, string | string[] | undefined>;
 }
 
-async function call(url: string, method: string, path: string, opts: { token?: string; auth?: string; body?: string } = {}): Promise<Reply> {
+async function call(
+  url: string,
+  method: string,
+  path: string,
+  opts: { token?: string; auth?: string; body?: string } = {},
+): Promise<Reply> {
   const headers: Record<string, string> = {};
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
   if (opts.auth) headers.authorization = opts.auth;
@@ -85,11 +89,15 @@ async function call(url: string, method: string, path: string, opts: { token?: s
 /** A body sent with Transfer-Encoding: chunked (no Content-Length), in 64 KB pieces. */
 function chunkedPost(url: string, path: string, token: string, body: Buffer): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url + path, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
-      let text = '';
-      res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode!, text, headers: res.headers }));
-    });
+    const req = httpRequest(
+      url + path,
+      { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+      (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, text, headers: res.headers }));
+      },
+    );
     req.on('error', reject);
     let offset = 0;
     const pump = () => {
@@ -123,7 +131,9 @@ function expectEnvelope(reply: Reply, status: number, code: string): void {
 }
 
 const headOf = (dataDir: string, org = 'local') =>
-  execFileSync('git', ['--git-dir', join(dataDir, 'tenants', org, 'graph.git'), 'rev-parse', 'refs/heads/main'], { encoding: 'utf8' }).trim();
+  execFileSync('git', ['--git-dir', join(dataDir, 'tenants', org, 'graph.git'), 'rev-parse', 'refs/heads/main'], {
+    encoding: 'utf8',
+  }).trim();
 
 after(async () => {
   for (const child of [...live]) await killTracked(child, 'SIGKILL');
@@ -233,7 +243,9 @@ describe('operator contract (real CLI, real HTTP)', function () {
         expectEnvelope(reply, 401, 'unauthorized');
         expect(reply.text, kind).to.equal(reference);
         // a Bearer challenge naming the protected resource metadata (RFC 9728; issue 11)
-        expect(reply.headers['www-authenticate'], kind).to.equal(`Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource", scope="workgraph"`);
+        expect(reply.headers['www-authenticate'], kind).to.equal(
+          `Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource", scope="workgraph"`,
+        );
       }
       // the same answer on a write route and on /mcp
       expect((await call(server.url, 'POST', '/v1/nodes', { token: flipped, body: '{}' })).text).to.equal(reference);
@@ -332,7 +344,9 @@ describe('operator contract (real CLI, real HTTP)', function () {
         expect(JSON.parse(me.text)).to.include({ org: 'acme', name: 'Ada Lovelace', email: 'ada@acme.test', is_admin: true });
         expect(existsSync(join(dataDir, 'admin-token'))).to.equal(false);
         expect(readdirSync(join(dataDir, 'tenants')).filter((n) => !n.startsWith('.'))).to.deep.equal(['acme']);
-        const person = JSON.parse((await call(server.url, 'GET', `/v1/nodes/${JSON.parse(me.text).person}`, { token: bootstrapToken })).text);
+        const person = JSON.parse(
+          (await call(server.url, 'GET', `/v1/nodes/${JSON.parse(me.text).person}`, { token: bootstrapToken })).text,
+        );
         expect(person.frontmatter.edges).to.deep.include({ type: 'stewards', to: 'proj-root' });
         expect((await call(server.url, 'GET', '/v1/nodes/proj-root', { token: bootstrapToken })).status).to.equal(200);
       } finally {
@@ -358,7 +372,11 @@ describe('operator contract (real CLI, real HTTP)', function () {
         const nearMiss = bootstrapToken.slice(0, -1) + (bootstrapToken.endsWith('a') ? 'b' : 'a');
         expect((await call(server.url, 'GET', '/v1/me', { token: nearMiss })).status).to.equal(401);
         const client = new Client({ name: 'boot-test', version: '0.0.0' });
-        await client.connect(new StreamableHTTPClientTransport(new URL(server.url + '/mcp'), { requestInit: { headers: { authorization: `Bearer ${bootstrapToken}` } } }));
+        await client.connect(
+          new StreamableHTTPClientTransport(new URL(server.url + '/mcp'), {
+            requestInit: { headers: { authorization: `Bearer ${bootstrapToken}` } },
+          }),
+        );
         const tools = await client.listTools();
         expect(tools.tools.map((t) => t.name)).to.include('get_node');
         const read = await client.callTool({ name: 'get_node', arguments: { id: 'proj-root' } });
@@ -428,7 +446,12 @@ describe('operator contract (real CLI, real HTTP)', function () {
       const [halfDir, missingDir] = [tmp('wg-op-half-'), tmp('wg-op-missing-')];
       const [half, missing] = await Promise.all([
         runCli(['serve'], { SVC_DATA_DIR: halfDir, PORT: '0', SVC_TLS_CERT: join(halfDir, 'cert.pem') }),
-        runCli(['serve'], { SVC_DATA_DIR: missingDir, PORT: '0', SVC_TLS_CERT: join(missingDir, 'nope.pem'), SVC_TLS_KEY: join(missingDir, 'nope.key') }),
+        runCli(['serve'], {
+          SVC_DATA_DIR: missingDir,
+          PORT: '0',
+          SVC_TLS_CERT: join(missingDir, 'nope.pem'),
+          SVC_TLS_KEY: join(missingDir, 'nope.key'),
+        }),
       ]);
       expect(half.code).to.not.equal(0);
       expect(half.stderr).to.match(/SVC_TLS_CERT and SVC_TLS_KEY must be set together/);
@@ -461,7 +484,23 @@ describe('operator contract (real CLI, real HTTP)', function () {
       dirs.push(cert, key);
       execFileSync(
         'openssl',
-        ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'],
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'rsa:2048',
+          '-nodes',
+          '-keyout',
+          key,
+          '-out',
+          cert,
+          '-days',
+          '1',
+          '-subj',
+          '/CN=localhost',
+          '-addext',
+          'subjectAltName=IP:127.0.0.1,DNS:localhost',
+        ],
         { stdio: 'ignore' },
       );
       const server = await startServe({ SVC_DATA_DIR: dataDir, HOST: '0.0.0.0', SVC_TLS_CERT: cert, SVC_TLS_KEY: key });

@@ -72,7 +72,10 @@ function checkPluginImports(tree: Tree, manifests: Manifest[]): ImportReport {
     for (const { specifier, target } of importsOf(path, text)) {
       const to = pluginOf(target);
       if (from === null) {
-        if (to !== null || target.startsWith('scripts/')) problems.push(`${path} imports '${specifier}': the kernel and the sandbox never import a plugin or the composition root; a plugin reaches the kernel through PluginDef hooks and KernelServices`);
+        if (to !== null || target.startsWith('scripts/'))
+          problems.push(
+            `${path} imports '${specifier}': the kernel and the sandbox never import a plugin or the composition root; a plugin reaches the kernel through PluginDef hooks and KernelServices`,
+          );
         continue;
       }
       if (target.startsWith('scripts/') || target.startsWith('test/')) {
@@ -86,18 +89,25 @@ function checkPluginImports(tree: Tree, manifests: Manifest[]): ImportReport {
       const required = declared?.dependsOn ?? [];
       const optional = declared?.optionalDependsOn ?? [];
       if (!required.includes(to) && !optional.includes(to)) {
-        problems.push(`${path} imports '${specifier}' from plugin '${to}', which plugin '${from}' does not declare: add '${to}' to dependsOn (needed) or optionalDependsOn (works without it) in plugins/${from}/index.ts`);
+        problems.push(
+          `${path} imports '${specifier}' from plugin '${to}', which plugin '${from}' does not declare: add '${to}' to dependsOn (needed) or optionalDependsOn (works without it) in plugins/${from}/index.ts`,
+        );
       }
       const file = target.slice(`plugins/${to}/`.length);
       if (!PUBLIC_FILES.includes(file)) {
-        problems.push(`${path} imports '${specifier}', an internal file of plugin '${to}': import its ${PUBLIC_FILES.join(' or ')} (export what is needed from plugins/${to}/public.ts)`);
+        problems.push(
+          `${path} imports '${specifier}', an internal file of plugin '${to}': import its ${PUBLIC_FILES.join(' or ')} (export what is needed from plugins/${to}/public.ts)`,
+        );
       }
     }
   }
   for (const m of manifests) {
     const used = imports.get(m.name) ?? new Set<string>();
     for (const dep of [...(m.dependsOn ?? []), ...(m.optionalDependsOn ?? [])]) {
-      if (!used.has(dep)) problems.push(`plugin '${m.name}' declares '${dep}' but none of its files imports it: the lists name exactly the plugins it imports`);
+      if (!used.has(dep))
+        problems.push(
+          `plugin '${m.name}' declares '${dep}' but none of its files imports it: the lists name exactly the plugins it imports`,
+        );
     }
   }
   const cycle = findCycle(manifests);
@@ -145,7 +155,15 @@ describe('plugin imports match declared dependencies', () => {
   });
 
   it('reads the real edges: the app reaches the plugins it shows, and analytics and capture no longer import each other', () => {
-    expect([...(report.imports.get('app') ?? [])].sort()).to.deep.equal(['analytics', 'capture', 'core', 'history', 'leases', 'lenses', 'queue']);
+    expect([...(report.imports.get('app') ?? [])].sort()).to.deep.equal([
+      'analytics',
+      'capture',
+      'core',
+      'history',
+      'leases',
+      'lenses',
+      'queue',
+    ]);
     expect(report.imports.get('capture')?.has('analytics') ?? false).to.equal(false);
     expect(report.imports.get('analytics')?.has('capture')).to.equal(true);
   });
@@ -157,7 +175,8 @@ describe('plugin imports match declared dependencies', () => {
 
 describe('the plugin import checker', () => {
   const core: Manifest = { name: 'core', dependsOn: [] };
-  const check = (files: Record<string, string>, manifests: Manifest[]) => checkPluginImports(new Map(Object.entries(files)), manifests).problems;
+  const check = (files: Record<string, string>, manifests: Manifest[]) =>
+    checkPluginImports(new Map(Object.entries(files)), manifests).problems;
 
   it('passes a declared import of api.ts or public.ts, type-only or not', () => {
     const problems = check(
@@ -172,31 +191,46 @@ describe('the plugin import checker', () => {
   });
 
   it('reports an undeclared import, a type-only one and an export-from alike', () => {
-    for (const statement of ["import { a } from '../core/api.js';", "import type { A } from '../core/api.js';", "export { a } from '../core/api.js';", "type A = import('../core/api.js').A;"]) {
+    for (const statement of [
+      "import { a } from '../core/api.js';",
+      "import type { A } from '../core/api.js';",
+      "export { a } from '../core/api.js';",
+      "type A = import('../core/api.js').A;",
+    ]) {
       const problems = check({ 'plugins/queue/x.ts': statement }, [core, { name: 'queue', dependsOn: [] }]);
       expect(problems, statement).to.have.length(1);
-      expect(problems[0]).to.match(/plugins\/queue\/x\.ts imports '\.\.\/core\/api\.js' from plugin 'core', which plugin 'queue' does not declare/);
+      expect(problems[0]).to.match(
+        /plugins\/queue\/x\.ts imports '\.\.\/core\/api\.js' from plugin 'core', which plugin 'queue' does not declare/,
+      );
     }
   });
 
   it("reports an import of another plugin's internal file, even a declared one", () => {
-    const problems = check({ 'plugins/queue/x.ts': "import { isDone } from '../core/node-view.js';" }, [core, { name: 'queue', dependsOn: ['core'] }]);
-    expect(problems).to.deep.equal(["plugins/queue/x.ts imports '../core/node-view.js', an internal file of plugin 'core': import its api.ts or public.ts (export what is needed from plugins/core/public.ts)"]);
+    const problems = check({ 'plugins/queue/x.ts': "import { isDone } from '../core/node-view.js';" }, [
+      core,
+      { name: 'queue', dependsOn: ['core'] },
+    ]);
+    expect(problems).to.deep.equal([
+      "plugins/queue/x.ts imports '../core/node-view.js', an internal file of plugin 'core': import its api.ts or public.ts (export what is needed from plugins/core/public.ts)",
+    ]);
   });
 
   it('reports a declared dependency no file imports, required or optional', () => {
-    const problems = check({ 'plugins/queue/x.ts': "import { a } from '../core/api.js';" }, [core, { name: 'queue', dependsOn: ['core'], optionalDependsOn: ['leases'] }, { name: 'leases' }]);
-    expect(problems).to.deep.equal(["plugin 'queue' declares 'leases' but none of its files imports it: the lists name exactly the plugins it imports"]);
+    const problems = check({ 'plugins/queue/x.ts': "import { a } from '../core/api.js';" }, [
+      core,
+      { name: 'queue', dependsOn: ['core'], optionalDependsOn: ['leases'] },
+      { name: 'leases' },
+    ]);
+    expect(problems).to.deep.equal([
+      "plugin 'queue' declares 'leases' but none of its files imports it: the lists name exactly the plugins it imports",
+    ]);
   });
 
   it('reports a cycle, optional edges included, with its path', () => {
-    const problems = check(
-      { 'plugins/a/x.ts': "import '../b/public.js';", 'plugins/b/x.ts': "import '../a/api.js';" },
-      [
-        { name: 'a', dependsOn: ['b'] },
-        { name: 'b', optionalDependsOn: ['a'] },
-      ],
-    );
+    const problems = check({ 'plugins/a/x.ts': "import '../b/public.js';", 'plugins/b/x.ts': "import '../a/api.js';" }, [
+      { name: 'a', dependsOn: ['b'] },
+      { name: 'b', optionalDependsOn: ['a'] },
+    ]);
     expect(problems).to.deep.equal(['the declared dependencies have a cycle: a -> b -> a']);
   });
 
@@ -210,8 +244,12 @@ describe('the plugin import checker', () => {
       [core],
     );
     expect(problems).to.have.length(3);
-    expect(problems[0]).to.match(/^kernel\/x\.ts imports '\.\.\/plugins\/core\/index\.js': the kernel and the sandbox never import a plugin/);
+    expect(problems[0]).to.match(
+      /^kernel\/x\.ts imports '\.\.\/plugins\/core\/index\.js': the kernel and the sandbox never import a plugin/,
+    );
     expect(problems[1]).to.match(/^sandbox\/y\.ts imports '\.\.\/scripts\/plugins\.js'/);
-    expect(problems[2]).to.match(/^plugins\/core\/z\.ts imports '\.\.\/\.\.\/scripts\/plugins\.js': a plugin never imports the composition root/);
+    expect(problems[2]).to.match(
+      /^plugins\/core\/z\.ts imports '\.\.\/\.\.\/scripts\/plugins\.js': a plugin never imports the composition root/,
+    );
   });
 });

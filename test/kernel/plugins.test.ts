@@ -28,7 +28,10 @@ function probeOperation(name: string, answerOf: (ctx: OpContext) => Record<strin
 }
 
 function route(path: string, method: RouteDef['method'] = 'GET'): RouteDef {
-  const name = `${method}_${path}`.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/_+$/, '');
+  const name = `${method}_${path}`
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/_+$/, '');
   return { method, path, operation: probeOperation(name, () => ({ path }), pathParamsOf(path)) };
 }
 
@@ -39,7 +42,10 @@ function tool(name: string): ToolDef {
 /** A test plugin: every operation open to any signed-in person (the boot check wants an access entry each). */
 function definePlugin(def: PluginDef): PluginDef {
   const ops = [...(def.routes ?? []), ...(def.tools ?? [])].map((r) => r.operation.name);
-  return defineKernelPlugin({ ...def, access: Object.fromEntries(ops.map((op) => [op, { callers: callers.anyPerson, scope: 'test plugin' }])) });
+  return defineKernelPlugin({
+    ...def,
+    access: Object.fromEntries(ops.map((op) => [op, { callers: callers.anyPerson, scope: 'test plugin' }])),
+  });
 }
 
 /** startServer must reject with a message naming the plugin, and must not have touched the data dir. */
@@ -63,12 +69,20 @@ async function expectBootFailure(plugins: PluginDef[], pattern: RegExp): Promise
 
 describe('plugin manifests are checked at boot', () => {
   it('an unknown dependency fails the start, naming the plugin and the dependency', async () => {
-    await expectBootFailure([corePlugin, definePlugin({ name: 'alpha', dependsOn: ['core', 'ghost'] })], /plugin 'alpha'.*unknown plugin 'ghost'/);
+    await expectBootFailure(
+      [corePlugin, definePlugin({ name: 'alpha', dependsOn: ['core', 'ghost'] })],
+      /plugin 'alpha'.*unknown plugin 'ghost'/,
+    );
   });
 
   it('a dependency cycle fails the start, naming the plugins on the cycle', async () => {
     const message = await expectBootFailure(
-      [corePlugin, definePlugin({ name: 'alpha', dependsOn: ['beta'] }), definePlugin({ name: 'beta', dependsOn: ['gamma'] }), definePlugin({ name: 'gamma', dependsOn: ['alpha'] })],
+      [
+        corePlugin,
+        definePlugin({ name: 'alpha', dependsOn: ['beta'] }),
+        definePlugin({ name: 'beta', dependsOn: ['gamma'] }),
+        definePlugin({ name: 'gamma', dependsOn: ['alpha'] }),
+      ],
       /plugin '(alpha|beta|gamma)'.*cycle/,
     );
     for (const name of ['alpha', 'beta', 'gamma']) expect(message).to.include(name);
@@ -76,11 +90,20 @@ describe('plugin manifests are checked at boot', () => {
   });
 
   it('a duplicate route fails the start, naming both plugins', async () => {
-    await expectBootFailure([corePlugin, definePlugin({ name: 'copycat', routes: [route('/v1/status')] })], /plugin 'copycat'.*duplicate route GET \/v1\/status.*'core'/);
+    await expectBootFailure(
+      [corePlugin, definePlugin({ name: 'copycat', routes: [route('/v1/status')] })],
+      /plugin 'copycat'.*duplicate route GET \/v1\/status.*'core'/,
+    );
     // the same route with other parameter names is the same route
-    await expectBootFailure([corePlugin, definePlugin({ name: 'renamer', routes: [route('/v1/nodes/:nodeId')] })], /plugin 'renamer'.*duplicate route GET \/v1\/nodes\/:nodeId.*'core'/);
+    await expectBootFailure(
+      [corePlugin, definePlugin({ name: 'renamer', routes: [route('/v1/nodes/:nodeId')] })],
+      /plugin 'renamer'.*duplicate route GET \/v1\/nodes\/:nodeId.*'core'/,
+    );
     // and two routes inside one plugin collide too
-    await expectBootFailure([corePlugin, definePlugin({ name: 'twice', routes: [route('/v1/twice'), route('/v1/twice')] })], /plugin 'twice'.*duplicate route/);
+    await expectBootFailure(
+      [corePlugin, definePlugin({ name: 'twice', routes: [route('/v1/twice'), route('/v1/twice')] })],
+      /plugin 'twice'.*duplicate route/,
+    );
     // a different method on the same path is not a duplicate
     const dataDir = mkdtempSync(join(tmpdir(), 'wg-plugins-'));
     dirs.push(dataDir);
@@ -93,7 +116,10 @@ describe('plugin manifests are checked at boot', () => {
   });
 
   it('a duplicate tool name fails the start, naming both plugins', async () => {
-    await expectBootFailure([corePlugin, definePlugin({ name: 'mimic', tools: [tool('get_node')] })], /plugin 'mimic'.*duplicate tool get_node.*'core'/);
+    await expectBootFailure(
+      [corePlugin, definePlugin({ name: 'mimic', tools: [tool('get_node')] })],
+      /plugin 'mimic'.*duplicate tool get_node.*'core'/,
+    );
   });
 
   it('a plugin registered twice or with an invalid name fails the start', async () => {
@@ -110,10 +136,17 @@ describe('plugin manifests are checked at boot', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'wg-plugins-'));
     dirs.push(dataDir);
     const config = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false };
-    const server = await startServer({ config, plugins: [corePlugin, workflowsPlugin, definePlugin({ name: 'watcher', dependsOn: ['core'], optionalDependsOn: ['absent'] })], log: createLogger(() => undefined) });
+    const server = await startServer({
+      config,
+      plugins: [corePlugin, workflowsPlugin, definePlugin({ name: 'watcher', dependsOn: ['core'], optionalDependsOn: ['absent'] })],
+      log: createLogger(() => undefined),
+    });
     expect(server.services.host.plugins.map((p) => p.name)).to.deep.equal(['core', 'workflows', 'watcher']);
     await server.close();
-    await expectBootFailure([corePlugin, definePlugin({ name: 'torn', dependsOn: ['core'], optionalDependsOn: ['core'] })], /plugin 'torn'.*'core' is listed both in dependsOn and in optionalDependsOn/);
+    await expectBootFailure(
+      [corePlugin, definePlugin({ name: 'torn', dependsOn: ['core'], optionalDependsOn: ['core'] })],
+      /plugin 'torn'.*'core' is listed both in dependsOn and in optionalDependsOn/,
+    );
     await expectBootFailure(
       [corePlugin, definePlugin({ name: 'alpha', dependsOn: ['beta'] }), definePlugin({ name: 'beta', optionalDependsOn: ['alpha'] })],
       /plugin '(alpha|beta)'.*cycle/,
@@ -152,7 +185,10 @@ describe('the default composition with some plugins disabled for a tenant', () =
     const { host, tenants } = t.server.services;
     const tenant = tenants.get(org);
     if (!tenant) throw new Error(`tenant ${org} did not open`);
-    const usable = host.enabledFor(tenant).map((p) => p.name).sort();
+    const usable = host
+      .enabledFor(tenant)
+      .map((p) => p.name)
+      .sort();
     // queue needs leases; everything else stays: the app, gardener, identity, analytics and
     // workflows only use what is disabled here where it is enabled
     const expected = allPlugins
@@ -178,16 +214,31 @@ describe('the default composition with some plugins disabled for a tenant', () =
 });
 
 describe('a plugin disabled for a tenant', () => {
-  const probe = definePlugin({ name: 'probe', dependsOn: ['core'], routes: [route('/v1/probe'), route('/v1/probe/:id', 'POST')], tools: [tool('probe_ping')] });
+  const probe = definePlugin({
+    name: 'probe',
+    dependsOn: ['core'],
+    routes: [route('/v1/probe'), route('/v1/probe/:id', 'POST')],
+    tools: [tool('probe_ping')],
+  });
   // depends on probe: unusable wherever probe is off, even when itself enabled
-  const child = definePlugin({ name: 'probe-child', dependsOn: ['probe'], routes: [route('/v1/probe-child')], tools: [tool('probe_child_ping')] });
+  const child = definePlugin({
+    name: 'probe-child',
+    dependsOn: ['probe'],
+    routes: [route('/v1/probe-child')],
+    tools: [tool('probe_child_ping')],
+  });
   let t: TestServer;
   let bare: { token: string };
   let unknownRoute404 = '';
 
   before(async () => {
     t = await startTestServer({ plugins: [corePlugin, probe, child] });
-    const created = await t.server.services.tenants.create({ org: 'bare', adminName: 'Bare', adminEmail: 'b@bare.test', plugins: ['core', 'probe-child'] });
+    const created = await t.server.services.tenants.create({
+      org: 'bare',
+      adminName: 'Bare',
+      adminEmail: 'b@bare.test',
+      plugins: ['core', 'probe-child'],
+    });
     bare = { token: created.token };
     await t.server.services.tenants.scan();
     unknownRoute404 = (await t.api('GET', '/v1/no-such-route', { token: bare.token })).text;

@@ -27,7 +27,8 @@ describe('kernel: self-approval ban on every write path', () => {
   });
   after(async () => t.close());
 
-  const wf = (id: string, extra: Record<string, unknown> = {}) => md({ id, type: 'wf', summary: `workflow ${id}`, steps: [{ id: 'build' }], ...extra });
+  const wf = (id: string, extra: Record<string, unknown> = {}) =>
+    md({ id, type: 'wf', summary: `workflow ${id}`, steps: [{ id: 'build' }], ...extra });
   async function propose(id: string, token: string): Promise<void> {
     const res = await t.api('POST', '/v1/nodes', { token, body: { nodes: [wf(id)] } });
     expect(res.status, res.text).to.equal(200);
@@ -42,11 +43,17 @@ describe('kernel: self-approval ban on every write path', () => {
   }
   async function fullPut(id: string, token: string, edit: Record<string, unknown>) {
     const current = await node(id);
-    return t.api('POST', '/v1/nodes', { token, body: { nodes: [{ node: md({ ...current.frontmatter, ...edit }, current.body), if_exists: 'update', revision: current.revision }] } });
+    return t.api('POST', '/v1/nodes', {
+      token,
+      body: { nodes: [{ node: md({ ...current.frontmatter, ...edit }, current.body), if_exists: 'update', revision: current.revision }] },
+    });
   }
 
   it('the proposer is recorded by the server (a client value is ignored)', async () => {
-    const res = await t.api('POST', '/v1/nodes', { token: author.token, body: { nodes: [wf('wf-recorded', { proposed_by: [reviewer.id] })] } });
+    const res = await t.api('POST', '/v1/nodes', {
+      token: author.token,
+      body: { nodes: [wf('wf-recorded', { proposed_by: [reviewer.id] })] },
+    });
     expect(res.status, res.text).to.equal(200);
     expect((await node('wf-recorded')).frontmatter.proposed_by).to.deep.equal([author.id]);
   });
@@ -82,7 +89,9 @@ describe('kernel: self-approval ban on every write path', () => {
     expect(viaAgent.body.results[0].error.code).to.equal('transition_denied');
     const client = await t.mcp(author.token);
     const current = await node('wf-put');
-    const tool = await t.tool(client, 'put_node', { nodes: [{ node: md({ ...current.frontmatter, status: 'active' }), if_exists: 'update', revision: current.revision }] });
+    const tool = await t.tool(client, 'put_node', {
+      nodes: [{ node: md({ ...current.frontmatter, status: 'active' }), if_exists: 'update', revision: current.revision }],
+    });
     expect(tool.isError).to.equal(true);
     expect(tool.json.results[0].error.code).to.equal('transition_denied');
     expect((await node('wf-put')).frontmatter.status).to.equal('proposed');
@@ -106,14 +115,20 @@ describe('kernel: self-approval ban on every write path', () => {
 
   it('a reviewer cannot change and activate in one write (the change would approve itself)', async () => {
     await propose('wf-sneak', author.token);
-    const res = await fullPut('wf-sneak', reviewer.token, { status: 'active', steps: [{ id: 'build' }, { id: 'deploy', needs: ['build'] }] });
+    const res = await fullPut('wf-sneak', reviewer.token, {
+      status: 'active',
+      steps: [{ id: 'build' }, { id: 'deploy', needs: ['build'] }],
+    });
     expect(res.status, res.text).to.equal(207);
     expect(res.body.results[0].error.code).to.equal('transition_denied');
     expect((await node('wf-sneak')).frontmatter.status).to.equal('proposed');
   });
 
   it('schema- nodes: the same ban', async () => {
-    const res = await t.api('POST', '/v1/nodes', { token: author.token, body: { nodes: [md({ id: 'schema-gate', type: 'schema', summary: 'a gate', applies_to: 'task' })] } });
+    const res = await t.api('POST', '/v1/nodes', {
+      token: author.token,
+      body: { nodes: [md({ id: 'schema-gate', type: 'schema', summary: 'a gate', applies_to: 'task' })] },
+    });
     expect(res.status, res.text).to.equal(200);
     expectDenied(await t.api('POST', '/v1/nodes/schema-gate/status', { token: agentStanding, body: { status: 'active' } }));
     expect((await fullPut('schema-gate', author.token, { status: 'active' })).body.results[0].error.code).to.equal('transition_denied');

@@ -20,7 +20,8 @@ describe('index snapshot policy', function () {
   after(async () => t.close());
 
   const snapshotFile = () => join(t.dataDir, 'tenants', t.org, 'state', 'index-snapshot.v8');
-  const snapshotHead = (): string | null => (existsSync(snapshotFile()) ? (deserialize(readFileSync(snapshotFile())) as { head: string }).head : null);
+  const snapshotHead = (): string | null =>
+    existsSync(snapshotFile()) ? (deserialize(readFileSync(snapshotFile())) as { head: string }).head : null;
   const head = async (): Promise<string> => (await t.api('GET', '/v1/status')).body.head as string;
 
   it('not after 2,000 commits when the graph has more nodes than that; once the commits reach its size, one snapshot of the head', async () => {
@@ -28,7 +29,9 @@ describe('index snapshot policy', function () {
     const mtime = existsSync(snapshotFile()) ? statSync(snapshotFile()).mtimeMs : 0;
     // 2,000 creates, one commit each: the graph then has 2,000 nodes plus the bootstrap ones
     for (let b = 0; b < 4; b++) {
-      const nodes = Array.from({ length: 500 }, (_, k) => md({ id: `task-snap-${b * 500 + k}`, type: 'task', summary: `snapshot ${b * 500 + k}` }));
+      const nodes = Array.from({ length: 500 }, (_, k) =>
+        md({ id: `task-snap-${b * 500 + k}`, type: 'task', summary: `snapshot ${b * 500 + k}` }),
+      );
       const r = await t.api('POST', '/v1/nodes', { body: { nodes } });
       expect(r.status, r.text.slice(0, 300)).to.equal(200);
     }
@@ -38,7 +41,9 @@ describe('index snapshot policy', function () {
     // updates add commits, not nodes: ten of them reach the graph's size
     let revision = (await t.api('GET', '/v1/nodes/task-snap-0')).body.revision as string;
     for (let k = 0; k < 10; k++) {
-      const r = await t.api('POST', '/v1/nodes', { body: { if_exists: 'update', nodes: [{ node: md({ id: 'task-snap-0', type: 'task', summary: `edit ${k}` }), revision }] } });
+      const r = await t.api('POST', '/v1/nodes', {
+        body: { if_exists: 'update', nodes: [{ node: md({ id: 'task-snap-0', type: 'task', summary: `edit ${k}` }), revision }] },
+      });
       expect(r.status, r.text.slice(0, 300)).to.equal(200);
       revision = r.body.results[0].revision;
     }

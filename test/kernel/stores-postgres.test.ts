@@ -57,7 +57,10 @@ describe('operational stores: postgres only', () => {
 
   async function owned(fence = 1): Promise<string> {
     const org = orgName();
-    await db.pool.query("INSERT INTO wg_owners (org, owner, fence, expires_at) VALUES ($1, 'me', $2, now() + interval '1 hour')", [org, fence]);
+    await db.pool.query("INSERT INTO wg_owners (org, owner, fence, expires_at) VALUES ($1, 'me', $2, now() + interval '1 hour')", [
+      org,
+      fence,
+    ]);
     return org;
   }
   const bump = (org: string) => db.pool.query('UPDATE wg_owners SET fence = fence + 1 WHERE org = $1', [org]);
@@ -266,7 +269,8 @@ describe('operational stores: postgres only', () => {
   it('the OAuth plugin through services.globalStore: a client registered on one process is known on another at once', async () => {
     const other = await openDatabase(url);
     try {
-      const services = (database: Database) => ({ config: { dataDir: '/nonexistent' }, clock: systemClock, globalStore: pgGlobalStores(database) }) as unknown as KernelServices;
+      const services = (database: Database) =>
+        ({ config: { dataDir: '/nonexistent' }, clock: systemClock, globalStore: pgGlobalStores(database) }) as unknown as KernelServices;
       const one = new WorkgraphOAuthProvider(services(db));
       const two = new WorkgraphOAuthProvider(services(other));
       const client = { client_id: `client-${orgName()}`, redirect_uris: ['http://127.0.0.1/cb'], client_name: 'test' };
@@ -284,7 +288,16 @@ describe('operational stores: postgres only', () => {
     const dir = mkdtempSync(join(tmpdir(), 'wg-tenant-'));
     try {
       const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
-      const deps = { sandbox: {} as Sandbox, pack: seedPack, nativeTypes: [], nativeEdges: [], clock: systemClock, log: quiet, fsync: false, operational: pgOperational(db, () => 1) };
+      const deps = {
+        sandbox: {} as Sandbox,
+        pack: seedPack,
+        nativeTypes: [],
+        nativeEdges: [],
+        clock: systemClock,
+        log: quiet,
+        fsync: false,
+        operational: pgOperational(db, () => 1),
+      };
       await Tenant.writeConfig(dir, { org, plugins: [], limits: { ...DEFAULT_LIMITS }, created: new Date().toISOString() });
       const tenant = await Tenant.open(dir, deps);
       expect(tenant.state).to.be.instanceOf(PgStateStore);
@@ -375,7 +388,10 @@ describe('operational stores: postgres only', () => {
     }
     expect(String(err)).to.match(/schema is at version 900 but this workgraph knows versions up to \d+/);
     // a failing migration leaves nothing half-applied
-    const broken = [...extra, { version: 901, name: 'broken', sql: 'ALTER TABLE wg_members ADD COLUMN ok2 text; SELECT no_such_function()' }];
+    const broken = [
+      ...extra,
+      { version: 901, name: 'broken', sql: 'ALTER TABLE wg_members ADD COLUMN ok2 text; SELECT no_such_function()' },
+    ];
     err = undefined;
     try {
       await openDatabase(fresh, { migrations: broken });
@@ -386,7 +402,9 @@ describe('operational stores: postgres only', () => {
     const c = new pg.Client({ connectionString: fresh });
     await c.connect();
     try {
-      const cols = await c.query("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'wg_members' AND column_name = 'ok2'");
+      const cols = await c.query(
+        "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'wg_members' AND column_name = 'ok2'",
+      );
       expect(cols.rowCount).to.equal(0);
       expect((await c.query('SELECT max(version)::int AS v FROM wg_schema_migrations')).rows[0].v).to.equal(900);
     } finally {

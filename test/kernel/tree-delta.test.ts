@@ -12,7 +12,12 @@ import { prefixSuffixDelta, writePack } from '../../kernel/pack-writer.js';
 const ann: CommitAuthor = { name: 'Ann Example', email: 'ann@example.com', timestamp: 1_700_000_000 };
 
 function git(gitdir: string, args: string[], input?: string): string {
-  return execFileSync('git', ['--git-dir', gitdir, ...args], { encoding: 'utf8', input, maxBuffer: 1 << 26, stdio: ['pipe', 'pipe', 'pipe'] });
+  return execFileSync('git', ['--git-dir', gitdir, ...args], {
+    encoding: 'utf8',
+    input,
+    maxBuffer: 1 << 26,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
 }
 
 type Listing = Map<string, { mode: string; oid: string }>;
@@ -78,7 +83,11 @@ describe('kernel/git: trees spliced per commit, stored as deltas in checkpoint p
     const a = Buffer.from('x'.repeat(1000) + 'MIDDLE' + 'y'.repeat(70_000));
     const b = Buffer.from('x'.repeat(1000) + 'other middle part' + 'y'.repeat(70_000));
     expect(prefixSuffixDelta(a, b).length).to.be.lessThan(60);
-    const blob = (body: Buffer) => ({ type: 'blob' as const, body, oid: execFileSync('git', ['hash-object', '--stdin'], { input: body, encoding: 'utf8' }).trim() });
+    const blob = (body: Buffer) => ({
+      type: 'blob' as const,
+      body,
+      oid: execFileSync('git', ['hash-object', '--stdin'], { input: body, encoding: 'utf8' }).trim(),
+    });
     const base = blob(a);
     const target = { ...blob(b), deltaBase: base.oid };
     const name = await writePack(gitdir, [base, target], true);
@@ -86,15 +95,31 @@ describe('kernel/git: trees spliced per commit, stored as deltas in checkpoint p
     expect(execFileSync('git', ['--git-dir', gitdir, 'cat-file', 'blob', target.oid], { maxBuffer: 1 << 24 }).equals(b)).to.equal(true);
   });
 
-  it('a checkpoint stores each commit\'s trees as deltas against the previous ones, chains capped at 50; git reads, fscks and repacks it', async () => {
-    const store = await openGitStore(gitdir, { fsync: true, checkpointEvery: 100_000, checkpointIdleMs: 60_000, writeOutLagMs: 60_000, packLimit: 0 });
+  it("a checkpoint stores each commit's trees as deltas against the previous ones, chains capped at 50; git reads, fscks and repacks it", async () => {
+    const store = await openGitStore(gitdir, {
+      fsync: true,
+      checkpointEvery: 100_000,
+      checkpointIdleMs: 60_000,
+      writeOutLagMs: 60_000,
+      packLimit: 0,
+    });
     const path = (i: number) => `nodes/task/${(i % 3).toString(16).padStart(2, '0')}/task-${i}.md`;
     // a large directory first, then 80 one-file commits into it
     const first = [];
     for (let i = 0; i < 600; i++) first.push({ path: path(i), content: `node ${i}\n` });
     let head = (await store.commit({ changes: first, author: ann, message: 'seed', expectedParent: null })).commit;
     for (let c = 0; c < 80; c++) {
-      head = (await store.commit({ changes: [{ path: path(3 * c), content: `node ${3 * c} v${c}\n` }, { path: path(1000 + c), content: `new ${c}\n` }], author: ann, message: `c${c}`, expectedParent: head })).commit;
+      head = (
+        await store.commit({
+          changes: [
+            { path: path(3 * c), content: `node ${3 * c} v${c}\n` },
+            { path: path(1000 + c), content: `new ${c}\n` },
+          ],
+          author: ann,
+          message: `c${c}`,
+          expectedParent: head,
+        })
+      ).commit;
     }
     await store.settled();
     const packDir = join(gitdir, 'objects', 'pack');
@@ -106,7 +131,9 @@ describe('kernel/git: trees spliced per commit, stored as deltas in checkpoint p
     expect(Math.max(...chains)).to.be.within(40, 50);
     const pack = readdirSync(packDir).find((n) => n.endsWith('.pack'))!;
     const whole = 100_000; // the 200-entry directory is ~9 KB: stored whole in each of 80 commits it would be ~800 KB
-    expect(spawnSync('du', ['-b', join(packDir, pack)], { encoding: 'utf8' }).stdout.split('\t')[0]).to.satisfy((n: string) => Number(n) < whole);
+    expect(spawnSync('du', ['-b', join(packDir, pack)], { encoding: 'utf8' }).stdout.split('\t')[0]).to.satisfy(
+      (n: string) => Number(n) < whole,
+    );
     expect(git(gitdir, ['rev-parse', 'refs/heads/main']).trim()).to.equal(head);
     expect(git(gitdir, ['cat-file', '-p', `${head}:${path(3 * 79)}`])).to.equal(`node ${3 * 79} v79\n`);
     expect(git(gitdir, ['ls-tree', '-r', '--name-only', head]).trim().split('\n')).to.have.length(680);
@@ -117,7 +144,12 @@ describe('kernel/git: trees spliced per commit, stored as deltas in checkpoint p
     const again = await openGitStore(gitdir, { fsync: true, packLimit: 0 });
     const files = await again.loadFiles('nodes/task/01');
     expect(files.find((f) => f.path === path(3 * 79 + 1))?.content).to.equal(`node ${3 * 79 + 1}\n`);
-    const next = await again.commit({ changes: [{ path: path(5), content: 'five again\n' }], author: ann, message: 'after reopen', expectedParent: head });
+    const next = await again.commit({
+      changes: [{ path: path(5), content: 'five again\n' }],
+      author: ann,
+      message: 'after reopen',
+      expectedParent: head,
+    });
     expect((await again.diffFiles(head, next.commit, 'nodes/')).map((f) => f.path)).to.deep.equal([path(5)]);
     await again.close();
     git(gitdir, ['repack', '-a', '-d', '-q']);

@@ -17,7 +17,8 @@ describe('sandbox: hook calls', () => {
     });
 
     it('runs a validate hook', async () => {
-      const source = "(input) => { const errors = []; if (!input.node.title) errors.push('title is required'); return { ok: errors.length === 0, errors }; }";
+      const source =
+        "(input) => { const errors = []; if (!input.node.title) errors.push('title is required'); return { ok: errors.length === 0, errors }; }";
       expect(await t.run(source, { node: { id: 'task-a' } }, { hook: 'validate' })).to.deep.equal({
         ok: true,
         value: { ok: false, errors: ['title is required'] },
@@ -50,13 +51,17 @@ describe('sandbox: hook calls', () => {
     });
 
     it('reports what the hook threw as `threw`', async () => {
-      expect(await t.run("() => { throw new TypeError('bad node') }")).to.deep.equal({ ok: false, kind: 'threw', message: 'TypeError: bad node' });
+      expect(await t.run("() => { throw new TypeError('bad node') }")).to.deep.equal({
+        ok: false,
+        kind: 'threw',
+        message: 'TypeError: bad node',
+      });
       expect(await t.run("() => { throw 'plain string' }")).to.deep.equal({ ok: false, kind: 'threw', message: 'plain string' });
       const long = await t.run("() => { throw new Error('x'.repeat(100000)) }");
       expect(long.ok === false && long.kind === 'threw' && long.message.length <= 500).to.equal(true);
     });
 
-    it('caches a compiled hook per source and keeps an owner\'s context between calls', async () => {
+    it("caches a compiled hook per source and keeps an owner's context between calls", async () => {
       const counter = '() => (globalThis.calls = (globalThis.calls || 0) + 1)';
       const first = await t.run(counter, {}, { owner: 'schema-counter' });
       const second = await t.run(counter, {}, { owner: 'schema-counter' });
@@ -90,7 +95,10 @@ describe('sandbox: hook calls', () => {
         const outcome = await t.run(source, {}, { owner: 'schema-injector' });
         expect(outcome.ok === false && outcome.kind, source).to.equal('compile');
       }
-      expect(await t.run('() => typeof globalThis.leaked', {}, { owner: 'schema-injector' })).to.deep.equal({ ok: true, value: 'undefined' });
+      expect(await t.run('() => typeof globalThis.leaked', {}, { owner: 'schema-injector' })).to.deep.equal({
+        ok: true,
+        value: 'undefined',
+      });
     });
 
     it('refuses a source over maxSourceBytes (16 KB by default) before it reaches the child', async () => {
@@ -196,7 +204,10 @@ describe('sandbox: hook calls', () => {
     it('answers calls made while the child is still booting, once it is up', async () => {
       const s = scope.make();
       const outcomes = await Promise.all([s.run(BENIGN, TRANSITION_INPUT), s.run('() => 2')]);
-      expect(outcomes).to.deep.equal([{ ok: true, value: { allow: true } }, { ok: true, value: 2 }]);
+      expect(outcomes).to.deep.equal([
+        { ok: true, value: { allow: true } },
+        { ok: true, value: 2 },
+      ]);
       const ready = s.events.find((e) => e.type === 'ready');
       expect(ready).to.not.equal(undefined);
     });

@@ -5,7 +5,10 @@ import { BENIGN, TRANSITION_INPUT, sandboxScope } from './helpers.js';
 /** CPU microseconds (user+sys) of process `pid` so far, from /proc/<pid>/stat (10 ms ticks). */
 function procCpuUs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  const f = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
   return ((f[11] ?? 0) + (f[12] ?? 0)) * 10_000;
 }
 

@@ -84,8 +84,14 @@ export function isAlive(pid: number | undefined): boolean {
   }
 }
 
-export const BENIGN = "(input) => input.to !== 'done' || input.from === 'review' ? { allow: true } : { allow: false, reason: 'move to review first' }";
-export const TRANSITION_INPUT = { node: { id: 'task-a', type: 'task', status: 'review', title: 'A' }, from: 'review', to: 'done', actor: 'person-ann' };
+export const BENIGN =
+  "(input) => input.to !== 'done' || input.from === 'review' ? { allow: true } : { allow: false, reason: 'move to review first' }";
+export const TRANSITION_INPUT = {
+  node: { id: 'task-a', type: 'task', status: 'review', title: 'A' },
+  from: 'review',
+  to: 'done',
+  actor: 'person-ann',
+};
 
 /** Every outcome must be answered within the call's timeout plus this much (brief: ~100 ms). */
 export const ANSWER_SLACK_MS = 100;

@@ -15,7 +15,9 @@ async function expectContained(t: TestSandbox, source: string, kinds: HookFailur
   expect(outcome.ok, JSON.stringify(outcome)).to.equal(false);
   if (outcome.ok) throw new Error('unreachable');
   expect(kinds, JSON.stringify(outcome)).to.include(outcome.kind);
-  expect(ms - starvedMs, `answered after ${ms.toFixed(0)} ms, ${starvedMs} ms of them waiting for a CPU`).to.be.below(TIMEOUT_MS + ANSWER_SLACK_MS);
+  expect(ms - starvedMs, `answered after ${ms.toFixed(0)} ms, ${starvedMs} ms of them waiting for a CPU`).to.be.below(
+    TIMEOUT_MS + ANSWER_SLACK_MS,
+  );
   await expectWorking(t);
   return outcome;
 }
@@ -116,7 +118,10 @@ describe('sandbox: hostile hooks are contained', function () {
     it("this.constructor.constructor('return process')() finds no process", async () => {
       const outcome = await expectContained(t, "function () { return this.constructor.constructor('return process')() }", ['threw']);
       expect(outcome.ok === false && outcome.message).to.match(/process is not defined/);
-      expect(await t.run("function () { return typeof this.constructor.constructor('return this')().process }")).to.deep.equal({ ok: true, value: 'undefined' });
+      expect(await t.run("function () { return typeof this.constructor.constructor('return this')().process }")).to.deep.equal({
+        ok: true,
+        value: 'undefined',
+      });
     });
 
     it("require('fs') is not there", async () => {
@@ -128,7 +133,11 @@ describe('sandbox: hostile hooks are contained', function () {
       await expectContained(t, "() => import('fs')", ['threw', 'malformed']);
       // If the import promise settles later, it settles as a failure.
       const owner = 'schema-importer';
-      await t.run("() => { globalThis.seen = 'pending'; try { import('fs').then(() => { globalThis.seen = 'loaded' }, () => { globalThis.seen = 'rejected' }) } catch (e) { globalThis.seen = 'threw' } return 1 }", {}, { owner });
+      await t.run(
+        "() => { globalThis.seen = 'pending'; try { import('fs').then(() => { globalThis.seen = 'loaded' }, () => { globalThis.seen = 'rejected' }) } catch (e) { globalThis.seen = 'threw' } return 1 }",
+        {},
+        { owner },
+      );
       const seen = await t.run('() => globalThis.seen', {}, { owner });
       expect(seen.ok && seen.value).to.be.oneOf(['threw', 'rejected', 'pending']);
     });
@@ -137,7 +146,20 @@ describe('sandbox: hostile hooks are contained', function () {
       const outcome = await t.run('() => Object.getOwnPropertyNames(globalThis)');
       expect(outcome.ok).to.equal(true);
       const names = outcome.ok ? (outcome.value as string[]) : [];
-      for (const host of ['process', 'require', 'module', 'exports', 'Buffer', 'global', 'setTimeout', 'setImmediate', 'queueMicrotask', 'fetch', '_ivm', 'ivm']) {
+      for (const host of [
+        'process',
+        'require',
+        'module',
+        'exports',
+        'Buffer',
+        'global',
+        'setTimeout',
+        'setImmediate',
+        'queueMicrotask',
+        'fetch',
+        '_ivm',
+        'ivm',
+      ]) {
         expect(names, host).to.not.include(host);
       }
       for (const removed of ['WebAssembly', 'FinalizationRegistry', 'WeakRef', 'SharedArrayBuffer', 'Atomics']) {
@@ -147,10 +169,13 @@ describe('sandbox: hostile hooks are contained', function () {
     });
 
     it('Error.prepareStackTrace cannot be set, so it cannot leak or persist', async () => {
-      const sloppy = "() => { Error.prepareStackTrace = (e, frames) => frames.map((f) => String(f.getThis()) + ' ' + f.getFileName()); return new Error('x').stack }";
+      const sloppy =
+        "() => { Error.prepareStackTrace = (e, frames) => frames.map((f) => String(f.getThis()) + ' ' + f.getFileName()); return new Error('x').stack }";
       const outcome = await t.run(sloppy, {}, { owner: 'schema-pst' });
       expect(outcome.ok).to.equal(true);
-      expect(outcome.ok && outcome.value).to.be.a('string').and.match(/^Error: x\n\s+at /);
+      expect(outcome.ok && outcome.value)
+        .to.be.a('string')
+        .and.match(/^Error: x\n\s+at /);
       const strict = "() => { 'use strict'; Error.prepareStackTrace = () => { while (true) {} }; return 1 }";
       expect(await t.run(strict, {}, { owner: 'schema-pst' })).to.deep.include({ ok: false, kind: 'threw' });
       const redefine = "() => { Object.defineProperty(Error, 'prepareStackTrace', { value: () => 'pwned' }); return 1 }";
@@ -159,7 +184,7 @@ describe('sandbox: hostile hooks are contained', function () {
       // and sees nothing of the host.
       for (const owner of ['schema-pst', 'schema-other']) {
         const later = await t.run(
-          "() => { let s; try { null.x } catch (e) { s = e.stack } return { s, p: typeof process, r: typeof require, pst: typeof Error.prepareStackTrace } }",
+          '() => { let s; try { null.x } catch (e) { s = e.stack } return { s, p: typeof process, r: typeof require, pst: typeof Error.prepareStackTrace } }',
           {},
           { owner },
         );
@@ -174,13 +199,23 @@ describe('sandbox: hostile hooks are contained', function () {
 
     it("a hook cannot see another tenant's globals, nor another owner's", async () => {
       await t.run("() => { globalThis.secret = 'tenant-a data'; return 1 }", {}, { tenant: 'tenant-a', owner: 'schema-x' });
-      expect(await t.run('() => globalThis.secret', {}, { tenant: 'tenant-a', owner: 'schema-x' })).to.deep.equal({ ok: true, value: 'tenant-a data' });
-      expect(await t.run('() => typeof globalThis.secret', {}, { tenant: 'tenant-b', owner: 'schema-x' })).to.deep.equal({ ok: true, value: 'undefined' });
-      expect(await t.run('() => typeof globalThis.secret', {}, { tenant: 'tenant-a', owner: 'schema-y' })).to.deep.equal({ ok: true, value: 'undefined' });
+      expect(await t.run('() => globalThis.secret', {}, { tenant: 'tenant-a', owner: 'schema-x' })).to.deep.equal({
+        ok: true,
+        value: 'tenant-a data',
+      });
+      expect(await t.run('() => typeof globalThis.secret', {}, { tenant: 'tenant-b', owner: 'schema-x' })).to.deep.equal({
+        ok: true,
+        value: 'undefined',
+      });
+      expect(await t.run('() => typeof globalThis.secret', {}, { tenant: 'tenant-a', owner: 'schema-y' })).to.deep.equal({
+        ok: true,
+        value: 'undefined',
+      });
     });
 
     it("tampering with intrinsics stays in the tampering owner's context", async () => {
-      const tamper = "() => { JSON.stringify = () => '\"pwned\"'; JSON.parse = () => ({ to: 'x' }); Array.prototype.push = () => 0; Object.prototype.allow = true; return { ok: 1 } }";
+      const tamper =
+        "() => { JSON.stringify = () => '\"pwned\"'; JSON.parse = () => ({ to: 'x' }); Array.prototype.push = () => 0; Object.prototype.allow = true; return { ok: 1 } }";
       expect(await t.run(tamper, {}, { owner: 'schema-tamper' })).to.deep.equal({ ok: true, value: { ok: 1 } });
       expect(await t.run(BENIGN, { ...TRANSITION_INPUT, from: 'open' }, { owner: 'schema-victim' })).to.deep.equal({
         ok: true,
@@ -195,7 +230,12 @@ describe('sandbox: hostile hooks are contained', function () {
       ['a .then busy loop', '() => { Promise.resolve().then(() => { while (true) {} }); return 1 }', ['timeout'], 5],
       ['an awaited never-resolving promise', 'async () => { await new Promise(() => {}) }', ['malformed'], 50],
       ['deep recursion', '() => { const f = (n) => f(n + 1) + 1; return f(0) }', ['threw'], 50],
-      ['array growth past the memory limit', '() => { const a = []; while (true) a.push(new Array(100000).fill(1.5)); }', ['memory', 'timeout'], 200],
+      [
+        'array growth past the memory limit',
+        '() => { const a = []; while (true) a.push(new Array(100000).fill(1.5)); }',
+        ['memory', 'timeout'],
+        200,
+      ],
       ['a syntax error', '(x) => {', ['compile'], 50],
       ['returning a function', '() => () => 1', ['malformed'], 50],
       ['the constructor escape', "function () { return this.constructor.constructor('return process')() }", ['threw'], 50],

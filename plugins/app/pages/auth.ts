@@ -79,7 +79,12 @@ export async function doSignin(req: AppRequest, host: AppHost): Promise<AppResul
     return {
       status: 429,
       headers: { 'retry-after': String(seconds) },
-      html: signinPage(req.form.get('csrf')!, next, `Too many sign-in attempts from your address. Please wait ${seconds} seconds and try again.`, null),
+      html: signinPage(
+        req.form.get('csrf')!,
+        next,
+        `Too many sign-in attempts from your address. Please wait ${seconds} seconds and try again.`,
+        null,
+      ),
     };
   }
   const token = (req.form.get('token') ?? '').trim();
@@ -104,7 +109,10 @@ export async function doSignin(req: AppRequest, host: AppHost): Promise<AppResul
   const { id } = await host.sessions.signIn(previous, identity.tenant.org, patHash);
   return {
     redirect: next,
-    cookies: [host.cookie(SESSION_COOKIE, id, { maxAge: SESSION_TTL_MS / 1000 }), host.cookie(SIGNIN_CSRF_COOKIE, '', { path: '/app/signin', maxAge: 0 })],
+    cookies: [
+      host.cookie(SESSION_COOKIE, id, { maxAge: SESSION_TTL_MS / 1000 }),
+      host.cookie(SIGNIN_CSRF_COOKIE, '', { path: '/app/signin', maxAge: 0 }),
+    ],
   };
 }
 
@@ -134,11 +142,13 @@ export async function showOrgs(_req: AppRequest, s: Signed): Promise<AppResult> 
 ${note ? html`<p class="muted">${note}</p>` : ''}
 <ul class="cards">${choices.map(
         (c) => html`<li><strong>${c.label}</strong> <code>${c.slug}</code>${c.default ? ' (default)' : ''}
-${c.slug === current
-  ? html` <span class="badge">current</span>`
-  : signedIn.includes(c.slug)
-    ? html`<form method="post" action="/app/orgs" class="inline">${csrfField(s.viewer.csrf)}<input type="hidden" name="org" value="${c.slug}"><button type="submit">Switch to ${c.slug}</button></form>`
-    : html` <a href="/app/signin?org=${encodeURIComponent(c.slug)}">Sign in to ${c.slug}</a>`}</li>`,
+${
+  c.slug === current
+    ? html` <span class="badge">current</span>`
+    : signedIn.includes(c.slug)
+      ? html`<form method="post" action="/app/orgs" class="inline">${csrfField(s.viewer.csrf)}<input type="hidden" name="org" value="${c.slug}"><button type="submit">Switch to ${c.slug}</button></form>`
+      : html` <a href="/app/signin?org=${encodeURIComponent(c.slug)}">Sign in to ${c.slug}</a>`
+}</li>`,
       )}</ul>`,
     ),
   };

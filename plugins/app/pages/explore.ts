@@ -80,7 +80,18 @@ ${a.project_warning ? html`<p class="flash error" role="alert">${a.project_warni
 <tbody>${a.weekly.map((w) => html`<tr><td>${w.week}</td><td>${w.created}</td><td>${w.completed}</td></tr>`)}</tbody></table></div>
 ${a.wip.aging.length ? html`<h2>Aging work</h2><ul class="plain">${a.wip.aging.map((w) => html`<li>${nodeLink(w.id, w.title)} <span class="muted small">${w.type}</span></li>`)}</ul>` : ''}
 ${jsonBlock('chart-data', charts)}`;
-  return { html: layout({ title: 'Analytics', viewer: s.viewer, nav: 'analytics', flash: s.flash, scripts: ['/app/static/vendor/chart.umd.min.js', '/app/static/analytics.js'] }, body) };
+  return {
+    html: layout(
+      {
+        title: 'Analytics',
+        viewer: s.viewer,
+        nav: 'analytics',
+        flash: s.flash,
+        scripts: ['/app/static/vendor/chart.umd.min.js', '/app/static/analytics.js'],
+      },
+      body,
+    ),
+  };
 }
 
 export async function showSearch(req: AppRequest, s: Signed): Promise<AppResult> {
@@ -91,15 +102,19 @@ export async function showSearch(req: AppRequest, s: Signed): Promise<AppResult>
 <form method="get" action="/app/search" class="filters" role="search">
 <label for="q">Search summaries and bodies</label> <input id="q" name="q" type="search" value="${query}" size="40">
 <button type="submit">Search</button></form>
-${result
-  ? result.node_ids.length === 0
-    ? html`<p role="status">No match for “${query}”.</p>`
-    : html`<p role="status" class="muted">${result.node_ids.length} result(s), best similarity ${result.top_sim}.</p>
+${
+  result
+    ? result.node_ids.length === 0
+      ? html`<p role="status">No match for “${query}”.</p>`
+      : html`<p role="status" class="muted">${result.node_ids.length} result(s), best similarity ${result.top_sim}.</p>
 <ol class="results">${result.node_ids.map((id) => {
-        const r = index.get(id);
-        return r ? html`<li>${nodeLink(id, r.title)} <span class="muted small">${r.type} · ${r.status}</span><p class="small">${String(r.frontmatter.summary ?? '')}</p></li>` : '';
-      })}</ol>`
-  : ''}`;
+          const r = index.get(id);
+          return r
+            ? html`<li>${nodeLink(id, r.title)} <span class="muted small">${r.type} · ${r.status}</span><p class="small">${String(r.frontmatter.summary ?? '')}</p></li>`
+            : '';
+        })}</ol>`
+    : ''
+}`;
   return { html: layout({ title: query ? `Search: ${query}` : 'Search', viewer: s.viewer, nav: 'search', flash: s.flash }, body) };
 }
 
@@ -109,7 +124,16 @@ export async function showGraph(req: AppRequest, s: Signed): Promise<AppResult> 
   const n = await s.bridge.exploreGraph({ root_id: id, depth });
   if (n.mode !== 'neighborhood') throw new Error(`explore_graph answered ${n.mode} for root_id`);
   const elements = [
-    ...n.nodes.map((x) => ({ data: { id: x.id, label: x.title.length > 40 ? `${x.title.slice(0, 39)}…` : x.title, type: x.type, status: x.status, root: x.id === id, done: x.done } })),
+    ...n.nodes.map((x) => ({
+      data: {
+        id: x.id,
+        label: x.title.length > 40 ? `${x.title.slice(0, 39)}…` : x.title,
+        type: x.type,
+        status: x.status,
+        root: x.id === id,
+        done: x.done,
+      },
+    })),
     ...n.edges.map((e, i) => ({ data: { id: `e${i}`, source: e.from, target: e.to, label: e.type } })),
   ];
   const body = html`<nav class="crumbs" aria-label="Breadcrumb"><a href="/app/nodes/${encodeURIComponent(id)}">${id}</a> › neighborhood</nav>
@@ -120,5 +144,15 @@ export async function showGraph(req: AppRequest, s: Signed): Promise<AppResult> 
 <h2>Nodes in the picture</h2>
 <ul class="plain">${n.nodes.map((x) => html`<li>${nodeLink(x.id, x.title)} <span class="muted small">${x.type} · ${x.status} · ${x.distance} hop(s)</span></li>`)}</ul>
 ${jsonBlock('graph-data', { elements, root: id })}`;
-  return { html: layout({ title: `Neighborhood of ${id}`, viewer: s.viewer, flash: s.flash, scripts: ['/app/static/vendor/cytoscape.min.js', '/app/static/graph.js'] }, body) };
+  return {
+    html: layout(
+      {
+        title: `Neighborhood of ${id}`,
+        viewer: s.viewer,
+        flash: s.flash,
+        scripts: ['/app/static/vendor/cytoscape.min.js', '/app/static/graph.js'],
+      },
+      body,
+    ),
+  };
 }

@@ -59,7 +59,7 @@ async function nodePage(s: Signed, id: string, opts: { error?: SvcError; conflic
   const history = b.has('history') ? await b.getNodeHistory(id, 20) : null;
   const inbound = b.tenant.index.inboundOf(id);
   const outbound = record.edges;
-  const moves = typeDef ? typeDef.moves[node.frontmatter.status as string] ?? typeDef.statuses : [];
+  const moves = typeDef ? (typeDef.moves[node.frontmatter.status as string] ?? typeDef.statuses) : [];
   const statusChoices = [...new Set([String(fm.status), ...moves])];
   const edgeTypes = [...registry.edgeTypes.values()].map((e) => e.type).sort();
   const csrf = csrfField(s.viewer.csrf);
@@ -95,20 +95,32 @@ ${opts.conflict ? conflictPanel(s, id, opts.conflict) : ''}
 <p><a href="/app/nodes/${encodeURIComponent(id)}/graph">Picture of the neighborhood</a>${b.has('analytics') ? html` · <a href="/app/programs/${encodeURIComponent(id)}">Program tree</a>` : ''}</p>
 </section>
 <section aria-labelledby="fields-h"><h2 id="fields-h">Fields</h2>
-<dl class="fields">${Object.entries(fm).filter(([k]) => !HIDDEN_FIELDS.has(k)).map(([k, v]) => html`<dt>${k}</dt><dd>${fieldValue(v)}</dd>`)}
+<dl class="fields">${Object.entries(fm)
+    .filter(([k]) => !HIDDEN_FIELDS.has(k))
+    .map(([k, v]) => html`<dt>${k}</dt><dd>${fieldValue(v)}</dd>`)}
 <dt>revision</dt><dd><code>${node.revision}</code></dd></dl>
 </section>
-${history ? html`<section aria-labelledby="history-h"><h2 id="history-h">History</h2>
-<ol class="history">${history.history.map((h) => html`<li><a href="/app/nodes/${encodeURIComponent(id)}/history/${h.sha}">${h.message.split('\n')[0]}</a>
-<span class="muted small">${h.actor_name ?? h.actor} · ${when(h.date)} · <code>${h.short}</code>${h.internal ? ' · internal' : ''}</span></li>`)}</ol>
-${history.total > history.count ? html`<p class="muted">${history.total - history.count} older change(s) not shown.</p>` : ''}</section>` : ''}
+${
+  history
+    ? html`<section aria-labelledby="history-h"><h2 id="history-h">History</h2>
+<ol class="history">${history.history.map(
+        (h) => html`<li><a href="/app/nodes/${encodeURIComponent(id)}/history/${h.sha}">${h.message.split('\n')[0]}</a>
+<span class="muted small">${h.actor_name ?? h.actor} · ${when(h.date)} · <code>${h.short}</code>${h.internal ? ' · internal' : ''}</span></li>`,
+      )}</ol>
+${history.total > history.count ? html`<p class="muted">${history.total - history.count} older change(s) not shown.</p>` : ''}</section>`
+    : ''
+}
 </div>
 <aside class="node-side" aria-label="Actions">
 <section aria-labelledby="lease-h"><h2 id="lease-h">Lease</h2>
 ${lease ? html`<p>${mine ? 'You hold it' : html`Held by ${nodeLink(lease.by, b.tenant.index.get(lease.by)?.title ?? lease.by)}`}${lease.agent ? ` (agent ${lease.agent})` : ''}, ${lease.state}, until ${when(lease.expires_at)}.</p>` : html`<p class="muted">Nobody holds it.</p>`}
-${typeDef?.queueable && b.has('leases') ? html`<div class="actions">
+${
+  typeDef?.queueable && b.has('leases')
+    ? html`<div class="actions">
 ${!mine ? html`<form method="post" action="${action('claim')}">${csrf}<button type="submit">Claim</button></form>` : ''}
-${mine ? html`<form method="post" action="${action('release')}">${csrf}<button type="submit">Release</button></form>` : ''}</div>` : ''}
+${mine ? html`<form method="post" action="${action('release')}">${csrf}<button type="submit">Release</button></form>` : ''}</div>`
+    : ''
+}
 </section>
 <section aria-labelledby="status-h"><h2 id="status-h">Status</h2>
 <form method="post" action="${action('status')}" class="row">${csrf}
@@ -168,13 +180,21 @@ async function act(s: Signed, id: string, done: string, run: () => Promise<unkno
 export const claimNode = (req: AppRequest, s: Signed) => act(s, req.params.id!, 'Claimed', () => s.bridge.claimNode(req.params.id!));
 export const releaseNode = (req: AppRequest, s: Signed) => act(s, req.params.id!, 'Released', () => s.bridge.releaseNode(req.params.id!));
 export const statusNode = (req: AppRequest, s: Signed) =>
-  act(s, req.params.id!, `Status set to ${req.form.get('status') ?? ''}`, () => s.bridge.setStatus(req.params.id!, req.form.get('status') ?? ''));
+  act(s, req.params.id!, `Status set to ${req.form.get('status') ?? ''}`, () =>
+    s.bridge.setStatus(req.params.id!, req.form.get('status') ?? ''),
+  );
 export const priorityNode = (req: AppRequest, s: Signed) =>
-  act(s, req.params.id!, `Priority set to ${req.form.get('priority') ?? ''}`, () => s.bridge.setPriority(req.params.id!, req.form.get('priority') ?? ''));
+  act(s, req.params.id!, `Priority set to ${req.form.get('priority') ?? ''}`, () =>
+    s.bridge.setPriority(req.params.id!, req.form.get('priority') ?? ''),
+  );
 export const readinessNode = (req: AppRequest, s: Signed) =>
-  act(s, req.params.id!, req.form.get('readiness') === 'agent' ? 'Marked agent-ready' : 'Readiness cleared', () => s.bridge.setReadiness(req.params.id!, req.form.get('readiness') ?? ''));
+  act(s, req.params.id!, req.form.get('readiness') === 'agent' ? 'Marked agent-ready' : 'Readiness cleared', () =>
+    s.bridge.setReadiness(req.params.id!, req.form.get('readiness') ?? ''),
+  );
 export const edgeNode = (req: AppRequest, s: Signed) =>
-  act(s, req.params.id!, `Edge ${req.form.get('type') ?? ''} to ${req.form.get('to') ?? ''} added`, () => s.bridge.addEdge(req.params.id!, req.form.get('type') ?? '', (req.form.get('to') ?? '').trim()));
+  act(s, req.params.id!, `Edge ${req.form.get('type') ?? ''} to ${req.form.get('to') ?? ''} added`, () =>
+    s.bridge.addEdge(req.params.id!, req.form.get('type') ?? '', (req.form.get('to') ?? '').trim()),
+  );
 
 /** Body edit: a full put of the node as read, with the new body and the revision echo. */
 export async function editNode(req: AppRequest, s: Signed): Promise<AppResult> {
@@ -191,11 +211,20 @@ export async function editNode(req: AppRequest, s: Signed): Promise<AppResult> {
   }
   // a failed entry carries the error envelope's fields and the HTTP status the single write would have had
   const failure = asObject(first.error);
-  const error = new SvcError(typeof first.http_status === 'number' ? first.http_status : 422, String(failure.code), String(failure.message), asObject(failure.details));
+  const error = new SvcError(
+    typeof first.http_status === 'number' ? first.http_status : 422,
+    String(failure.code),
+    String(failure.message),
+    asObject(failure.details),
+  );
   if (error.status === 409 && error.code === 'conflict') {
     const history = s.bridge.has('history') ? await s.bridge.getNodeHistory(id, 1) : null;
     const last = history?.history[0];
-    return nodePage(s, id, { error, conflict: { mine, current, changedBy: last ? String(last.actor_name ?? last.actor) : null }, status: 409 });
+    return nodePage(s, id, {
+      error,
+      conflict: { mine, current, changedBy: last ? String(last.actor_name ?? last.actor) : null },
+      status: 409,
+    });
   }
   return nodePage(s, id, { error });
 }
@@ -220,7 +249,16 @@ export async function showHistoryEntry(req: AppRequest, s: Signed): Promise<AppR
 <p class="meta">${d.actor_name ?? d.actor} · ${when(d.date)} · change <code>${d.change}</code> · commit <code>${d.sha}</code>${d.internal ? ' · internal' : ''}</p>
 <h2>Diff</h2>
 <pre class="diff" tabindex="0" aria-label="Diff of this change">${lines.map((l) => {
-    const cls = l.startsWith('+++') || l.startsWith('---') ? 'file' : l.startsWith('+') ? 'add' : l.startsWith('-') ? 'del' : l.startsWith('@@') ? 'hunk' : 'ctx';
+    const cls =
+      l.startsWith('+++') || l.startsWith('---')
+        ? 'file'
+        : l.startsWith('+')
+          ? 'add'
+          : l.startsWith('-')
+            ? 'del'
+            : l.startsWith('@@')
+              ? 'hunk'
+              : 'ctx';
     return html`<span class="${cls}">${l || ' '}</span>`;
   })}</pre>`;
   return { html: layout({ title: `Change ${d.short} of ${id}`, viewer: s.viewer, flash: s.flash }, body) };

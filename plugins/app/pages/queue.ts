@@ -45,7 +45,10 @@ export async function showQueue(req: AppRequest, s: Signed): Promise<AppResult> 
     limit: String(QUEUE_PAGE_SIZE),
     offset,
   });
-  const types = [...s.bridge.tenant.registry.nodeTypes.values()].filter((t) => t.queueable).map((t) => t.type).sort();
+  const types = [...s.bridge.tenant.registry.nodeTypes.values()]
+    .filter((t) => t.queueable)
+    .map((t) => t.type)
+    .sort();
   const pageLink = (to: number) => {
     const p = new URLSearchParams(Object.entries(filters).filter(([, v]) => v !== ''));
     p.set('offset', String(to));
@@ -63,13 +66,17 @@ export async function showQueue(req: AppRequest, s: Signed): Promise<AppResult> 
 <button type="submit">Filter</button> <a href="/app/queue">Clear</a>
 </form>
 <p class="muted" role="status">${queue.total_count === 0 ? 'Nothing to do here.' : `Items ${first}-${last} of ${queue.total_count}`}${queue.muted ? ` · ${queue.muted} muted` : ''}${queue.dormant ? ` · ${queue.dormant} dormant` : ''}
- · ${Object.entries(queue.counts_by_suggest).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`).join(', ')}</p>
-${queue.items.length > 0
-  ? html`<div class="table-wrap"><table class="queue">
+ · ${Object.entries(queue.counts_by_suggest)
+   .filter(([, n]) => n > 0)
+   .map(([k, n]) => `${n} ${k}`)
+   .join(', ')}</p>
+${
+  queue.items.length > 0
+    ? html`<div class="table-wrap"><table class="queue">
 <caption class="sr-only">Ranked work items</caption>
 <thead><tr><th scope="col">#</th><th scope="col">Item</th><th scope="col">Suggest</th><th scope="col">Why</th><th scope="col">Status</th><th scope="col">Priority</th><th scope="col">Ready for</th></tr></thead>
 <tbody>${queue.items.map(
-      (item, i) => html`<tr>
+        (item, i) => html`<tr>
 <td>${queue.offset + i + 1}</td>
 <td>${nodeLink(item.id, item.title)}<div class="muted small"><code>${item.id}</code>${item.project ? ` · ${item.project}` : ''}${item.lease ? ` · held by ${s.bridge.tenant.index.get(item.lease.by)?.title ?? item.lease.by}` : ''}</div></td>
 <td><span class="suggest suggest-${item.suggest}">${item.suggest}</span></td>
@@ -78,14 +85,17 @@ ${queue.items.length > 0
 <td>${item.priority ?? ''}</td>
 <td>${item.readiness ?? ''}</td>
 </tr>`,
-    )}</tbody></table></div>`
-  : ''}
+      )}</tbody></table></div>`
+    : ''
+}
 <nav class="pager" aria-label="Queue pages">
 ${queue.offset > 0 ? html`<a href="${pageLink(Math.max(0, queue.offset - QUEUE_PAGE_SIZE))}" rel="prev">Previous page</a>` : ''}
 ${queue.next_offset !== null ? html`<a href="${pageLink(queue.next_offset)}" rel="next">Next page</a>` : ''}
 </nav>
 ${sections.map(
-  (sec) => html`<section aria-labelledby="sec-${sec.name}"><h2 id="sec-${sec.name}">${SECTION_TITLES[sec.name]} (${queue.section_totals?.[sec.name] ?? sec.entries.length})</h2>
+  (
+    sec,
+  ) => html`<section aria-labelledby="sec-${sec.name}"><h2 id="sec-${sec.name}">${SECTION_TITLES[sec.name]} (${queue.section_totals?.[sec.name] ?? sec.entries.length})</h2>
 <ul class="plain">${sec.entries.map((e) => html`<li>${nodeLink(e.id, e.title)} <span class="muted small">${e.type} · ${e.status}</span></li>`)}</ul></section>`,
 )}`;
   return { html: layout({ title: 'My queue', viewer: s.viewer, nav: 'queue', flash: s.flash }, body) };

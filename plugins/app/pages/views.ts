@@ -41,12 +41,20 @@ async function renderView(bridge: Bridge, id: string, params: Record<string, str
   const link = (itemId: string, title: string) => (s ? nodeLink(itemId, title) : html`${title}`);
   const body = html`${s ? html`<nav class="crumbs" aria-label="Breadcrumb"><a href="/app/views">Views</a> › <code>${id}</code></nav>` : ''}
 <h1>${tree.title}</h1>
-<p class="muted">${tree.count} of ${tree.total} item(s)${tree.truncated ? ' (truncated)' : ''} · generated ${tree.generated_at.slice(0, 16).replace('T', ' ')} UTC${Object.keys(tree.params).length ? ` · ${Object.entries(tree.params).map(([k, v]) => `${k}=${v}`).join(', ')}` : ''}</p>
+<p class="muted">${tree.count} of ${tree.total} item(s)${tree.truncated ? ' (truncated)' : ''} · generated ${tree.generated_at.slice(0, 16).replace('T', ' ')} UTC${
+    Object.keys(tree.params).length
+      ? ` · ${Object.entries(tree.params)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(', ')}`
+      : ''
+  }</p>
 ${tree.groups.map(
-    (g) => html`<section aria-label="${g.key || 'All'}">${tree.group_by ? html`<h2>${g.key || '(none)'} <span class="muted small">${g.count}</span></h2>` : ''}
+  (
+    g,
+  ) => html`<section aria-label="${g.key || 'All'}">${tree.group_by ? html`<h2>${g.key || '(none)'} <span class="muted small">${g.count}</span></h2>` : ''}
 <div class="table-wrap"><table><thead><tr><th scope="col">Item</th>${cols.map((c) => html`<th scope="col">${c}</th>`)}</tr></thead>
 <tbody>${g.items.map((item) => html`<tr><td>${link(String(item.id), String(item.title))}<div class="muted small"><code>${item.id}</code></div></td>${cols.map((c) => html`<td>${cellText((item as Record<string, unknown>)[c])}</td>`)}</tr>`)}</tbody></table></div></section>`,
-  )}`;
+)}`;
   return { html: layout({ title: tree.title, viewer: s?.viewer ?? null, nav: 'views', flash: s?.flash ?? null, banner }, body) };
 }
 

@@ -20,7 +20,12 @@
     type: 'doughnut',
     data: {
       labels: data.wip.labels.length ? data.wip.labels : ['none'],
-      datasets: [{ data: data.wip.values.length ? data.wip.values : [0], backgroundColor: ['#1d4ed8', '#b45309', '#7c3aed', '#0f766e', '#be123c', '#4b5563'] }],
+      datasets: [
+        {
+          data: data.wip.values.length ? data.wip.values : [0],
+          backgroundColor: ['#1d4ed8', '#b45309', '#7c3aed', '#0f766e', '#be123c', '#4b5563'],
+        },
+      ],
     },
     options: common,
   });

@@ -4,6 +4,8 @@ document.addEventListener('submit', (event) => {
   const form = event.target;
   if (!(form instanceof HTMLFormElement) || form.method.toLowerCase() !== 'post') return;
   for (const button of form.querySelectorAll('button[type=submit]')) {
-    setTimeout(() => { button.disabled = true; }, 0);
+    setTimeout(() => {
+      button.disabled = true;
+    }, 0);
   }
 });

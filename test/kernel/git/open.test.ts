@@ -34,7 +34,12 @@ describe('kernel/git/open: commit journal replay', function () {
     store = await openGitStore(gitdir, { checkpointOnClose: false, checkpointIdleMs: 60_000 });
     const commits: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const r = await store.commit({ changes: [{ path: paths[i]!, content: `content ${i}` }], author: ann, message: `c${i}`, expectedParent: store.head() });
+      const r = await store.commit({
+        changes: [{ path: paths[i]!, content: `content ${i}` }],
+        author: ann,
+        message: `c${i}`,
+        expectedParent: store.head(),
+      });
       commits.push(r.commit);
     }
     await store.close();
@@ -87,7 +92,12 @@ describe('kernel/git/open: commit journal replay', function () {
   it('reuses the file in place after a checkpoint; stale records of the old epoch are never replayed', async () => {
     await store.close();
     store = await openGitStore(gitdir, { checkpointEvery: 3, checkpointIdleMs: 60_000, checkpointOnClose: false });
-    const same = (content: string) => ({ changes: [{ path: paths[0]!, content }], author: ann, message: 'same size', expectedParent: store.head() });
+    const same = (content: string) => ({
+      changes: [{ path: paths[0]!, content }],
+      author: ann,
+      message: 'same size',
+      expectedParent: store.head(),
+    });
     for (const c of ['a', 'b', 'c']) await store.commit(same(c)); // the third one queues a checkpoint
     for (let i = 0; i < 100 && records().length > 0; i++) await new Promise((r) => setTimeout(r, 20));
     const sizeAfterCheckpoint = statSync(journalPath()).size;
@@ -108,7 +118,7 @@ describe('kernel/git/open: commit journal replay', function () {
 
   it('recovers missing objects and a ref that is behind', async () => {
     const commits = await uncheckpointed();
-    for (const rec of records()) for (const o of rec.objects) expect(existsSync(objPath(o.oid)), "never written loose").to.equal(false);
+    for (const rec of records()) for (const o of rec.objects) expect(existsSync(objPath(o.oid)), 'never written loose').to.equal(false);
     writeFileSync(refPath(), `${commits[0]}\n`);
     await expectRecovered(commits[2]!, 3);
   });

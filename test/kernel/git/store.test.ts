@@ -12,7 +12,12 @@ import { writePack, type PackObject } from '../../../kernel/pack-writer.js';
 import { ann, fsck, gitCli } from './helpers.js';
 
 /** A loose-object/ref writer that throws for matching paths while `armed`. */
-function failingWriter(shouldFail: (path: string) => boolean): { writeFile(path: string, data: Buffer | string): void; arm(on: boolean): void; armed(): boolean; failures(): number } {
+function failingWriter(shouldFail: (path: string) => boolean): {
+  writeFile(path: string, data: Buffer | string): void;
+  arm(on: boolean): void;
+  armed(): boolean;
+  failures(): number;
+} {
   let armed = false;
   let failures = 0;
   return {
@@ -104,7 +109,7 @@ describe('kernel/git/store', function () {
   it('stays fsck --strict clean over many commits; git log and git show agree', async () => {
     const model = new Map<string, string>();
     let rnd = 12345;
-    const rand = (n: number): number => ((rnd = (rnd * 1103515245 + 12345) & 0x7fffffff) % n);
+    const rand = (n: number): number => (rnd = (rnd * 1103515245 + 12345) & 0x7fffffff) % n;
     const types = ['task', 'person', 'goal'];
     for (let i = 0; i < 40; i++) {
       const changes: Array<{ path: string; content: string | null }> = [];
@@ -164,7 +169,12 @@ describe('kernel/git/store', function () {
   });
 
   it('rejects an expectedParent mismatch and leaves head', async () => {
-    const c1 = await store.commit({ changes: [{ path: 'nodes/x/00/a.md', content: 'a' }], author: ann, message: 'm', expectedParent: null });
+    const c1 = await store.commit({
+      changes: [{ path: 'nodes/x/00/a.md', content: 'a' }],
+      author: ann,
+      message: 'm',
+      expectedParent: null,
+    });
     let err: unknown;
     await store
       .commit({ changes: [{ path: 'nodes/x/00/b.md', content: 'b' }], author: ann, message: 'm', expectedParent: null })
@@ -235,7 +245,9 @@ describe('kernel/git/store', function () {
     await store
       .commit({ changes: [{ path: 'nodes/a/b.md', content: 'x' }], author: ann, message: 'm', expectedParent: store.head() })
       .catch(() => failed++);
-    await store.commit({ changes: [{ path: 'nodes', content: 'x' }], author: ann, message: 'm', expectedParent: store.head() }).catch(() => failed++);
+    await store
+      .commit({ changes: [{ path: 'nodes', content: 'x' }], author: ann, message: 'm', expectedParent: store.head() })
+      .catch(() => failed++);
     expect(failed).to.equal(2);
   });
 
@@ -265,7 +277,15 @@ describe('kernel/git/store', function () {
       message: 'second',
       expectedParent: parent,
     });
-    const first = { changes: [{ path: a, content: 'a1' }, { path: other, content: 'o1' }], author: ann, message: 'c1', expectedParent: null };
+    const first = {
+      changes: [
+        { path: a, content: 'a1' },
+        { path: other, content: 'o1' },
+      ],
+      author: ann,
+      message: 'c1',
+      expectedParent: null,
+    };
 
     it(`without a journal: a failed ${where} write fails the commit and leaves head and tree cache unchanged`, async () => {
       await store.close();
@@ -303,7 +323,12 @@ describe('kernel/git/store', function () {
         }
         return writePack(dir, objects, durable);
       };
-      store = await openGitStore(gitdir, { writeFile: fw.writeFile, writePack: failingPack, checkpointIdleMs: 60_000, writeOutLagMs: 60_000 });
+      store = await openGitStore(gitdir, {
+        writeFile: fw.writeFile,
+        writePack: failingPack,
+        checkpointIdleMs: 60_000,
+        writeOutLagMs: 60_000,
+      });
       const c1 = await store.commit(first);
       await store.settled();
       fw.arm(true);
@@ -315,7 +340,9 @@ describe('kernel/git/store', function () {
       // reads still answer from memory; further commits are refused until the store is reopened
       expect((await store.readBlob(c2.blobs[b]!)).toString()).to.equal('b2');
       let err: unknown;
-      await store.commit({ changes: [{ path: c, content: 'c3' }], author: ann, message: 'c3', expectedParent: c2.commit }).catch((e: unknown) => (err = e));
+      await store
+        .commit({ changes: [{ path: c, content: 'c3' }], author: ann, message: 'c3', expectedParent: c2.commit })
+        .catch((e: unknown) => (err = e));
       expect(String(err)).to.contain('needs reopening');
       await store.close();
 
@@ -334,18 +361,38 @@ describe('kernel/git/store', function () {
   it('git processes see acknowledged commits after settled(), and on their own after the write-out lag', async () => {
     await store.close();
     store = await openGitStore(gitdir, { writeOutLagMs: 50, checkpointIdleMs: 60_000 });
-    const c1 = await store.commit({ changes: [{ path: 'nodes/t/00/a.md', content: 'one' }], author: ann, message: 'm', expectedParent: null });
-    const c2 = await store.commit({ changes: [{ path: 'nodes/t/00/a.md', content: 'two' }], author: ann, message: 'm', expectedParent: c1.commit });
+    const c1 = await store.commit({
+      changes: [{ path: 'nodes/t/00/a.md', content: 'one' }],
+      author: ann,
+      message: 'm',
+      expectedParent: null,
+    });
+    const c2 = await store.commit({
+      changes: [{ path: 'nodes/t/00/a.md', content: 'two' }],
+      author: ann,
+      message: 'm',
+      expectedParent: c1.commit,
+    });
     // in-process reads never wait
     expect(await store.readBlob(c2.blobs['nodes/t/00/a.md']!)).to.equal('two');
     await new Promise((r) => setTimeout(r, 400));
     expect(gitCli(gitdir, ['rev-parse', 'HEAD']).trim()).to.equal(c2.commit);
-    const c3 = await store.commit({ changes: [{ path: 'nodes/t/00/a.md', content: 'three' }], author: ann, message: 'm', expectedParent: c2.commit });
+    const c3 = await store.commit({
+      changes: [{ path: 'nodes/t/00/a.md', content: 'three' }],
+      author: ann,
+      message: 'm',
+      expectedParent: c2.commit,
+    });
     await store.settled();
     expect(gitCli(gitdir, ['show', 'HEAD:nodes/t/00/a.md'])).to.equal('three');
     expect(gitCli(gitdir, ['rev-parse', 'HEAD']).trim()).to.equal(c3.commit);
     // runGit-backed reads settle by themselves
-    const c4 = await store.commit({ changes: [{ path: 'nodes/t/00/b.md', content: 'b' }], author: ann, message: 'm', expectedParent: c3.commit });
+    const c4 = await store.commit({
+      changes: [{ path: 'nodes/t/00/b.md', content: 'b' }],
+      author: ann,
+      message: 'm',
+      expectedParent: c3.commit,
+    });
     expect((await store.listFiles('nodes/')).map((f) => f.path)).to.deep.equal(['nodes/t/00/a.md', 'nodes/t/00/b.md']);
     expect(gitCli(gitdir, ['rev-parse', 'HEAD']).trim()).to.equal(c4.commit);
     expect(fsck(gitdir).status).to.equal(0);
@@ -366,7 +413,12 @@ describe('kernel/git/store', function () {
     expect(fsck(gitdir).status).to.equal(0);
     // a fresh store reads its trees out of the merged packs and commits on top of them
     store = await openGitStore(gitdir);
-    const c = await store.commit({ changes: [{ path: nodePath('task', 'p0'), content: 'after' }], author: ann, message: 'after', expectedParent: store.head() });
+    const c = await store.commit({
+      changes: [{ path: nodePath('task', 'p0'), content: 'after' }],
+      author: ann,
+      message: 'after',
+      expectedParent: store.head(),
+    });
     written.set(nodePath('task', 'p0'), 'after');
     expect(new Map((await store.loadFiles('nodes/')).map((f) => [f.path, f.content]))).to.deep.equal(written);
     expect(await store.readBlob(c.blobs[nodePath('task', 'p0')]!)).to.equal('after');
@@ -380,7 +432,12 @@ describe('kernel/git/store', function () {
     store = await openGitStore(gitdir, { writeOutLagMs: 1, checkpointIdleMs: 2 });
     const commits: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const r = await store.commit({ changes: [{ path: nodePath('task', `c${i}`), content: `${i}` }], author: ann, message: `m${i}`, expectedParent: store.head() });
+      const r = await store.commit({
+        changes: [{ path: nodePath('task', `c${i}`), content: `${i}` }],
+        author: ann,
+        message: `m${i}`,
+        expectedParent: store.head(),
+      });
       commits.push(r.commit);
     }
     const racing = [store.settled(), store.close(), store.settled(), new Promise((r) => setTimeout(r, 5)).then(() => store.settled())];
@@ -407,7 +464,12 @@ describe('kernel/git/store', function () {
     store = await openGitStore(gitdir);
     expect(store.head()).to.equal(c1.commit);
     expect(await store.loadFiles('nodes/')).to.deep.equal(before);
-    const c2 = await store.commit({ changes: [{ path: nodePath('task', 'r1'), content: null }], author: ann, message: 'm', expectedParent: c1.commit });
+    const c2 = await store.commit({
+      changes: [{ path: nodePath('task', 'r1'), content: null }],
+      author: ann,
+      message: 'm',
+      expectedParent: c1.commit,
+    });
     await store.settled(); // git processes see acknowledged commits once written out
     expect(gitCli(gitdir, ['ls-tree', '-r', '--name-only', c2.commit]).trim()).to.equal(nodePath('task', 'r2'));
   });
@@ -444,7 +506,12 @@ describe('kernel/git/store', function () {
     const d = await store.diffFiles(null, c1.commit, 'nodes/task');
     expect(d).to.have.length(texts.length);
     // committing on top of packed trees works too
-    const c2 = await store.commit({ changes: [{ path: nodePath('task', 'm0'), content: 'plain 2' }], author: ann, message: 'm', expectedParent: c1.commit });
+    const c2 = await store.commit({
+      changes: [{ path: nodePath('task', 'm0'), content: 'plain 2' }],
+      author: ann,
+      message: 'm',
+      expectedParent: c1.commit,
+    });
     expect(await store.diffFiles(c1.commit, c2.commit, 'nodes/')).to.deep.equal([
       { path: nodePath('task', 'm0'), oid: store.blobOid('plain 2'), content: 'plain 2' },
     ]);
@@ -505,7 +572,12 @@ describe('kernel/git/store', function () {
   });
 
   it('serializes concurrent commits through the expectedParent guard', async () => {
-    const c1 = await store.commit({ changes: [{ path: 'nodes/a/00/x.md', content: '0' }], author: ann, message: 'm', expectedParent: null });
+    const c1 = await store.commit({
+      changes: [{ path: 'nodes/a/00/x.md', content: '0' }],
+      author: ann,
+      message: 'm',
+      expectedParent: null,
+    });
     const results = await Promise.allSettled(
       [1, 2, 3].map((i) =>
         store.commit({ changes: [{ path: 'nodes/a/00/x.md', content: String(i) }], author: ann, message: 'm', expectedParent: c1.commit }),

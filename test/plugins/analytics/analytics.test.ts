@@ -37,7 +37,9 @@ describe('analytics: GET /v1/analytics', function () {
     t.clock.advance(1 * DAY);
     await setStatus(t, 'task-reopen', 'done'); // t0+4d
     // a resolver committed at t0+4d retires issue-edge though its status stays open
-    await put(t, [{ id: 'task-fixer', type: 'task', summary: 'the fix', project: 'delta', edges: [{ type: 'resolves', to: 'issue-edge' }] }]);
+    await put(t, [
+      { id: 'task-fixer', type: 'task', summary: 'the fix', project: 'delta', edges: [{ type: 'resolves', to: 'issue-edge' }] },
+    ]);
     t.clock.advance(1 * DAY);
     await setStatus(t, 'task-alpha', 'done'); // t0+5d
     t.clock.advance(14 * DAY);
@@ -163,7 +165,16 @@ describe('analytics: GET /v1/analytics', function () {
     expect(res.status).to.equal(200);
     expect(res.headers.get('content-type')).to.match(/^text\/plain/);
     expect(res.text).to.match(/^Analytics: /);
-    for (const section of ['Totals', 'Throughput', 'Weekly', 'Cycle time (days', 'Lead time (days', 'Work in progress', 'Bottlenecks', 'Coverage']) {
+    for (const section of [
+      'Totals',
+      'Throughput',
+      'Weekly',
+      'Cycle time (days',
+      'Lead time (days',
+      'Work in progress',
+      'Bottlenecks',
+      'Coverage',
+    ]) {
       expect(res.text).to.include(section);
     }
     expect(res.text).to.include('1 completed in the window');
@@ -193,7 +204,13 @@ describe('analytics: WIP, bottlenecks and coverage', function () {
       { id: 'task-y', type: 'task', summary: 'y', project: 'web' },
       { id: 'task-small', type: 'task', summary: 'small blocker', project: 'web', edges: [{ type: 'blocks', to: 'task-x2' }] },
       { id: 'task-shipped', type: 'task', summary: 'shipped with a commit', project: 'web', commits: ['api@abcdef1'] },
-      { id: 'issue-ext', type: 'issue', summary: 'an issue outside the type scope', project: 'web', edges: [{ type: 'blocks', to: 'task-y' }] },
+      {
+        id: 'issue-ext',
+        type: 'issue',
+        summary: 'an issue outside the type scope',
+        project: 'web',
+        edges: [{ type: 'blocks', to: 'task-y' }],
+      },
     ]);
     await addEdge(t, 'task-gate', 'blocks', 'task-x1');
     await addEdge(t, 'task-gate', 'blocks', 'task-x2');

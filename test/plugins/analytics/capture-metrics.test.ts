@@ -42,7 +42,10 @@ describe('analytics: GET /v1/metrics/capture', function () {
     expect(pending.status).to.equal('pending');
     const backstop = await capture(t, alice.token, { text: 'task: Backstop thing', source: 'distill' });
     expect(backstop.status).to.equal('created');
-    const report = await t.api('POST', '/v1/distill/report', { token: alice.token, body: { facts: 4, captured: 1, spooled: 2, rejected: 1 } });
+    const report = await t.api('POST', '/v1/distill/report', {
+      token: alice.token,
+      body: { facts: 4, captured: 1, spooled: 2, rejected: 1 },
+    });
     expect(report.status, report.text).to.equal(200);
     const [taskId, issueId] = first.ids as [string, string];
     t.clock.advance(3 * DAY);
@@ -87,7 +90,14 @@ describe('analytics: GET /v1/metrics/capture', function () {
       by_ingester: { builtin: 3 },
       by_type: { issue: 1, task: 2 },
     });
-    expect(m.rates).to.include({ created_rate: 0.667, pending_rate: 0.333, unavailable_rate: 0, distill_share: 0.333, agent_share: 0, nodes_per_capture: 1.5 });
+    expect(m.rates).to.include({
+      created_rate: 0.667,
+      pending_rate: 0.333,
+      unavailable_rate: 0,
+      distill_share: 0.333,
+      agent_share: 0,
+      nodes_per_capture: 1.5,
+    });
     expect(m.rates.captures_per_day).to.be.greaterThan(0);
     expect(m.distill).to.deep.equal({ reports: 1, facts: 4, captured: 1, spooled: 2, rejected: 1, capture_rate: 0.25 });
   });
@@ -118,7 +128,18 @@ describe('analytics: GET /v1/metrics/capture', function () {
 
   it('no person ids, emails, node ids or captured text anywhere in the answer', async () => {
     const text = (await metrics(t)).text;
-    for (const secret of [alice.id, t.adminPerson, 'example.test', 'admin@localhost', 'task-', 'issue-', 'capture-', 'login', 'musing', 'Backstop']) {
+    for (const secret of [
+      alice.id,
+      t.adminPerson,
+      'example.test',
+      'admin@localhost',
+      'task-',
+      'issue-',
+      'capture-',
+      'login',
+      'musing',
+      'Backstop',
+    ]) {
       expect(text, secret).not.to.include(secret);
     }
   });

@@ -14,8 +14,14 @@ import { md, startTestServer, type TestServer } from '../../helpers/harness.js';
 export const DAY = 24 * 60 * 60 * 1000;
 export const WEEK = 7 * DAY;
 
-export function startAnalyticsServer(opts: { extra?: PluginDef[]; config?: Partial<ServerConfig>; keepData?: boolean } = {}): Promise<TestServer> {
-  return startTestServer({ plugins: [corePlugin, historyPlugin, analyticsPlugin, ...(opts.extra ?? [])], config: opts.config, keepData: opts.keepData });
+export function startAnalyticsServer(
+  opts: { extra?: PluginDef[]; config?: Partial<ServerConfig>; keepData?: boolean } = {},
+): Promise<TestServer> {
+  return startTestServer({
+    plugins: [corePlugin, historyPlugin, analyticsPlugin, ...(opts.extra ?? [])],
+    config: opts.config,
+    keepData: opts.keepData,
+  });
 }
 
 /** Freezes a manual clock at its current instant; `advance` still moves it. Returns the unfreeze. */
@@ -66,7 +72,9 @@ export async function touch(t: TestServer, id: string, summary: string): Promise
   const read = await t.api('GET', `/v1/nodes/${id}`);
   expect(read.status, read.text).to.equal(200);
   const { revision, frontmatter, body } = read.body as { revision: string; frontmatter: Record<string, unknown>; body: string };
-  const res = await t.api('POST', '/v1/nodes', { body: { nodes: [{ node: { ...frontmatter, summary, body }, if_exists: 'update', revision }] } });
+  const res = await t.api('POST', '/v1/nodes', {
+    body: { nodes: [{ node: { ...frontmatter, summary, body }, if_exists: 'update', revision }] },
+  });
   expect(res.status, res.text).to.equal(200);
 }
 

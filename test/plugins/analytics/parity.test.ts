@@ -22,7 +22,16 @@ describe('analytics: tool twins analytics and render_program', function () {
       { id: 'task-p-root', type: 'task', summary: 'Ship *the* release', project: 'web' },
       { id: 'task-p-1', type: 'task', summary: 'one', project: 'web', edges: [{ type: 'blocks', to: 'task-p-root' }] },
       { id: 'task-p-2', type: 'task', summary: 'two', project: 'api', edges: [{ type: 'blocks', to: 'task-p-root' }] },
-      { id: 'issue-p-3', type: 'issue', summary: 'three', project: 'web', edges: [{ type: 'blocks', to: 'task-p-1' }, { type: 'blocks', to: 'task-p-2' }] },
+      {
+        id: 'issue-p-3',
+        type: 'issue',
+        summary: 'three',
+        project: 'web',
+        edges: [
+          { type: 'blocks', to: 'task-p-1' },
+          { type: 'blocks', to: 'task-p-2' },
+        ],
+      },
       { id: 'dec-p-4', type: 'dec', summary: 'a decision', project: 'web' },
     ]);
     await setStatus(t, 'task-p-2', 'in-progress');
@@ -42,7 +51,11 @@ describe('analytics: tool twins analytics and render_program', function () {
     const byName = new Map(tools.map((tool) => [tool.name, tool]));
     expect(byName.get('analytics')?.annotations?.readOnlyHint).to.equal(true);
     expect(byName.get('render_program')?.annotations?.readOnlyHint).to.equal(true);
-    expect(Object.keys((byName.get('render_program')!.inputSchema as { properties: object }).properties)).to.include.members(['id', 'max_depth', 'max_nodes']);
+    expect(Object.keys((byName.get('render_program')!.inputSchema as { properties: object }).properties)).to.include.members([
+      'id',
+      'max_depth',
+      'max_nodes',
+    ]);
   });
 
   const analyticsCases: Array<[string, Record<string, unknown>]> = [
@@ -114,19 +127,29 @@ describe('analytics: tool twins analytics and render_program', function () {
       expect(tool.isError).to.equal(true);
       const body = JSON.parse(tool.text);
       expect(body.error.code).to.equal('validation_failed');
-      const strip = (e: Record<string, unknown>) => ({ ...e, instancePath: String(e.instancePath).replace('/max_depth', '/depth'), schemaPath: String(e.schemaPath).replace('/max_depth/', '/depth/') });
+      const strip = (e: Record<string, unknown>) => ({
+        ...e,
+        instancePath: String(e.instancePath).replace('/max_depth', '/depth'),
+        schemaPath: String(e.schemaPath).replace('/max_depth/', '/depth/'),
+      });
       expect(body.error.details.errors.map(strip), path).to.deep.equal(rest.body.error.details.errors.map(strip));
       expect(body.error.message, path).to.equal(rest.body.error.message.replace('/depth', '/max_depth'));
     }
   });
 
   it('an unknown tool argument is 422 validation_failed on analytics and render_program', async () => {
-    for (const [name, args] of [['analytics', { week: 4 }], ['render_program', { id: 'task-p-root', depth: 2 }]] as const) {
+    for (const [name, args] of [
+      ['analytics', { week: 4 }],
+      ['render_program', { id: 'task-p-root', depth: 2 }],
+    ] as const) {
       const tool = await t.tool(client, name, args);
       expect(tool.isError, name).to.equal(true);
       const body = JSON.parse(tool.text);
       expect(body.error.code, name).to.equal('validation_failed');
-      expect(body.error.details.errors[0], name).to.deep.include({ keyword: 'additionalProperties', params: { additionalProperty: Object.keys(args).find((k) => k !== 'id') } });
+      expect(body.error.details.errors[0], name).to.deep.include({
+        keyword: 'additionalProperties',
+        params: { additionalProperty: Object.keys(args).find((k) => k !== 'id') },
+      });
     }
   });
 });

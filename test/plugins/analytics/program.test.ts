@@ -40,7 +40,15 @@ describe('analytics: GET /v1/program/{id}', function () {
       { id: 'task-r', type: 'task', summary: 'Launch' },
       { id: 'task-a', type: 'task', summary: 'A', edges: [{ type: 'blocks', to: 'task-r' }] },
       { id: 'task-b', type: 'task', summary: 'B', edges: [{ type: 'blocks', to: 'task-r' }] },
-      { id: 'task-c', type: 'task', summary: 'C', edges: [{ type: 'blocks', to: 'task-a' }, { type: 'blocks', to: 'task-b' }] },
+      {
+        id: 'task-c',
+        type: 'task',
+        summary: 'C',
+        edges: [
+          { type: 'blocks', to: 'task-a' },
+          { type: 'blocks', to: 'task-b' },
+        ],
+      },
       { id: 'task-d', type: 'task', summary: 'D', edges: [{ type: 'blocks', to: 'task-a' }] },
       { id: 'task-e', type: 'task', summary: 'E', edges: [{ type: 'blocks', to: 'task-c', needed_by: '2030-01-01' }] },
       { id: 'task-lonely', type: 'task', summary: 'nothing blocks me' },
@@ -63,7 +71,15 @@ describe('analytics: GET /v1/program/{id}', function () {
     // not-done blockers first, then done ones
     expect(shape(p)).to.deep.equal({ 'task-r': [{ 'task-a': [{ 'task-c': ['task-e'] }, 'task-d'] }, { 'task-b': ['task-c*'] }] });
     // A, B, C, D, E once each: D done, E active, A/B/C blocked by open work
-    expect(p.progress).to.deep.equal({ total: 5, done: 1, active: 1, blocked: 3, open: 0, pct: 20, statuses: { done: 1, 'in-progress': 1, open: 3 } });
+    expect(p.progress).to.deep.equal({
+      total: 5,
+      done: 1,
+      active: 1,
+      blocked: 3,
+      open: 0,
+      pct: 20,
+      statuses: { done: 1, 'in-progress': 1, open: 3 },
+    });
     expect(p.truncated).to.deep.equal([]);
   });
 
@@ -156,7 +172,12 @@ describe('analytics: GET /v1/program/{id}', function () {
     const missing = await t.api('GET', '/v1/program/task-nope');
     expect(missing.status).to.equal(404);
     expect(missing.body.error.code).to.equal('not_found');
-    for (const path of ['/v1/program/Task_Bad', '/v1/program/task-r?depth=deep', '/v1/program/task-r?max_nodes=-', '/v1/program/task-r?format=html']) {
+    for (const path of [
+      '/v1/program/Task_Bad',
+      '/v1/program/task-r?depth=deep',
+      '/v1/program/task-r?max_nodes=-',
+      '/v1/program/task-r?format=html',
+    ]) {
       const res = await t.api('GET', path);
       expect(res.status, path).to.equal(422);
       expect(res.body.error.code).to.equal('validation_failed');

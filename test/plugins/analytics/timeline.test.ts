@@ -46,14 +46,20 @@ describe('analytics: status timelines survive a restart', function () {
       await setStatus(first, 'task-t1', 'review');
       first.clock.advance(1 * DAY);
       await setStatus(first, 'task-t1', 'done');
-      await put(first, [{ id: 'task-t5', type: 'task', summary: 'resolver', project: 'other', edges: [{ type: 'resolves', to: 'issue-t4' }] }]);
+      await put(first, [
+        { id: 'task-t5', type: 'task', summary: 'resolver', project: 'other', edges: [{ type: 'resolves', to: 'issue-t4' }] },
+      ]);
       first.clock.advance(2 * DAY);
       await touch(first, 'task-t1', 'one, edited after it was done');
       await touch(first, 'task-t2', 'two, edited while in progress');
       const tenant = first.server.services.tenants.get(first.org)!;
-      await tenant.write({ personId: first.adminPerson, name: 'Admin', email: 'admin@localhost', agent: null, session: null }, { op: 'test_delete', via: 'rest' }, async (draft) => {
-        draft.delete('task-gone');
-      });
+      await tenant.write(
+        { personId: first.adminPerson, name: 'Admin', email: 'admin@localhost', agent: null, session: null },
+        { op: 'test_delete', via: 'rest' },
+        async (draft) => {
+          draft.delete('task-gone');
+        },
+      );
       const at = first.clock.now();
       const before = await first.api('GET', '/v1/analytics?project=tl&aging=1');
       expect(before.status, before.text).to.equal(200);
@@ -73,8 +79,21 @@ describe('analytics: status timelines survive a restart', function () {
       execFileSync('git', ['--git-dir', gitdir, 'gc', '--quiet', '--prune=now'], { env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' } });
       const clock = new ManualClock();
       freezeClock(clock, at);
-      const config = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir: first.dataDir, fsync: false, tenantPollMs: 200, ...(await testStoreConfig(first.dataDir)) };
-      second = await startServer({ config, plugins: [corePlugin, historyPlugin, analyticsPlugin], clock, log: createLogger(() => undefined) });
+      const config = {
+        ...configFromEnv({}),
+        host: '127.0.0.1',
+        port: 0,
+        dataDir: first.dataDir,
+        fsync: false,
+        tenantPollMs: 200,
+        ...(await testStoreConfig(first.dataDir)),
+      };
+      second = await startServer({
+        config,
+        plugins: [corePlugin, historyPlugin, analyticsPlugin],
+        clock,
+        log: createLogger(() => undefined),
+      });
       expect(second.bootstrap).to.equal(null);
 
       const after = await get(second, first.adminToken, '/v1/analytics?project=tl&aging=1');

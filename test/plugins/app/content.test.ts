@@ -39,18 +39,26 @@ describe('app: what the pages show', function () {
   });
 
   it('queue: the sections asked and reviews, a type filter, and paging over 50 items', async () => {
-    const asked = await t.api('POST', '/v1/questions', { token: bob.token, body: { text: 'Which CDN do we pick for the launch?', title: 'Which CDN?' } });
+    const asked = await t.api('POST', '/v1/questions', {
+      token: bob.token,
+      body: { text: 'Which CDN do we pick for the launch?', title: 'Which CDN?' },
+    });
     expect(asked.status).to.equal(201);
     await t.api('POST', '/v1/nodes/task-docs/edges', { body: { type: 'review-requested', to: bob.id } });
     let page = await get('/app/queue');
-    expect(page.text).to.match(/Questions I asked \(1\)/).and.include(`/app/nodes/${asked.body.id}`);
+    expect(page.text)
+      .to.match(/Questions I asked \(1\)/)
+      .and.include(`/app/nodes/${asked.body.id}`);
     expect(page.text).to.match(/Reviews requested \(1\)/);
 
     page = await get('/app/queue?type=issue');
     expect(page.text).to.include('/app/nodes/issue-crash').and.not.include('href="/app/nodes/task-login"');
     expect(page.text).to.match(/<option value="issue" selected>/);
 
-    await putNodes(t, Array.from({ length: 60 }, (_, i) => ({ id: `task-bulk-${i}`, summary: `Bulk task ${i}` })));
+    await putNodes(
+      t,
+      Array.from({ length: 60 }, (_, i) => ({ id: `task-bulk-${i}`, summary: `Bulk task ${i}` })),
+    );
     page = await get('/app/queue?type=task');
     const total = Number(/Items 1-50 of (\d+)/.exec(page.text)?.[1]);
     expect(total).to.be.greaterThan(60);
@@ -61,7 +69,11 @@ describe('app: what the pages show', function () {
 
   it('node: resolution, open findings and supersession are shown; the body is sanitized', async () => {
     await putNodes(t, [
-      { id: 'task-fixed', summary: 'Something that got fixed', body: '<script>window.bad=1</script>\n\n[click](javascript:alert(1))\n\n<img src=x onerror="alert(1)">\n\n**kept**' },
+      {
+        id: 'task-fixed',
+        summary: 'Something that got fixed',
+        body: '<script>window.bad=1</script>\n\n[click](javascript:alert(1))\n\n<img src=x onerror="alert(1)">\n\n**kept**',
+      },
       { id: 'issue-fixer', summary: 'The fix', edges: [{ type: 'resolves', to: 'task-fixed' }] },
       { id: 'task-old', summary: 'The old plan' },
       { id: 'task-new', summary: 'The new plan', edges: [{ type: 'supersedes', to: 'task-old' }] },

@@ -13,7 +13,12 @@ class Browserless {
   async request(method: string, path: string, form?: Record<string, string>, contentType = 'application/x-www-form-urlencoded') {
     const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
     if (form) headers['content-type'] = contentType;
-    const res = await fetch(this.base + path, { method, headers, body: form ? new URLSearchParams(form).toString() : undefined, redirect: 'manual' });
+    const res = await fetch(this.base + path, {
+      method,
+      headers,
+      body: form ? new URLSearchParams(form).toString() : undefined,
+      redirect: 'manual',
+    });
     for (const c of res.headers.getSetCookie()) {
       const [pair] = c.split(';');
       const [k, v] = pair!.split('=');
@@ -88,7 +93,9 @@ describe('app: HTTP behaviour', function () {
       expect(res.status, `${method} ${path}: ${res.text.slice(0, 300)}`).to.equal(status);
       if (status !== 200) {
         expect(res.headers.get('content-type'), path).to.match(/^text\/html/);
-        expect(res.text, path).to.match(/<h1>[^<]+<\/h1>/).and.match(/code <code>[a-z_]+<\/code>/);
+        expect(res.text, path)
+          .to.match(/<h1>[^<]+<\/h1>/)
+          .and.match(/code <code>[a-z_]+<\/code>/);
       }
     }
     const csrf = b.csrfOf((await b.request('GET', '/app/nodes/task-login')).text);
@@ -160,7 +167,7 @@ describe('app: HTTP behaviour', function () {
     expect((await b.request('GET', '/app/orgs')).text).to.include('You are not signed in to bare');
   });
 
-  it("a share ticket of another tenant opens its view for a person signed in elsewhere", async () => {
+  it('a share ticket of another tenant opens its view for a person signed in elsewhere', async () => {
     const minted = await t.api('POST', '/v1/lens/lens-open-work/ticket', { body: {} });
     const b = new Browserless(t.url);
     await b.signIn(acme.token);

@@ -10,7 +10,6 @@ import type { TestServer } from '../../helpers/harness.js';
 import { axe, serious, signIn, useSeededApp, watch } from './browser.js';
 import { PAGES } from './pages-list.js';
 
-
 describe('app: every page in Chromium (axe, CSP, layout, share tickets)', function () {
   this.timeout(180_000);
   let t: TestServer;
@@ -100,7 +99,10 @@ describe('app: every page in Chromium (axe, CSP, layout, share tickets)', functi
     for (const entry of [minted.body.url as string, `${t.url}/views/lens-open-work?ticket=${ticket}`]) {
       await page.goto(entry);
       expect(page.url()).to.equal(`${t.url}/app/views/lens-open-work`);
-      expect(await page.textContent('.banner')).to.include('Shared by').and.include('Admin').and.include('for the board');
+      expect(await page.textContent('.banner'))
+        .to.include('Shared by')
+        .and.include('Admin')
+        .and.include('for the board');
       expect(await page.locator('table tbody tr').count()).to.be.greaterThan(0);
       expect(await page.locator('main form').count()).to.equal(0);
       expect(await page.content()).to.not.include(ticket);

@@ -34,7 +34,13 @@ async function main(): Promise<void> {
     const history = await t.api('GET', '/v1/nodes/task-login/history', { token: bob.token });
     shots.find((s) => s.file === 'history-entry')!.path = `/app/nodes/task-login/history/${history.body.history[0].sha}`;
     const ticket = await t.api('POST', '/v1/lens/lens-open-work/ticket', { body: { label: 'weekly review' } });
-    shots.push({ file: 'shared-view', path: `/app/views/lens-open-work?ticket=${ticket.body.ticket}`, width: 1280, height: 800, signedIn: false });
+    shots.push({
+      file: 'shared-view',
+      path: `/app/views/lens-open-work?ticket=${ticket.body.ticket}`,
+      width: 1280,
+      height: 800,
+      signedIn: false,
+    });
     for (const s of shots) {
       const context = await browser.newContext({ viewport: { width: s.width, height: s.height } });
       const page = s.signedIn ? await signIn(t, context, bob.token) : await context.newPage();

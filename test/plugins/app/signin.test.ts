@@ -15,7 +15,12 @@ class Browserless {
   async request(method: string, path: string, form?: Record<string, string>) {
     const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
     if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const res = await fetch(this.base + path, { method, headers, body: form ? new URLSearchParams(form).toString() : undefined, redirect: 'manual' });
+    const res = await fetch(this.base + path, {
+      method,
+      headers,
+      body: form ? new URLSearchParams(form).toString() : undefined,
+      redirect: 'manual',
+    });
     for (const c of res.headers.getSetCookie()) {
       const [pair] = c.split(';');
       const [k, v] = pair!.split('=');
@@ -121,7 +126,12 @@ describe('app: sign-in hardening', function () {
       expect(safeNext(next), JSON.stringify(next)).to.equal(expected);
     }
     // the sign-in page itself with such a next in its address
-    for (const target of ['/app/signin?next=/app/%7F', '/app/signin?next=/app/%00', '/app/signin?next=/app/%C4%80', '/app/signin?next=%2F%2Fevil.example']) {
+    for (const target of [
+      '/app/signin?next=/app/%7F',
+      '/app/signin?next=/app/%00',
+      '/app/signin?next=/app/%C4%80',
+      '/app/signin?next=%2F%2Fevil.example',
+    ]) {
       expect((await rawGet(t.url, target)).status, target).to.equal(200);
     }
   });

@@ -31,7 +31,10 @@ describe('app: the walk of a signed-in person (Chromium)', function () {
     const page = await context.newPage();
     await page.goto(`${t.url}/app/signin`);
     await page.fill('#token', 'svc_pat_notarealtokenatallxxxxxxxxxxxxx');
-    const [response] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/app/signin') && r.request().method() === 'POST'), page.click('button[type=submit]')]);
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/app/signin') && r.request().method() === 'POST'),
+      page.click('button[type=submit]'),
+    ]);
     expect(response.status()).to.equal(401);
     expect(await page.textContent('[role=alert]')).to.match(/not a valid personal access token/);
     expect((await context.cookies()).map((c) => c.name)).to.not.include('svc_app_session');
@@ -109,7 +112,10 @@ describe('app: the walk of a signed-in person (Chromium)', function () {
 
     await page.selectOption('#edge-type', 'blocks');
     await page.fill('#edge-to', 'task-nowhere');
-    const [response] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/edges')), page.click('form[action$="/edges"] button')]);
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/edges')),
+      page.click('form[action$="/edges"] button'),
+    ]);
     expect(response.status()).to.equal(404);
     expect(await page.textContent('h1')).to.equal('Not found');
     expect(await page.textContent('main')).to.include('task-nowhere');
@@ -120,11 +126,18 @@ describe('app: the walk of a signed-in person (Chromium)', function () {
     await page.goto(`${t.url}/app/nodes/task-signup`);
     // Admin edits the body through REST while Bob has the page open.
     const read = (await t.api('GET', '/v1/nodes/task-signup')).body;
-    const other = await t.api('POST', '/v1/nodes', { body: { nodes: [{ node: { ...read.frontmatter, body: 'Admin: use magic links instead.\n' }, if_exists: 'update', revision: read.revision }] } });
+    const other = await t.api('POST', '/v1/nodes', {
+      body: {
+        nodes: [{ node: { ...read.frontmatter, body: 'Admin: use magic links instead.\n' }, if_exists: 'update', revision: read.revision }],
+      },
+    });
     expect(other.status).to.equal(200);
     await page.click('details summary');
     await page.fill('#body-text', 'Bob: add a captcha.\n');
-    const [response] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/edit')), page.click('form[action$="/edit"] button')]);
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/edit')),
+      page.click('form[action$="/edit"] button'),
+    ]);
     expect(response.status()).to.equal(409);
     expect(await page.textContent('#conflict-h')).to.include('Someone else changed this node');
     expect(await page.textContent('.conflict .markdown')).to.include('use magic links');
@@ -139,7 +152,11 @@ describe('app: the walk of a signed-in person (Chromium)', function () {
   it('a form posted without the session CSRF token is refused', async () => {
     const page = await signIn(t, context, bob.token);
     const status = await page.evaluate(async () => {
-      const r = await fetch('/app/nodes/task-launch/priority', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'priority=p1&csrf=forged' });
+      const r = await fetch('/app/nodes/task-launch/priority', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'priority=p1&csrf=forged',
+      });
       return r.status;
     });
     expect(status).to.equal(403);

@@ -12,7 +12,11 @@ import { capture, DAY, journal, node, nodeCount, startCaptureServer } from './he
  * The field a 422 names: `field` on the rules the operation checks (a calendar date, keys that
  * need each other), ajv's `instancePath` (plus the missing or unknown property) on schema failures.
  */
-function fieldOf(e: { field?: string; instancePath?: string; params?: { missingProperty?: string; additionalProperty?: string } }): string | undefined {
+function fieldOf(e: {
+  field?: string;
+  instancePath?: string;
+  params?: { missingProperty?: string; additionalProperty?: string };
+}): string | undefined {
   if (e.field !== undefined) return e.field;
   const parts = (e.instancePath ?? '').split('/').filter(Boolean);
   const extra = e.params?.missingProperty ?? e.params?.additionalProperty;
@@ -63,7 +67,12 @@ describe('capture: POST /v1/capture (built-in ingester)', function () {
       'spec-capture-api-v2',
     ]);
     expect(res.body.nodes.map((n: { type: string }) => n.type)).to.deep.equal(['task', 'issue', 'dec', 'question', 'spec']);
-    expect(res.body.nodes[0]).to.include({ id: 'task-fix-the-login-redirect', status: 'open', title: 'Fix the login redirect', project: null });
+    expect(res.body.nodes[0]).to.include({
+      id: 'task-fix-the-login-redirect',
+      status: 'open',
+      title: 'Fix the login redirect',
+      project: null,
+    });
     expect(res.body.nodes[0].revision).to.match(/^[0-9a-f]{40}$/);
     expect(res.body.nodes[2].status).to.equal('proposed');
     expect(res.body.summary).to.equal(`created 5 nodes: ${res.body.ids.slice(0, 5).join(', ')}`);
@@ -102,7 +111,14 @@ describe('capture: POST /v1/capture (built-in ingester)', function () {
     expect(await nodeCount(t)).to.equal(before + 1);
     const n = await node(t, 'capture-remember-to-look-at-the-flaky-ci-job');
     expect(n.body).to.equal(text);
-    expect(n.frontmatter).to.include({ type: 'capture', status: 'pending', routed_to: bob.id, author: bob.id, authored_via: 'capture', project: 'web' });
+    expect(n.frontmatter).to.include({
+      type: 'capture',
+      status: 'pending',
+      routed_to: bob.id,
+      author: bob.id,
+      authored_via: 'capture',
+      project: 'web',
+    });
     expect(n.frontmatter.capture_reason).to.match(/fits a capturable schema/);
   });
 
@@ -126,11 +142,16 @@ describe('capture: POST /v1/capture (built-in ingester)', function () {
   });
 
   it('a missing during node is a warning, not an error; a past needed_by warns', async () => {
-    const res = await capture(t, { text: 'task: Look into the cache stampede', context: { project: 'web', during: 'task-nowhere', blocks: 'task-release', needed_by: '2001-01-01' } });
+    const res = await capture(t, {
+      text: 'task: Look into the cache stampede',
+      context: { project: 'web', during: 'task-nowhere', blocks: 'task-release', needed_by: '2001-01-01' },
+    });
     expect(res.status, res.text).to.equal(200);
     expect(res.body.warnings).to.include('context.during task-nowhere does not exist; no relates-to edge was added');
     expect(res.body.warnings).to.include('needed_by 2001-01-01 is already past');
-    expect((await node(t, res.body.ids[0])).frontmatter.edges).to.deep.equal([{ type: 'blocks', to: 'task-release', needed_by: '2001-01-01' }]);
+    expect((await node(t, res.body.ids[0])).frontmatter.edges).to.deep.equal([
+      { type: 'blocks', to: 'task-release', needed_by: '2001-01-01' },
+    ]);
   });
 
   it('a missing blocks target is 404 and a bad needed_by 422, and nothing is written or journaled', async () => {
@@ -208,13 +229,30 @@ describe('capture: POST /v1/capture (built-in ingester)', function () {
     const res = await capture(t, { text: 'task: Agent found a typo in the docs', source: 'distill' }, { token });
     expect(res.status, res.text).to.equal(200);
     const n = await node(t, res.body.ids[0]);
-    expect(n.frontmatter).to.include({ authored_via: 'capture', author: bob.id, authored_by_agent: 'agent-bobs-helper', session: 'run-42' });
+    expect(n.frontmatter).to.include({
+      authored_via: 'capture',
+      author: bob.id,
+      authored_by_agent: 'agent-bobs-helper',
+      session: 'run-42',
+    });
     const entry = journal(t).at(-1)!;
-    expect(entry).to.include({ kind: 'capture', author: bob.id, agent: 'agent-bobs-helper', session: 'run-42', source: 'distill', status: 'created', ingester: 'builtin' });
+    expect(entry).to.include({
+      kind: 'capture',
+      author: bob.id,
+      agent: 'agent-bobs-helper',
+      session: 'run-42',
+      source: 'distill',
+      status: 'created',
+      ingester: 'builtin',
+    });
   });
 
   it('the journal records each capture: at, author, source, status, ids, project', async () => {
-    const res = await capture(t, { text: 'issue: Journal me', context: { project: 'web', blocks: 'task-release', needed_by: '2031-05-05' } }, { token: bob.token });
+    const res = await capture(
+      t,
+      { text: 'issue: Journal me', context: { project: 'web', blocks: 'task-release', needed_by: '2031-05-05' } },
+      { token: bob.token },
+    );
     const entry = journal(t).at(-1)!;
     expect(entry).to.deep.include({
       kind: 'capture',
@@ -279,10 +317,18 @@ describe('capture: POST /v1/capture (built-in ingester)', function () {
     });
 
     it('a failed capture is not remembered: retrying the key after fixing the request captures', async () => {
-      const failed = await capture(t, { text: 'task: Retry me', context: { project: 'web', blocks: 'task-later' }, idempotency_key: 'retry-1' });
+      const failed = await capture(t, {
+        text: 'task: Retry me',
+        context: { project: 'web', blocks: 'task-later' },
+        idempotency_key: 'retry-1',
+      });
       expect(failed.status).to.equal(404);
       await t.api('POST', '/v1/nodes', { body: { nodes: [{ id: 'task-later', type: 'task', summary: 'later' }] } });
-      const ok = await capture(t, { text: 'task: Retry me', context: { project: 'web', blocks: 'task-later' }, idempotency_key: 'retry-1' });
+      const ok = await capture(t, {
+        text: 'task: Retry me',
+        context: { project: 'web', blocks: 'task-later' },
+        idempotency_key: 'retry-1',
+      });
       expect(ok.status).to.equal(200);
       expect(ok.body.status).to.equal('created');
     });

@@ -28,7 +28,13 @@ describe('capture: corrections and distill reports', function () {
 
   describe('POST /v1/corrections', () => {
     it('201 {status, id, revision, warnings} with a server-generated id; a client id is ignored', async () => {
-      const res = await correct({ target: 'spec-ledger', pin: ['task-old-ledger'], guidance: 'The ledger spec supersedes the wiki page.', title: 'Ledger context', id: 'correction-mine' });
+      const res = await correct({
+        target: 'spec-ledger',
+        pin: ['task-old-ledger'],
+        guidance: 'The ledger spec supersedes the wiki page.',
+        title: 'Ledger context',
+        id: 'correction-mine',
+      });
       expect(res.status, res.text).to.equal(201);
       expect(Object.keys(res.body)).to.deep.equal(['status', 'id', 'revision', 'warnings']);
       expect(res.body).to.include({ status: 'created', id: 'correction-ledger-context' });
@@ -57,7 +63,11 @@ describe('capture: corrections and distill reports', function () {
       expect(project.status, project.text).to.equal(201);
       expect(project.body.id).to.equal('correction-project-pay');
       expect(project.body.warnings).to.deep.equal([]);
-      expect((await node(t, project.body.id)).frontmatter).to.deep.include({ target: 'project:pay', exclude: ['task-old-ledger'], summary: 'exclude task-old-ledger' });
+      expect((await node(t, project.body.id)).frontmatter).to.deep.include({
+        target: 'project:pay',
+        exclude: ['task-old-ledger'],
+        summary: 'exclude task-old-ledger',
+      });
       const global = await correct({ target: 'global', guidance: 'Prefer specs over chat logs.' });
       expect(global.status).to.equal(201);
       expect(global.body.id).to.equal('correction-prefer-specs-over-chat-logs');
@@ -93,7 +103,9 @@ describe('capture: corrections and distill reports', function () {
   describe('POST /v1/distill/report', () => {
     it('answers {status: "reported"}, writes only the journal, zero-fact sweeps included', async () => {
       const head = (await t.api('GET', '/v1/status')).body.head;
-      const res = await t.api('POST', '/v1/distill/report', { body: { facts: 7, captured: 3, spooled: 2, rejected: 2, project: 'payments', session: 'sess-9' } });
+      const res = await t.api('POST', '/v1/distill/report', {
+        body: { facts: 7, captured: 3, spooled: 2, rejected: 2, project: 'payments', session: 'sess-9' },
+      });
       expect(res.status, res.text).to.equal(200);
       expect(res.text).to.equal('{"status":"reported"}');
       const zero = await t.api('POST', '/v1/distill/report', { body: { facts: 0 } });
@@ -101,12 +113,31 @@ describe('capture: corrections and distill reports', function () {
       expect((await t.api('GET', '/v1/status')).body.head).to.equal(head);
       const reports = journal(t).filter((e) => e.kind === 'distill_report');
       expect(reports).to.have.length(2);
-      expect(reports[0]).to.deep.include({ author: t.adminPerson, source: 'distill', status: 'reported', ids: [], project: 'payments', session: 'sess-9', facts: 7, captured: 3, spooled: 2, rejected: 2 });
+      expect(reports[0]).to.deep.include({
+        author: t.adminPerson,
+        source: 'distill',
+        status: 'reported',
+        ids: [],
+        project: 'payments',
+        session: 'sess-9',
+        facts: 7,
+        captured: 3,
+        spooled: 2,
+        rejected: 2,
+      });
       expect(reports[1]).to.deep.include({ facts: 0, captured: 0, spooled: 0, rejected: 0, project: null });
     });
 
     it('bad counts, slugs and sessions are 422; an unbound token is 403', async () => {
-      for (const body of [{}, { facts: -1 }, { facts: 1.5 }, { facts: '3' }, { facts: 1, captured: -2 }, { facts: 1, project: 'Bad Slug' }, { facts: 1, session: 'has space' }]) {
+      for (const body of [
+        {},
+        { facts: -1 },
+        { facts: 1.5 },
+        { facts: '3' },
+        { facts: 1, captured: -2 },
+        { facts: 1, project: 'Bad Slug' },
+        { facts: 1, session: 'has space' },
+      ]) {
         const res = await t.api('POST', '/v1/distill/report', { body });
         expect(res.status, JSON.stringify(body)).to.equal(422);
       }

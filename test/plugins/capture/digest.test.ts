@@ -20,17 +20,42 @@ describe('capture: digest, query_graph and explore_graph', function () {
       body: {
         nodes: [
           { id: 'proj-payments', type: 'proj', summary: 'Payments program', title: 'Payments', aliases: ['pay'] },
-          { id: 'repo-ledger', type: 'repo', summary: 'The ledger service', aliases: ['ledger-svc'], edges: [{ type: 'member-of', to: 'proj-payments' }] },
+          {
+            id: 'repo-ledger',
+            type: 'repo',
+            summary: 'The ledger service',
+            aliases: ['ledger-svc'],
+            edges: [{ type: 'member-of', to: 'proj-payments' }],
+          },
           { id: 'task-release', type: 'task', summary: 'Ship release 2.0', project: 'web' },
-          { id: 'task-fix-login', type: 'task', summary: 'Fix the login redirect loop', project: 'web', body: 'SSO redirect loops after the session expires.', edges: [{ type: 'blocks', to: 'task-release' }] },
+          {
+            id: 'task-fix-login',
+            type: 'task',
+            summary: 'Fix the login redirect loop',
+            project: 'web',
+            body: 'SSO redirect loops after the session expires.',
+            edges: [{ type: 'blocks', to: 'task-release' }],
+          },
           { id: 'issue-login-timeout', type: 'issue', summary: 'Login times out on slow networks', project: 'web' },
           { id: 'spec-ledger', type: 'spec', summary: 'Ledger reconciliation spec', project: 'ledger' },
-          { id: 'task-ledger-export', type: 'task', summary: 'Export ledger entries to CSV', project: 'ledger-svc', edges: [{ type: 'relates-to', to: 'spec-ledger' }] },
+          {
+            id: 'task-ledger-export',
+            type: 'task',
+            summary: 'Export ledger entries to CSV',
+            project: 'ledger-svc',
+            edges: [{ type: 'relates-to', to: 'spec-ledger' }],
+          },
           { id: 'dec-use-postgres', type: 'dec', summary: 'Use Postgres for the ledger', project: 'payments' },
           { id: 'task-ledger-done', type: 'task', summary: 'Close the books for March', project: 'pay' },
           { id: 'task-ledger-blocked', type: 'task', summary: 'Blocked on auditors', project: 'payments', status: 'blocked' },
           { id: 'task-ledger-active', type: 'task', summary: 'Nightly reconciliation job', project: 'repo-ledger' },
-          { id: 'task-ledger-waits', type: 'task', summary: 'Import bank statements', project: 'payments', edges: [{ type: 'blocked-by', to: 'task-ledger-export' }] },
+          {
+            id: 'task-ledger-waits',
+            type: 'task',
+            summary: 'Import bank statements',
+            project: 'payments',
+            edges: [{ type: 'blocked-by', to: 'task-ledger-export' }],
+          },
           { id: 'issue-unscoped', type: 'issue', summary: 'Something with no project' },
         ].map((n) => (n.edges?.[0]?.type === 'blocked-by' ? { ...n, edges: [] } : n)),
       },
@@ -84,14 +109,24 @@ describe('capture: digest, query_graph and explore_graph', function () {
       const res = await digest({ root: 'task-fix-login', query: 'kubernetes' });
       expect(res.status).to.equal(200);
       expect(res.body.found).to.equal(true);
-      expect(res.body.text).to.match(/^# Digest of task-fix-login\n\n## task-fix-login \[task, open\] Fix the login redirect loop\nroot · project web\n/);
+      expect(res.body.text).to.match(
+        /^# Digest of task-fix-login\n\n## task-fix-login \[task, open\] Fix the login redirect loop\nroot · project web\n/,
+      );
       expect(res.body.text).to.include('- blocks -> task-release [task, open] Ship release 2.0');
       const inbound = await digest({ root: 'task-release' });
       expect(inbound.body.text).to.include('- blocked-by <- task-fix-login [task, open] Fix the login redirect loop');
     });
 
     it('an unknown root, a malformed project, a bad min_sim and a missing query are 422', async () => {
-      for (const body of [{ root: 'task-ghost' }, { root: 'Bad Id' }, { query: 'login', project: 'Not A Slug' }, { query: 'login', min_sim: 2 }, { query: 'login', min_sim: '0.5' }, {}, { query: '  ' }]) {
+      for (const body of [
+        { root: 'task-ghost' },
+        { root: 'Bad Id' },
+        { query: 'login', project: 'Not A Slug' },
+        { query: 'login', min_sim: 2 },
+        { query: 'login', min_sim: '0.5' },
+        {},
+        { query: '  ' },
+      ]) {
         const res = await digest(body);
         expect(res.status, JSON.stringify(body)).to.equal(422);
         expect(res.body.error.code).to.equal('validation_failed');
@@ -103,11 +138,21 @@ describe('capture: digest, query_graph and explore_graph', function () {
       const engine = search.engine;
       expect(engine, 'built by the earlier digests').to.be.an('object');
       expect((await digest({ query: 'kafka' })).body.found).to.equal(false);
-      await t.api('POST', '/v1/nodes', { body: { nodes: [{ id: 'issue-consumer-lag', type: 'issue', summary: 'Kafka consumer lag spikes' }] } });
+      await t.api('POST', '/v1/nodes', {
+        body: { nodes: [{ id: 'issue-consumer-lag', type: 'issue', summary: 'Kafka consumer lag spikes' }] },
+      });
       expect((await digest({ query: 'kafka' })).body.text).to.include('## issue-consumer-lag [');
       const current = await t.api('GET', '/v1/nodes/issue-consumer-lag');
       const edit = await t.api('POST', '/v1/nodes', {
-        body: { nodes: [{ node: { id: 'issue-consumer-lag', type: 'issue', summary: 'RabbitMQ consumer lag spikes' }, if_exists: 'update', revision: current.body.revision }] },
+        body: {
+          nodes: [
+            {
+              node: { id: 'issue-consumer-lag', type: 'issue', summary: 'RabbitMQ consumer lag spikes' },
+              if_exists: 'update',
+              revision: current.body.revision,
+            },
+          ],
+        },
       });
       expect(edit.status, edit.text).to.equal(200);
       expect((await digest({ query: 'kafka' })).body.found).to.equal(false);
@@ -120,7 +165,10 @@ describe('capture: digest, query_graph and explore_graph', function () {
     it('answers the digest {found, text} plus node_ids and top_sim', async () => {
       for (const [body, args] of [
         [{ query: 'login redirect' }, { query: 'login redirect' }],
-        [{ query: 'ledger', project: 'payments', min_sim: 0.5 }, { query: 'ledger', project: 'payments', min_sim: 0.5 }],
+        [
+          { query: 'ledger', project: 'payments', min_sim: 0.5 },
+          { query: 'ledger', project: 'payments', min_sim: 0.5 },
+        ],
         [{ root: 'task-fix-login' }, { root_id: 'task-fix-login' }],
         [{ query: 'kubernetes' }, { query: 'kubernetes' }],
       ] as Array<[Record<string, unknown>, Record<string, unknown>]>) {
@@ -190,7 +238,10 @@ describe('capture: digest, query_graph and explore_graph', function () {
     it('root_id walks edges both ways to depth 1 or 2', async () => {
       const one = await t.tool(client, 'explore_graph', { root_id: 'spec-ledger' });
       expect(one.json.mode).to.equal('neighborhood');
-      expect(one.json.nodes.map((n: { id: string; distance: number }) => `${n.id}@${n.distance}`)).to.deep.equal(['spec-ledger@0', 'task-ledger-export@1']);
+      expect(one.json.nodes.map((n: { id: string; distance: number }) => `${n.id}@${n.distance}`)).to.deep.equal([
+        'spec-ledger@0',
+        'task-ledger-export@1',
+      ]);
       expect(one.json.edges).to.deep.equal([{ from: 'task-ledger-export', type: 'relates-to', to: 'spec-ledger' }]);
       const two = await t.tool(client, 'explore_graph', { root_id: 'spec-ledger', depth: 2 });
       expect(two.json.nodes.map((n: { id: string }) => n.id)).to.deep.equal(['spec-ledger', 'task-ledger-export', 'task-ledger-waits']);
@@ -206,7 +257,11 @@ describe('capture: digest, query_graph and explore_graph', function () {
     it('query: full-text matches with similarity', async () => {
       const res = await t.tool(client, 'explore_graph', { query: 'ledger' });
       expect(res.json.mode).to.equal('search');
-      expect(res.json.results.map((r: { id: string }) => r.id)).to.include.members(['spec-ledger', 'task-ledger-export', 'dec-use-postgres']);
+      expect(res.json.results.map((r: { id: string }) => r.id)).to.include.members([
+        'spec-ledger',
+        'task-ledger-export',
+        'dec-use-postgres',
+      ]);
       expect(res.json.results[0].sim).to.equal(1);
     });
   });

@@ -17,7 +17,12 @@ describe('capture: external ingester (SVC_INGEST_URL)', function () {
     fake = await startFakeIngester();
     t = await startCaptureServer({ ingestUrl: fake.url });
     const res = await t.api('POST', '/v1/nodes', {
-      body: { nodes: [{ id: 'task-release', type: 'task', summary: 'Ship release 2.0', project: 'web' }, { id: 'spec-auth', type: 'spec', summary: 'Auth spec' }] },
+      body: {
+        nodes: [
+          { id: 'task-release', type: 'task', summary: 'Ship release 2.0', project: 'web' },
+          { id: 'spec-auth', type: 'spec', summary: 'Auth spec' },
+        ],
+      },
     });
     expect(res.status, res.text).to.equal(200);
   });
@@ -34,19 +39,35 @@ describe('capture: external ingester (SVC_INGEST_URL)', function () {
     fake.answer = () => ({
       body: {
         drafts: [
-          { type: 'task', summary: 'Rotate the signing keys', body: 'Quarterly rotation.', edges: [{ type: 'relates-to', to: 'spec-auth' }], fields: { estimate: '2d' } },
+          {
+            type: 'task',
+            summary: 'Rotate the signing keys',
+            body: 'Quarterly rotation.',
+            edges: [{ type: 'relates-to', to: 'spec-auth' }],
+            fields: { estimate: '2d' },
+          },
           { type: 'decision', summary: 'Keys live in the HSM', title: 'HSM for keys' },
         ],
         warnings: ['guessed the type of line 2'],
       },
     });
-    const res = await capture(t, { text: 'we should rotate keys; keys go to the HSM', context: { project: 'web', blocks: 'task-release', needed_by: '2031-01-15' }, source: 'distill' });
+    const res = await capture(t, {
+      text: 'we should rotate keys; keys go to the HSM',
+      context: { project: 'web', blocks: 'task-release', needed_by: '2031-01-15' },
+      source: 'distill',
+    });
     expect(res.status, res.text).to.equal(200);
     expect(fake.requests).to.have.length(1);
     const sent = fake.requests[0]!;
     expect(sent).to.include({ version: 1, org: t.org, text: 'we should rotate keys; keys go to the HSM', source: 'distill', attempt: 1 });
     expect(sent.context).to.deep.equal({ project: 'web', blocks: 'task-release', needed_by: '2031-01-15' });
-    expect(sent.registry.node_types.filter((n) => n.capturable).map((n) => n.type)).to.include.members(['task', 'issue', 'dec', 'spec', 'question']);
+    expect(sent.registry.node_types.filter((n) => n.capturable).map((n) => n.type)).to.include.members([
+      'task',
+      'issue',
+      'dec',
+      'spec',
+      'question',
+    ]);
     expect(sent.registry.edge_types.map((e) => e.type)).to.include('blocks');
 
     expect(res.body.status).to.equal('created');
@@ -66,14 +87,26 @@ describe('capture: external ingester (SVC_INGEST_URL)', function () {
   it('invalid drafts are bounced once with the errors; corrected drafts are committed', async () => {
     fake.answer = (req: IngestRequestBody) =>
       req.attempt === 1
-        ? { body: { drafts: [{ type: 'chore', summary: 'Clean up' }, { type: 'task', summary: '' }, { type: 'task', summary: 'Edge to nowhere', edges: [{ type: 'blocks', to: 'task-ghost' }] }] } }
+        ? {
+            body: {
+              drafts: [
+                { type: 'chore', summary: 'Clean up' },
+                { type: 'task', summary: '' },
+                { type: 'task', summary: 'Edge to nowhere', edges: [{ type: 'blocks', to: 'task-ghost' }] },
+              ],
+            },
+          }
         : { body: { drafts: [{ type: 'task', summary: 'Clean up the build cache' }] } };
     const res = await capture(t, { text: 'clean up stuff' });
     expect(res.status, res.text).to.equal(200);
     expect(fake.requests.map((r) => r.attempt)).to.deep.equal([1, 2]);
     const bounce = fake.requests[1]!;
     expect(bounce.text).to.equal('clean up stuff');
-    expect(bounce.previous).to.deep.equal([{ type: 'chore', summary: 'Clean up' }, { type: 'task', summary: '' }, { type: 'task', summary: 'Edge to nowhere', edges: [{ type: 'blocks', to: 'task-ghost' }] }]);
+    expect(bounce.previous).to.deep.equal([
+      { type: 'chore', summary: 'Clean up' },
+      { type: 'task', summary: '' },
+      { type: 'task', summary: 'Edge to nowhere', edges: [{ type: 'blocks', to: 'task-ghost' }] },
+    ]);
     expect(bounce.errors!.map((e) => `${e.draft}:${e.field}`)).to.deep.equal(['0:type', '1:summary', '2:edges[0].to']);
     expect(res.body.status).to.equal('created');
     expect(res.body.ids).to.deep.equal(['task-clean-up-the-build-cache']);
@@ -82,7 +115,14 @@ describe('capture: external ingester (SVC_INGEST_URL)', function () {
   });
 
   it('drafts that fail validation twice leave the text preserved as a capture- node (pending)', async () => {
-    fake.answer = () => ({ body: { drafts: [{ type: 'task', summary: 'x'.repeat(501) }, { type: 'task', summary: 'Reserved', fields: { author: 'person-mallory' } }] } });
+    fake.answer = () => ({
+      body: {
+        drafts: [
+          { type: 'task', summary: 'x'.repeat(501) },
+          { type: 'task', summary: 'Reserved', fields: { author: 'person-mallory' } },
+        ],
+      },
+    });
     const before = await nodeCount(t);
     const res = await capture(t, { text: 'a very long rambling note', context: { project: 'web' } });
     expect(res.status, res.text).to.equal(200);
@@ -99,7 +139,14 @@ describe('capture: external ingester (SVC_INGEST_URL)', function () {
   });
 
   it('inverse edge forms and terminal statuses are validation errors (a capture only writes new, open nodes)', async () => {
-    fake.answer = () => ({ body: { drafts: [{ type: 'task', summary: 'Depends', edges: [{ type: 'depends-on', to: 'task-release' }] }, { type: 'task', summary: 'Done already', status: 'done' }] } });
+    fake.answer = () => ({
+      body: {
+        drafts: [
+          { type: 'task', summary: 'Depends', edges: [{ type: 'depends-on', to: 'task-release' }] },
+          { type: 'task', summary: 'Done already', status: 'done' },
+        ],
+      },
+    });
     const res = await capture(t, { text: 'inverse and terminal' });
     expect(res.body.status).to.equal('pending');
     expect(fake.requests[1]!.errors!.map((e) => e.field)).to.deep.equal(['edges[0].type', 'status']);
@@ -137,7 +184,8 @@ describe('capture: external ingester (SVC_INGEST_URL)', function () {
 
   it('an ingester that fails on the bounce is 503 too, and nothing is written', async () => {
     const before = await nodeCount(t);
-    fake.answer = (req: IngestRequestBody) => (req.attempt === 1 ? { body: { drafts: [{ type: 'chore', summary: 'x' }] } } : { status: 502, body: {} });
+    fake.answer = (req: IngestRequestBody) =>
+      req.attempt === 1 ? { body: { drafts: [{ type: 'chore', summary: 'x' }] } } : { status: 502, body: {} };
     const res = await capture(t, { text: 'bounce into a wall' });
     expect(res.status).to.equal(503);
     expect(res.body.error.code).to.equal('ingestion_unavailable');

@@ -44,8 +44,17 @@ describe('capture: REST and tool parity (capture, propose_correction)', function
 
   it('capture (created, with every context field): the tool text equals the REST body byte for byte', async () => {
     const text = 'task: Add retry to the webhook sender\nRetries with backoff.\nissue: Webhook sender drops events';
-    const rest = await capture(a, { text, context: { project: 'web', during: 'issue-incident-7', blocks: 'task-release', needed_by: '2030-07-01' } });
-    const tool = await b.tool(clientB, 'capture', { text, project: 'web', during: 'issue-incident-7', blocks: 'task-release', needed_by: '2030-07-01' });
+    const rest = await capture(a, {
+      text,
+      context: { project: 'web', during: 'issue-incident-7', blocks: 'task-release', needed_by: '2030-07-01' },
+    });
+    const tool = await b.tool(clientB, 'capture', {
+      text,
+      project: 'web',
+      during: 'issue-incident-7',
+      blocks: 'task-release',
+      needed_by: '2030-07-01',
+    });
     expect(rest.status, rest.text).to.equal(200);
     expect(rest.body.status).to.equal('created');
     expect(tool.isError).to.equal(false);
@@ -61,8 +70,16 @@ describe('capture: REST and tool parity (capture, propose_correction)', function
 
   it('capture errors (404 missing blocks target, 422 bad needed_by, 422 blocks without project): same envelopes', async () => {
     const cases: Array<[Record<string, unknown>, Record<string, unknown>, number]> = [
-      [{ text: 'task: x', context: { project: 'web', blocks: 'task-ghost' } }, { text: 'task: x', project: 'web', blocks: 'task-ghost' }, 404],
-      [{ text: 'task: x', context: { project: 'web', blocks: 'task-release', needed_by: 'soon' } }, { text: 'task: x', project: 'web', blocks: 'task-release', needed_by: 'soon' }, 422],
+      [
+        { text: 'task: x', context: { project: 'web', blocks: 'task-ghost' } },
+        { text: 'task: x', project: 'web', blocks: 'task-ghost' },
+        404,
+      ],
+      [
+        { text: 'task: x', context: { project: 'web', blocks: 'task-release', needed_by: 'soon' } },
+        { text: 'task: x', project: 'web', blocks: 'task-release', needed_by: 'soon' },
+        422,
+      ],
       [{ text: 'task: x', context: { blocks: 'task-release' } }, { text: 'task: x', blocks: 'task-release' }, 422],
     ];
     for (const [body, args, status] of cases) {
@@ -83,7 +100,12 @@ describe('capture: REST and tool parity (capture, propose_correction)', function
   });
 
   it('propose_correction: same bytes but the revision (the node records authored_via rest vs mcp)', async () => {
-    const body = { target: 'task-release', pin: ['issue-incident-7'], guidance: 'Incident 7 explains the release delay.', title: 'Release context' };
+    const body = {
+      target: 'task-release',
+      pin: ['issue-incident-7'],
+      guidance: 'Incident 7 explains the release delay.',
+      title: 'Release context',
+    };
     const rest = await a.api('POST', '/v1/corrections', { body });
     const tool = await b.tool(clientB, 'propose_correction', body);
     expect(rest.status, rest.text).to.equal(201);
@@ -103,7 +125,13 @@ describe('capture: REST and tool parity (capture, propose_correction)', function
     const additional = (body: any, name: string) => {
       expect(body.error.code, name).to.equal('validation_failed');
       expect(body.error.details.errors, name).to.deep.include.members([
-        { instancePath: body.error.details.errors[0].instancePath, schemaPath: body.error.details.errors[0].schemaPath, keyword: 'additionalProperties', params: { additionalProperty: 'colour' }, message: 'must NOT have additional properties' },
+        {
+          instancePath: body.error.details.errors[0].instancePath,
+          schemaPath: body.error.details.errors[0].schemaPath,
+          keyword: 'additionalProperties',
+          params: { additionalProperty: 'colour' },
+          message: 'must NOT have additional properties',
+        },
       ]);
     };
     for (const [path, body] of [

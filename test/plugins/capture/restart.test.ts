@@ -29,13 +29,28 @@ describe('capture: durability across a restart', function () {
     const { dataDir, adminToken, org } = first;
     let second: RunningServer | null = null;
     try {
-      const original = await first.api('POST', '/v1/capture', { body: { text: 'task: Durable zeppelin launch', idempotency_key: 'durable-1' } });
+      const original = await first.api('POST', '/v1/capture', {
+        body: { text: 'task: Durable zeppelin launch', idempotency_key: 'durable-1' },
+      });
       expect(original.status, original.text).to.equal(200);
       await first.api('POST', '/v1/distill/report', { body: { facts: 2 } });
       await first.close();
 
-      const config = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false, tenantPollMs: 200, ...(await testStoreConfig(dataDir)) };
-      second = await startServer({ config, plugins: [corePlugin, capturePlugin], clock: new ManualClock(), log: createLogger(() => undefined) });
+      const config = {
+        ...configFromEnv({}),
+        host: '127.0.0.1',
+        port: 0,
+        dataDir,
+        fsync: false,
+        tenantPollMs: 200,
+        ...(await testStoreConfig(dataDir)),
+      };
+      second = await startServer({
+        config,
+        plugins: [corePlugin, capturePlugin],
+        clock: new ManualClock(),
+        log: createLogger(() => undefined),
+      });
       const replay = await post(second, '/v1/capture', adminToken, { text: 'task: Durable zeppelin launch', idempotency_key: 'durable-1' });
       expect(replay.text).to.equal(original.text);
       const tenant = second.services.tenants.get(org)!;

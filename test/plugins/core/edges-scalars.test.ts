@@ -46,13 +46,19 @@ describe('core: edges, status, priority, readiness, commit links', () => {
     });
 
     it('upserts attributes: identical skipped, different replaced whole, none leaves them', async () => {
-      const first = await t.api('POST', '/v1/nodes/task-b/edges', { body: { type: 'relates-to', to: 'dec-x', attrs: { kind: 'found-during', weight: 'high' } } });
+      const first = await t.api('POST', '/v1/nodes/task-b/edges', {
+        body: { type: 'relates-to', to: 'dec-x', attrs: { kind: 'found-during', weight: 'high' } },
+      });
       expect(first.body.status).to.equal('updated');
-      const same = await t.api('POST', '/v1/nodes/task-b/edges', { body: { type: 'relates-to', to: 'dec-x', attrs: { weight: 'high', kind: 'found-during' } } });
+      const same = await t.api('POST', '/v1/nodes/task-b/edges', {
+        body: { type: 'relates-to', to: 'dec-x', attrs: { weight: 'high', kind: 'found-during' } },
+      });
       expect(same.body.status).to.equal('skipped');
       const plain = await t.api('POST', '/v1/nodes/task-b/edges', { body: { type: 'relates-to', to: 'dec-x' } });
       expect(plain.body.status).to.equal('skipped');
-      const changed = await t.api('POST', '/v1/nodes/task-b/edges', { body: { type: 'relates-to', to: 'dec-x', attrs: { kind: 'follow-up' } } });
+      const changed = await t.api('POST', '/v1/nodes/task-b/edges', {
+        body: { type: 'relates-to', to: 'dec-x', attrs: { kind: 'follow-up' } },
+      });
       expect(changed.body.status).to.equal('updated');
       expect(await edgesOf('task-b')).to.deep.equal([{ type: 'relates-to', to: 'dec-x', kind: 'follow-up' }]);
     });
@@ -70,8 +76,12 @@ describe('core: edges, status, priority, readiness, commit links', () => {
       expect((await t.api('POST', '/v1/nodes/task-a/edges', { body: { type: 'likes', to: 'task-b' } })).status).to.equal(422);
       expect((await t.api('POST', '/v1/nodes/task-a/edges', { body: { type: 'blocks', to: 'task-zzz' } })).status).to.equal(404);
       expect((await t.api('POST', '/v1/nodes/task-zzz/edges', { body: { type: 'blocks', to: 'task-a' } })).status).to.equal(404);
-      expect((await t.api('POST', '/v1/nodes/task-a/edges', { body: { type: 'blocks', to: 'task-b', attrs: { note: 'has spaces' } } })).status).to.equal(422);
-      expect((await t.api('POST', '/v1/nodes/task-a/edges', { body: { type: 'blocks', to: 'task-b', attrs: { to: 'x' } } })).status).to.equal(422);
+      expect(
+        (await t.api('POST', '/v1/nodes/task-a/edges', { body: { type: 'blocks', to: 'task-b', attrs: { note: 'has spaces' } } })).status,
+      ).to.equal(422);
+      expect(
+        (await t.api('POST', '/v1/nodes/task-a/edges', { body: { type: 'blocks', to: 'task-b', attrs: { to: 'x' } } })).status,
+      ).to.equal(422);
       expect((await t.api('POST', '/v1/nodes/task-a/edges', { body: { type: 'blocks', to: 'Bad Id' } })).status).to.equal(422);
     });
 
@@ -102,7 +112,9 @@ describe('core: edges, status, priority, readiness, commit links', () => {
     it('a full put that changes the status goes through the same gate', async () => {
       const read = await t.api('GET', '/v1/nodes/dec-x');
       const markdown = read.body.markdown.replace('status: accepted', 'status: proposed');
-      const res = await t.api('POST', '/v1/nodes', { body: { nodes: [{ node: markdown, if_exists: 'update', revision: read.body.revision }] } });
+      const res = await t.api('POST', '/v1/nodes', {
+        body: { nodes: [{ node: markdown, if_exists: 'update', revision: read.body.revision }] },
+      });
       expect(res.status).to.equal(207);
       expect(res.body.results[0].error.code).to.equal('transition_denied');
     });
@@ -144,7 +156,11 @@ describe('core: edges, status, priority, readiness, commit links', () => {
     it('readiness: only agent may be set; clearing forms; human or other values are invalid_node', async () => {
       const res = await t.api('POST', '/v1/nodes/task-b/readiness', { body: { readiness: 'agent' } });
       expect(res.body.status).to.equal('updated');
-      expect((await t.api('GET', '/v1/nodes/task-b')).body.frontmatter).to.include({ readiness: 'agent', readiness_by: t.adminPerson, readiness_via: 'rest' });
+      expect((await t.api('GET', '/v1/nodes/task-b')).body.frontmatter).to.include({
+        readiness: 'agent',
+        readiness_by: t.adminPerson,
+        readiness_via: 'rest',
+      });
       const human = await t.api('POST', '/v1/nodes/task-b/readiness', { body: { readiness: 'human' } });
       expect(human.status).to.equal(422);
       expect(human.body.error.code).to.equal('invalid_node');
@@ -158,10 +174,16 @@ describe('core: edges, status, priority, readiness, commit links', () => {
   describe('POST /v1/nodes/{id}/commits', () => {
     it('appends repo@sha, dedups prefix-aware, upgrades an abbreviated sha', async () => {
       const full = 'abcdef0123456789abcdef0123456789abcdef01';
-      expect((await t.api('POST', '/v1/nodes/task-c/commits', { body: { repo: 'repo-web', sha: 'abcdef0' } })).body.status).to.equal('updated');
-      expect((await t.api('POST', '/v1/nodes/task-c/commits', { body: { repo: 'repo-web', sha: 'abcdef0' } })).body.status).to.equal('skipped');
+      expect((await t.api('POST', '/v1/nodes/task-c/commits', { body: { repo: 'repo-web', sha: 'abcdef0' } })).body.status).to.equal(
+        'updated',
+      );
+      expect((await t.api('POST', '/v1/nodes/task-c/commits', { body: { repo: 'repo-web', sha: 'abcdef0' } })).body.status).to.equal(
+        'skipped',
+      );
       expect((await t.api('POST', '/v1/nodes/task-c/commits', { body: { repo: 'repo-web', sha: full } })).body.status).to.equal('updated');
-      expect((await t.api('POST', '/v1/nodes/task-c/commits', { body: { repo: 'repo-web', sha: 'abcdef01234' } })).body.status).to.equal('skipped');
+      expect((await t.api('POST', '/v1/nodes/task-c/commits', { body: { repo: 'repo-web', sha: 'abcdef01234' } })).body.status).to.equal(
+        'skipped',
+      );
       expect((await t.api('GET', '/v1/nodes/task-c')).body.frontmatter.commits).to.deep.equal([`repo-web@${full}`]);
     });
     it('rejects malformed shas and repo slugs (422) and caps at 40 links', async () => {

@@ -16,7 +16,9 @@ describe('core: node reads and writes (POST /v1/nodes, GET /v1/nodes/{id})', () 
 
   it('creates a node from markdown, stamps the author from the token and discards a supplied one', async () => {
     const res = await t.api('POST', '/v1/nodes', {
-      body: { nodes: [md({ id: 'task-alpha', type: 'task', summary: 'Alpha task', author: 'mallory', authored_via: 'capture' }, 'Body text\n')] },
+      body: {
+        nodes: [md({ id: 'task-alpha', type: 'task', summary: 'Alpha task', author: 'mallory', authored_via: 'capture' }, 'Body text\n')],
+      },
     });
     expect(res.status).to.equal(200);
     expect(res.body.results[0]).to.include({ status: 'created', id: 'task-alpha' });
@@ -32,13 +34,17 @@ describe('core: node reads and writes (POST /v1/nodes, GET /v1/nodes/{id})', () 
     // the commit is authored by the acting person
     expect(git('log', '-1', '--format=%an <%ae>|%s')).to.equal('Admin <admin@localhost>|put_node: task-alpha\n');
     // the revision is the git blob id of the stored file
-    const path = git('ls-tree', '-r', '--name-only', 'HEAD').split('\n').find((p) => p.endsWith('/task-alpha.md'))!;
+    const path = git('ls-tree', '-r', '--name-only', 'HEAD')
+      .split('\n')
+      .find((p) => p.endsWith('/task-alpha.md'))!;
     expect(path).to.match(/^nodes\/task\/[0-9a-f]{2}\/task-alpha\.md$/);
     expect(git('rev-parse', `HEAD:${path}`).trim()).to.equal(node.body.revision);
   });
 
   it('accepts {node, if_exists, revision} entries and object nodes', async () => {
-    const res = await t.api('POST', '/v1/nodes', { body: { nodes: [{ node: { id: 'issue-beta', type: 'issue', summary: 'Beta', body: 'x' } }] } });
+    const res = await t.api('POST', '/v1/nodes', {
+      body: { nodes: [{ node: { id: 'issue-beta', type: 'issue', summary: 'Beta', body: 'x' } }] },
+    });
     expect(res.status).to.equal(200);
     expect(res.body.results[0]).to.include({ status: 'created', id: 'issue-beta' });
   });
@@ -50,22 +56,32 @@ describe('core: node reads and writes (POST /v1/nodes, GET /v1/nodes/{id})', () 
     expect(again.body.results[0].status).to.equal('failed');
     expect(again.body.results[0].error.code).to.equal('conflict');
 
-    const skip = await t.api('POST', '/v1/nodes', { body: { if_exists: 'skip', nodes: [md({ id: 'task-alpha', type: 'task', summary: 'Alpha again' })] } });
+    const skip = await t.api('POST', '/v1/nodes', {
+      body: { if_exists: 'skip', nodes: [md({ id: 'task-alpha', type: 'task', summary: 'Alpha again' })] },
+    });
     expect(skip.status).to.equal(200);
     expect(skip.body.results[0]).to.include({ status: 'skipped', revision: current });
 
-    const noRevision = await t.api('POST', '/v1/nodes', { body: { nodes: [{ node: md({ id: 'task-alpha', type: 'task', summary: 'x' }), if_exists: 'update' }] } });
+    const noRevision = await t.api('POST', '/v1/nodes', {
+      body: { nodes: [{ node: md({ id: 'task-alpha', type: 'task', summary: 'x' }), if_exists: 'update' }] },
+    });
     expect(noRevision.body.results[0].error.code).to.equal('validation_failed');
 
     const stale = await t.api('POST', '/v1/nodes', {
-      body: { nodes: [{ node: md({ id: 'task-alpha', type: 'task', summary: 'Alpha v2' }), if_exists: 'update', revision: '0'.repeat(40) }] },
+      body: {
+        nodes: [{ node: md({ id: 'task-alpha', type: 'task', summary: 'Alpha v2' }), if_exists: 'update', revision: '0'.repeat(40) }],
+      },
     });
     expect(stale.status).to.equal(207);
     expect(stale.body.results[0].error.code).to.equal('conflict');
     expect(stale.body.results[0].error.details.current_revision).to.equal(current);
 
     const ok = await t.api('POST', '/v1/nodes', {
-      body: { nodes: [{ node: md({ id: 'task-alpha', type: 'task', summary: 'Alpha v2' }, 'Body text\n'), if_exists: 'update', revision: current }] },
+      body: {
+        nodes: [
+          { node: md({ id: 'task-alpha', type: 'task', summary: 'Alpha v2' }, 'Body text\n'), if_exists: 'update', revision: current },
+        ],
+      },
     });
     expect(ok.status).to.equal(200);
     expect(ok.body.results[0].status).to.equal('updated');
@@ -81,7 +97,13 @@ describe('core: node reads and writes (POST /v1/nodes, GET /v1/nodes/{id})', () 
   it('applies entries in order; earlier entries stay when a later one fails (207), and a failure commits nothing', async () => {
     const head = git('rev-parse', 'HEAD').trim();
     const res = await t.api('POST', '/v1/nodes', {
-      body: { nodes: [md({ id: 'task-gamma', type: 'task', summary: 'Gamma' }), md({ id: 'task-delta', type: 'task', summary: '' }), md({ id: 'task-eps', type: 'task', summary: 'Eps' })] },
+      body: {
+        nodes: [
+          md({ id: 'task-gamma', type: 'task', summary: 'Gamma' }),
+          md({ id: 'task-delta', type: 'task', summary: '' }),
+          md({ id: 'task-eps', type: 'task', summary: 'Eps' }),
+        ],
+      },
     });
     expect(res.status).to.equal(207);
     expect(res.body.results.map((r: { status: string }) => r.status)).to.deep.equal(['created', 'failed', 'created']);
@@ -122,7 +144,13 @@ describe('core: node reads and writes (POST /v1/nodes, GET /v1/nodes/{id})', () 
       { id: 'task-resolver', type: 'task', summary: 'Resolves it', edges: [{ type: 'resolves', to: 'issue-lag' }] },
       { id: 'spec-old', type: 'spec', summary: 'Old spec' },
       { id: 'spec-new', type: 'spec', summary: 'New spec', edges: [{ type: 'supersedes', to: 'spec-old' }] },
-      { id: 'finding-lag', type: 'finding', summary: 'lagging resolution', check: 'lagging-resolution', edges: [{ type: 'concerns', to: 'issue-lag' }] },
+      {
+        id: 'finding-lag',
+        type: 'finding',
+        summary: 'lagging resolution',
+        check: 'lagging-resolution',
+        edges: [{ type: 'concerns', to: 'issue-lag' }],
+      },
     ]);
     const lag = await t.api('GET', '/v1/nodes/issue-lag');
     expect(lag.body.resolution).to.include({ by: 'task-resolver', lagging: true, title: 'Resolves it' });
@@ -167,17 +195,29 @@ describe('core: node reads and writes (POST /v1/nodes, GET /v1/nodes/{id})', () 
           md({ id: 'task-l3', type: 'task', summary: 'ok', edges }),
           md({ id: 'task-l4', type: 'task', summary: 'ok', commits }),
           md({ id: 'task-l5', type: 'task', summary: 'ok', commits: ['repo-a@ABCDEF1'] }),
-          md({ id: 'task-l6', type: 'task', summary: 'x'.repeat(500), edges: edges.slice(0, 40), commits: commits.slice(0, 40) }, 'y'.repeat(8 * 1024)),
+          md(
+            { id: 'task-l6', type: 'task', summary: 'x'.repeat(500), edges: edges.slice(0, 40), commits: commits.slice(0, 40) },
+            'y'.repeat(8 * 1024),
+          ),
         ],
       },
     });
     expect(res.status).to.equal(207);
-    expect(res.body.results.map((r: { status: string }) => r.status)).to.deep.equal(['failed', 'failed', 'failed', 'failed', 'failed', 'created']);
+    expect(res.body.results.map((r: { status: string }) => r.status)).to.deep.equal([
+      'failed',
+      'failed',
+      'failed',
+      'failed',
+      'failed',
+      'created',
+    ]);
     for (const r of res.body.results.slice(0, 5)) expect(r.error.code).to.equal('validation_failed');
   });
 
   it('refuses person nodes through put_node (only the admin people route creates them)', async () => {
-    const res = await t.api('POST', '/v1/nodes', { body: { nodes: [md({ id: 'person-sneaky', type: 'person', summary: 'x', name: 'x', email: 'x@y' })] } });
+    const res = await t.api('POST', '/v1/nodes', {
+      body: { nodes: [md({ id: 'person-sneaky', type: 'person', summary: 'x', name: 'x', email: 'x@y' })] },
+    });
     expect(res.body.results[0].error.code).to.equal('forbidden');
   });
 
@@ -198,10 +238,13 @@ describe('core: node reads and writes (POST /v1/nodes, GET /v1/nodes/{id})', () 
     await tenant.tokens.mutate((records) => {
       for (const r of records.values()) if (r.person === other.id) r.person = 'person-missing';
     });
-    const me = await t.api("GET", "/v1/me", { token: other.token });
+    const me = await t.api('GET', '/v1/me', { token: other.token });
     if (me.status !== 200) console.log(me.text);
     expect(me.body).to.include({ bound: false, person: null, is_admin: false });
-    const write = await t.api('POST', '/v1/nodes', { token: other.token, body: { nodes: [md({ id: 'task-ghost', type: 'task', summary: 'x' })] } });
+    const write = await t.api('POST', '/v1/nodes', {
+      token: other.token,
+      body: { nodes: [md({ id: 'task-ghost', type: 'task', summary: 'x' })] },
+    });
     expect(write.status).to.equal(403);
   });
 

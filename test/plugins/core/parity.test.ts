@@ -23,7 +23,22 @@ describe('core: REST and MCP tool parity', () => {
   it('lists the core tools with input schemas', async () => {
     const { tools } = await client.listTools();
     const names = tools.map((x) => x.name).sort();
-    expect(names).to.deep.equal(['add_edge', 'add_edges', 'get_node', 'hello_mcp_app', 'me', 'patch_node', 'put_node', 'remove_edge', 'remove_edges', 'schema', 'set_priorities', 'set_priority', 'set_readiness', 'set_status']);
+    expect(names).to.deep.equal([
+      'add_edge',
+      'add_edges',
+      'get_node',
+      'hello_mcp_app',
+      'me',
+      'patch_node',
+      'put_node',
+      'remove_edge',
+      'remove_edges',
+      'schema',
+      'set_priorities',
+      'set_priority',
+      'set_readiness',
+      'set_status',
+    ]);
     for (const tool of tools) expect(tool.inputSchema.type).to.equal('object');
   });
 
@@ -66,7 +81,12 @@ describe('core: REST and MCP tool parity', () => {
   });
 
   /** Runs the same write on two twin nodes, one through REST, one through the tool. */
-  async function twinWrite(restPath: (id: string) => string, body: Record<string, unknown>, toolName: string, setup?: (id: string) => Promise<void>) {
+  async function twinWrite(
+    restPath: (id: string) => string,
+    body: Record<string, unknown>,
+    toolName: string,
+    setup?: (id: string) => Promise<void>,
+  ) {
     const stamp = Math.random().toString(36).slice(2, 8);
     const a = `task-rest-${stamp}`;
     const b = `task-tool-${stamp}`;
@@ -80,10 +100,7 @@ describe('core: REST and MCP tool parity', () => {
     }
     const rest = await t.api('POST', restPath(a), { body });
     const tool = await t.tool(client, toolName, { id: b, ...body });
-    const normalize = (text: string, id: string) =>
-      text
-        .replaceAll(id, 'ID')
-        .replace(/"revision":"[0-9a-f]{40}"/g, '"revision":"R"');
+    const normalize = (text: string, id: string) => text.replaceAll(id, 'ID').replace(/"revision":"[0-9a-f]{40}"/g, '"revision":"R"');
     expect(tool.isError).to.equal(rest.status >= 400);
     expect(normalize(tool.text, b)).to.equal(normalize(rest.text, a));
     return { rest, tool };
@@ -119,7 +136,9 @@ describe('core: REST and MCP tool parity', () => {
   });
 
   it('put_node', async () => {
-    const rest = await t.api('POST', '/v1/nodes', { body: { nodes: [md({ id: 'task-put-rest', type: 'task', summary: 'P' }), 'garbage'] } });
+    const rest = await t.api('POST', '/v1/nodes', {
+      body: { nodes: [md({ id: 'task-put-rest', type: 'task', summary: 'P' }), 'garbage'] },
+    });
     const tool = await t.tool(client, 'put_node', { nodes: [md({ id: 'task-put-tool', type: 'task', summary: 'P' }), 'garbage'] });
     expect(rest.status).to.equal(207);
     const norm = (s: string) => s.replace(/task-put-(rest|tool)/g, 'ID').replace(/"revision":"[0-9a-f]{40}"/g, '"revision":"R"');
@@ -143,7 +162,11 @@ describe('core: REST and MCP tool parity', () => {
   });
 
   it('MCP requests need the same bearer tokens (401 without)', async () => {
-    const res = await fetch(t.url + '/mcp', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    const res = await fetch(t.url + '/mcp', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{}',
+    });
     expect(res.status).to.equal(401);
     expect((await res.json()).error.code).to.equal('unauthorized');
   });

@@ -35,7 +35,17 @@ describe('core: patch_node and replace warnings', () => {
   async function checkoutTask(id: string) {
     await putNodes(t, [
       md(
-        { id, type: 'task', summary: 'Checkout flow', project: 'checkout', title: 'Checkout', edges: [{ type: 'blocks', to: 'task-card-api', needed_by: '2026-01-31' }, { type: 'relates-to', to: 'task-release' }] },
+        {
+          id,
+          type: 'task',
+          summary: 'Checkout flow',
+          project: 'checkout',
+          title: 'Checkout',
+          edges: [
+            { type: 'blocks', to: 'task-card-api', needed_by: '2026-01-31' },
+            { type: 'relates-to', to: 'task-release' },
+          ],
+        },
         'Steps:\n- one\n',
       ),
     ]);
@@ -45,7 +55,15 @@ describe('core: patch_node and replace warnings', () => {
   it('a replace that drops an edge, a field and the body names each removal in warnings (REST)', async () => {
     const before = await checkoutTask('task-replace-rest');
     const res = await t.api('POST', '/v1/nodes', {
-      body: { nodes: [{ node: md({ id: 'task-replace-rest', summary: 'Checkout flow, v2', edges: [{ type: 'relates-to', to: 'task-release' }] }), if_exists: 'update', revision: before.revision }] },
+      body: {
+        nodes: [
+          {
+            node: md({ id: 'task-replace-rest', summary: 'Checkout flow, v2', edges: [{ type: 'relates-to', to: 'task-release' }] }),
+            if_exists: 'update',
+            revision: before.revision,
+          },
+        ],
+      },
     });
     expect(res.status, res.text).to.equal(200);
     const warnings: string[] = res.body.results[0].warnings;
@@ -64,7 +82,16 @@ describe('core: patch_node and replace warnings', () => {
   it('the same replace over MCP put_node carries the same warnings', async () => {
     const before = await checkoutTask('task-replace-mcp');
     const tool = await t.tool(client, 'put_node', {
-      nodes: [{ node: md({ id: 'task-replace-mcp', summary: 'Checkout flow, v2', project: 'checkout', edges: [{ type: 'blocks', to: 'task-card-api' }] }, 'Steps:\n- one\n'), if_exists: 'update', revision: before.revision }],
+      nodes: [
+        {
+          node: md(
+            { id: 'task-replace-mcp', summary: 'Checkout flow, v2', project: 'checkout', edges: [{ type: 'blocks', to: 'task-card-api' }] },
+            'Steps:\n- one\n',
+          ),
+          if_exists: 'update',
+          revision: before.revision,
+        },
+      ],
     });
     expect(tool.isError, tool.text).to.equal(false);
     const warnings: string[] = tool.json.results[0].warnings;
@@ -77,7 +104,11 @@ describe('core: patch_node and replace warnings', () => {
   it('a replace that repeats everything gets no removal warnings', async () => {
     const before = await checkoutTask('task-replace-same');
     const res = await t.api('POST', '/v1/nodes', {
-      body: { nodes: [{ node: md({ ...before.frontmatter, summary: 'Edited summary' }, before.body), if_exists: 'update', revision: before.revision }] },
+      body: {
+        nodes: [
+          { node: md({ ...before.frontmatter, summary: 'Edited summary' }, before.body), if_exists: 'update', revision: before.revision },
+        ],
+      },
     });
     expect(res.body.results[0].status).to.equal('updated');
     expect(res.body.results[0].warnings).to.deep.equal([]);
@@ -86,7 +117,12 @@ describe('core: patch_node and replace warnings', () => {
   it('PATCH changes only what it names (frontmatter diffed before/after) and answers the write success shape', async () => {
     const before = await checkoutTask('task-patch-rest');
     const res = await t.api('PATCH', '/v1/nodes/task-patch-rest', {
-      body: { revision: before.revision, set: { summary: 'Checkout flow, patched', estimate: '3d' }, add_edges: [{ type: 'part-of', to: 'task-release' }], append_body: '- two\n' },
+      body: {
+        revision: before.revision,
+        set: { summary: 'Checkout flow, patched', estimate: '3d' },
+        add_edges: [{ type: 'part-of', to: 'task-release' }],
+        append_body: '- two\n',
+      },
     });
     expect(res.status, res.text).to.equal(200);
     expect(Object.keys(res.body).sort()).to.deep.equal(['id', 'revision', 'status', 'warnings']);
@@ -132,9 +168,13 @@ describe('core: patch_node and replace warnings', () => {
 
   it('a revision mismatch is 409 conflict carrying the current revision; nothing changes (REST and MCP)', async () => {
     const before = await checkoutTask('task-patch-stale');
-    const first = await t.api('PATCH', '/v1/nodes/task-patch-stale', { body: { revision: before.revision, set: { summary: 'First edit' } } });
+    const first = await t.api('PATCH', '/v1/nodes/task-patch-stale', {
+      body: { revision: before.revision, set: { summary: 'First edit' } },
+    });
     expect(first.status).to.equal(200);
-    const stale = await t.api('PATCH', '/v1/nodes/task-patch-stale', { body: { revision: before.revision, set: { summary: 'Lost edit' } } });
+    const stale = await t.api('PATCH', '/v1/nodes/task-patch-stale', {
+      body: { revision: before.revision, set: { summary: 'Lost edit' } },
+    });
     expect(stale.status).to.equal(409);
     expect(stale.body.error.code).to.equal('conflict');
     expect(stale.body.error.details).to.include({ current_revision: first.body.revision, supplied_revision: before.revision });
@@ -172,18 +212,27 @@ describe('core: patch_node and replace warnings', () => {
 
   it('more than 40 edges on a node is 422 through a patch', async () => {
     const ids = Array.from({ length: 41 }, (_, i) => `task-e${i}`);
-    await putNodes(t, ids.map((id) => ({ id, type: 'task', summary: id })));
+    await putNodes(
+      t,
+      ids.map((id) => ({ id, type: 'task', summary: id })),
+    );
     const before = (await putNodes(t, [{ id: 'task-hub', type: 'task', summary: 'Hub' }]))[0];
-    const res = await t.api('PATCH', '/v1/nodes/task-hub', { body: { revision: before.revision, add_edges: ids.slice(0, 40).map((to) => ({ type: 'relates-to', to })) } });
+    const res = await t.api('PATCH', '/v1/nodes/task-hub', {
+      body: { revision: before.revision, add_edges: ids.slice(0, 40).map((to) => ({ type: 'relates-to', to })) },
+    });
     expect(res.status, res.text).to.equal(200);
-    const over = await t.api('PATCH', '/v1/nodes/task-hub', { body: { revision: res.body.revision, add_edges: [{ type: 'relates-to', to: ids[40] }] } });
+    const over = await t.api('PATCH', '/v1/nodes/task-hub', {
+      body: { revision: res.body.revision, add_edges: [{ type: 'relates-to', to: ids[40] }] },
+    });
     expect(over.status).to.equal(422);
     expect(over.body.error.code).to.equal('validation_failed');
   });
 
   describe('one completion rule for put_node and set_status', () => {
     it('a decision put already accepted succeeds exactly as proposed + set_status accepted does', async () => {
-      const put = await t.api('POST', '/v1/nodes', { body: { nodes: [md({ id: 'dec-put-accepted', summary: 'Use Postgres', status: 'accepted' })] } });
+      const put = await t.api('POST', '/v1/nodes', {
+        body: { nodes: [md({ id: 'dec-put-accepted', summary: 'Use Postgres', status: 'accepted' })] },
+      });
       expect(put.status, put.text).to.equal(200);
       expect(put.body.results[0].status).to.equal('created');
       await putNodes(t, [{ id: 'dec-set-accepted', summary: 'Use Redis' }]);
@@ -205,7 +254,12 @@ describe('core: patch_node and replace warnings', () => {
 
     it('a batch that carries the resolver after the node it resolves still fails that create (order resolver first)', async () => {
       const res = await t.api('POST', '/v1/nodes', {
-        body: { nodes: [md({ id: 'issue-late', summary: 'Late', status: 'resolved' }), md({ id: 'task-late-fix', summary: 'Fix', edges: [{ type: 'resolves', to: 'issue-late' }] })] },
+        body: {
+          nodes: [
+            md({ id: 'issue-late', summary: 'Late', status: 'resolved' }),
+            md({ id: 'task-late-fix', summary: 'Fix', edges: [{ type: 'resolves', to: 'issue-late' }] }),
+          ],
+        },
       });
       expect(res.status).to.equal(207);
       expect(res.body.results[0].error).to.include({ code: 'transition_denied' });

@@ -17,11 +17,26 @@ describe('core: puts warn about every field they discard or ignore', () => {
 
   it('priority, readiness, author and an unknown field each get a warning; the stored values are kept', async () => {
     const res = await t.api('POST', '/v1/nodes', {
-      body: { nodes: [md({ id: 'task-warned', type: 'task', summary: 'Warned', priority: 'p1', readiness: 'agent', author: 'mallory', assignee: 'bob' })] },
+      body: {
+        nodes: [
+          md({
+            id: 'task-warned',
+            type: 'task',
+            summary: 'Warned',
+            priority: 'p1',
+            readiness: 'agent',
+            author: 'mallory',
+            assignee: 'bob',
+          }),
+        ],
+      },
     });
     expect(res.status, res.text).to.equal(200);
     const warnings: string[] = res.body.results[0].warnings;
-    expect(warnings.some((w) => /^ignored priority: .*\/v1\/nodes\/task-warned\/priority/.test(w)), warnings.join('\n')).to.equal(true);
+    expect(
+      warnings.some((w) => /^ignored priority: .*\/v1\/nodes\/task-warned\/priority/.test(w)),
+      warnings.join('\n'),
+    ).to.equal(true);
     expect(warnings.some((w) => /^ignored readiness: /.test(w))).to.equal(true);
     expect(warnings.some((w) => /^ignored author: the server stamps it/.test(w))).to.equal(true);
     expect(warnings.some((w) => /^unknown field 'assignee' kept as-is/.test(w))).to.equal(true);
@@ -37,7 +52,9 @@ describe('core: puts warn about every field they discard or ignore', () => {
     await t.api('POST', '/v1/nodes/task-warned/priority', { body: { priority: 'p2' } });
     const read = (await t.api('GET', '/v1/nodes/task-warned')).body;
     const { assignee: _a, ...fm } = read.frontmatter;
-    const res = await t.api('POST', '/v1/nodes', { body: { nodes: [{ node: md({ ...fm, summary: 'Warned, edited' }), if_exists: 'update', revision: read.revision }] } });
+    const res = await t.api('POST', '/v1/nodes', {
+      body: { nodes: [{ node: md({ ...fm, summary: 'Warned, edited' }), if_exists: 'update', revision: read.revision }] },
+    });
     expect(res.status, res.text).to.equal(200);
     expect(res.body.results[0]).to.include({ status: 'updated' });
     // no stamp is mentioned; the one field left out is named as removed (a replace never drops data silently)
@@ -54,8 +71,12 @@ describe('core: puts warn about every field they discard or ignore', () => {
     const viaTool = await t.tool(client, 'put_node', entry);
     expect(viaTool.isError).to.equal(false);
     expect(viaTool.json.results[0].warnings[0]).to.match(/^ignored priority: /);
-    const viaRest = await t.api('POST', '/v1/nodes', { body: { nodes: [md({ id: 'task-warned-rest', type: 'task', summary: 'Warned', priority: 'p3' })] } });
-    expect(viaRest.body.results[0].warnings).to.deep.equal(viaTool.json.results[0].warnings.map((w: string) => w.replace('task-warned-mcp', 'task-warned-rest')));
+    const viaRest = await t.api('POST', '/v1/nodes', {
+      body: { nodes: [md({ id: 'task-warned-rest', type: 'task', summary: 'Warned', priority: 'p3' })] },
+    });
+    expect(viaRest.body.results[0].warnings).to.deep.equal(
+      viaTool.json.results[0].warnings.map((w: string) => w.replace('task-warned-mcp', 'task-warned-rest')),
+    );
   });
 
   it('a put_node in which every entry failed is isError over MCP; a partial failure is not; REST answers 207 for both', async () => {
@@ -67,7 +88,9 @@ describe('core: puts warn about every field they discard or ignore', () => {
     const viaRest = await t.api('POST', '/v1/nodes', { body: allBad });
     expect(viaRest.status).to.equal(207);
     expect(viaRest.text).to.equal(viaTool.text);
-    const partial = await t.tool(client, 'put_node', { nodes: [md({ id: 'task-good-3', type: 'task', summary: 'fine' }), md({ id: 'task-bad-4', type: 'task', summary: '' })] });
+    const partial = await t.tool(client, 'put_node', {
+      nodes: [md({ id: 'task-good-3', type: 'task', summary: 'fine' }), md({ id: 'task-bad-4', type: 'task', summary: '' })],
+    });
     expect(partial.isError).to.equal(false);
     expect(partial.json).to.include({ count: 2, failed: 1 });
   });

@@ -33,7 +33,8 @@ describe('export: GET /v1/export (docs/spec.md Reads rule 11)', () => {
   let work: string;
   let gitdir: string;
 
-  const headPaths = (rev = 'main') => sh('git', ['--git-dir', gitdir, 'ls-tree', '-r', '--name-only', rev, '--', 'nodes/']).trim().split('\n').sort();
+  const headPaths = (rev = 'main') =>
+    sh('git', ['--git-dir', gitdir, 'ls-tree', '-r', '--name-only', rev, '--', 'nodes/']).trim().split('\n').sort();
   const blobAt = (rev: string, path: string) => execFileSync('git', ['--git-dir', gitdir, 'show', `${rev}:${path}`]);
 
   before(async () => {
@@ -116,7 +117,9 @@ describe('export: GET /v1/export (docs/spec.md Reads rule 11)', () => {
     const clone = join(work, 'clone');
     sh('git', ['clone', '-q', bundle, clone]);
     expect(sh('git', ['rev-parse', 'HEAD'], clone).trim()).to.equal(head);
-    expect(sh('git', ['rev-list', '--count', 'HEAD'], clone).trim()).to.equal(sh('git', ['--git-dir', gitdir, 'rev-list', '--count', 'main']).trim());
+    expect(sh('git', ['rev-list', '--count', 'HEAD'], clone).trim()).to.equal(
+      sh('git', ['--git-dir', gitdir, 'rev-list', '--count', 'main']).trim(),
+    );
     const files = sh('git', ['ls-files', 'nodes/'], clone).trim().split('\n').sort();
     expect(files).to.deep.equal(headPaths());
     for (const path of files) expect(readFileSync(join(clone, path)).equals(blobAt('main', path)), path).to.equal(true);
@@ -185,7 +188,10 @@ describe('export: GET /v1/export (docs/spec.md Reads rule 11)', () => {
     });
     for (const query of ['', '?gzip=1', '?history=1']) {
       const controller = new AbortController();
-      const res = await fetch(`${t.url}/v1/export${query}`, { headers: { authorization: `Bearer ${t.adminToken}` }, signal: controller.signal });
+      const res = await fetch(`${t.url}/v1/export${query}`, {
+        headers: { authorization: `Bearer ${t.adminToken}` },
+        signal: controller.signal,
+      });
       const reader = res.body!.getReader();
       await reader.read();
       controller.abort();

@@ -44,7 +44,10 @@ describe('gardener: POST /v1/gardener', function () {
     const res = await t.api('POST', '/v1/gardener', { token: alice.token, body: { dry_run: true } });
     expect(res.status, res.text).to.equal(422);
     expect(res.body.error.code).to.equal('validation_failed');
-    expect(res.body.error.details.errors[0]).to.deep.include({ keyword: 'additionalProperties', params: { additionalProperty: 'dry_run' } });
+    expect(res.body.error.details.errors[0]).to.deep.include({
+      keyword: 'additionalProperties',
+      params: { additionalProperty: 'dry_run' },
+    });
   });
 
   it('a token without a person node is 403 no_person; no token is 401', async () => {
@@ -61,7 +64,14 @@ describe('gardener: POST /v1/gardener', function () {
     const first = await sweep(t, alice.token);
     expect(first.filed).to.deep.equal([id]);
     const finding = await node(t, id);
-    expect(finding.frontmatter).to.include({ type: 'finding', status: 'open', check: 'lagging-resolution', project: 'web', author: alice.id, authored_via: 'gardener' });
+    expect(finding.frontmatter).to.include({
+      type: 'finding',
+      status: 'open',
+      check: 'lagging-resolution',
+      project: 'web',
+      author: alice.id,
+      authored_via: 'gardener',
+    });
     expect(finding.frontmatter.edges).to.deep.equal([{ type: 'concerns', to: 'task-lag' }]);
     expect(finding.frontmatter.summary).to.match(/task-lag is resolved by spec-fix but its status is still 'open'/);
     const view = await node(t, 'task-lag');
@@ -88,8 +98,18 @@ describe('gardener: POST /v1/gardener', function () {
     expect((await sweep(t)).resolved).to.deep.equal([id]);
   });
 
-  it('dangling-edge: an edge to a missing node; the finding reaches the carrier\'s queue; fixed by removing the edge', async () => {
-    await put(t, [{ id: 'task-dangle', type: 'task', summary: 'points nowhere', edges: [{ type: 'blocks', to: 'task-ghost' }, { type: 'relates-to', to: 'spec-fix' }] }]);
+  it("dangling-edge: an edge to a missing node; the finding reaches the carrier's queue; fixed by removing the edge", async () => {
+    await put(t, [
+      {
+        id: 'task-dangle',
+        type: 'task',
+        summary: 'points nowhere',
+        edges: [
+          { type: 'blocks', to: 'task-ghost' },
+          { type: 'relates-to', to: 'spec-fix' },
+        ],
+      },
+    ]);
     await post(t, `/v1/nodes/${bob.id}/edges`, { type: 'stewards', to: 'task-dangle' });
     const id = 'finding-dangling-edge-task-dangle';
     const run = await sweep(t);
@@ -125,7 +145,12 @@ describe('gardener: POST /v1/gardener', function () {
       { id: 'task-needy', type: 'task', summary: 'needs the blocker' },
       { id: 'task-needy-done', type: 'task', summary: 'needed it once' },
       { id: 'task-blocker', type: 'task', summary: 'blocks', edges: [{ type: 'blocks', to: 'task-needy', needed_by: day(1) }] },
-      { id: 'task-blocker-2', type: 'task', summary: 'blocks a done node', edges: [{ type: 'blocks', to: 'task-needy-done', needed_by: day(-3) }] },
+      {
+        id: 'task-blocker-2',
+        type: 'task',
+        summary: 'blocks a done node',
+        edges: [{ type: 'blocks', to: 'task-needy-done', needed_by: day(-3) }],
+      },
     ]);
     await post(t, '/v1/nodes/task-needy-done/status', { status: 'done' });
     // the due day itself is not overdue
@@ -149,7 +174,15 @@ describe('gardener: POST /v1/gardener', function () {
     expect(run.filed).to.deep.equal(['finding-dangling-edge-task-two', 'finding-superseded-open-task-two']);
     expect(await openChecks(t, 'task-two')).to.deep.equal(['dangling-edge', 'superseded-open']);
 
-    await put(t, [{ id: 'finding-by-hand', type: 'finding', summary: 'same thing, by hand', check: 'dangling-edge', edges: [{ type: 'concerns', to: 'task-two' }] }]);
+    await put(t, [
+      {
+        id: 'finding-by-hand',
+        type: 'finding',
+        summary: 'same thing, by hand',
+        check: 'dangling-edge',
+        edges: [{ type: 'concerns', to: 'task-two' }],
+      },
+    ]);
     const dedup = await sweep(t);
     expect(dedup.resolved).to.deep.equal(['finding-by-hand']);
     expect(dedup.filed).to.deep.equal([]);
@@ -176,7 +209,9 @@ describe('gardener: POST /v1/gardener', function () {
     expect(finding.frontmatter.summary).to.have.length(500);
     expect(finding.frontmatter.summary.endsWith('…')).to.equal(true);
     expect(finding.frontmatter.detail.missing).to.have.length(15);
-    await put(t, [{ node: { id: 'task-many', type: 'task', summary: 'fixed' }, if_exists: 'update', revision: (await node(t, 'task-many')).revision }]);
+    await put(t, [
+      { node: { id: 'task-many', type: 'task', summary: 'fixed' }, if_exists: 'update', revision: (await node(t, 'task-many')).revision },
+    ]);
     expect((await sweep(t)).resolved).to.deep.equal(['finding-dangling-edge-task-many']);
   });
 
@@ -187,7 +222,10 @@ describe('gardener: POST /v1/gardener', function () {
     expect(run.filed).to.deep.equal(['finding-dangling-edge-task-commit']);
     const gitDir = join(t.dataDir, 'tenants', t.org, 'graph.git');
     const log = execFileSync('git', ['--git-dir', gitDir, 'log', '--format=%H%n%B%n--end--', `${before}..main`], { encoding: 'utf8' });
-    const commits = log.split('--end--').map((c) => c.trim()).filter(Boolean);
+    const commits = log
+      .split('--end--')
+      .map((c) => c.trim())
+      .filter(Boolean);
     expect(commits).to.have.length(1);
     expect(commits[0]).to.include('Svc-Via: gardener').and.include('Svc-Internal: true').and.include(`Svc-Person: ${bob.id}`);
     const finding = await node(t, 'finding-dangling-edge-task-commit');
@@ -195,8 +233,11 @@ describe('gardener: POST /v1/gardener', function () {
   });
 
   it('a finding write refused by a graph schema hook is reported under skipped; the others still land', async () => {
-    const hook = "(input) => String(input.node.summary || '').includes('task-refused') ? { allow: false, reason: 'not this one' } : { allow: true }";
-    await put(t, [{ id: 'schema-finding-gate', type: 'schema', summary: 'refuse some findings', applies_to: 'finding', hooks: { transition: hook } }]);
+    const hook =
+      "(input) => String(input.node.summary || '').includes('task-refused') ? { allow: false, reason: 'not this one' } : { allow: true }";
+    await put(t, [
+      { id: 'schema-finding-gate', type: 'schema', summary: 'refuse some findings', applies_to: 'finding', hooks: { transition: hook } },
+    ]);
     await post(t, '/v1/nodes/schema-finding-gate/status', { status: 'active' }, alice.token);
     await put(t, [
       { id: 'task-refused', type: 'task', summary: 'its finding is refused', edges: [{ type: 'blocks', to: 'task-void-1' }] },

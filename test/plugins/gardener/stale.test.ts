@@ -39,7 +39,7 @@ describe('gardener: stale-assignment with the leases plugin', function () {
     await post(t, '/v1/nodes/task-claimed/release', {}, alice.token);
   });
 
-  it("a live lease keeps an old assignment fresh, per assignee; done work is never stale", async () => {
+  it('a live lease keeps an old assignment fresh, per assignee; done work is never stale', async () => {
     await put(t, [
       { id: 'task-held', type: 'task', summary: 'held by alice' },
       { id: 'task-finished', type: 'task', summary: 'done long ago' },

@@ -31,7 +31,9 @@ describe('history: GET /v1/briefing/{project} (docs/spec.md Reads rule 3)', () =
       ['repo-shop-web', '# Shop web\nRepo brief.\n'],
     ]) {
       const node = await ok(t, `/v1/nodes/${id}`);
-      const res = await t.api('POST', '/v1/nodes', { body: { nodes: [{ node: { ...node.frontmatter, body }, if_exists: 'update', revision: node.revision }] } });
+      const res = await t.api('POST', '/v1/nodes', {
+        body: { nodes: [{ node: { ...node.frontmatter, body }, if_exists: 'update', revision: node.revision }] },
+      });
       expect(res.status).to.equal(200);
     }
   });
@@ -51,7 +53,12 @@ describe('history: GET /v1/briefing/{project} (docs/spec.md Reads rule 3)', () =
       const b = await ok(t, `/v1/briefing/${slug}`);
       expect(b).to.include({ found: true, body: '# Shop web\nRepo brief.\n', project: 'repo-shop-web' });
       expect(b.version).to.equal((await ok(t, '/v1/nodes/repo-shop-web')).revision);
-      expect(b.project_brief).to.include({ found: true, id: 'proj-shop', body: '# Shop\nGrouping brief.\n', version: (await ok(t, '/v1/nodes/proj-shop')).revision });
+      expect(b.project_brief).to.include({
+        found: true,
+        id: 'proj-shop',
+        body: '# Shop\nGrouping brief.\n',
+        version: (await ok(t, '/v1/nodes/proj-shop')).revision,
+      });
     }
   });
 
@@ -105,7 +112,14 @@ describe('history: GET /v1/briefing/{project} (docs/spec.md Reads rule 3)', () =
     const b = await ok(t, `/v1/briefing/shop-frontend?fp=root:${ROOT_SHA.slice(0, 12)}`, member.token);
     expect(b.found).to.equal(false);
     const id = aliasProposalId('shop-frontend', 'repo-shop-web');
-    expect(b.alias_proposal).to.deep.equal({ id, status: 'proposed', alias: 'shop-frontend', project: 'repo-shop-web', fingerprint: `root:${ROOT_SHA.slice(0, 12)}`, filed: true });
+    expect(b.alias_proposal).to.deep.equal({
+      id,
+      status: 'proposed',
+      alias: 'shop-frontend',
+      project: 'repo-shop-web',
+      fingerprint: `root:${ROOT_SHA.slice(0, 12)}`,
+      filed: true,
+    });
     // a proposed decision is a queueable node the queue shows for approval
     const dec = await ok(t, `/v1/nodes/${id}`);
     expect(dec.frontmatter).to.include({ type: 'dec', status: 'proposed' });
@@ -122,7 +136,13 @@ describe('history: GET /v1/briefing/{project} (docs/spec.md Reads rule 3)', () =
     const id = aliasProposalId('shopfront', 'repo-shop-web');
     expect(first.alias_proposal).to.include({ id, filed: true, project: 'repo-shop-web' });
     const dec = await ok(t, `/v1/nodes/${id}`);
-    expect(dec.frontmatter).to.include({ type: 'dec', status: 'proposed', alias: 'shopfront', alias_for: 'repo-shop-web', project: 'repo-shop-web' });
+    expect(dec.frontmatter).to.include({
+      type: 'dec',
+      status: 'proposed',
+      alias: 'shopfront',
+      alias_for: 'repo-shop-web',
+      project: 'repo-shop-web',
+    });
     expect(dec.frontmatter.title).to.equal('alias shopfront -> repo-shop-web');
     const second = await ok(t, `/v1/briefing/shopfront?fp=${fp}`, member.token);
     expect(second.alias_proposal).to.include({ id, filed: false, status: 'proposed' });

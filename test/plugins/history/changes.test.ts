@@ -93,7 +93,13 @@ describe('history: GET /v1/changes (docs/spec.md Reads rule 7)', () => {
       member = await addPerson(t, 'Mia Member');
       await putNodes(t, [
         { id: 'proj-alpha', type: 'proj', summary: 'Alpha grouping', aliases: ['alpha-group'] },
-        { id: 'repo-alpha-api', type: 'repo', summary: 'Alpha API repo', aliases: ['api'], edges: [{ type: 'member-of', to: 'proj-alpha' }] },
+        {
+          id: 'repo-alpha-api',
+          type: 'repo',
+          summary: 'Alpha API repo',
+          aliases: ['api'],
+          edges: [{ type: 'member-of', to: 'proj-alpha' }],
+        },
         { id: 'repo-beta', type: 'repo', summary: 'Beta repo' },
         { id: 'task-pa', type: 'task', summary: 'Alpha grouping work', project: 'proj-alpha' },
         { id: 'task-pr', type: 'task', summary: 'Alpha API work', project: 'alpha-api' },
@@ -144,7 +150,15 @@ describe('history: GET /v1/changes (docs/spec.md Reads rule 7)', () => {
       const byId = new Map(body.changes.map((c: any) => [c.id, c]));
       const pa = byId.get('task-pa') as any;
       expect(pa).to.include.keys('id', 'change', 'commit', 'date', 'committed_by', 'type', 'title', 'authored_via', 'author');
-      expect(pa).to.include({ change: 'M', committed_by: member.id, author: member.id, authored_via: 'rest', origin: 'human', type: 'task', title: 'Alpha grouping work' });
+      expect(pa).to.include({
+        change: 'M',
+        committed_by: member.id,
+        author: member.id,
+        authored_via: 'rest',
+        origin: 'human',
+        type: 'task',
+        title: 'Alpha grouping work',
+      });
       expect(byId.get('finding-g')).to.include({ authored_via: 'gardener', origin: 'machine', committed_by: t.adminPerson });
       expect(byId.get('task-captured')).to.include({ authored_via: 'capture', origin: 'machine' });
       expect(byId.get('task-pb')).to.include({ authored_via: 'rest', origin: 'human' });

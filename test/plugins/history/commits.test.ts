@@ -28,7 +28,16 @@ describe('history: GET /v1/commits/{sha} (docs/spec.md Reads rule 6)', () => {
     expect(full).to.be.an('array');
     expect(full.map((m: any) => m.id)).to.deep.equal(['task-elsewhere', 'issue-short', 'task-linked']);
     const linked = full.find((m: any) => m.id === 'task-linked');
-    expect(linked).to.deep.equal({ repo: 'web', sha: FULL, id: 'task-linked', type: 'task', title: 'Linked by full sha', summary: 'Linked by full sha', status: 'open', project: 'web' });
+    expect(linked).to.deep.equal({
+      repo: 'web',
+      sha: FULL,
+      id: 'task-linked',
+      type: 'task',
+      title: 'Linked by full sha',
+      summary: 'Linked by full sha',
+      status: 'open',
+      project: 'web',
+    });
     expect(full.find((m: any) => m.id === 'issue-short').sha).to.equal(FULL.slice(0, 9));
     const ten = await ok(t, `/v1/commits/${FULL.slice(0, 10)}`);
     expect(ten.map((m: any) => m.id)).to.deep.equal(['task-elsewhere', 'issue-short', 'task-linked']);

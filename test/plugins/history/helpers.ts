@@ -10,7 +10,11 @@ export function tenantOf(t: TestServer): Tenant {
 export async function directWrite(
   t: TestServer,
   meta: WriteMeta,
-  fn: (draft: { get: (id: string) => (DraftNode & { revision: string | null }) | null; put: (n: DraftNode) => void; delete: (id: string) => void }) => void | Promise<void>,
+  fn: (draft: {
+    get: (id: string) => (DraftNode & { revision: string | null }) | null;
+    put: (n: DraftNode) => void;
+    delete: (id: string) => void;
+  }) => void | Promise<void>,
 ): Promise<void> {
   const tenant = tenantOf(t);
   const actor = { personId: t.adminPerson, name: 'Admin', email: 'admin@localhost', agent: null, session: null };

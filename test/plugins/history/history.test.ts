@@ -46,7 +46,9 @@ describe('history: GET /v1/nodes/{id}/history (docs/spec.md Reads rule 4)', () =
     expect(res.head).to.equal(status.head);
     expect(res.count).to.equal(4);
     expect(res.history).to.have.length(4);
-    const gitShas = git(['--git-dir', join(t.dataDir, 'tenants', t.org, 'graph.git'), 'log', '--format=%H', 'main', '--', pathH]).trim().split('\n');
+    const gitShas = git(['--git-dir', join(t.dataDir, 'tenants', t.org, 'graph.git'), 'log', '--format=%H', 'main', '--', pathH])
+      .trim()
+      .split('\n');
     expect(res.history.map((h: any) => h.sha)).to.deep.equal(gitShas);
     const [internal, priority, statusChange, creation] = res.history;
     for (const h of res.history) {
@@ -90,7 +92,9 @@ describe('history: GET /v1/nodes/{id}/history (docs/spec.md Reads rule 4)', () =
     expect(def.total).to.equal(206);
     expect((await ok(t, '/v1/nodes/task-many/history?limit=200')).count).to.equal(200);
     expect((await ok(t, '/v1/nodes/task-many/history?limit=1000')).count).to.equal(200);
-    expect((await ok(t, '/v1/nodes/task-many/history?limit=3')).history.map((h: any) => h.sha)).to.deep.equal(def.history.slice(0, 3).map((h: any) => h.sha));
+    expect((await ok(t, '/v1/nodes/task-many/history?limit=3')).history.map((h: any) => h.sha)).to.deep.equal(
+      def.history.slice(0, 3).map((h: any) => h.sha),
+    );
     const bad = await t.api('GET', '/v1/nodes/task-many/history?limit=lots');
     expect(bad.status).to.equal(422);
     expect(bad.body.error.code).to.equal('validation_failed');
@@ -132,7 +136,15 @@ describe('history: GET /v1/nodes/{id}/history (docs/spec.md Reads rule 4)', () =
       expect(detail.patch).to.not.include('priority: p1', 'the later priority commit is not part of this patch');
       expect(detail.content).to.include('status: blocked');
       expect(detail.content).to.not.include('priority:');
-      const gitPatch = git(['--git-dir', join(t.dataDir, 'tenants', t.org, 'graph.git'), 'show', '--format=', statusChange.sha, '--', pathH]);
+      const gitPatch = git([
+        '--git-dir',
+        join(t.dataDir, 'tenants', t.org, 'graph.git'),
+        'show',
+        '--format=',
+        statusChange.sha,
+        '--',
+        pathH,
+      ]);
       expect(gitPatch).to.include('+status: blocked');
     });
 
@@ -206,7 +218,12 @@ describe('history: the per-node commit index is rebuilt at start from git', () =
     const work = mkdtempSync(join(tmpdir(), 'wg-history-work-'));
     try {
       git(['clone', '-q', '--branch', 'main', gitdir, work]);
-      const env = { GIT_AUTHOR_NAME: 'Mia Member', GIT_AUTHOR_EMAIL: 'mia.member@example.test', GIT_COMMITTER_NAME: 'Mia Member', GIT_COMMITTER_EMAIL: 'mia.member@example.test' };
+      const env = {
+        GIT_AUTHOR_NAME: 'Mia Member',
+        GIT_AUTHOR_EMAIL: 'mia.member@example.test',
+        GIT_COMMITTER_NAME: 'Mia Member',
+        GIT_COMMITTER_EMAIL: 'mia.member@example.test',
+      };
       const p1 = join(work, nodePath('task', 'task-r1'));
       writeFileSync(p1, execFileSync('cat', [p1], { encoding: 'utf8' }).replace('summary: One', 'summary: One, edited by hand'));
       git(['commit', '-qam', 'hand edit of task-r1'], work, env);
@@ -221,8 +238,21 @@ describe('history: the per-node commit index is rebuilt at start from git', () =
       rmSync(work, { recursive: true, force: true });
     }
 
-    const config = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false, tenantPollMs: 200, ...(await testStoreConfig(dataDir)) };
-    const server = await startServer({ config, plugins: [corePlugin, historyPlugin], clock: new ManualClock(), log: createLogger(() => undefined) });
+    const config = {
+      ...configFromEnv({}),
+      host: '127.0.0.1',
+      port: 0,
+      dataDir,
+      fsync: false,
+      tenantPollMs: 200,
+      ...(await testStoreConfig(dataDir)),
+    };
+    const server = await startServer({
+      config,
+      plugins: [corePlugin, historyPlugin],
+      clock: new ManualClock(),
+      log: createLogger(() => undefined),
+    });
     try {
       const get = async (path: string) => {
         const res = await fetch(server.url + path, { headers: { authorization: `Bearer ${adminToken}` } });
@@ -246,7 +276,12 @@ describe('history: the per-node commit index is rebuilt at start from git', () =
       expect(edit.patch).to.include('+summary: One, edited by hand');
       // the change feed reads a deleted node's type and title from its last blob
       const feed = (await get('/v1/changes')).body;
-      expect(feed.changes.find((c: any) => c.id === 'task-r3')).to.include({ change: 'D', type: 'task', title: 'Three, deleted before the restart', author: t.adminPerson });
+      expect(feed.changes.find((c: any) => c.id === 'task-r3')).to.include({
+        change: 'D',
+        type: 'task',
+        title: 'Three, deleted before the restart',
+        author: t.adminPerson,
+      });
       expect(feed.changes.slice(0, 2).map((c: any) => c.id)).to.deep.equal(['task-r2', 'task-r1']);
       expect(feed.changes[0]).to.include({ change: 'R', committed_by: member.id });
     } finally {

@@ -108,7 +108,10 @@ describe('history: REST and MCP tool parity (node_history, recent_changes)', () 
   });
 
   it('an unknown tool argument is 422 validation_failed (the tool schemas are closed)', async () => {
-    for (const [name, args] of [['node_history', { id: 'task-par', limt: 2 }], ['recent_changes', { since: '2000-01-01', projects: 'x' }]] as const) {
+    for (const [name, args] of [
+      ['node_history', { id: 'task-par', limt: 2 }],
+      ['recent_changes', { since: '2000-01-01', projects: 'x' }],
+    ] as const) {
       const tool = await t.tool(client, name, args);
       expect(tool.isError, name).to.equal(true);
       const body = JSON.parse(tool.text);

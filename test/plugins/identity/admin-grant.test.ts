@@ -97,7 +97,10 @@ describe('identity: granting and revoking admin rights (POST/DELETE /v1/admin/pe
       t.api('DELETE', `/v1/admin/people/${alice.id}/admin`),
       t.api('DELETE', `/v1/admin/people/${t.adminPerson}/admin`, { token: alice.token }),
     ]);
-    expect([a.status, b.status].filter((s) => s === 200), `${a.text} ${b.text}`).to.have.length(1);
+    expect(
+      [a.status, b.status].filter((s) => s === 200),
+      `${a.text} ${b.text}`,
+    ).to.have.length(1);
     expect([a.status, b.status].filter((s) => s === 403 || s === 409)).to.have.length(1);
     const people = (await t.api('GET', '/v1/admin/people', { token: a.status === 200 ? t.adminToken : alice.token })).body.people;
     expect(people.filter((p: { is_admin: boolean }) => p.is_admin)).to.have.length(1);

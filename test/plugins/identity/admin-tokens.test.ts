@@ -29,7 +29,11 @@ describe('identity: team tokens (GET/POST /v1/admin/tokens, DELETE /v1/admin/tok
     expectError(await t.api('POST', '/v1/admin/tokens', { token: member.token, body: { person: member.id } }), 403, 'forbidden');
     expectError(await t.api('DELETE', '/v1/admin/tokens/0123456789ab', { token: member.token }), 403, 'forbidden');
     expectError(await t.api('GET', '/v1/admin/people', { token: member.token }), 403, 'forbidden');
-    expectError(await t.api('POST', '/v1/admin/people', { token: member.token, body: { name: 'X', email: 'x@example.test' } }), 403, 'forbidden');
+    expectError(
+      await t.api('POST', '/v1/admin/people', { token: member.token, body: { name: 'X', email: 'x@example.test' } }),
+      403,
+      'forbidden',
+    );
     expectError(await t.api('DELETE', `/v1/admin/people/${member.id}`, { token: member.token }), 403, 'forbidden');
     expectError(await t.api('POST', '/v1/admin/agents', { token: member.token, body: { label: 'x' } }), 403, 'forbidden');
     expect((await t.api('GET', '/v1/me', { token: member.token })).body.is_admin).to.equal(false);
@@ -55,7 +59,12 @@ describe('identity: team tokens (GET/POST /v1/admin/tokens, DELETE /v1/admin/tok
     const res = await t.api('POST', '/v1/admin/tokens', { body: { person: member.id, expires: '10d' } });
     expect(res.status, res.text).to.equal(201);
     expect(res.body).to.have.all.keys('token', 'hash_prefix', 'person', 'name', 'email', 'expires');
-    expect(res.body).to.include({ person: member.id, name: 'Member', email: member.email, hash_prefix: hashPrefix(hashToken(res.body.token)) });
+    expect(res.body).to.include({
+      person: member.id,
+      name: 'Member',
+      email: member.email,
+      hash_prefix: hashPrefix(hashToken(res.body.token)),
+    });
     expect(Date.parse(res.body.expires) - t.clock.now()).to.be.within(10 * DAY_MS - 5000, 10 * DAY_MS + 5000);
     const me = await t.api('GET', '/v1/me', { token: res.body.token });
     expect(me.body).to.include({ person: member.id, bound: true });

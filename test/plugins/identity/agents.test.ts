@@ -1,7 +1,17 @@
 import { expect } from 'chai';
 import { hashPrefix, hashToken } from '../../../kernel/auth.js';
 import { md, type TestServer } from '../../helpers/harness.js';
-import { createAgent, createPerson, DAY_MS, expectError, oauthGrant, sessionToken, standingToken, startIdentityServer, unboundToken } from './helpers.js';
+import {
+  createAgent,
+  createPerson,
+  DAY_MS,
+  expectError,
+  oauthGrant,
+  sessionToken,
+  standingToken,
+  startIdentityServer,
+  unboundToken,
+} from './helpers.js';
 
 describe('identity: agents (POST /v1/agents, POST /v1/admin/agents, GET /v1/agents)', () => {
   let t: TestServer;
@@ -15,10 +25,18 @@ describe('identity: agents (POST /v1/agents, POST /v1/admin/agents, GET /v1/agen
   after(async () => t.close());
 
   it('rule 6: self-serve create: owner is the caller (never the payload), id from the label, owned-by edge', async () => {
-    const res = await t.api('POST', '/v1/agents', { token: alice.token, body: { label: 'Build Bot Ünïcode!', owner: bob.id, pubkey: 'ssh-ed25519 AAAAC3Nza alice@host' } });
+    const res = await t.api('POST', '/v1/agents', {
+      token: alice.token,
+      body: { label: 'Build Bot Ünïcode!', owner: bob.id, pubkey: 'ssh-ed25519 AAAAC3Nza alice@host' },
+    });
     expect(res.status, res.text).to.equal(201);
     expect(res.body).to.have.all.keys('id', 'owner', 'spiffe', 'pubkey', 'status', 'revision');
-    expect(res.body).to.include({ id: 'agent-build-bot-unicode', owner: alice.id, status: 'active', pubkey: 'ssh-ed25519 AAAAC3Nza alice@host' });
+    expect(res.body).to.include({
+      id: 'agent-build-bot-unicode',
+      owner: alice.id,
+      status: 'active',
+      pubkey: 'ssh-ed25519 AAAAC3Nza alice@host',
+    });
     expect(res.body.spiffe).to.equal(`spiffe://${t.org}/agent/agent-build-bot-unicode`);
     const node = await t.api('GET', '/v1/nodes/agent-build-bot-unicode');
     expect(node.body.revision).to.equal(res.body.revision);
@@ -52,7 +70,10 @@ describe('identity: agents (POST /v1/agents, POST /v1/admin/agents, GET /v1/agen
     // the body is the declared input: an unknown field is 422 with ajv's error naming it
     const extra = await t.api('POST', '/v1/agents', { token: bob.token, body: { label: 'Extra Bot', color: 'blue' } });
     expectError(extra, 422, 'validation_failed');
-    expect(extra.body.error.details.errors[0]).to.deep.include({ keyword: 'additionalProperties', params: { additionalProperty: 'color' } });
+    expect(extra.body.error.details.errors[0]).to.deep.include({
+      keyword: 'additionalProperties',
+      params: { additionalProperty: 'color' },
+    });
     expectError(await t.api('GET', '/v1/nodes/agent-extra-bot'), 404);
     expectError(await t.api('POST', '/v1/agents', { token: await unboundToken(t), body: { label: 'Orphan Bot' } }), 403);
     expectError(await t.api('GET', '/v1/nodes/agent-orphan-bot'), 404);
@@ -84,7 +105,14 @@ describe('identity: agents (POST /v1/agents, POST /v1/admin/agents, GET /v1/agen
     expect(own.body.agents.length).to.equal(2);
     expect(own.body.agents.every((a: any) => a.owner === bob.id)).to.equal(true);
     const entry = own.body.agents.find((a: any) => a.id === 'agent-bob-fleet');
-    expect(entry).to.deep.equal({ id: 'agent-bob-fleet', label: 'Bob Fleet', owner: bob.id, spiffe: `spiffe://${t.org}/agent/agent-bob-fleet`, pubkey: 'pk', status: 'active' });
+    expect(entry).to.deep.equal({
+      id: 'agent-bob-fleet',
+      label: 'Bob Fleet',
+      owner: bob.id,
+      spiffe: `spiffe://${t.org}/agent/agent-bob-fleet`,
+      pubkey: 'pk',
+      status: 'active',
+    });
     expectError(await t.api('GET', '/v1/agents?all=1', { token: bob.token }), 403, 'forbidden');
     const all = await t.api('GET', '/v1/agents?all=1');
     expect(all.status).to.equal(200);
@@ -134,7 +162,10 @@ describe('identity: agent tokens (POST /v1/agents/{id}/token, GET/DELETE /v1/age
     expect(Date.parse(res.body.expires_at) - t.clock.now()).to.be.within(7 * DAY_MS - 5000, 7 * DAY_MS + 5000);
     const me = await t.api('GET', '/v1/me', { token: res.body.token });
     expect(me.body).to.include({ person: owner.id, bound: true, agent, session: null });
-    const bound = await t.api('POST', `/v1/agents/${agent}/token`, { token: owner.token, body: { session: 'run-42.a:b_c', audience: 'ci' } });
+    const bound = await t.api('POST', `/v1/agents/${agent}/token`, {
+      token: owner.token,
+      body: { session: 'run-42.a:b_c', audience: 'ci' },
+    });
     expect(bound.body.session).to.equal('run-42.a:b_c');
     expect((await t.api('GET', '/v1/me', { token: bound.body.token })).body.session).to.equal('run-42.a:b_c');
   });
@@ -165,7 +196,13 @@ describe('identity: agent tokens (POST /v1/agents/{id}/token, GET/DELETE /v1/age
     expect(res.status, res.text).to.equal(201);
     expect(res.body).to.have.all.keys('token', 'hash_prefix', 'agent', 'owner', 'label', 'expires', 'standing');
     expect(res.body.token).to.match(/^svc_pat_[0-9A-Za-z]{36}$/);
-    expect(res.body).to.include({ agent, owner: owner.id, label: 'ci runner', standing: true, hash_prefix: hashPrefix(hashToken(res.body.token)) });
+    expect(res.body).to.include({
+      agent,
+      owner: owner.id,
+      label: 'ci runner',
+      standing: true,
+      hash_prefix: hashPrefix(hashToken(res.body.token)),
+    });
     expect(Date.parse(res.body.expires) - t.clock.now()).to.be.within(365 * DAY_MS - 5000, 365 * DAY_MS + 5000);
     expect((await t.api('GET', '/v1/me', { token: res.body.token })).body).to.include({ person: owner.id, agent, session: null });
     const shorter = await t.api('POST', `/v1/agents/${agent}/token`, { token: owner.token, body: { standing: true, expires: '30d' } });
@@ -209,7 +246,11 @@ describe('identity: agent tokens (POST /v1/agents/{id}/token, GET/DELETE /v1/age
     const theirs = await standingToken(t, other.token, otherAgent);
     const ownerPat = hashPrefix(hashToken(owner.token));
     expectError(await t.api('DELETE', `/v1/agents/${agent}/tokens/${theirs.hash_prefix}`, { token: owner.token }), 404, 'not_found');
-    expectError(await t.api('DELETE', `/v1/agents/${agent}/tokens/${hashPrefix(hashToken(ast))}`, { token: owner.token }), 404, 'not_found');
+    expectError(
+      await t.api('DELETE', `/v1/agents/${agent}/tokens/${hashPrefix(hashToken(ast))}`, { token: owner.token }),
+      404,
+      'not_found',
+    );
     expectError(await t.api('DELETE', `/v1/agents/${agent}/tokens/${ownerPat}`, { token: owner.token }), 404, 'not_found');
     expectError(await t.api('DELETE', `/v1/agents/${agent}/tokens/${standing.hash_prefix}`, { token: other.token }), 403, 'forbidden');
     expectError(await t.api('DELETE', `/v1/agents/${agent}/tokens/xyz`, { token: owner.token }), 422);
@@ -258,7 +299,9 @@ describe('identity: session binding (POST /v1/agents/session) and attribution', 
     expect((await t.api('GET', '/v1/me', { token })).body.session).to.equal('sess-1');
     // a token minted with its session is already bound
     const minted = await sessionToken(t, owner.token, agent, { session: 'sess-9' });
-    expect((await t.api('POST', '/v1/agents/session', { token: minted, body: { session: 'sess-9' } })).body).to.deep.equal({ unchanged: true });
+    expect((await t.api('POST', '/v1/agents/session', { token: minted, body: { session: 'sess-9' } })).body).to.deep.equal({
+      unchanged: true,
+    });
     expectError(await t.api('POST', '/v1/agents/session', { token: minted, body: { session: 'sess-1' } }), 409, 'conflict');
   });
 
@@ -280,7 +323,18 @@ describe('identity: session binding (POST /v1/agents/session) and attribution', 
     const token = await sessionToken(t, owner.token, agent);
     const deferred = await t.api('POST', '/v1/nodes', {
       token,
-      body: { nodes: [md({ id: 'task-by-agent', type: 'task', summary: 'Written by an agent', author: 'person-mallory', authored_by_agent: 'agent-evil', session: 'forged' })] },
+      body: {
+        nodes: [
+          md({
+            id: 'task-by-agent',
+            type: 'task',
+            summary: 'Written by an agent',
+            author: 'person-mallory',
+            authored_by_agent: 'agent-evil',
+            session: 'forged',
+          }),
+        ],
+      },
     });
     expect(deferred.status, deferred.text).to.equal(200);
     let fm = (await t.api('GET', '/v1/nodes/task-by-agent')).body.frontmatter;
@@ -294,12 +348,18 @@ describe('identity: session binding (POST /v1/agents/session) and attribution', 
 
     // the standing token too
     const standing = await standingToken(t, owner.token, agent);
-    await t.api('POST', '/v1/nodes', { token: standing.token, body: { nodes: [md({ id: 'task-by-standing', type: 'task', summary: 'Standing write' })] } });
+    await t.api('POST', '/v1/nodes', {
+      token: standing.token,
+      body: { nodes: [md({ id: 'task-by-standing', type: 'task', summary: 'Standing write' })] },
+    });
     fm = (await t.api('GET', '/v1/nodes/task-by-standing')).body.frontmatter;
     expect(fm).to.include({ author: owner.id, authored_by_agent: agent, authored_via: 'dispatch' });
 
     // and a person token writes without agent stamps
-    await t.api('POST', '/v1/nodes', { token: owner.token, body: { nodes: [md({ id: 'task-by-person', type: 'task', summary: 'Person write' })] } });
+    await t.api('POST', '/v1/nodes', {
+      token: owner.token,
+      body: { nodes: [md({ id: 'task-by-person', type: 'task', summary: 'Person write' })] },
+    });
     fm = (await t.api('GET', '/v1/nodes/task-by-person')).body.frontmatter;
     expect(fm).to.include({ author: owner.id, authored_via: 'rest' });
     expect(fm).to.not.have.property('authored_by_agent');

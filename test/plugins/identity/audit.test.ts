@@ -26,7 +26,14 @@ interface OldActor {
 /** what the raw commits wrote, per node (the tenant's index does not follow them) */
 const rawWritten = new Map<string, Frontmatter>();
 
-async function oldCommit(tenant: Tenant, op: string, actor: OldActor, id: string, edit: (fm: Frontmatter) => void, at: number): Promise<string> {
+async function oldCommit(
+  tenant: Tenant,
+  op: string,
+  actor: OldActor,
+  id: string,
+  edit: (fm: Frontmatter) => void,
+  at: number,
+): Promise<string> {
   const record = tenant.index.get(id)!;
   const fm: Frontmatter = structuredClone(rawWritten.get(id) ?? record.frontmatter);
   edit(fm);
@@ -53,7 +60,9 @@ const addEdge = (type: string, to: string) => (fm: Frontmatter) => {
   fm.edges = [...(Array.isArray(fm.edges) ? (fm.edges as object[]) : []), { type, to }];
 };
 const removeEdge = (type: string, to: string) => (fm: Frontmatter) => {
-  const kept = (Array.isArray(fm.edges) ? (fm.edges as Array<{ type: string; to: string }>) : []).filter((e) => !(e.type === type && e.to === to));
+  const kept = (Array.isArray(fm.edges) ? (fm.edges as Array<{ type: string; to: string }>) : []).filter(
+    (e) => !(e.type === type && e.to === to),
+  );
   if (kept.length > 0) fm.edges = kept;
   else delete fm.edges;
 };
@@ -87,16 +96,36 @@ describe('identity: audit of identity facts (workgraph audit identity, GET /v1/a
     // 2. a member: POST /v1/nodes/proj-root/edges {stewarded-by, self}: the old code flipped it onto the person
     hits.inverse = await oldCommit(tenant, 'add_edge', who(olive, 'Olive'), olive.id, addEdge('stewards', 'proj-root'), (at += 1000));
     // 3. a standing agent token: its owner's stewards edge
-    hits.agent = await oldCommit(tenant, 'add_edge', { ...who(carol, 'Carol'), agent: carolAgent }, carol.id, addEdge('stewards', 'proj-root'), (at += 1000));
+    hits.agent = await oldCommit(
+      tenant,
+      'add_edge',
+      { ...who(carol, 'Carol'), agent: carolAgent },
+      carol.id,
+      addEdge('stewards', 'proj-root'),
+      (at += 1000),
+    );
     // 4. a member: DELETE /v1/nodes/<an admin>/edges {stewards, proj-root}
-    hits.demote = await oldCommit(tenant, 'remove_edge', who(mallory, 'Mallory'), second.id, removeEdge('stewards', 'proj-root'), (at += 1000));
+    hits.demote = await oldCommit(
+      tenant,
+      'remove_edge',
+      who(mallory, 'Mallory'),
+      second.id,
+      removeEdge('stewards', 'proj-root'),
+      (at += 1000),
+    );
     // 5. another member: DELETE then POST owned-by on someone's agent
     hits.disown = await oldCommit(tenant, 'remove_edge', who(olive, 'Olive'), carolAgent, removeEdge('owned-by', carol.id), (at += 1000));
     hits.own = await oldCommit(tenant, 'add_edge', who(olive, 'Olive'), carolAgent, addEdge('owned-by', olive.id), (at += 1000));
     // 6. the new "owner" mints a standing token for the agent (a token store record, not a commit)
     hijackToken = generateToken('pat');
     await tenant.tokens.mutate((records) => {
-      const rec = newTokenRecord(hijackToken, { kind: 'agent-standing', person: olive.id, agent: carolAgent, created: new Date((at += 1000)).toISOString(), minted_by: olive.id });
+      const rec = newTokenRecord(hijackToken, {
+        kind: 'agent-standing',
+        person: olive.id,
+        agent: carolAgent,
+        created: new Date((at += 1000)).toISOString(),
+        minted_by: olive.id,
+      });
       records.set(rec.hash, rec);
     });
   });
@@ -104,7 +133,14 @@ describe('identity: audit of identity facts (workgraph audit identity, GET /v1/a
 
   function checkTokens(tokens: any[]): void {
     expect(tokens).to.have.length(1);
-    expect(tokens[0]).to.include({ hash_prefix: hashPrefix(hashToken(hijackToken)), agent: carolAgent, person: olive.id, minted_by: olive.id, after_commit: hits.own, revoked_at: null });
+    expect(tokens[0]).to.include({
+      hash_prefix: hashPrefix(hashToken(hijackToken)),
+      agent: carolAgent,
+      person: olive.id,
+      minted_by: olive.id,
+      after_commit: hits.own,
+      revoked_at: null,
+    });
   }
 
   function checkFlagged(entries: any[]): void {

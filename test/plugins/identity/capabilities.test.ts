@@ -31,7 +31,13 @@ describe('identity: capabilities (POST/GET /v1/agents/{id}/capabilities, POST /v
     expect(res.status, res.text).to.equal(200);
     expect(res.body).to.have.all.keys('agent', 'capabilities', 'published_at', 'last_seen', 'published_by', 'changed');
     expect(res.body).to.include({ agent, published_by: owner.id, changed: true });
-    expect(res.body.capabilities).to.deep.equal({ harnesses: ['claude-code', 'codex'], reachable_mcp: ['github'], skills: ['go', 'rust'], plugins: [], deny: [] });
+    expect(res.body.capabilities).to.deep.equal({
+      harnesses: ['claude-code', 'codex'],
+      reachable_mcp: ['github'],
+      skills: ['go', 'rust'],
+      plugins: [],
+      deny: [],
+    });
     expect(res.body.published_at).to.equal(res.body.last_seen);
     // operational state, never committed
     expect(await head()).to.equal(headBefore);
@@ -46,7 +52,10 @@ describe('identity: capabilities (POST/GET /v1/agents/{id}/capabilities, POST /v
   it('rule 10: republishing the same map is changed: false and keeps published_at; a new map moves it', async () => {
     const first = (await t.api('GET', `/v1/agents/${agent}/capabilities`, { token: owner.token })).body;
     t.clock.advance(60_000);
-    const same = await t.api('POST', `/v1/agents/${agent}/capabilities`, { token: owner.token, body: { skills: ['go', 'rust'], harnesses: ['codex', 'claude-code'], reachable_mcp: ['github'] } });
+    const same = await t.api('POST', `/v1/agents/${agent}/capabilities`, {
+      token: owner.token,
+      body: { skills: ['go', 'rust'], harnesses: ['codex', 'claude-code'], reachable_mcp: ['github'] },
+    });
     expect(same.body.changed).to.equal(false);
     expect(same.body.published_at).to.equal(first.published_at);
     expect(Date.parse(same.body.last_seen) - Date.parse(first.last_seen)).to.be.at.least(60_000);
@@ -60,13 +69,29 @@ describe('identity: capabilities (POST/GET /v1/agents/{id}/capabilities, POST /v
   it('rule 10: the raw {probed, declared, deny} form is merged, and either form may come in a {capabilities} envelope', async () => {
     const raw = await t.api('POST', `/v1/agents/${agent}/capabilities`, {
       token: owner.token,
-      body: { probed: { harnesses: ['codex'], reachable_mcp: ['github'] }, declared: { harnesses: ['claude-code'], skills: ['rust'] }, deny: ['linear'] },
+      body: {
+        probed: { harnesses: ['codex'], reachable_mcp: ['github'] },
+        declared: { harnesses: ['claude-code'], skills: ['rust'] },
+        deny: ['linear'],
+      },
     });
     expect(raw.status, raw.text).to.equal(200);
-    expect(raw.body.capabilities).to.deep.equal({ harnesses: ['claude-code', 'codex'], reachable_mcp: ['github'], skills: ['rust'], plugins: [], deny: ['linear'] });
-    const enveloped = await t.api('POST', `/v1/agents/${agent}/capabilities`, { token: owner.token, body: { capabilities: { plugins: ['pdf'], deny: ['rm-rf'] } } });
+    expect(raw.body.capabilities).to.deep.equal({
+      harnesses: ['claude-code', 'codex'],
+      reachable_mcp: ['github'],
+      skills: ['rust'],
+      plugins: [],
+      deny: ['linear'],
+    });
+    const enveloped = await t.api('POST', `/v1/agents/${agent}/capabilities`, {
+      token: owner.token,
+      body: { capabilities: { plugins: ['pdf'], deny: ['rm-rf'] } },
+    });
     expect(enveloped.body.capabilities).to.deep.equal({ harnesses: [], reachable_mcp: [], skills: [], plugins: ['pdf'], deny: ['rm-rf'] });
-    const envelopedRaw = await t.api('POST', `/v1/agents/${agent}/capabilities`, { token: owner.token, body: { capabilities: { probed: { skills: ['go'] }, declared: { skills: ['go', 'zig'] } } } });
+    const envelopedRaw = await t.api('POST', `/v1/agents/${agent}/capabilities`, {
+      token: owner.token,
+      body: { capabilities: { probed: { skills: ['go'] }, declared: { skills: ['go', 'zig'] } } },
+    });
     expect(envelopedRaw.body.capabilities.skills).to.deep.equal(['go', 'zig']);
   });
 
@@ -85,7 +110,8 @@ describe('identity: capabilities (POST/GET /v1/agents/{id}/capabilities, POST /v
       [1, 2],
       { skills: Array.from({ length: 501 }, (_, i) => `s${i}`) },
     ];
-    for (const body of bad) expectError(await t.api('POST', `/v1/agents/${agent}/capabilities`, { token: owner.token, body }), 422, 'validation_failed');
+    for (const body of bad)
+      expectError(await t.api('POST', `/v1/agents/${agent}/capabilities`, { token: owner.token, body }), 422, 'validation_failed');
     expectError(await t.api('POST', `/v1/agents/${agent}/capabilities`, { token: owner.token }), 422);
     expect((await t.api('GET', `/v1/agents/${agent}/capabilities`, { token: owner.token })).body).to.deep.equal(before);
   });
@@ -96,7 +122,10 @@ describe('identity: capabilities (POST/GET /v1/agents/{id}/capabilities, POST /v
     expect(self.status, self.text).to.equal(200);
     expect(self.body).to.include({ published_by: agent, session: 'probe-1' });
     const standing = await standingToken(t, owner.token, agent);
-    const viaStanding = await t.api('POST', `/v1/agents/${agent}/capabilities`, { token: standing.token, body: { harnesses: ['codex'], skills: ['rust'] } });
+    const viaStanding = await t.api('POST', `/v1/agents/${agent}/capabilities`, {
+      token: standing.token,
+      body: { harnesses: ['codex'], skills: ['rust'] },
+    });
     expect(viaStanding.status).to.equal(200);
     expect(viaStanding.body).to.not.have.property('session');
     const stored = (await t.api('GET', `/v1/agents/${agent}/capabilities`, { token: owner.token })).body;

@@ -19,7 +19,11 @@ export function startIdentityServer(config: Partial<ServerConfig> = {}): Promise
 let seq = 0;
 
 /** Creates a person through POST /v1/admin/people and mints a PAT for them through POST /v1/admin/tokens. */
-export async function createPerson(t: TestServer, name: string, opts: { adminToken?: string; email?: string } = {}): Promise<{ id: string; token: string; email: string }> {
+export async function createPerson(
+  t: TestServer,
+  name: string,
+  opts: { adminToken?: string; email?: string } = {},
+): Promise<{ id: string; token: string; email: string }> {
   const token = opts.adminToken ?? t.adminToken;
   const email = opts.email ?? `${name.toLowerCase().replace(/[^a-z0-9]+/g, '.')}.${++seq}@example.test`;
   const created = await t.api('POST', '/v1/admin/people', { token, body: { name, email } });
@@ -43,7 +47,12 @@ export async function sessionToken(t: TestServer, ownerToken: string, agent: str
   return res.body.token as string;
 }
 
-export async function standingToken(t: TestServer, ownerToken: string, agent: string, body: Record<string, unknown> = {}): Promise<{ token: string; hash_prefix: string }> {
+export async function standingToken(
+  t: TestServer,
+  ownerToken: string,
+  agent: string,
+  body: Record<string, unknown> = {},
+): Promise<{ token: string; hash_prefix: string }> {
   const res = await t.api('POST', `/v1/agents/${agent}/token`, { token: ownerToken, body: { standing: true, ...body } });
   expect(res.status, res.text).to.equal(201);
   return { token: res.body.token, hash_prefix: res.body.hash_prefix };
@@ -57,7 +66,12 @@ export async function unboundToken(t: TestServer, org = t.org): Promise<string> 
   const tenant = t.server.services.tenants.get(org)!;
   const token = generateToken('pat');
   await tenant.tokens.mutate((records) => {
-    const rec = newTokenRecord(token, { kind: 'pat', person: 'person-nobody-here', created: new Date(t.clock.now()).toISOString(), label: 'cli' });
+    const rec = newTokenRecord(token, {
+      kind: 'pat',
+      person: 'person-nobody-here',
+      created: new Date(t.clock.now()).toISOString(),
+      label: 'cli',
+    });
     records.set(rec.hash, rec);
   });
   return token;
@@ -74,7 +88,14 @@ export async function oauthGrant(t: TestServer, parentToken: string, org = t.org
   if (!parent) throw new Error('parent token not found');
   const grant = generateToken('pat').replace(/^svc_pat_/, 'svc_oat_');
   await tenant.tokens.mutate((records) => {
-    const rec = newTokenRecord(grant, { kind: 'pat', person: parent.person, agent: parent.agent, created: new Date(t.clock.now()).toISOString(), parent: parentHash, minted_by: 'oauth' });
+    const rec = newTokenRecord(grant, {
+      kind: 'pat',
+      person: parent.person,
+      agent: parent.agent,
+      created: new Date(t.clock.now()).toISOString(),
+      parent: parentHash,
+      minted_by: 'oauth',
+    });
     records.set(rec.hash, rec);
   });
   return grant;

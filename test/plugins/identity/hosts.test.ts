@@ -18,7 +18,12 @@ describe('identity: profile-to-host matching (GET /v1/profiles/{id}/hosts)', () 
     t = await startIdentityServer();
     ann = await createPerson(t, 'Ann');
     ben = await createPerson(t, 'Ben');
-    const profile = md({ id: 'profile-rust-dev', type: 'profile', summary: 'Rust development host', requires: { harnesses: ['claude-code'], reachable_mcp: ['github'], skills: ['rust'] } });
+    const profile = md({
+      id: 'profile-rust-dev',
+      type: 'profile',
+      summary: 'Rust development host',
+      requires: { harnesses: ['claude-code'], reachable_mcp: ['github'], skills: ['rust'] },
+    });
     const task = md({ id: 'task-not-a-profile', type: 'task', summary: 'Not a profile' });
     expect((await t.api('POST', '/v1/nodes', { body: { nodes: [profile, task] } })).status).to.equal(200);
     for (const label of ['Ann Good', 'Ann No Rust', 'Ann Denied', 'Ann Retired']) await createAgent(t, ann.token, label);
@@ -50,8 +55,22 @@ describe('identity: profile-to-host matching (GET /v1/profiles/{id}/hosts)', () 
     expect(ben0.age_seconds).to.be.within(0, 5);
     expect(res.body.satisfiable[1].age_seconds).to.be.within(180, 185);
     expect(res.body.unsatisfiable).to.deep.equal([
-      { agent: 'agent-ann-denied', owner: ann.id, published_at: res.body.unsatisfiable[0].published_at, last_seen: res.body.unsatisfiable[0].last_seen, age_seconds: res.body.unsatisfiable[0].age_seconds, reasons: ['denied: github'] },
-      { agent: 'agent-ann-no-rust', owner: ann.id, published_at: res.body.unsatisfiable[1].published_at, last_seen: res.body.unsatisfiable[1].last_seen, age_seconds: res.body.unsatisfiable[1].age_seconds, reasons: ['missing skill: rust'] },
+      {
+        agent: 'agent-ann-denied',
+        owner: ann.id,
+        published_at: res.body.unsatisfiable[0].published_at,
+        last_seen: res.body.unsatisfiable[0].last_seen,
+        age_seconds: res.body.unsatisfiable[0].age_seconds,
+        reasons: ['denied: github'],
+      },
+      {
+        agent: 'agent-ann-no-rust',
+        owner: ann.id,
+        published_at: res.body.unsatisfiable[1].published_at,
+        last_seen: res.body.unsatisfiable[1].last_seen,
+        age_seconds: res.body.unsatisfiable[1].age_seconds,
+        reasons: ['missing skill: rust'],
+      },
     ]);
     expect(res.body.counts).to.deep.equal({ satisfiable: 2, unsatisfiable: 2, total: 4 });
     // the retired agent and the agent that never published are not hosts
@@ -70,7 +89,7 @@ describe('identity: profile-to-host matching (GET /v1/profiles/{id}/hosts)', () 
     expectError(await hosts('?owner=person-nobody', ann.token), 403, 'forbidden');
   });
 
-  it('rule 11: admins may scope to any owner; owner=me is the admin\'s own (empty) fleet', async () => {
+  it("rule 11: admins may scope to any owner; owner=me is the admin's own (empty) fleet", async () => {
     const bens = await hosts(`?owner=${ben.id}`);
     expect(bens.body.satisfiable.map((h: any) => h.agent)).to.deep.equal(['agent-ben-good']);
     expect(bens.body.unsatisfiable).to.deep.equal([]);
@@ -114,7 +133,8 @@ describe('identity: profile-to-host matching (GET /v1/profiles/{id}/hosts)', () 
     expectError(await t.api('GET', '/v1/profiles/profile-nope/hosts'), 404, 'not_found');
     expectError(await t.api('GET', '/v1/profiles/task-not-a-profile/hosts'), 404, 'not_found');
     expectError(await t.api('GET', '/v1/profiles/Bad_Profile/hosts'), 422);
-    for (const maxAge of ['abc', '-5', '0', '5w', '1.5h', '30 m']) expectError(await hosts(`?max_age=${encodeURIComponent(maxAge)}`), 422, 'validation_failed');
+    for (const maxAge of ['abc', '-5', '0', '5w', '1.5h', '30 m'])
+      expectError(await hosts(`?max_age=${encodeURIComponent(maxAge)}`), 422, 'validation_failed');
     for (const owner of ['someone', 'task-x', 'Person-X']) expectError(await hosts(`?owner=${owner}`), 422, 'validation_failed');
   });
 });

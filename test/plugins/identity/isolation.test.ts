@@ -12,11 +12,21 @@ describe('identity: tenant isolation', () => {
   let t: TestServer;
   let otherAdmin: string;
   let mine: { member: { id: string; token: string }; agent: string; standing: { token: string; hash_prefix: string } };
-  let theirs: { member: { id: string; token: string }; agent: string; standing: { token: string; hash_prefix: string }; pat: { token: string; hash_prefix: string } };
+  let theirs: {
+    member: { id: string; token: string };
+    agent: string;
+    standing: { token: string; hash_prefix: string };
+    pat: { token: string; hash_prefix: string };
+  };
 
   before(async () => {
     t = await startIdentityServer();
-    const created = await t.server.services.tenants.create({ org: 'other', adminEmail: 'boss@other.test', adminName: 'Other Boss', plugins: plugins.map((p) => p.name) });
+    const created = await t.server.services.tenants.create({
+      org: 'other',
+      adminEmail: 'boss@other.test',
+      adminName: 'Other Boss',
+      plugins: plugins.map((p) => p.name),
+    });
     await t.server.services.tenants.scan();
     otherAdmin = created.token;
 
@@ -27,8 +37,16 @@ describe('identity: tenant isolation', () => {
     const o = await createPerson(t, 'Their Member', { adminToken: otherAdmin });
     const oAgent = await createAgent(t, o.token, 'Their Only Bot');
     const pat = await t.api('POST', '/v1/me/tokens', { token: o.token, body: { label: 'theirs' } });
-    theirs = { member: o, agent: oAgent, standing: await standingToken(t, o.token, oAgent), pat: { token: pat.body.token, hash_prefix: pat.body.hash_prefix } };
-    const caps = await t.api('POST', `/v1/agents/${oAgent}/capabilities`, { token: o.token, body: { harnesses: ['codex'], skills: ['rust'] } });
+    theirs = {
+      member: o,
+      agent: oAgent,
+      standing: await standingToken(t, o.token, oAgent),
+      pat: { token: pat.body.token, hash_prefix: pat.body.hash_prefix },
+    };
+    const caps = await t.api('POST', `/v1/agents/${oAgent}/capabilities`, {
+      token: o.token,
+      body: { harnesses: ['codex'], skills: ['rust'] },
+    });
     expect(caps.status).to.equal(200);
     const profile = md({ id: 'profile-theirs', type: 'profile', summary: 'Their profile', requires: { skills: ['rust'] } });
     expect((await t.api('POST', '/v1/nodes', { token: otherAdmin, body: { nodes: [profile] } })).status).to.equal(200);
@@ -44,7 +62,8 @@ describe('identity: tenant isolation', () => {
   it('tokens: foreign prefixes are 404 on every revoke route and never listed; the foreign tokens keep working', async () => {
     const teamMine = await t.api('GET', '/v1/admin/tokens');
     const listed = teamMine.body.tokens.map((x: any) => x.hash_prefix);
-    for (const p of [theirs.pat.hash_prefix, theirs.standing.hash_prefix, hashPrefix(hashToken(otherAdmin))]) expect(listed).to.not.include(p);
+    for (const p of [theirs.pat.hash_prefix, theirs.standing.hash_prefix, hashPrefix(hashToken(otherAdmin))])
+      expect(listed).to.not.include(p);
     expect(listed).to.include(mine.standing.hash_prefix);
     const teamTheirs = (await t.api('GET', '/v1/admin/tokens', { token: otherAdmin })).body.tokens.map((x: any) => x.hash_prefix);
     expect(teamTheirs).to.include(theirs.pat.hash_prefix);
@@ -55,7 +74,8 @@ describe('identity: tenant isolation', () => {
     expectError(await t.api('DELETE', `/v1/admin/tokens/${theirs.standing.hash_prefix}`), 404);
     expectError(await t.api('DELETE', `/v1/me/tokens/${theirs.pat.hash_prefix}`, { token: mine.member.token }), 404);
     expectError(await t.api('DELETE', `/v1/admin/tokens/${mine.standing.hash_prefix}`, { token: otherAdmin }), 404);
-    for (const token of [theirs.pat.token, theirs.standing.token, mine.standing.token]) expect((await t.api('GET', '/v1/me', { token })).status).to.equal(200);
+    for (const token of [theirs.pat.token, theirs.standing.token, mine.standing.token])
+      expect((await t.api('GET', '/v1/me', { token })).status).to.equal(200);
   });
 
   it('people: foreign people are not listed, cannot be offboarded, minted for or given agents (404)', async () => {
@@ -111,11 +131,19 @@ describe('identity: tenant isolation', () => {
     await t.api('POST', `/v1/agents/${twin}/capabilities`, { token: theirs.member.token, body: { skills: ['theirs-only'] } });
     expectError(await t.api('GET', `/v1/agents/${mine.agent}/capabilities`, { token: mine.member.token }), 404);
     await t.api('POST', `/v1/agents/${mine.agent}/capabilities`, { token: mine.member.token, body: { skills: ['mine-only'] } });
-    expect((await t.api('GET', `/v1/agents/${twin}/capabilities`, { token: theirs.member.token })).body.capabilities.skills).to.deep.equal(['theirs-only']);
-    expect((await t.api('GET', `/v1/agents/${mine.agent}/capabilities`, { token: mine.member.token })).body.capabilities.skills).to.deep.equal(['mine-only']);
+    expect((await t.api('GET', `/v1/agents/${twin}/capabilities`, { token: theirs.member.token })).body.capabilities.skills).to.deep.equal([
+      'theirs-only',
+    ]);
+    expect(
+      (await t.api('GET', `/v1/agents/${mine.agent}/capabilities`, { token: mine.member.token })).body.capabilities.skills,
+    ).to.deep.equal(['mine-only']);
     // and the owner listing of each tenant shows its own twin
-    expect((await t.api('GET', '/v1/agents', { token: theirs.member.token })).body.agents.find((x: any) => x.id === twin).spiffe).to.equal(`spiffe://other/agent/${twin}`);
-    expect((await t.api('GET', '/v1/agents', { token: mine.member.token })).body.agents.find((x: any) => x.id === twin).spiffe).to.equal(`spiffe://local/agent/${twin}`);
+    expect((await t.api('GET', '/v1/agents', { token: theirs.member.token })).body.agents.find((x: any) => x.id === twin).spiffe).to.equal(
+      `spiffe://other/agent/${twin}`,
+    );
+    expect((await t.api('GET', '/v1/agents', { token: mine.member.token })).body.agents.find((x: any) => x.id === twin).spiffe).to.equal(
+      `spiffe://local/agent/${twin}`,
+    );
   });
 
   it('capabilities: host matching never crosses tenants; a foreign profile is 404', async () => {

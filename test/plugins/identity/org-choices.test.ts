@@ -39,7 +39,10 @@ describe('identity: org choices through the identity provider (GET /v1/me/org-ch
     expect((await t.api('GET', '/v1/me/org-choices', { token: member.token })).body).to.deep.equal({ org_choices: [], source: 'idp' });
     const orphan = await unboundToken(t);
     const requestsBefore = idp.requests.length;
-    expect((await t.api('GET', '/v1/me/org-choices', { token: orphan })).body).to.deep.equal({ org_choices: [{ slug: 'local', label: 'local', default: true }], source: 'bound' });
+    expect((await t.api('GET', '/v1/me/org-choices', { token: orphan })).body).to.deep.equal({
+      org_choices: [{ slug: 'local', label: 'local', default: true }],
+      source: 'bound',
+    });
     expect(idp.requests.length).to.equal(requestsBefore);
   });
 
@@ -67,7 +70,12 @@ describe('identity: org choices through the identity provider (GET /v1/me/org-ch
   });
 
   it('a tenant with the identity plugin disabled answers source: bound without asking the provider', async () => {
-    const plain = await t.server.services.tenants.create({ org: 'plain', adminEmail: 'admin@localhost', adminName: 'Plain Admin', plugins: [] });
+    const plain = await t.server.services.tenants.create({
+      org: 'plain',
+      adminEmail: 'admin@localhost',
+      adminName: 'Plain Admin',
+      plugins: [],
+    });
     await t.server.services.tenants.scan();
     const requestsBefore = idp.requests.length;
     const res = await t.api('GET', '/v1/me/org-choices', { token: plain.token });
@@ -80,7 +88,10 @@ describe('identity: org choices through the identity provider (GET /v1/me/org-ch
     const t3 = await startIdentityServer();
     try {
       const requestsBefore = idp.requests.length;
-      expect((await t3.api('GET', '/v1/me/org-choices')).body).to.deep.equal({ org_choices: [{ slug: 'local', label: 'local', default: true }], source: 'bound' });
+      expect((await t3.api('GET', '/v1/me/org-choices')).body).to.deep.equal({
+        org_choices: [{ slug: 'local', label: 'local', default: true }],
+        source: 'bound',
+      });
       expect(idp.requests.length).to.equal(requestsBefore);
       // the first server still enumerates live
       expect((await t.api('GET', '/v1/me/org-choices')).body.source).to.equal('idp');

@@ -1,7 +1,17 @@
 import { expect } from 'chai';
 import { hashPrefix, hashToken } from '../../../kernel/auth.js';
 import type { TestServer } from '../../helpers/harness.js';
-import { createAgent, createPerson, DAY_MS, expectError, oauthGrant, sessionToken, standingToken, startIdentityServer, unboundToken } from './helpers.js';
+import {
+  createAgent,
+  createPerson,
+  DAY_MS,
+  expectError,
+  oauthGrant,
+  sessionToken,
+  standingToken,
+  startIdentityServer,
+  unboundToken,
+} from './helpers.js';
 
 describe('identity: own personal access tokens (GET/POST /v1/me/tokens, DELETE /v1/me/tokens/{prefix})', () => {
   let t: TestServer;
@@ -53,7 +63,16 @@ describe('identity: own personal access tokens (GET/POST /v1/me/tokens, DELETE /
     expect(year.status).to.equal(201);
 
     const countBefore = (await t.api('GET', '/v1/me/tokens', { token: alice.token })).body.count;
-    for (const expires of ['366d', new Date(t.clock.now() + 400 * DAY_MS).toISOString(), '2001-01-01', new Date(t.clock.now() - 1000).toISOString(), '0d', 'tomorrow', 12, '1w']) {
+    for (const expires of [
+      '366d',
+      new Date(t.clock.now() + 400 * DAY_MS).toISOString(),
+      '2001-01-01',
+      new Date(t.clock.now() - 1000).toISOString(),
+      '0d',
+      'tomorrow',
+      12,
+      '1w',
+    ]) {
       expectError(await t.api('POST', '/v1/me/tokens', { token: alice.token, body: { expires } }), 422, 'validation_failed');
     }
     // nothing was minted by the refused requests
@@ -73,18 +92,22 @@ describe('identity: own personal access tokens (GET/POST /v1/me/tokens, DELETE /
     expectError(await t.api('POST', '/v1/me/tokens', { token: alice.token, body: [1] }), 422);
   });
 
-  it('the mint body is the declared input: an unknown field is 422 validation_failed with ajv\'s error, a malformed prefix too', async () => {
+  it("the mint body is the declared input: an unknown field is 422 validation_failed with ajv's error, a malformed prefix too", async () => {
     const countBefore = (await t.api('GET', '/v1/me/tokens', { token: alice.token })).body.count;
     const res = await t.api('POST', '/v1/me/tokens', { token: alice.token, body: { label: 'laptop', scope: 'admin' } });
     expectError(res, 422, 'validation_failed');
-    expect(res.body.error.details.errors[0]).to.deep.include({ instancePath: '', keyword: 'additionalProperties', params: { additionalProperty: 'scope' } });
+    expect(res.body.error.details.errors[0]).to.deep.include({
+      instancePath: '',
+      keyword: 'additionalProperties',
+      params: { additionalProperty: 'scope' },
+    });
     expect((await t.api('GET', '/v1/me/tokens', { token: alice.token })).body.count).to.equal(countBefore);
     const short = await t.api('DELETE', '/v1/me/tokens/abc', { token: alice.token });
     expectError(short, 422, 'validation_failed');
     expect(short.body.error.details.errors[0]).to.deep.include({ instancePath: '/prefix', keyword: 'minLength' });
   });
 
-  it('rule 1: the own listing shows only the caller\'s PATs (no other person\'s, no agent tokens)', async () => {
+  it("rule 1: the own listing shows only the caller's PATs (no other person's, no agent tokens)", async () => {
     const agent = await createAgent(t, alice.token, 'Alice Listing Bot');
     await sessionToken(t, alice.token, agent);
     const standing = await standingToken(t, alice.token, agent);
@@ -162,7 +185,7 @@ describe('identity: own personal access tokens (GET/POST /v1/me/tokens, DELETE /
     expectError(await t.api('DELETE', '/v1/me/tokens/0123456789ab', { token: orphan }), 403);
   });
 
-  it('agent tokens cannot list, mint or revoke their owner\'s PATs (403)', async () => {
+  it("agent tokens cannot list, mint or revoke their owner's PATs (403)", async () => {
     const agent = await createAgent(t, alice.token, 'Alice Sneaky Bot');
     const ast = await sessionToken(t, alice.token, agent);
     const standing = await standingToken(t, alice.token, agent);

@@ -2,7 +2,16 @@ import { expect } from 'chai';
 import { personIdForEmail } from '../../../kernel/tenants.js';
 import { startFakeIdp, type FakeIdp } from '../../helpers/fake-idp.js';
 import type { TestServer } from '../../helpers/harness.js';
-import { createAgent, createPerson, expectError, oauthGrant, plugins, sessionToken, standingToken, startIdentityServer } from './helpers.js';
+import {
+  createAgent,
+  createPerson,
+  expectError,
+  oauthGrant,
+  plugins,
+  sessionToken,
+  standingToken,
+  startIdentityServer,
+} from './helpers.js';
 
 describe('identity: people (GET/POST /v1/admin/people, DELETE /v1/admin/people/{id})', () => {
   let t: TestServer;
@@ -17,7 +26,9 @@ describe('identity: people (GET/POST /v1/admin/people, DELETE /v1/admin/people/{
   });
 
   it('rule 4: create answers 201 {id, name, email, roles, revision}; the id is an opaque hash of the email', async () => {
-    const res = await t.api('POST', '/v1/admin/people', { body: { name: 'Dana Scully', email: 'dana@example.test', roles: ['reviewer', 'ops-lead'] } });
+    const res = await t.api('POST', '/v1/admin/people', {
+      body: { name: 'Dana Scully', email: 'dana@example.test', roles: ['reviewer', 'ops-lead'] },
+    });
     expect(res.status, res.text).to.equal(201);
     expect(res.body).to.have.all.keys('id', 'name', 'email', 'roles', 'revision');
     expect(res.body.id).to.equal(personIdForEmail('dana@example.test'));
@@ -28,7 +39,13 @@ describe('identity: people (GET/POST /v1/admin/people, DELETE /v1/admin/people/{
     const node = await t.api('GET', `/v1/nodes/${res.body.id}`);
     expect(node.status).to.equal(200);
     expect(node.body.revision).to.equal(res.body.revision);
-    expect(node.body.frontmatter).to.include({ type: 'person', status: 'active', name: 'Dana Scully', email: 'dana@example.test', author: t.adminPerson });
+    expect(node.body.frontmatter).to.include({
+      type: 'person',
+      status: 'active',
+      name: 'Dana Scully',
+      email: 'dana@example.test',
+      author: t.adminPerson,
+    });
     expect(node.body.frontmatter.roles).to.deep.equal(['reviewer', 'ops-lead']);
     // no stewards edge: the new person is not an admin
     expect(node.body.frontmatter.edges ?? []).to.deep.equal([]);
@@ -41,10 +58,18 @@ describe('identity: people (GET/POST /v1/admin/people, DELETE /v1/admin/people/{
     expect(res.status, res.text).to.equal(201);
     expect(res.body.id).to.equal('person-fox');
     expect(res.body.roles).to.deep.equal([]);
-    expectError(await t.api('POST', '/v1/admin/people', { body: { name: 'Fox Two', email: 'fox2@example.test', id: 'person-fox' } }), 409, 'conflict');
+    expectError(
+      await t.api('POST', '/v1/admin/people', { body: { name: 'Fox Two', email: 'fox2@example.test', id: 'person-fox' } }),
+      409,
+      'conflict',
+    );
     expectError(await t.api('POST', '/v1/admin/people', { body: { name: 'Dana Again', email: 'dana@example.test' } }), 409, 'conflict');
     // the same email under another explicit id is a duplicate person too
-    expectError(await t.api('POST', '/v1/admin/people', { body: { name: 'Fox Clone', email: 'FOX@example.test', id: 'person-fox-clone' } }), 409, 'conflict');
+    expectError(
+      await t.api('POST', '/v1/admin/people', { body: { name: 'Fox Clone', email: 'FOX@example.test', id: 'person-fox-clone' } }),
+      409,
+      'conflict',
+    );
     expectError(await t.api('GET', '/v1/nodes/person-fox-clone'), 404);
   });
 
@@ -82,13 +107,17 @@ describe('identity: people (GET/POST /v1/admin/people, DELETE /v1/admin/people/{
   });
 
   it('rule 4: core put_node cannot create person nodes; only the admin people route does (Authentication 9)', async () => {
-    const res = await t.api('POST', '/v1/nodes', { body: { nodes: [{ node: { id: 'person-sneaky', type: 'person', summary: 'x', name: 'x', email: 'x@example.test' } }] } });
+    const res = await t.api('POST', '/v1/nodes', {
+      body: { nodes: [{ node: { id: 'person-sneaky', type: 'person', summary: 'x', name: 'x', email: 'x@example.test' } }] },
+    });
     expect(res.status).to.equal(207);
     expectError(await t.api('GET', '/v1/nodes/person-sneaky'), 404);
   });
 
   it('rule 4: invite issues an organization invitation at the provider for the same email', async () => {
-    const res = await t.api('POST', '/v1/admin/people', { body: { name: 'Gina', email: 'gina@example.test', invite: true, connection_id: 'con-default', org: 'acme' } });
+    const res = await t.api('POST', '/v1/admin/people', {
+      body: { name: 'Gina', email: 'gina@example.test', invite: true, connection_id: 'con-default', org: 'acme' },
+    });
     expect(res.status, res.text).to.equal(201);
     expect(res.body.org_invitation.status).to.equal('issued');
     expect(res.body.org_invitation).to.include({ org: 'acme', email: 'gina@example.test', connection_id: 'con-default' });
@@ -99,7 +128,9 @@ describe('identity: people (GET/POST /v1/admin/people, DELETE /v1/admin/people/{
 
   it('rule 4: a failed invitation never rolls back the created person', async () => {
     // the provider refuses the connection
-    const refused = await t.api('POST', '/v1/admin/people', { body: { name: 'Hal', email: 'hal@example.test', invite: true, connection_id: 'con-unknown' } });
+    const refused = await t.api('POST', '/v1/admin/people', {
+      body: { name: 'Hal', email: 'hal@example.test', invite: true, connection_id: 'con-unknown' },
+    });
     expect(refused.status, refused.text).to.equal(201);
     expect(refused.body.org_invitation.status).to.equal('failed');
     expect(refused.body.org_invitation.reason).to.match(/404/);
@@ -121,10 +152,18 @@ describe('identity: people (GET/POST /v1/admin/people, DELETE /v1/admin/people/{
   });
 
   it('rule 4: on a tenant bound to an org a disagreeing org is 403 and an omitted one pins the bound org', async () => {
-    const created = await t.server.services.tenants.create({ org: 'acme-bound', adminEmail: 'root@acme.test', adminName: 'Acme Root', plugins: plugins.map((p) => p.name) });
+    const created = await t.server.services.tenants.create({
+      org: 'acme-bound',
+      adminEmail: 'root@acme.test',
+      adminName: 'Acme Root',
+      plugins: plugins.map((p) => p.name),
+    });
     await t.server.services.tenants.scan();
     const admin = created.token;
-    const denied = await t.api('POST', '/v1/admin/people', { token: admin, body: { name: 'Kim', email: 'kim@acme.test', invite: true, org: 'elsewhere' } });
+    const denied = await t.api('POST', '/v1/admin/people', {
+      token: admin,
+      body: { name: 'Kim', email: 'kim@acme.test', invite: true, org: 'elsewhere' },
+    });
     expectError(denied, 403, 'forbidden');
     // validated up front: the person was not created
     expect((await t.api('GET', `/v1/nodes/${personIdForEmail('kim@acme.test')}`, { token: admin })).status).to.equal(404);
@@ -132,7 +171,10 @@ describe('identity: people (GET/POST /v1/admin/people, DELETE /v1/admin/people/{
     expect(pinned.status, pinned.text).to.equal(201);
     expect(pinned.body.org_invitation).to.include({ status: 'issued', org: 'acme-bound' });
     expect(idp.invitations.find((i) => i.email === 'kim@acme.test')!.org).to.equal('acme-bound');
-    const agreeing = await t.api('POST', '/v1/admin/people', { token: admin, body: { name: 'Lee', email: 'lee@acme.test', invite: true, org: 'acme-bound' } });
+    const agreeing = await t.api('POST', '/v1/admin/people', {
+      token: admin,
+      body: { name: 'Lee', email: 'lee@acme.test', invite: true, org: 'acme-bound' },
+    });
     expect(agreeing.body.org_invitation).to.include({ status: 'issued', org: 'acme-bound' });
   });
 
@@ -182,7 +224,10 @@ describe('identity: people (GET/POST /v1/admin/people, DELETE /v1/admin/people/{
     const { render_tickets: note, render_tickets_valid_until: until, ...counts } = res.body;
     expect(counts).to.deep.equal({ offboarded: olga.id, tokens_revoked: 4, oauth_grants_revoked: 1 });
     // share tickets cannot be revoked (expiry is their only bound): the admin is told so
-    expect(note).to.match(/not revoked/).and.match(/until it expires/).and.match(/30 days/);
+    expect(note)
+      .to.match(/not revoked/)
+      .and.match(/until it expires/)
+      .and.match(/30 days/);
     expect(Date.parse(until) - t.clock.now()).to.be.within(30 * 86_400_000 - 60_000, 30 * 86_400_000);
     for (const token of [olga.token, second, grant, ast, standing.token]) expectError(await t.api('GET', '/v1/me', { token }), 401);
     expect((await t.api('GET', '/v1/me', { token: bystander.token })).status).to.equal(200);
@@ -194,7 +239,11 @@ describe('identity: people (GET/POST /v1/admin/people, DELETE /v1/admin/people/{
     const entry = (await t.api('GET', '/v1/admin/people')).body.people.find((p: any) => p.id === olga.id);
     expect(entry).to.include({ status: 'active', active_tokens: 0, tokens: 2 });
     // offboarding again finds nothing left to revoke
-    expect((await t.api('DELETE', `/v1/admin/people/${olga.id}`)).body).to.include({ offboarded: olga.id, tokens_revoked: 0, oauth_grants_revoked: 0 });
+    expect((await t.api('DELETE', `/v1/admin/people/${olga.id}`)).body).to.include({
+      offboarded: olga.id,
+      tokens_revoked: 0,
+      oauth_grants_revoked: 0,
+    });
   });
 
   it('rule 5: self-offboarding is 422; a malformed or non-person id is 422 before the 404 for an unknown one', async () => {
@@ -218,7 +267,9 @@ describe('identity: invitations with no identity provider configured', () => {
     const res = await t.api('POST', '/v1/admin/people', { body: { name: 'Quinn', email: 'quinn@example.test', invite: true } });
     expect(res.status).to.equal(201);
     expect(res.body.org_invitation.status).to.equal('failed');
-    expect(res.body.org_invitation.reason).to.be.a('string').and.match(/identity provider/);
+    expect(res.body.org_invitation.reason)
+      .to.be.a('string')
+      .and.match(/identity provider/);
     expect((await t.api('GET', `/v1/nodes/${res.body.id}`)).status).to.equal(200);
   });
 });

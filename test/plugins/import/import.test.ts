@@ -75,14 +75,24 @@ describe('import: beads, Backlog.md and GitHub through the CLI', function () {
     // one closed task, with its close reason, priority and dates
     const sample = source.find((o) => o.id === 'bd-dgp')!;
     const dgp = await node('task-beads-bd-dgp');
-    expect(dgp.frontmatter).to.include({ status: 'done', close_reason: sample.close_reason, priority: 'p1', priority_via: 'import', import_source: 'beads', import_id: 'bd-dgp', summary: sample.title });
+    expect(dgp.frontmatter).to.include({
+      status: 'done',
+      close_reason: sample.close_reason,
+      priority: 'p1',
+      priority_via: 'import',
+      import_source: 'beads',
+      import_id: 'bd-dgp',
+      summary: sample.title,
+    });
     expect(dgp.frontmatter.created).to.equal(new Date(sample.created_at).toISOString());
     // a bug is an issue; priority 0-4 maps to p1-p3 and the original is kept
     const bug = source.find((o) => o.issue_type === 'bug' && o.status === 'closed')!;
     const bugNode = await node(nid('issue', 'beads', bug.id));
     expect(bugNode.frontmatter.status).to.be.oneOf(['resolved', 'wontfix']);
     expect(bugNode.frontmatter.source_priority).to.equal(`P${bug.priority}`);
-    expect(bugNode.frontmatter.priority).to.equal(({ 0: 'p1', 1: 'p1', 2: 'p2', 3: 'p3', 4: 'p3' } as Record<number, string>)[bug.priority]);
+    expect(bugNode.frontmatter.priority).to.equal(
+      ({ 0: 'p1', 1: 'p1', 2: 'p2', 3: 'p3', 4: 'p3' } as Record<number, string>)[bug.priority],
+    );
     // assignee names become person nodes, linked by `assigned`
     const assigned = source.find((o) => o.assignee === 'beads/witness')!;
     const assignedNode = await node(nid(beadsType(assigned), 'beads', assigned.id));
@@ -92,8 +102,11 @@ describe('import: beads, Backlog.md and GitHub through the CLI', function () {
     const ids = new Set(source.map((o) => o.id));
     const child = source.find((o) => (o.dependencies ?? []).some((d: any) => d.type === 'parent-child' && ids.has(d.depends_on_id)))!;
     const parent = child.dependencies.find((d: any) => d.type === 'parent-child' && ids.has(d.depends_on_id)).depends_on_id as string;
-        const childNode = await node(nid(beadsType(child), 'beads', child.id));
-    expect(childNode.frontmatter.edges).to.deep.include({ type: 'part-of', to: nid(beadsType(source.find((o) => o.id === parent)!), 'beads', parent) });
+    const childNode = await node(nid(beadsType(child), 'beads', child.id));
+    expect(childNode.frontmatter.edges).to.deep.include({
+      type: 'part-of',
+      to: nid(beadsType(source.find((o) => o.id === parent)!), 'beads', parent),
+    });
     const waiting = source.find((o) => (o.dependencies ?? []).some((d: any) => d.type === 'blocks' && ids.has(d.depends_on_id)))!;
     const blocker = waiting.dependencies.find((d: any) => d.type === 'blocks' && ids.has(d.depends_on_id)).depends_on_id as string;
     const blockerNode = await node(nid(beadsType(source.find((o) => o.id === blocker)!), 'beads', blocker));
@@ -105,13 +118,19 @@ describe('import: beads, Backlog.md and GitHub through the CLI', function () {
   it('history carries the source dates, so analytics count completions when they happened', async () => {
     const sample = beadsLines().find((o) => o.id === 'bd-dgp')!;
     const history = await t.api('GET', '/v1/nodes/task-beads-bd-dgp/history');
-    expect(history.body.history.map((h: { date: string }) => h.date)).to.deep.equal([new Date(sample.closed_at).toISOString(), new Date(sample.created_at).toISOString()]);
+    expect(history.body.history.map((h: { date: string }) => h.date)).to.deep.equal([
+      new Date(sample.closed_at).toISOString(),
+      new Date(sample.created_at).toISOString(),
+    ]);
     const analytics = await t.api('GET', '/v1/analytics?weeks=52');
     const from = Date.parse(analytics.body.window.from);
     const expected = beadsLines().filter((o) => o.status === 'closed' && Date.parse(o.closed_at) >= from).length;
     expect(analytics.body.throughput.completed).to.equal(expected);
     expect(analytics.body.cycleTimeDays.count).to.equal(expected);
-    const week = analytics.body.weekly.find((w: { start: string }) => Date.parse(w.start) <= Date.parse(sample.closed_at) && Date.parse(sample.closed_at) < Date.parse(w.start) + 7 * 86_400_000);
+    const week = analytics.body.weekly.find(
+      (w: { start: string }) =>
+        Date.parse(w.start) <= Date.parse(sample.closed_at) && Date.parse(sample.closed_at) < Date.parse(w.start) + 7 * 86_400_000,
+    );
     expect(week.completed).to.be.greaterThan(0);
   });
 
@@ -123,7 +142,12 @@ describe('import: beads, Backlog.md and GitHub through the CLI', function () {
     // a newer export: one open issue closed
     const lines = beadsLines();
     const open = lines.find((o) => o.status === 'open' && o.issue_type === 'task')!;
-    Object.assign(open, { status: 'closed', closed_at: '2026-03-20T10:00:00Z', updated_at: '2026-03-20T10:00:00Z', close_reason: 'Done in the newer export' });
+    Object.assign(open, {
+      status: 'closed',
+      closed_at: '2026-03-20T10:00:00Z',
+      updated_at: '2026-03-20T10:00:00Z',
+      close_reason: 'Done in the newer export',
+    });
     const newer = join(work, 'newer.jsonl');
     writeFileSync(newer, lines.map((o) => JSON.stringify(o)).join('\n') + '\n');
     const update = await importJson(['beads', newer], remote);
@@ -192,19 +216,38 @@ describe('import: beads, Backlog.md and GitHub through the CLI', function () {
     const bad = await t.api('POST', '/v1/import', { body: { source: 'Beads!', items: [{ ...item, status: 5 }] } });
     expect(bad.status).to.equal(422);
     expect(bad.body.error.code).to.equal('validation_failed');
-    expect(bad.body.error.details.errors.map((e: { instancePath: string }) => e.instancePath)).to.include.members(['/source', '/items/0/status']);
+    expect(bad.body.error.details.errors.map((e: { instancePath: string }) => e.instancePath)).to.include.members([
+      '/source',
+      '/items/0/status',
+    ]);
     // the request body is the operation's closed input: an unknown top-level field is 422 before anything runs
     const extra = await t.api('POST', '/v1/import', { body: { source: 'beads', items: [item], dry_run: true } });
     expect(extra.status, extra.text).to.equal(422);
-    expect(extra.body.error.details.errors[0]).to.deep.include({ keyword: 'additionalProperties', params: { additionalProperty: 'dry_run' } });
+    expect(extra.body.error.details.errors[0]).to.deep.include({
+      keyword: 'additionalProperties',
+      params: { additionalProperty: 'dry_run' },
+    });
     // source fields cannot replace what the import decides (id, type, summary, edges)
-    const sneaky = await t.api('POST', '/v1/import', { body: { source: 'manual', items: [{ ...item, source_id: 'x9', fields: { id: 'task-hijack', type: 'dec', summary: 'other', edges: [{ type: 'blocks', to: 'proj-root' }], milestone: 'm1' } }] } });
+    const sneaky = await t.api('POST', '/v1/import', {
+      body: {
+        source: 'manual',
+        items: [
+          {
+            ...item,
+            source_id: 'x9',
+            fields: { id: 'task-hijack', type: 'dec', summary: 'other', edges: [{ type: 'blocks', to: 'proj-root' }], milestone: 'm1' },
+          },
+        ],
+      },
+    });
     expect(sneaky.body.results[0]).to.include({ status: 'created', id: 'task-manual-x9' });
     const made = (await t.api('GET', '/v1/nodes/task-manual-x9')).body.frontmatter;
     expect(made).to.include({ id: 'task-manual-x9', type: 'task', summary: 'x', milestone: 'm1' });
     expect(made).to.not.have.property('edges');
     expect((await t.api('GET', '/v1/nodes/task-hijack')).status).to.equal(404);
-    const mixed = await t.api('POST', '/v1/import', { body: { source: 'manual', items: [{ ...item, status: 'nope' }, item, { ...item, source_id: 'x2', type: 'widget' }] } });
+    const mixed = await t.api('POST', '/v1/import', {
+      body: { source: 'manual', items: [{ ...item, status: 'nope' }, item, { ...item, source_id: 'x2', type: 'widget' }] },
+    });
     expect(mixed.status, mixed.text).to.equal(200);
     expect(mixed.body.results.map((r: { status: string }) => r.status)).to.deep.equal(['refused', 'created', 'refused']);
     expect(mixed.body.results[0].reason).to.match(/not a task status/);
@@ -227,7 +270,11 @@ describe('import locally, and backup / restore', function () {
     const dataDir = tmp('wg-import-local-');
     const report = await importJson(['beads', BEADS], { SVC_DATA_DIR: dataDir });
     expect(report).to.include({ items: readBeads(BEADS).items.length, refused: 0 });
-    const server = await startServer({ config: { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false }, plugins: allPlugins, log: createLogger(() => undefined) });
+    const server = await startServer({
+      config: { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false },
+      plugins: allPlugins,
+      log: createLogger(() => undefined),
+    });
     try {
       const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
       const res = await fetch(`${server.url}/v1/nodes/task-beads-bd-dgp`, { headers: { authorization: `Bearer ${token}` } });
@@ -262,14 +309,22 @@ describe('import locally, and backup / restore', function () {
     // a second restore onto the same directory is refused
     expect((await runCli(['restore', file], { SVC_DATA_DIR: restored })).code).to.not.equal(0);
     copyFileSync(file, join(restored, 'kept.tar'));
-    const server = await startServer({ config: { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir: restored, fsync: false }, plugins: allPlugins, log: createLogger(() => undefined) });
+    const server = await startServer({
+      config: { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir: restored, fsync: false },
+      plugins: allPlugins,
+      log: createLogger(() => undefined),
+    });
     try {
       const get = (path: string, token: string) => fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
       const status = (await (await get('/v1/status', alice!.token)).json()) as { head: string; node_count: number };
       expect(status.head).to.equal(head!);
       expect((await get('/v1/nodes/issue-github-2', alice!.token)).status).to.equal(200);
       // the lease survived: another person's claim is refused naming alice
-      const other = await fetch(`${server.url}/v1/nodes/task-github-3/claim`, { method: 'POST', headers: { authorization: `Bearer ${adminToken!}`, 'content-type': 'application/json' }, body: '{}' });
+      const other = await fetch(`${server.url}/v1/nodes/task-github-3/claim`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${adminToken!}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
       expect(other.status).to.equal(409);
       expect(((await other.json()) as { error: { details: { holder: string } } }).error.details.holder).to.equal(alice!.id);
     } finally {

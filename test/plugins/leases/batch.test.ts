@@ -28,7 +28,9 @@ describe('leases: batch routes', function () {
 
   it('batch claim: per-item outcome, never rolled back; held-by-other is already_claimed naming the holder', async () => {
     expect((await post(t, '/v1/nodes/task-2/claim', bob.token)).status).to.equal(200);
-    const res = await post(t, '/v1/queue/claim', alice.token, { ids: ['task-1', 'task-2', 'task-nope', 'Bad!', 'spec-s', 'task-3', 'task-1'] });
+    const res = await post(t, '/v1/queue/claim', alice.token, {
+      ids: ['task-1', 'task-2', 'task-nope', 'Bad!', 'spec-s', 'task-3', 'task-1'],
+    });
     expect(res.status, res.text).to.equal(200);
     expect(Object.keys(res.body)).to.deep.equal(['ok', 'status', 'count', 'claimed', 'leases', 'failed']);
     expect(res.body).to.include({ ok: true, status: 'partial', count: 2 });
@@ -65,7 +67,15 @@ describe('leases: batch routes', function () {
   });
 
   it('batch claim requires ids and refuses the singular-only nonce and force options', async () => {
-    for (const body of [undefined, {}, { ids: [] }, { ids: 'task-5' }, { ids: ['task-5'], nonce: 'x' }, { ids: ['task-5'], force: true }, { ids: ['task-5'], session: 'no way' }]) {
+    for (const body of [
+      undefined,
+      {},
+      { ids: [] },
+      { ids: 'task-5' },
+      { ids: ['task-5'], nonce: 'x' },
+      { ids: ['task-5'], force: true },
+      { ids: ['task-5'], session: 'no way' },
+    ]) {
       const res = await post(t, '/v1/queue/claim', alice.token, body);
       expect(res.status, JSON.stringify(body)).to.equal(422);
       expect(res.body.error.code).to.equal('validation_failed');
@@ -98,7 +108,16 @@ describe('leases: batch routes', function () {
     t.clock.advance(MIN);
     const all = await post(t, '/v1/queue/renew', alice.token, {});
     expect(all.status).to.equal(200);
-    expect(Object.keys(all.body)).to.deep.equal(['ok', 'status', 'count', 'renewed', 'leases', 'failed', 'skipped_other_session', 'skipped_reserved']);
+    expect(Object.keys(all.body)).to.deep.equal([
+      'ok',
+      'status',
+      'count',
+      'renewed',
+      'leases',
+      'failed',
+      'skipped_other_session',
+      'skipped_reserved',
+    ]);
     expect(all.body).to.include({ status: 'renewed', count: 3, skipped_other_session: 0, skipped_reserved: 1 });
     expect(all.body.renewed).to.deep.equal(['task-1', 'task-3', 'task-4']);
     // sessions are not re-bound by the heartbeat
@@ -119,7 +138,16 @@ describe('leases: batch routes', function () {
     expect(late.body).to.include({ count: 0, skipped_reserved: 0 });
     // nothing held: ok, nothing renewed
     const nothing = await post(t, '/v1/queue/renew', carol.token);
-    expect(nothing.body).to.deep.equal({ ok: true, status: 'renewed', count: 0, renewed: [], leases: [], failed: [], skipped_other_session: 0, skipped_reserved: 0 });
+    expect(nothing.body).to.deep.equal({
+      ok: true,
+      status: 'renewed',
+      count: 0,
+      renewed: [],
+      leases: [],
+      failed: [],
+      skipped_other_session: 0,
+      skipped_reserved: 0,
+    });
   });
 
   it("batch release: never fails on a holder mismatch and drops only the caller's own leases", async () => {

@@ -60,7 +60,8 @@ describe('leases: concurrent claims', function () {
             expect(res.status, res.text).to.equal(200);
             expect(res.body.count + res.body.failed.length).to.equal(chunk.length);
             for (const l of res.body.leases) attempts.push({ client: c, id: l.node_id, won: true, holder: l.by, code: null });
-            for (const f of res.body.failed) attempts.push({ client: c, id: f.node_id, won: false, holder: f.holder ?? null, code: f.code });
+            for (const f of res.body.failed)
+              attempts.push({ client: c, id: f.node_id, won: false, holder: f.holder ?? null, code: f.code });
           });
         }
       } else {
@@ -99,7 +100,10 @@ describe('leases: concurrent claims', function () {
     const held = new Set<string>();
     for (const [c, p] of people.entries()) {
       const res = await post(t, '/v1/queue/renew', p.token, {});
-      const mine = [...winners.entries()].filter(([, w]) => w === c).map(([id]) => id).sort();
+      const mine = [...winners.entries()]
+        .filter(([, w]) => w === c)
+        .map(([id]) => id)
+        .sort();
       expect([...res.body.renewed].sort(), `client ${c}`).to.deep.equal(mine);
       for (const id of res.body.renewed) held.add(id);
     }

@@ -66,11 +66,19 @@ export function freezeClock(clock: ManualClock): () => void {
   };
 }
 
-export async function nodeOf(t: TestServer, id: string): Promise<{ revision: string; status: string; edges: Array<Record<string, string>>; frontmatter: Record<string, unknown> }> {
+export async function nodeOf(
+  t: TestServer,
+  id: string,
+): Promise<{ revision: string; status: string; edges: Array<Record<string, string>>; frontmatter: Record<string, unknown> }> {
   const res = await t.api('GET', `/v1/nodes/${id}`);
   expect(res.status, res.text).to.equal(200);
   const fm = res.body.frontmatter as Record<string, unknown>;
-  return { revision: res.body.revision, status: String(fm.status), edges: (fm.edges as Array<Record<string, string>>) ?? [], frontmatter: fm };
+  return {
+    revision: res.body.revision,
+    status: String(fm.status),
+    edges: (fm.edges as Array<Record<string, string>>) ?? [],
+    frontmatter: fm,
+  };
 }
 
 export async function assignees(t: TestServer, id: string): Promise<string[]> {

@@ -48,7 +48,9 @@ describe('leases: the holder is named, told, and (strict) protected', function (
     expect(claim.status, claim.text).to.equal(200);
     const done = await post(t, '/v1/nodes/task-h1/status', bob.token, { status: 'done' });
     expect(done.status, done.text).to.equal(200);
-    expect(done.body.warnings[0]).to.equal(`task-h1 is ${heldBy(claim.body.lease)}: written anyway; the holder is told (claim it, or ask them first)`);
+    expect(done.body.warnings[0]).to.equal(
+      `task-h1 is ${heldBy(claim.body.lease)}: written anyway; the holder is told (claim it, or ask them first)`,
+    );
     expect(done.body.warnings[1]).to.match(/^the lease held by Ada Lovelace .* was released: done is a terminal status$/);
     // the assigned edge stays as the record of who carried the work
     expect(await assignees(t, 'task-h1')).to.deep.equal([ada.id]);
@@ -59,8 +61,18 @@ describe('leases: the holder is named, told, and (strict) protected', function (
     expect(renew.body.error.details).to.include({ reason: 'terminal', status: 'done', node_id: 'task-h1' });
     expect(renew.body.error.message).to.match(/task-h1 is done \(status done is terminal\)/);
     const [notice] = renew.body.error.details.lease_notices;
-    expect(notice).to.include({ node_id: 'task-h1', op: 'set_status', by: bob.id, by_name: 'Bob Builder', status: 'done', released: true, forced: false });
-    expect(notice.message).to.match(/^Bob Builder \(person-[0-9a-f]+\) changed task-h1 \(set_status\) while you held it; it is done now and your lease was released$/);
+    expect(notice).to.include({
+      node_id: 'task-h1',
+      op: 'set_status',
+      by: bob.id,
+      by_name: 'Bob Builder',
+      status: 'done',
+      released: true,
+      forced: false,
+    });
+    expect(notice.message).to.match(
+      /^Bob Builder \(person-[0-9a-f]+\) changed task-h1 \(set_status\) while you held it; it is done now and your lease was released$/,
+    );
     // delivered once
     const again = await post(t, '/v1/nodes/task-h1/renew', ada.token);
     expect(again.body.error.details).to.not.have.property('lease_notices');
@@ -72,10 +84,15 @@ describe('leases: the holder is named, told, and (strict) protected', function (
     const warning = `task-h2 is ${heldBy(claim.body.lease)}: written anyway; the holder is told (claim it, or ask them first)`;
     const read = await nodeOf(t, 'task-h2');
     const { author: _a, authored_via: _v, ...fm } = read.frontmatter;
-    const put = await t.tool(bobClient, 'put_node', { nodes: [{ node: md({ ...fm, summary: 'Edited by Bob' }), if_exists: 'update', revision: read.revision }] });
+    const put = await t.tool(bobClient, 'put_node', {
+      nodes: [{ node: md({ ...fm, summary: 'Edited by Bob' }), if_exists: 'update', revision: read.revision }],
+    });
     expect(put.isError, put.text).to.equal(false);
     expect(put.json.results[0].warnings).to.deep.equal([warning]);
-    const patch = await t.api('PATCH', '/v1/nodes/task-h2', { token: bob.token, body: { revision: put.json.results[0].revision, set: { project: 'web' } } });
+    const patch = await t.api('PATCH', '/v1/nodes/task-h2', {
+      token: bob.token,
+      body: { revision: put.json.results[0].revision, set: { project: 'web' } },
+    });
     expect(patch.status, patch.text).to.equal(200);
     expect(patch.body.warnings).to.deep.equal([warning]);
     const edgeRest = await post(t, '/v1/nodes/task-h2/edges', bob.token, { type: 'relates-to', to: 'task-h3' });
@@ -98,7 +115,9 @@ describe('leases: the holder is named, told, and (strict) protected', function (
     expect(edit.body.warnings).to.deep.equal([]);
     const done = await t.tool(adaClient, 'set_status', { id: 'task-h3', status: 'done' });
     expect(done.isError, done.text).to.equal(false);
-    expect(done.json.warnings).to.deep.equal([`your lease on task-h3 was released: done is a terminal status (the assigned edge stays as the record of who carried it)`]);
+    expect(done.json.warnings).to.deep.equal([
+      `your lease on task-h3 was released: done is a terminal status (the assigned edge stays as the record of who carried it)`,
+    ]);
     expect(await assignees(t, 'task-h3')).to.deep.equal([ada.id]);
     const renew = await t.tool(adaClient, 'renew', { id: 'task-h3' });
     expect(renew.isError).to.equal(true);
@@ -113,7 +132,10 @@ describe('leases: the holder is named, told, and (strict) protected', function (
     await post(t, '/v1/nodes/task-h4/claim', ada.token);
     await post(t, '/v1/nodes/task-h5/claim', ada.token);
     // a resolver retires task-h4 without touching its status
-    const res = await t.api('POST', '/v1/nodes', { token: bob.token, body: { nodes: [md({ id: 'task-h4-fix', summary: 'Fix', edges: [{ type: 'resolves', to: 'task-h4' }] })] } });
+    const res = await t.api('POST', '/v1/nodes', {
+      token: bob.token,
+      body: { nodes: [md({ id: 'task-h4-fix', summary: 'Fix', edges: [{ type: 'resolves', to: 'task-h4' }] })] },
+    });
     expect(res.status, res.text).to.equal(200);
     const all = await post(t, '/v1/queue/renew', ada.token, {});
     expect(all.status, all.text).to.equal(200);
@@ -154,14 +176,25 @@ describe('leases: the holder is named, told, and (strict) protected', function (
       expect(refused.status).to.equal(409);
       expect(refused.body.error.code).to.equal('lease_held');
       expect(refused.body.error.message).to.include(`task-s1 is ${heldBy(claim.body.lease)}; this tenant runs leases: strict`);
-      expect(refused.body.error.details).to.include({ holder: ada.id, holder_name: 'Ada Lovelace', expires_at: claim.body.lease.expires_at, op: 'set_status' });
+      expect(refused.body.error.details).to.include({
+        holder: ada.id,
+        holder_name: 'Ada Lovelace',
+        expires_at: claim.body.lease.expires_at,
+        op: 'set_status',
+      });
       const viaTool = await t.tool(bobClient, 'set_status', { id: 'task-s1', status: 'done' });
       expect(viaTool.isError).to.equal(true);
       expect(viaTool.text).to.equal(refused.text);
-      const patch = await t.api('PATCH', '/v1/nodes/task-s1', { token: bob.token, body: { revision: before.revision, set: { summary: 'mine now' } } });
+      const patch = await t.api('PATCH', '/v1/nodes/task-s1', {
+        token: bob.token,
+        body: { revision: before.revision, set: { summary: 'mine now' } },
+      });
       expect(patch.status).to.equal(409);
       expect(patch.body.error.code).to.equal('lease_held');
-      const put = await t.api('POST', '/v1/nodes', { token: bob.token, body: { nodes: [{ node: md({ ...before.frontmatter, summary: 'x' }), if_exists: 'update', revision: before.revision }] } });
+      const put = await t.api('POST', '/v1/nodes', {
+        token: bob.token,
+        body: { nodes: [{ node: md({ ...before.frontmatter, summary: 'x' }), if_exists: 'update', revision: before.revision }] },
+      });
       expect(put.status).to.equal(207);
       expect(put.body.results[0].error.code).to.equal('lease_held');
       expect((await nodeOf(t, 'task-s1')).revision).to.equal(before.revision);
@@ -198,7 +231,9 @@ describe('leases: the holder is named, told, and (strict) protected', function (
       const claim = await post(t, '/v1/nodes/task-h7/claim', ada.token);
       const res = await post(t, '/v1/nodes/task-h7/status', bob.token, { status: 'blocked' });
       expect(res.status, res.text).to.equal(200);
-      expect(res.body.warnings).to.deep.equal([`task-h7 is ${heldBy(claim.body.lease)}: written anyway; the holder is told (claim it, or ask them first)`]);
+      expect(res.body.warnings).to.deep.equal([
+        `task-h7 is ${heldBy(claim.body.lease)}: written anyway; the holder is told (claim it, or ask them first)`,
+      ]);
       const queue = await t.api('GET', '/v1/queue?assignee=me', { token: ada.token });
       expect(queue.body.items.map((i: { id: string }) => i.id)).to.include('task-h7');
     });

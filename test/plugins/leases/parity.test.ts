@@ -32,7 +32,15 @@ describe('leases: REST and MCP twins return the same bytes', function () {
     await t.close();
   });
 
-  async function same(client: Client, tool: string, args: Record<string, unknown>, token: string, path: string, body: unknown, status = 200) {
+  async function same(
+    client: Client,
+    tool: string,
+    args: Record<string, unknown>,
+    token: string,
+    path: string,
+    body: unknown,
+    status = 200,
+  ) {
     const rest = await post(t, path, token, body);
     const mcp = await t.tool(client, tool, args);
     expect(rest.status, rest.text).to.equal(status);
@@ -42,9 +50,13 @@ describe('leases: REST and MCP twins return the same bytes', function () {
   }
 
   it('claim (single, own re-claim) and claim (batch)', async () => {
-    const single = await same(aliceMcp, 'claim', { id: 'task-p1', session: 'run-1' }, alice.token, '/v1/nodes/task-p1/claim', { session: 'run-1' });
+    const single = await same(aliceMcp, 'claim', { id: 'task-p1', session: 'run-1' }, alice.token, '/v1/nodes/task-p1/claim', {
+      session: 'run-1',
+    });
     expect(single.status).to.equal('renewed');
-    const batch = await same(aliceMcp, 'claim', { ids: ['task-p1', 'task-p2', 'task-nope'] }, alice.token, '/v1/queue/claim', { ids: ['task-p1', 'task-p2', 'task-nope'] });
+    const batch = await same(aliceMcp, 'claim', { ids: ['task-p1', 'task-p2', 'task-nope'] }, alice.token, '/v1/queue/claim', {
+      ids: ['task-p1', 'task-p2', 'task-nope'],
+    });
     expect(batch.status).to.equal('partial');
   });
 
@@ -81,13 +93,23 @@ describe('leases: REST and MCP twins return the same bytes', function () {
     await same(bobMcp, 'release', { id: 'task-p1' }, bob.token, '/v1/nodes/task-p1/release', {}, 409);
     const none = await same(bobMcp, 'release', { id: 'task-p4' }, bob.token, '/v1/nodes/task-p4/release', {});
     expect(none).to.deep.equal({ ok: true, status: 'released', node_id: 'task-p4', lease: null, edge: null });
-    const batch = await same(bobMcp, 'release', { ids: ['task-p1', 'task-p3'] }, bob.token, '/v1/queue/release', { ids: ['task-p1', 'task-p3'] });
+    const batch = await same(bobMcp, 'release', { ids: ['task-p1', 'task-p3'] }, bob.token, '/v1/queue/release', {
+      ids: ['task-p1', 'task-p3'],
+    });
     expect(batch.count).to.equal(0);
   });
 
   it('an unknown field is 422 validation_failed over REST and MCP (closed input schemas, ajv errors verbatim)', async () => {
     // extend: the tool is the route's operation, so the bytes match
-    const err = await same(aliceMcp, 'extend', { id: 'task-p1', ms: 10, bogus: 1 }, alice.token, '/v1/nodes/task-p1/extend', { ms: 10, bogus: 1 }, 422);
+    const err = await same(
+      aliceMcp,
+      'extend',
+      { id: 'task-p1', ms: 10, bogus: 1 },
+      alice.token,
+      '/v1/nodes/task-p1/extend',
+      { ms: 10, bogus: 1 },
+      422,
+    );
     expect(err.error.code).to.equal('validation_failed');
     expect(err.error.details.errors).to.deep.include({
       instancePath: '',
@@ -122,8 +144,16 @@ describe('leases: REST and MCP twins return the same bytes', function () {
     expect(renewed.status).to.equal(200);
   });
 
-  it('tool arguments get the route operation\'s checks: a malformed session or an over-long batch is the same 422', async () => {
-    await same(aliceMcp, 'claim', { id: 'task-p1', session: 'bad session!' }, alice.token, '/v1/nodes/task-p1/claim', { session: 'bad session!' }, 422);
+  it("tool arguments get the route operation's checks: a malformed session or an over-long batch is the same 422", async () => {
+    await same(
+      aliceMcp,
+      'claim',
+      { id: 'task-p1', session: 'bad session!' },
+      alice.token,
+      '/v1/nodes/task-p1/claim',
+      { session: 'bad session!' },
+      422,
+    );
     const many = Array.from({ length: 501 }, (_, i) => `task-x${i}`);
     const err = await same(aliceMcp, 'claim', { ids: many }, alice.token, '/v1/queue/claim', { ids: many }, 422);
     expect(err.error.details.errors[0]).to.include({ instancePath: '/ids', keyword: 'maxItems' });

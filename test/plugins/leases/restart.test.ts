@@ -46,7 +46,15 @@ describe('leases: durability across a restart', function () {
       await first.close();
 
       const clock = new ManualClock();
-      const config = { ...configFromEnv({}), host: '127.0.0.1', port: 0, dataDir, fsync: false, tenantPollMs: 200, ...(await testStoreConfig(dataDir)) };
+      const config = {
+        ...configFromEnv({}),
+        host: '127.0.0.1',
+        port: 0,
+        dataDir,
+        fsync: false,
+        tenantPollMs: 200,
+        ...(await testStoreConfig(dataDir)),
+      };
       second = await startServer({ config, plugins: [corePlugin, leasesPlugin], clock, log: createLogger(() => undefined) });
       expect(second.bootstrap).to.equal(null);
 

@@ -6,7 +6,21 @@ import { expect } from 'chai';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { addPerson, type TestServer } from '../../helpers/harness.js';
-import { agentToken, assignees, DAY, freezeClock, GRACE, MAX_TTL, MIN, nodeOf, post, startLeaseServer, tasks, TTL, unboundToken } from './helpers.js';
+import {
+  agentToken,
+  assignees,
+  DAY,
+  freezeClock,
+  GRACE,
+  MAX_TTL,
+  MIN,
+  nodeOf,
+  post,
+  startLeaseServer,
+  tasks,
+  TTL,
+  unboundToken,
+} from './helpers.js';
 import { onPostgres } from '../../helpers/harness.js';
 
 describe('leases: single routes (docs/spec.md lease table)', function () {
@@ -21,7 +35,21 @@ describe('leases: single routes (docs/spec.md lease table)', function () {
     alice = await addPerson(t, 'Alice');
     bob = await addPerson(t, 'Bob');
     carol = await addPerson(t, 'Carol');
-    await tasks(t, ['task-a', 'task-b', 'task-c', 'task-d', 'task-e', 'task-f', 'task-g', 'task-h', 'task-i', 'task-done', 'spec-x', 'issue-a', 'dec-a']);
+    await tasks(t, [
+      'task-a',
+      'task-b',
+      'task-c',
+      'task-d',
+      'task-e',
+      'task-f',
+      'task-g',
+      'task-h',
+      'task-i',
+      'task-done',
+      'spec-x',
+      'issue-a',
+      'dec-a',
+    ]);
     expect((await t.api('POST', '/v1/nodes/task-done/status', { body: { status: 'done' } })).status).to.equal(200);
     unfreeze = freezeClock(t.clock);
   });

@@ -43,7 +43,13 @@ describe('lenses: render', function () {
     it('group_by status groups in workflow order; sort [-priority, id] orders each group (missing priority last)', async () => {
       const tree = (await json('/v1/lens/lens-board/render')).body;
       expect(tree.groups.map((g: { key: string }) => g.key)).to.deep.equal(['open', 'in-progress', 'blocked', 'done']);
-      expect(tree.groups[0].items.map((i: { id: string }) => i.id)).to.deep.equal(['task-a', 'issue-d', 'task-f', 'task-release', 'task-xss']);
+      expect(tree.groups[0].items.map((i: { id: string }) => i.id)).to.deep.equal([
+        'task-a',
+        'issue-d',
+        'task-f',
+        'task-release',
+        'task-xss',
+      ]);
       expect(ids(tree)).to.not.include('dec-g'); // query.type
     });
 
@@ -165,7 +171,8 @@ describe('lenses: render', function () {
 
     it('rendering is read-only: HEAD does not move and the route takes no POST', async () => {
       const before = (await t.api('GET', '/v1/status')).body.head;
-      for (const format of ['html', 'text', 'json']) expect((await t.api('GET', `/v1/lens/lens-board/render?format=${format}`)).status).to.equal(200);
+      for (const format of ['html', 'text', 'json'])
+        expect((await t.api('GET', `/v1/lens/lens-board/render?format=${format}`)).status).to.equal(200);
       expect((await t.api('GET', '/v1/status')).body.head).to.equal(before);
       const write = await t.api('POST', '/v1/lens/lens-board/render', { body: { action: 'set_status' } });
       expect(write.status).to.be.oneOf([404, 405]);
@@ -187,7 +194,11 @@ describe('lenses: render', function () {
       const res = await t.api('GET', '/v1/lens/lens-board/render?format=pdf');
       expect(res.status).to.equal(422);
       expect(res.body.error.code).to.equal('validation_failed');
-      expect(res.body.error.details.errors[0]).to.deep.include({ instancePath: '/format', keyword: 'enum', params: { allowedValues: ['html', 'text', 'json'] } });
+      expect(res.body.error.details.errors[0]).to.deep.include({
+        instancePath: '/format',
+        keyword: 'enum',
+        params: { allowedValues: ['html', 'text', 'json'] },
+      });
     });
 
     it('query keys that are neither declared nor param.<name> are ignored, as on every GET route', async () => {

@@ -114,7 +114,9 @@ describe('lenses: render tickets', function () {
     it('with SVC_APP_URL the url is {app_url}/views/{id}?ticket=<blob>; behind a TLS proxy the cookie is Secure', async () => {
       const app = await startLensServer({ config: { appUrl: 'https://app.example.test/', allowHttp: true } });
       try {
-        await app.api('POST', '/v1/nodes', { body: { nodes: ['---\nid: lens-all\ntype: lens\nsummary: all tasks\nquery: {type: task}\n---\n'] } });
+        await app.api('POST', '/v1/nodes', {
+          body: { nodes: ['---\nid: lens-all\ntype: lens\nsummary: all tasks\nquery: {type: task}\n---\n'] },
+        });
         const res = await app.api('POST', '/v1/lens/lens-all/ticket', { body: {} });
         expect(res.status, res.text).to.equal(200);
         expect(res.body.url).to.equal(`https://app.example.test/views/lens-all?ticket=${res.body.ticket}`);
@@ -122,7 +124,10 @@ describe('lenses: render tickets', function () {
         const x = await app.api('GET', `/v1/lens/lens-all/render?ticket=${res.body.ticket}`, { token: null });
         expect(x.status).to.equal(302);
         expect(x.headers.get('set-cookie')).to.match(/; Secure$/);
-        const tree = await app.api('GET', '/v1/lens/lens-all/render?format=json', { token: null, headers: { cookie: cookieFrom(x.headers.get('set-cookie')) } });
+        const tree = await app.api('GET', '/v1/lens/lens-all/render?format=json', {
+          token: null,
+          headers: { cookie: cookieFrom(x.headers.get('set-cookie')) },
+        });
         expect(tree.status).to.equal(200);
         expect(tree.body.sharer.id).to.equal(app.adminPerson);
         expect(app.logs.join('\n')).to.not.include(res.body.ticket);
@@ -135,7 +140,9 @@ describe('lenses: render tickets', function () {
   describe('the exchange and the shared render', () => {
     it('a ticket query parameter is exchanged by a 302 to the same URL without it, for an HttpOnly svc_render_ticket cookie', async () => {
       const m = await mint('lens-board', f.alice.token);
-      const res = await t.api('GET', `/v1/lens/lens-board/render?format=text&param.project=proj-root&ticket=${m.body.ticket}`, { token: null });
+      const res = await t.api('GET', `/v1/lens/lens-board/render?format=text&param.project=proj-root&ticket=${m.body.ticket}`, {
+        token: null,
+      });
       expect(res.status).to.equal(302);
       expect(res.headers.get('location')).to.equal('/v1/lens/lens-board/render?format=text&param.project=proj-root');
       const setCookie = res.headers.get('set-cookie')!;
@@ -216,7 +223,12 @@ describe('lenses: render tickets', function () {
       // nor the MCP endpoint
       const mcp = await fetch(`${t.url}/mcp`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${ticket}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', cookie },
+        headers: {
+          authorization: `Bearer ${ticket}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          cookie,
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
       });
       expect(mcp.status).to.equal(401);
@@ -325,7 +337,9 @@ describe('lenses: render tickets outlive their sharer being offboarded (expiry i
     const off = await t.api('DELETE', `/v1/admin/people/${f.alice.id}`);
     expect(off.status, off.text).to.equal(200);
     expect(off.body.tokens_revoked).to.be.greaterThan(0);
-    expect(off.body.render_tickets).to.match(/not revoked/).and.match(/until it expires/);
+    expect(off.body.render_tickets)
+      .to.match(/not revoked/)
+      .and.match(/until it expires/);
     // the answer's bound covers the ticket just minted
     expect(Date.parse(off.body.render_tickets_valid_until)).to.be.at.least(Date.parse(m.body.exp));
 

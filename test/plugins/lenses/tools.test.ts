@@ -67,7 +67,13 @@ describe('lenses: render_lens and apply_lens_action', function () {
       expect(listed).to.not.include('lens-retired');
       expect(catalog.count).to.equal(listed.length);
       const board = catalog.lenses.find((l: { id: string }) => l.id === 'lens-board');
-      expect(board).to.deep.include({ title: 'Work board', params: { project: 'proj-root' }, param_names: ['project'], group_by: 'status', valid: true });
+      expect(board).to.deep.include({
+        title: 'Work board',
+        params: { project: 'proj-root' },
+        param_names: ['project'],
+        group_by: 'status',
+        valid: true,
+      });
       const broken = catalog.lenses.find((l: { id: string }) => l.id === 'lens-broken');
       expect(broken.valid).to.equal(false);
       expect(broken.errors.length).to.be.greaterThan(0);
@@ -91,11 +97,17 @@ describe('lenses: render_lens and apply_lens_action', function () {
         const res = await t.tool(alice, name, args);
         expect(res.isError, name).to.equal(true);
         expect(res.json.error.code, name).to.equal('validation_failed');
-        expect(res.json.error.details.errors[0], name).to.deep.include({ keyword: 'additionalProperties', params: { additionalProperty: 'format' } });
+        expect(res.json.error.details.errors[0], name).to.deep.include({
+          keyword: 'additionalProperties',
+          params: { additionalProperty: 'format' },
+        });
       }
       const mint = await t.api('POST', '/v1/lens/lens-tasks/ticket', { body: { expires: '1d', format: 'json' } });
       expect(mint.status).to.equal(422);
-      expect(mint.body.error.details.errors[0]).to.deep.include({ keyword: 'additionalProperties', params: { additionalProperty: 'format' } });
+      expect(mint.body.error.details.errors[0]).to.deep.include({
+        keyword: 'additionalProperties',
+        params: { additionalProperty: 'format' },
+      });
     });
   });
 
@@ -140,14 +152,26 @@ describe('lenses: render_lens and apply_lens_action', function () {
 
     it('an id that is not an item of the lens as rendered (same params) is 409; nothing changes', async () => {
       const head = (await t.api('GET', '/v1/status')).body.head;
-      const outside = await act(alice, { lens_id: 'lens-board', item_id: 'task-c', action: 'set_status', value: 'open', params: { project: 'web' } });
+      const outside = await act(alice, {
+        lens_id: 'lens-board',
+        item_id: 'task-c',
+        action: 'set_status',
+        value: 'open',
+        params: { project: 'web' },
+      });
       expect(outside.isError).to.equal(true);
       expect(outside.json.error.code).to.equal('conflict');
       const dec = await act(alice, { lens_id: 'lens-board', item_id: 'dec-g', action: 'set_priority', value: 'p1' });
       expect(dec.json.error.code).to.equal('conflict');
       expect((await t.api('GET', '/v1/status')).body.head).to.equal(head);
       // the same item inside the lens's scope works
-      const inside = await act(alice, { lens_id: 'lens-board', item_id: 'task-c', action: 'set_priority', value: 'p3', params: { project: 'api' } });
+      const inside = await act(alice, {
+        lens_id: 'lens-board',
+        item_id: 'task-c',
+        action: 'set_priority',
+        value: 'p3',
+        params: { project: 'api' },
+      });
       expect(inside.isError, inside.text).to.equal(false);
     });
 
@@ -161,7 +185,9 @@ describe('lenses: render_lens and apply_lens_action', function () {
       const narrowed = await act(alice, { lens_id: 'lens-prio-only', item_id: 'task-a', action: 'set_status', value: 'review' });
       expect(narrowed.json.error.code).to.equal('validation_failed');
       expect(narrowed.json.error.details.errors[0].allowed).to.deep.equal(['set_priority']);
-      expect((await act(alice, { lens_id: 'lens-prio-only', item_id: 'task-a', action: 'set_priority', value: 'p2' })).isError).to.equal(false);
+      expect((await act(alice, { lens_id: 'lens-prio-only', item_id: 'task-a', action: 'set_priority', value: 'p2' })).isError).to.equal(
+        false,
+      );
       expect((await node('task-a')).status).to.equal('open');
     });
 
@@ -182,7 +208,9 @@ describe('lenses: render_lens and apply_lens_action', function () {
       const res = await act(ghost, { lens_id: 'lens-board', item_id: 'task-a', action: 'set_priority', value: 'p3' });
       expect(res.isError).to.equal(true);
       expect(res.json.error.code).to.equal('no_person');
-      expect(res.text).to.equal(JSON.stringify({ error: { code: 'no_person', message: 'writes need a token bound to a person node', details: {} } }));
+      expect(res.text).to.equal(
+        JSON.stringify({ error: { code: 'no_person', message: 'writes need a token bound to a person node', details: {} } }),
+      );
     });
 
     it('claim without the leases plugin is 422 naming the missing plugin', async () => {

@@ -38,7 +38,9 @@ async function callbackServer(host = '127.0.0.1'): Promise<{ server: Server; url
       return;
     }
     res.setHeader('content-type', 'text/html; charset=utf-8');
-    res.end('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Connected</title></head><body><main><h1>You can close this window</h1></main></body></html>');
+    res.end(
+      '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Connected</title></head><body><main><h1>You can close this window</h1></main></body></html>',
+    );
     deliver(url.searchParams);
   });
   await new Promise<void>((r) => server.listen(0, host, r));
@@ -49,7 +51,12 @@ async function callbackServer(host = '127.0.0.1'): Promise<{ server: Server; url
 /** Resolves with the promise's value, or fails naming what never happened. */
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms))).finally(() => clearTimeout(timer))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms))).finally(() =>
+      clearTimeout(timer),
+    ),
+  ]).finally(() => clearTimeout(timer));
 }
 
 describe('oauth: the MCP OAuth sign-in in Chromium (consent page, CSP, loopback redirect)', function () {
@@ -84,7 +91,9 @@ describe('oauth: the MCP OAuth sign-in in Chromium (consent page, CSP, loopback 
       // the consent page's sign-in step: a personal access token
       await page.fill('#token', alice.token);
       await Promise.all([page.waitForSelector('button[value=approve]'), page.click('button[value=signin]')]);
-      expect(await page.textContent('main')).to.include('Alice Browser').and.include(t.org);
+      expect(await page.textContent('main'))
+        .to.include('Alice Browser')
+        .and.include(t.org);
       await page.click('button[value=approve]');
       const query = await within(cb.received, 15_000, 'the browser did not reach the client redirect URI (a CSP form-action block?)');
       await page.waitForURL((u) => u.href.startsWith(cb.url));
@@ -98,7 +107,10 @@ describe('oauth: the MCP OAuth sign-in in Chromium (consent page, CSP, loopback 
       expect(client.saved?.access_token).to.match(/^svc_oat_/);
       const mcp = new Client({ name: 'oauth-browser', version: '0.0.0' });
       await mcp.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: client }));
-      const read = (await mcp.callTool({ name: 'get_node', arguments: { id: 'proj-root' } })) as { isError?: boolean; content: Array<{ text: string }> };
+      const read = (await mcp.callTool({ name: 'get_node', arguments: { id: 'proj-root' } })) as {
+        isError?: boolean;
+        content: Array<{ text: string }>;
+      };
       expect(read.isError ?? false, read.content[0]?.text).to.equal(false);
       expect(read.content[0]!.text).to.include('proj-root');
       await mcp.close();

@@ -19,7 +19,11 @@ import { startTestServer, type TestServer } from '../../helpers/harness.js';
 
 const challenge = () => createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url');
 const register = (t: TestServer, body: Record<string, unknown>) =>
-  fetch(`${t.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token_endpoint_auth_method: 'none', ...body }) });
+  fetch(`${t.url}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token_endpoint_auth_method: 'none', ...body }),
+  });
 const authorizeUrl = (t: TestServer, params: Record<string, string>) =>
   `${t.url}/oauth/authorize?${new URLSearchParams({ response_type: 'code', code_challenge: challenge(), code_challenge_method: 'S256', state: 'st', ...params })}`;
 const fileStore = (t: TestServer) => !t.server.services.globalStore;
@@ -83,7 +87,14 @@ describe('oauth hardening: redirect URIs, metadata documents, pending authorizat
     after(async () => t.close());
 
     it('registration refuses redirect URIs other than https or http on loopback (invalid_redirect_uri), and oversized names', async () => {
-      for (const uri of ['http://evil.example/cb', 'javascript:alert(1)', 'com.example.app:/cb', 'https://app.example/cb#frag', 'http://127.0.0.1.evil.example/cb', 'ftp://127.0.0.1/cb']) {
+      for (const uri of [
+        'http://evil.example/cb',
+        'javascript:alert(1)',
+        'com.example.app:/cb',
+        'https://app.example/cb#frag',
+        'http://127.0.0.1.evil.example/cb',
+        'ftp://127.0.0.1/cb',
+      ]) {
         const res = await register(t, { client_name: 'Evil', redirect_uris: [uri] });
         const body = (await res.json()) as { error: string };
         expect(res.status, uri).to.equal(400);
@@ -101,7 +112,9 @@ describe('oauth hardening: redirect URIs, metadata documents, pending authorizat
     it('an authorize error for an https redirect URI is a page, not a redirect the person did not ask for', async () => {
       const res = await register(t, { client_name: 'Web app', redirect_uris: ['https://app.example/cb'] });
       const { client_id } = (await res.json()) as { client_id: string };
-      const bad = await fetch(authorizeUrl(t, { client_id, redirect_uri: 'https://app.example/cb', code_challenge_method: 'plain' }), { redirect: 'manual' });
+      const bad = await fetch(authorizeUrl(t, { client_id, redirect_uri: 'https://app.example/cb', code_challenge_method: 'plain' }), {
+        redirect: 'manual',
+      });
       expect(bad.status).to.equal(400);
       expect(bad.headers.get('location')).to.equal(null);
       expect(bad.headers.get('content-type')).to.include('text/html');
@@ -110,15 +123,26 @@ describe('oauth hardening: redirect URIs, metadata documents, pending authorizat
       const ok = await fetch(authorizeUrl(t, { client_id, redirect_uri: 'https://app.example/cb' }), { redirect: 'manual' });
       expect(ok.status).to.equal(200);
       const csp = ok.headers.get('content-security-policy')!;
-      expect(csp).to.include("form-action 'self' https://app.example;").and.include("default-src 'none'").and.include("frame-ancestors 'none'");
+      expect(csp)
+        .to.include("form-action 'self' https://app.example;")
+        .and.include("default-src 'none'")
+        .and.include("frame-ancestors 'none'");
     });
 
     it('a client ID metadata document on loopback or a private address is never fetched', async () => {
       const listener = await countingListener();
       try {
         const port = listener.port;
-        for (const id of [`http://127.0.0.1:${port}/client.json`, `https://127.0.0.1:${port}/client.json`, `https://localhost:${port}/client.json`, `https://[::ffff:127.0.0.1]:${port}/client.json`, `http://0x7f.1:${port}/client.json`]) {
-          const res = await fetch(authorizeUrl(t, { client_id: id, redirect_uri: 'http://127.0.0.1:45999/callback' }), { redirect: 'manual' });
+        for (const id of [
+          `http://127.0.0.1:${port}/client.json`,
+          `https://127.0.0.1:${port}/client.json`,
+          `https://localhost:${port}/client.json`,
+          `https://[::ffff:127.0.0.1]:${port}/client.json`,
+          `http://0x7f.1:${port}/client.json`,
+        ]) {
+          const res = await fetch(authorizeUrl(t, { client_id: id, redirect_uri: 'http://127.0.0.1:45999/callback' }), {
+            redirect: 'manual',
+          });
           expect(res.status, id).to.equal(400);
           expect(res.headers.get('location'), id).to.equal(null);
         }
@@ -134,7 +158,14 @@ describe('oauth hardening: redirect URIs, metadata documents, pending authorizat
     before(async function () {
       const dataDir = mkdtempSync(join(tmpdir(), 'wg-test-'));
       mkdirSync(join(dataDir, 'oauth'), { recursive: true });
-      const legacy = { client_id: 'legacy-client', client_name: 'Legacy', redirect_uris: ['http://evil.example/cb'], token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], response_types: ['code'] };
+      const legacy = {
+        client_id: 'legacy-client',
+        client_name: 'Legacy',
+        redirect_uris: ['http://evil.example/cb'],
+        token_endpoint_auth_method: 'none',
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+      };
       writeFileSync(join(dataDir, 'oauth', 'clients.json'), JSON.stringify({ 'legacy-client': legacy }));
       t = await startTestServer({ plugins: allPlugins, dataDir });
       if (!fileStore(t)) this.skip(); // the legacy record is a file; PostgreSQL mode starts empty
@@ -142,15 +173,24 @@ describe('oauth hardening: redirect URIs, metadata documents, pending authorizat
     after(async () => t?.close());
 
     it('is never redirected to its http://evil.example redirect URI, with or without a bad parameter', async () => {
-      for (const extra of <Array<Record<string, string>>>[{ redirect_uri: 'http://evil.example/cb', code_challenge_method: 'plain' }, { code_challenge_method: 'plain' }, { redirect_uri: 'http://evil.example/cb' }]) {
+      for (const extra of <Array<Record<string, string>>>[
+        { redirect_uri: 'http://evil.example/cb', code_challenge_method: 'plain' },
+        { code_challenge_method: 'plain' },
+        { redirect_uri: 'http://evil.example/cb' },
+      ]) {
         const res = await fetch(authorizeUrl(t, { client_id: 'legacy-client', ...extra }), { redirect: 'manual' });
         expect(res.status, JSON.stringify(extra)).to.equal(400);
         expect(res.headers.get('location'), JSON.stringify(extra)).to.equal(null);
         // the client is known (not an unknown-client page): its redirect URI is what is refused
-        expect(await res.text(), JSON.stringify(extra)).to.include('redirect URI').and.not.include('not registered here');
+        expect(await res.text(), JSON.stringify(extra))
+          .to.include('redirect URI')
+          .and.not.include('not registered here');
       }
       // its record moved to the one-file-per-client layout, and the old file was kept aside
-      expect(readdirSync(join(t.dataDir, 'oauth'))).to.include('clients').and.include('clients.json.imported').and.not.include('clients.json');
+      expect(readdirSync(join(t.dataDir, 'oauth')))
+        .to.include('clients')
+        .and.include('clients.json.imported')
+        .and.not.include('clients.json');
     });
   });
 
@@ -181,11 +221,23 @@ describe('oauth hardening: redirect URIs, metadata documents, pending authorizat
       const { client_id } = (await reg.json()) as { client_id: string };
       // registration: a quarter of the limit (1 a minute)
       await expectLimited(await register(t, { client_name: 'Limited 2', redirect_uris: ['http://127.0.0.1/cb'] }), 'registration');
-      for (let i = 0; i < 4; i++) expect((await fetch(authorizeUrl(t, { client_id, redirect_uri: 'http://127.0.0.1:1234/cb' }), { redirect: 'manual' })).status).to.equal(200);
-      await expectLimited(await fetch(authorizeUrl(t, { client_id, redirect_uri: 'http://127.0.0.1:1234/cb' }), { redirect: 'manual' }), 'authorize');
+      for (let i = 0; i < 4; i++)
+        expect(
+          (await fetch(authorizeUrl(t, { client_id, redirect_uri: 'http://127.0.0.1:1234/cb' }), { redirect: 'manual' })).status,
+        ).to.equal(200);
+      await expectLimited(
+        await fetch(authorizeUrl(t, { client_id, redirect_uri: 'http://127.0.0.1:1234/cb' }), { redirect: 'manual' }),
+        'authorize',
+      );
       // per address: another client address (127.0.0.2, also loopback) is not limited
       expect(await statusFrom(authorizeUrl(t, { client_id, redirect_uri: 'http://127.0.0.1:1234/cb' }), '127.0.0.2')).to.equal(200);
-      const consent = () => fetch(`${t.url}/oauth/consent`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'pending=x&csrf=y&action=signin&token=svc_pat_guess' });
+      const consent = () =>
+        fetch(`${t.url}/oauth/consent`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: 'pending=x&csrf=y&action=signin&token=svc_pat_guess',
+        });
       for (let i = 0; i < 4; i++) expect((await consent()).status).to.equal(403);
       await expectLimited(await consent(), 'consent');
     });
@@ -209,7 +261,9 @@ describe('oauth hardening: redirect URIs, metadata documents, pending authorizat
     before(async () => {
       doc = createServer((_req, res) => {
         res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ client_id: docUrl, client_name: `Big ${'n'.repeat(60_000)}`, redirect_uris: ['http://127.0.0.1/callback'] }));
+        res.end(
+          JSON.stringify({ client_id: docUrl, client_name: `Big ${'n'.repeat(60_000)}`, redirect_uris: ['http://127.0.0.1/callback'] }),
+        );
       });
       await new Promise<void>((r) => doc.listen(0, '127.0.0.1', r));
       docUrl = `http://127.0.0.1:${(doc.address() as AddressInfo).port}/client.json`;

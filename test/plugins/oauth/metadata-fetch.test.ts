@@ -7,7 +7,13 @@
 import { expect } from 'chai';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fetchMetadataDocument, isPublicAddress, METADATA_MAX_BYTES, METADATA_TIMEOUT_MS, MetadataRefused } from '../../../plugins/oauth/metadata-fetch.js';
+import {
+  fetchMetadataDocument,
+  isPublicAddress,
+  METADATA_MAX_BYTES,
+  METADATA_TIMEOUT_MS,
+  MetadataRefused,
+} from '../../../plugins/oauth/metadata-fetch.js';
 
 async function serve(handler: Parameters<typeof createServer>[1]): Promise<{ server: Server; port: number; hits: () => number }> {
   let hits = 0;
@@ -33,7 +39,28 @@ describe('oauth: client ID metadata document fetching (SSRF rules)', function ()
   this.timeout(20_000);
 
   it('only public unicast addresses are public', () => {
-    for (const a of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '::1', '::', 'fc00::1', 'fd12::1', 'fe80::1', 'ff02::1', '::ffff:10.0.0.1', '::ffff:127.0.0.1', '2002:7f00:1::1', '64:ff9b::a00:1', 'not an address']) {
+    for (const a of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.16.0.1',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '224.0.0.1',
+      '255.255.255.255',
+      '::1',
+      '::',
+      'fc00::1',
+      'fd12::1',
+      'fe80::1',
+      'ff02::1',
+      '::ffff:10.0.0.1',
+      '::ffff:127.0.0.1',
+      '2002:7f00:1::1',
+      '64:ff9b::a00:1',
+      'not an address',
+    ]) {
       expect(isPublicAddress(a), a).to.equal(false);
     }
     for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8']) expect(isPublicAddress(a), a).to.equal(true);
@@ -49,12 +76,20 @@ describe('oauth: client ID metadata document fetching (SSRF rules)', function ()
         lookups++;
         return [{ address: '127.0.0.1', family: 4 }];
       };
-      expect(await refused(fetchMetadataDocument(`https://metadata.test:${s.port}/client.json`, { allowPrivate: false, resolve }))).to.include('non-public');
+      expect(
+        await refused(fetchMetadataDocument(`https://metadata.test:${s.port}/client.json`, { allowPrivate: false, resolve })),
+      ).to.include('non-public');
       const mapped = async () => [{ address: '::ffff:127.0.0.1', family: 6 }];
-      expect(await refused(fetchMetadataDocument(`https://metadata.test:${s.port}/client.json`, { allowPrivate: false, resolve: mapped }))).to.include('non-public');
-      expect(await refused(fetchMetadataDocument(`http://metadata.test:${s.port}/client.json`, { allowPrivate: false, resolve }))).to.include('https only');
-      expect(await refused(fetchMetadataDocument(`https://user:pw@metadata.test:${s.port}/x`, { allowPrivate: false, resolve }))).to.include('credentials');
-      expect(lookups, "http and credentials are refused before resolving").to.equal(1);
+      expect(
+        await refused(fetchMetadataDocument(`https://metadata.test:${s.port}/client.json`, { allowPrivate: false, resolve: mapped })),
+      ).to.include('non-public');
+      expect(
+        await refused(fetchMetadataDocument(`http://metadata.test:${s.port}/client.json`, { allowPrivate: false, resolve })),
+      ).to.include('https only');
+      expect(
+        await refused(fetchMetadataDocument(`https://user:pw@metadata.test:${s.port}/x`, { allowPrivate: false, resolve })),
+      ).to.include('credentials');
+      expect(lookups, 'http and credentials are refused before resolving').to.equal(1);
       expect(s.hits()).to.equal(0);
     } finally {
       s.server.close();
@@ -110,7 +145,9 @@ describe('oauth: client ID metadata document fetching (SSRF rules)', function ()
       expect(await refused(fetchMetadataDocument(`http://127.0.0.1:${s.port}/moved`, opts))).to.include('302');
       expect(s.hits() - before, 'the redirect target was not requested').to.equal(1);
       const started = Date.now();
-      expect(await refused(fetchMetadataDocument(`http://127.0.0.1:${s.port}/slow`, { ...opts, timeoutMs: 300 }))).to.include('no answer within 300 ms');
+      expect(await refused(fetchMetadataDocument(`http://127.0.0.1:${s.port}/slow`, { ...opts, timeoutMs: 300 }))).to.include(
+        'no answer within 300 ms',
+      );
       expect(Date.now() - started).to.be.below(5000);
     } finally {
       (slowRes as ServerResponse | null)?.destroy();

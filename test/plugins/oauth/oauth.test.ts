@@ -28,14 +28,23 @@ class TestClient extends MemoryOAuthClient {
 }
 
 /** The person's browser: opens the authorization URL, signs in with a PAT, approves (or not). Returns the redirect back to the client. */
-async function consent(authorizationUrl: URL, pat: string, action: 'approve' | 'deny' = 'approve'): Promise<{ location: URL; pages: string[] }> {
+async function consent(
+  authorizationUrl: URL,
+  pat: string,
+  action: 'approve' | 'deny' = 'approve',
+): Promise<{ location: URL; pages: string[] }> {
   const page = await fetch(authorizationUrl, { redirect: 'manual' });
   const html = await page.text();
   expect(page.status, html).to.equal(200);
   const cookie = /svc_oauth_csrf=[^;]+/.exec(page.headers.get('set-cookie') ?? '')![0];
   const field = (name: string, text: string) => new RegExp(`name="${name}" value="([^"]+)"`).exec(text)![1]!;
   const post = (body: Record<string, string>) =>
-    fetch(new URL('/oauth/consent', authorizationUrl), { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: new URLSearchParams(body).toString() });
+    fetch(new URL('/oauth/consent', authorizationUrl), {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+      body: new URLSearchParams(body).toString(),
+    });
   const signedIn = await post({ pending: field('pending', html), csrf: field('csrf', html), action: 'signin', token: pat });
   const approvePage = await signedIn.text();
   expect(signedIn.status, approvePage).to.equal(200);
@@ -51,7 +60,11 @@ async function signIn(t: TestServer, client: TestClient, pat: string): Promise<v
   expect(await auth(client, { serverUrl: `${t.url}/mcp`, authorizationCode: code })).to.equal('AUTHORIZED');
 }
 
-const form = (body: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(body).toString() });
+const form = (body: Record<string, string>) => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  body: new URLSearchParams(body).toString(),
+});
 const challengeOf = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
 
 describe('oauth: remote MCP clients sign in (MCP SDK client auth end to end)', function () {
@@ -71,7 +84,13 @@ describe('oauth: remote MCP clients sign in (MCP SDK client auth end to end)', f
     expect(prm.authorization_servers).to.deep.equal([t.url]);
     expect((await fetch(`${t.url}/.well-known/oauth-protected-resource/mcp`)).status).to.equal(200);
     const as = await (await fetch(`${t.url}/.well-known/oauth-authorization-server`)).json();
-    expect(as).to.include({ issuer: t.url, authorization_endpoint: `${t.url}/oauth/authorize`, token_endpoint: `${t.url}/oauth/token`, registration_endpoint: `${t.url}/oauth/register`, revocation_endpoint: `${t.url}/oauth/revoke` });
+    expect(as).to.include({
+      issuer: t.url,
+      authorization_endpoint: `${t.url}/oauth/authorize`,
+      token_endpoint: `${t.url}/oauth/token`,
+      registration_endpoint: `${t.url}/oauth/register`,
+      revocation_endpoint: `${t.url}/oauth/revoke`,
+    });
     expect(as.code_challenge_methods_supported).to.deep.equal(['S256']);
     expect(as.grant_types_supported).to.not.include('password').and.not.include('implicit');
     for (const path of ['/v1/me', '/mcp']) {
@@ -95,7 +114,10 @@ describe('oauth: remote MCP clients sign in (MCP SDK client auth end to end)', f
     expect((await t.api('POST', '/v1/me/tokens', { token: first.access_token, body: {} })).status).to.equal(403);
     const mcp = new Client({ name: 'oauth-e2e', version: '0.0.0' });
     await mcp.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: client }));
-    const put = (await mcp.callTool({ name: 'put_node', arguments: { nodes: ['---\nid: task-oauth-made\ntype: task\nsummary: made over OAuth\n---\n'] } })) as { isError?: boolean; content: Array<{ text: string }> };
+    const put = (await mcp.callTool({
+      name: 'put_node',
+      arguments: { nodes: ['---\nid: task-oauth-made\ntype: task\nsummary: made over OAuth\n---\n'] },
+    })) as { isError?: boolean; content: Array<{ text: string }> };
     expect(put.isError ?? false, put.content[0]!.text).to.equal(false);
     expect((await t.api('GET', '/v1/nodes/task-oauth-made')).body.frontmatter.author).to.equal(alice.id);
     // the access token expires; the SDK refreshes on the 401 and goes on
@@ -139,20 +161,37 @@ describe('oauth: remote MCP clients sign in (MCP SDK client auth end to end)', f
     let clientId: string;
     before(async () => {
       dave = await addPerson(t, 'Dave Errors');
-      const reg = await fetch(`${t.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'Manual', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }) });
+      const reg = await fetch(`${t.url}/oauth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ client_name: 'Manual', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }),
+      });
       expect(reg.status).to.equal(201);
       clientId = ((await reg.json()) as { client_id: string }).client_id;
     });
 
     const authorizeUrl = (verifier: string, extra: Record<string, string> = {}) =>
-      new URL(`${t.url}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: challengeOf(verifier), code_challenge_method: 'S256', state: 'st-1', resource: `${t.url}/`, ...extra })}`);
+      new URL(
+        `${t.url}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: challengeOf(verifier), code_challenge_method: 'S256', state: 'st-1', resource: `${t.url}/`, ...extra })}`,
+      );
     const codeFor = async (verifier: string) => {
       const { location } = await consent(authorizeUrl(verifier), dave.token);
       expect(location.searchParams.get('state')).to.equal('st-1');
       return location.searchParams.get('code')!;
     };
     const exchange = (code: string, verifier: string, extra: Record<string, string> = {}) =>
-      fetch(`${t.url}/oauth/token`, form({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier, redirect_uri: REDIRECT, resource: `${t.url}/`, ...extra }));
+      fetch(
+        `${t.url}/oauth/token`,
+        form({
+          grant_type: 'authorization_code',
+          client_id: clientId,
+          code,
+          code_verifier: verifier,
+          redirect_uri: REDIRECT,
+          resource: `${t.url}/`,
+          ...extra,
+        }),
+      );
 
     it('a bad PKCE verifier is invalid_grant', async () => {
       const verifier = randomBytes(32).toString('base64url');
@@ -186,7 +225,11 @@ describe('oauth: remote MCP clients sign in (MCP SDK client auth end to end)', f
     });
 
     it('native clients: a loopback redirect URI matches on any port (RFC 8252), a different path or host does not', async () => {
-      const reg = await fetch(`${t.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'Native', redirect_uris: ['http://127.0.0.1/cb'], token_endpoint_auth_method: 'none' }) });
+      const reg = await fetch(`${t.url}/oauth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ client_name: 'Native', redirect_uris: ['http://127.0.0.1/cb'], token_endpoint_auth_method: 'none' }),
+      });
       const native = ((await reg.json()) as { client_id: string }).client_id;
       const verifier = randomBytes(32).toString('base64url');
       const url = (redirect: string) =>
@@ -198,13 +241,22 @@ describe('oauth: remote MCP clients sign in (MCP SDK client auth end to end)', f
 
     it('plain (non-S256) PKCE and the implicit flow are refused', async () => {
       const base = { client_id: clientId, redirect_uri: REDIRECT, code_challenge: 'abc', state: 's' };
-      const plain = await fetch(`${t.url}/oauth/authorize?${new URLSearchParams({ ...base, response_type: 'code', code_challenge_method: 'plain' })}`, { redirect: 'manual' });
-      const implicit = await fetch(`${t.url}/oauth/authorize?${new URLSearchParams({ ...base, response_type: 'token', code_challenge_method: 'S256' })}`, { redirect: 'manual' });
+      const plain = await fetch(
+        `${t.url}/oauth/authorize?${new URLSearchParams({ ...base, response_type: 'code', code_challenge_method: 'plain' })}`,
+        { redirect: 'manual' },
+      );
+      const implicit = await fetch(
+        `${t.url}/oauth/authorize?${new URLSearchParams({ ...base, response_type: 'token', code_challenge_method: 'S256' })}`,
+        { redirect: 'manual' },
+      );
       for (const res of [plain, implicit]) {
         expect(res.status).to.equal(302);
         expect(new URL(res.headers.get('location')!).searchParams.get('error')).to.equal('invalid_request');
       }
-      const password = await fetch(`${t.url}/oauth/token`, form({ grant_type: 'password', client_id: clientId, username: 'a', password: 'b' }));
+      const password = await fetch(
+        `${t.url}/oauth/token`,
+        form({ grant_type: 'password', client_id: clientId, username: 'a', password: 'b' }),
+      );
       expect(password.status).to.equal(400);
       expect(((await password.json()) as { error: string }).error).to.equal('unsupported_grant_type');
     });
@@ -223,7 +275,8 @@ describe('oauth: remote MCP clients sign in (MCP SDK client auth end to end)', f
     it('expired and revoked access tokens are 401; a reused refresh token ends the grant', async () => {
       const verifier = randomBytes(32).toString('base64url');
       const tokens = (await (await exchange(await codeFor(verifier), verifier)).json()) as OAuthTokens;
-      const refresh = (token: string) => fetch(`${t.url}/oauth/token`, form({ grant_type: 'refresh_token', client_id: clientId, refresh_token: token }));
+      const refresh = (token: string) =>
+        fetch(`${t.url}/oauth/token`, form({ grant_type: 'refresh_token', client_id: clientId, refresh_token: token }));
       const next = (await (await refresh(tokens.refresh_token!)).json()) as OAuthTokens;
       expect(next.access_token).to.match(/^svc_oat_/);
       const reuse = await refresh(tokens.refresh_token!);
@@ -254,11 +307,17 @@ describe('oauth: remote MCP clients sign in (MCP SDK client auth end to end)', f
       const cookie = /svc_oauth_csrf=[^;]+/.exec(page.headers.get('set-cookie') ?? '')![0];
       const pending = /name="pending" value="([^"]+)"/.exec(html)![1]!;
       const csrf = /name="csrf" value="([^"]+)"/.exec(html)![1]!;
-      const bad = await fetch(`${t.url}/oauth/consent`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: new URLSearchParams({ pending, csrf, action: 'signin', token: 'svc_pat_not-a-real-token-at-all' }).toString() });
+      const bad = await fetch(`${t.url}/oauth/consent`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+        body: new URLSearchParams({ pending, csrf, action: 'signin', token: 'svc_pat_not-a-real-token-at-all' }).toString(),
+      });
       expect(bad.status).to.equal(401);
       expect(await bad.text()).to.include('not a valid personal access token');
       // the consent page names the client, and never puts a token in a URL
-      expect(html).to.include('Manual').and.not.match(/svc_pat_[0-9A-Za-z]{10,}/);
+      expect(html)
+        .to.include('Manual')
+        .and.not.match(/svc_pat_[0-9A-Za-z]{10,}/);
       expect(bad.url).to.not.include('svc_pat_');
     });
 
@@ -275,7 +334,16 @@ describe('oauth: remote MCP clients sign in (MCP SDK client auth end to end)', f
         const url = authorizeUrl(verifier, { client_id: docUrl });
         const { location, pages } = await consent(url, dave.token);
         expect(pages[0]).to.include('Doc Client');
-        const res = await fetch(`${t.url}/oauth/token`, form({ grant_type: 'authorization_code', client_id: docUrl, code: location.searchParams.get('code')!, code_verifier: verifier, redirect_uri: REDIRECT }));
+        const res = await fetch(
+          `${t.url}/oauth/token`,
+          form({
+            grant_type: 'authorization_code',
+            client_id: docUrl,
+            code: location.searchParams.get('code')!,
+            code_verifier: verifier,
+            redirect_uri: REDIRECT,
+          }),
+        );
         expect(res.status).to.equal(200);
       } finally {
         server.close();
@@ -295,7 +363,12 @@ describe('oauth: connector JWTs', function () {
   let jwks: Server;
   let privateKey: CryptoKey;
   const sign = (claims: Record<string, unknown>, opts: { exp?: string; aud?: string; iss?: string; nbf?: number } = {}) => {
-    const jwt = new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer(opts.iss ?? 'https://idp.example').setAudience(opts.aud ?? 'workgraph').setIssuedAt().setExpirationTime(opts.exp ?? '5m');
+    const jwt = new SignJWT(claims)
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer(opts.iss ?? 'https://idp.example')
+      .setAudience(opts.aud ?? 'workgraph')
+      .setIssuedAt()
+      .setExpirationTime(opts.exp ?? '5m');
     if (opts.nbf) jwt.setNotBefore(opts.nbf);
     return jwt.sign(privateKey);
   };
@@ -310,7 +383,11 @@ describe('oauth: connector JWTs', function () {
     await new Promise<void>((r) => jwks.listen(0, '127.0.0.1', r));
     t = await startTestServer({
       plugins: allPlugins,
-      config: { jwtIssuer: 'https://idp.example', jwtAudience: 'workgraph', jwtJwksUrl: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json` },
+      config: {
+        jwtIssuer: 'https://idp.example',
+        jwtAudience: 'workgraph',
+        jwtJwksUrl: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json`,
+      },
     });
   });
   after(async () => {
@@ -342,7 +419,12 @@ describe('oauth: connector JWTs', function () {
       await sign({ sub: t.adminPerson, org: t.org }, { exp: '-1m' }),
       await sign({ sub: t.adminPerson, org: t.org }, { nbf: Math.floor(Date.now() / 1000) + 3600 }),
       await sign({ sub: 'person-nobody', org: t.org }),
-      await new SignJWT({ sub: t.adminPerson, org: t.org }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer('https://idp.example').setAudience('workgraph').setExpirationTime('5m').sign(other),
+      await new SignJWT({ sub: t.adminPerson, org: t.org })
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+        .setIssuer('https://idp.example')
+        .setAudience('workgraph')
+        .setExpirationTime('5m')
+        .sign(other),
     ];
     for (const [i, token] of cases.entries()) {
       const res = await t.api('GET', '/v1/me', { token });

@@ -34,7 +34,10 @@ function resolveRefs(value: unknown, doc: Schema): unknown {
   if (!value || typeof value !== 'object') return value;
   const obj = value as Schema;
   if (typeof obj.$ref === 'string') {
-    const target = obj.$ref.replace(/^#\//, '').split('/').reduce((node: any, key: string) => node?.[key], doc);
+    const target = obj.$ref
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce((node: any, key: string) => node?.[key], doc);
     return resolveRefs(target, doc);
   }
   return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, resolveRefs(v, doc)]));
@@ -98,11 +101,20 @@ describe('openapi: property-based contract over every operation', function () {
   function requestArbitrary(c: OperationCase, ids: string[]): fc.Arbitrary<GeneratedRequest> {
     const opts = { ids };
     const paramsArb = fc.record(Object.fromEntries(c.pathParams.map((p) => [p.name, valueOf(p.schema, opts)])));
-    const queryModel: Record<string, fc.Arbitrary<unknown>> = Object.fromEntries(c.queryParams.map((p) => [p.name, valueOf(p.schema, opts)]));
+    const queryModel: Record<string, fc.Arbitrary<unknown>> = Object.fromEntries(
+      c.queryParams.map((p) => [p.name, valueOf(p.schema, opts)]),
+    );
     const requiredKeys: string[] = c.queryParams.filter((p) => p.required).map((p) => p.name);
     const queryArb = fc.record(queryModel, { requiredKeys }) as fc.Arbitrary<Record<string, unknown>>;
-    const bodyArb: fc.Arbitrary<Record<string, unknown> | undefined> = c.body ? (valueOf(c.body, opts) as fc.Arbitrary<Record<string, unknown>>) : fc.constant(undefined);
-    const valid: fc.Arbitrary<GeneratedRequest> = fc.record({ kind: fc.constant('valid' as const), params: paramsArb as fc.Arbitrary<Record<string, unknown>>, query: queryArb, body: bodyArb });
+    const bodyArb: fc.Arbitrary<Record<string, unknown> | undefined> = c.body
+      ? (valueOf(c.body, opts) as fc.Arbitrary<Record<string, unknown>>)
+      : fc.constant(undefined);
+    const valid: fc.Arbitrary<GeneratedRequest> = fc.record({
+      kind: fc.constant('valid' as const),
+      params: paramsArb as fc.Arbitrary<Record<string, unknown>>,
+      query: queryArb,
+      body: bodyArb,
+    });
     if (!c.body) return valid;
     const props: Record<string, Schema> = c.body.properties ?? {};
     const required: string[] = c.body.required ?? [];
@@ -115,7 +127,9 @@ describe('openapi: property-based contract over every operation', function () {
     });
     if (typed.length > 0) {
       invalid.push(
-        fc.tuple(valid, fc.oneof(...typed)).map(([r, [name, value]]) => ({ ...r, kind: 'wrong-type' as const, body: { ...(r.body ?? {}), [name]: value } })),
+        fc
+          .tuple(valid, fc.oneof(...typed))
+          .map(([r, [name, value]]) => ({ ...r, kind: 'wrong-type' as const, body: { ...(r.body ?? {}), [name]: value } })),
       );
     }
     if (required.length > 0) {

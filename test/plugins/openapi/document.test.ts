@@ -63,7 +63,13 @@ describe('openapi: the API description', function () {
 
   it('documents parameters, bodies, answers, the error envelope and the security schemes', () => {
     const read = doc.paths['/v1/nodes/{id}']!.get;
-    expect(read.parameters).to.deep.include({ name: 'id', in: 'path', required: true, schema: read.parameters[0].schema, description: read.parameters[0].schema.description });
+    expect(read.parameters).to.deep.include({
+      name: 'id',
+      in: 'path',
+      required: true,
+      schema: read.parameters[0].schema,
+      description: read.parameters[0].schema.description,
+    });
     // markdown is optional: sent unless include_markdown=false (the tool's default is the lean form)
     expect(read.responses['200'].content['application/json'].schema.required).to.include.members(['id', 'frontmatter', 'body', 'revision']);
     expect(read.responses['200'].content['application/json'].schema.properties).to.have.property('markdown');
@@ -76,13 +82,19 @@ describe('openapi: the API description', function () {
     const status = doc.paths['/v1/nodes/{id}/status']!.post;
     expect(Object.keys(status.responses)).to.include('409');
     const listing = doc.paths['/v1/status']!.get;
-    expect(listing.parameters).to.deep.include({ name: 'titles', in: 'query', required: false, schema: { type: 'boolean', description: 'also return the title index of every node' }, description: 'also return the title index of every node' });
+    expect(listing.parameters).to.deep.include({
+      name: 'titles',
+      in: 'query',
+      required: false,
+      schema: { type: 'boolean', description: 'also return the title index of every node' },
+      description: 'also return the title index of every node',
+    });
     expect(doc.components.schemas.ErrorEnvelope.required).to.deep.equal(['error']);
     expect(doc.components.securitySchemes.bearer).to.include({ type: 'http', scheme: 'bearer' });
     expect(doc.security).to.deep.include({ bearer: [] });
   });
 
-  it("MCP tools take their input schemas from the same declarations as the routes", async () => {
+  it('MCP tools take their input schemas from the same declarations as the routes', async () => {
     const client = await t.mcp();
     const listed = new Map((await client.listTools()).tools.map((tool) => [tool.name, tool]));
     let compared = 0;
@@ -113,11 +125,18 @@ describe('openapi: the API description', function () {
     expect(all.status).to.equal(200);
     const server = (await all.json()) as Doc;
     expect(Object.keys(server.paths).sort()).to.deep.equal(Object.keys(doc.paths).sort());
-    const small = await t.server.services.tenants.create({ org: 'small', adminName: 'Small', adminEmail: 's@small.test', plugins: ['core', 'leases'] });
+    const small = await t.server.services.tenants.create({
+      org: 'small',
+      adminName: 'Small',
+      adminEmail: 's@small.test',
+      plugins: ['core', 'leases'],
+    });
     await t.server.services.tenants.scan();
     const own = await t.api('GET', '/v1/openapi.json', { token: small.token });
     expect(own.status).to.equal(200);
-    const tags = new Set(Object.values(own.body.paths as Doc['paths']).flatMap((item) => Object.values(item).flatMap((o) => o.tags as string[])));
+    const tags = new Set(
+      Object.values(own.body.paths as Doc['paths']).flatMap((item) => Object.values(item).flatMap((o) => o.tags as string[])),
+    );
     expect([...tags].sort()).to.deep.equal(['core', 'leases', 'openapi']);
     expect(own.body.paths['/v1/nodes/{id}/claim']).to.have.property('post');
     expect(own.body.paths).to.not.have.property('/v1/queue');

@@ -34,7 +34,10 @@ describe('docs/api.md: the getting-started walk', function () {
     const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', walkScript()], {
       env: { PATH: process.env.PATH, BASE: t.url, SVC_DATA_DIR: t.dataDir },
     });
-    const answers = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line));
+    const answers = stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
     expect(answers).to.have.length(6);
     const [me, created, queue, claim, done, history] = answers;
     expect(me).to.include({ person: t.adminPerson, org: t.org });

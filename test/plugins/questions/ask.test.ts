@@ -33,7 +33,14 @@ describe('questions: POST /v1/questions', function () {
     const res = await ask(t, alice.token, { text: 'How do we deploy r1?\nSecond line.', mentions: ['task-r1'] });
     expect(res.status, res.text).to.equal(201);
     expect(Object.keys(res.body)).to.deep.equal(['status', 'id', 'project', 'routed_to', 'via', 'asker', 'revision', 'warnings']);
-    expect(res.body).to.include({ status: 'created', id: 'question-how-do-we-deploy-r1-second-line', project: 'web', routed_to: bob.id, via: 'task-r1', asker: alice.id });
+    expect(res.body).to.include({
+      status: 'created',
+      id: 'question-how-do-we-deploy-r1-second-line',
+      project: 'web',
+      routed_to: bob.id,
+      via: 'task-r1',
+      asker: alice.id,
+    });
     expect(res.body.warnings).to.deep.equal([]);
     expect(res.body.revision).to.match(/^[0-9a-f]{40}$/);
 
@@ -76,11 +83,22 @@ describe('questions: POST /v1/questions', function () {
     await put(t, [
       { id: 'task-w-strong', type: 'task', summary: 'strong' },
       { id: 'task-w-weak', type: 'task', summary: 'weak' },
-      { id: 'task-w0', type: 'task', summary: 'w0', edges: [{ type: 'relates-to', to: 'task-w-weak' }, { type: 'blocks', to: 'task-w-strong' }] },
+      {
+        id: 'task-w0',
+        type: 'task',
+        summary: 'w0',
+        edges: [
+          { type: 'relates-to', to: 'task-w-weak' },
+          { type: 'blocks', to: 'task-w-strong' },
+        ],
+      },
     ]);
     await steward(t, carol.id, 'task-w-weak');
     await steward(t, bob.id, 'task-w-strong');
-    expect(await asked(t, alice.token, { text: 'weights?', mentions: ['task-w0'] })).to.include({ routed_to: bob.id, via: 'task-w-strong' });
+    expect(await asked(t, alice.token, { text: 'weights?', mentions: ['task-w0'] })).to.include({
+      routed_to: bob.id,
+      via: 'task-w-strong',
+    });
 
     // depth 1 through an inbound edge beats depth 2 along heavier edges
     await put(t, [
@@ -91,7 +109,10 @@ describe('questions: POST /v1/questions', function () {
     ]);
     await steward(t, dave.id, 'task-d2');
     await steward(t, erin.id, 'task-d1-in');
-    expect(await asked(t, alice.token, { text: 'depth one?', mentions: ['task-d0'] })).to.include({ routed_to: erin.id, via: 'task-d1-in' });
+    expect(await asked(t, alice.token, { text: 'depth one?', mentions: ['task-d0'] })).to.include({
+      routed_to: erin.id,
+      via: 'task-d1-in',
+    });
     // from d1, d2 is one hop and d1-in is two: dave
     expect(await asked(t, alice.token, { text: 'depth two?', mentions: ['task-d1'] })).to.include({ routed_to: dave.id, via: 'task-d2' });
 
@@ -121,11 +142,17 @@ describe('questions: POST /v1/questions', function () {
     // dave is assigned (a person: not walked) and the admin stewards proj-root (not walked)
     expect(await asked(t, alice.token, { text: 'who owns p0?', mentions: ['task-p0'] })).to.include({ routed_to: null, via: null });
     // proj-root still counts when mentioned outright
-    expect(await asked(t, alice.token, { text: 'admins?', mentions: ['proj-root'] })).to.include({ routed_to: t.adminPerson, via: 'proj-root' });
+    expect(await asked(t, alice.token, { text: 'admins?', mentions: ['proj-root'] })).to.include({
+      routed_to: t.adminPerson,
+      via: 'proj-root',
+    });
   });
 
   it('a mentioned person is asked directly; the asker is never routed to', async () => {
-    expect(await asked(t, alice.token, { text: 'carol, a word?', mentions: [carol.id, 'task-r1'] })).to.include({ routed_to: carol.id, via: carol.id });
+    expect(await asked(t, alice.token, { text: 'carol, a word?', mentions: [carol.id, 'task-r1'] })).to.include({
+      routed_to: carol.id,
+      via: carol.id,
+    });
     await put(t, [
       { id: 'task-s1', type: 'task', summary: 's1' },
       { id: 'task-s2', type: 'task', summary: 's2' },

@@ -62,7 +62,7 @@ describe('questions: ask_question is the twin of POST /v1/questions', function (
     }
   });
 
-  it('an unknown field is 422 validation_failed with ajv\'s error, the same bytes over REST and MCP; nothing is filed', async () => {
+  it("an unknown field is 422 validation_failed with ajv's error, the same bytes over REST and MCP; nothing is filed", async () => {
     const before = (await t.api('GET', '/v1/status')).body.node_count;
     const args = { text: 'q', urgency: 'high' };
     const rest = await ask(t, alice.token, args);
@@ -70,7 +70,13 @@ describe('questions: ask_question is the twin of POST /v1/questions', function (
     expect(rest.status, rest.text).to.equal(422);
     expect(rest.body.error.code).to.equal('validation_failed');
     expect(rest.body.error.details.errors).to.deep.equal([
-      { instancePath: '', schemaPath: '#/additionalProperties', keyword: 'additionalProperties', params: { additionalProperty: 'urgency' }, message: 'must NOT have additional properties' },
+      {
+        instancePath: '',
+        schemaPath: '#/additionalProperties',
+        keyword: 'additionalProperties',
+        params: { additionalProperty: 'urgency' },
+        message: 'must NOT have additional properties',
+      },
     ]);
     expect(tool.isError).to.equal(true);
     expect(tool.text).to.equal(rest.text);

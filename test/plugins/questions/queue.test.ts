@@ -50,7 +50,7 @@ describe('questions: routed into the queue and answered through an answers edge'
     expect(sectionIds(alices, 'questions')).to.not.include(routed.id);
   });
 
-  it('an unrouted question shows up in everyone\'s `questions`', async () => {
+  it("an unrouted question shows up in everyone's `questions`", async () => {
     for (const who of [bob, carol, alice]) expect(sectionIds(await queueOf(who.token), 'questions')).to.include(unrouted.id);
   });
 
@@ -59,8 +59,10 @@ describe('questions: routed into the queue and answered through an answers edge'
     expect(sectionIds(res.body, 'questions')).to.deep.equal([routed.id]);
   });
 
-  it('writing a node with an answers edge answers it: out of the steward\'s questions, `answered_by` for the asker', async () => {
-    await put(t, [{ id: 'dec-invoice-format', type: 'dec', summary: 'Keep the PDF invoice format', edges: [{ type: 'answers', to: routed.id }] }]);
+  it("writing a node with an answers edge answers it: out of the steward's questions, `answered_by` for the asker", async () => {
+    await put(t, [
+      { id: 'dec-invoice-format', type: 'dec', summary: 'Keep the PDF invoice format', edges: [{ type: 'answers', to: routed.id }] },
+    ]);
     expect(sectionIds(await queueOf(bob.token), 'questions')).to.not.include(routed.id);
     const entry = (await queueOf(alice.token)).asked.find((e: { id: string }) => e.id === routed.id);
     expect(entry.answered_by).to.deep.equal(['dec-invoice-format']);

@@ -48,7 +48,14 @@ describe('queue: GET /v1/queue envelope and rules', function () {
       { id: 'repo-solo', type: 'repo', summary: 'Repo without grouping' },
     ]);
     const work = [];
-    for (let i = 0; i < 25; i++) work.push({ id: `task-page-${String(i).padStart(2, '0')}`, type: 'task', summary: `paged ${i}`, project: 'pager', priority: ['p1', 'p2', 'p3'][i % 3] });
+    for (let i = 0; i < 25; i++)
+      work.push({
+        id: `task-page-${String(i).padStart(2, '0')}`,
+        type: 'task',
+        summary: `paged ${i}`,
+        project: 'pager',
+        priority: ['p1', 'p2', 'p3'][i % 3],
+      });
     await putNodes(t, work);
     await putNodes(t, [
       { id: 'task-web-1', type: 'task', summary: 'web by bare slug', project: 'web' },
@@ -74,7 +81,13 @@ describe('queue: GET /v1/queue envelope and rules', function () {
     const keys = Object.keys(res.body).filter((k) => SPEC_KEYS.includes(k));
     expect(keys).to.deep.equal(SPEC_KEYS);
     expect(res.body.generated_at).to.equal(new Date(t.clock.now()).toISOString());
-    expect(res.body.policy.weights).to.deep.equal({ priority: { p1: 30, p2: 15, p3: 5, none: 8 }, blocking: 6, heat: 4, staleness: 3, age: 2 });
+    expect(res.body.policy.weights).to.deep.equal({
+      priority: { p1: 30, p2: 15, p3: 5, none: 8 },
+      blocking: 6,
+      heat: 4,
+      staleness: 3,
+      age: 2,
+    });
     expect(res.body.policy.doc).to.equal('docs/queue.md');
     const item = res.body.items[0];
     expect(Object.keys(item)).to.include.members(['id', 'title', 'type', 'status', 'priority', 'score', 'signals', 'suggest', 'why']);
@@ -135,7 +148,13 @@ describe('queue: GET /v1/queue envelope and rules', function () {
     expect((await queue(t, alice.token, '?project=retire')).body.total_count).to.equal(4);
     await putNodes(t, [
       md({ id: 'spec-fix', type: 'spec', summary: 'the fix', edges: [{ type: 'resolves', to: 'task-ret-1' }] }),
-      md({ id: 'task-ret-2b', type: 'task', summary: 'replacement', project: 'elsewhere', edges: [{ type: 'supersedes', to: 'task-ret-2' }] }),
+      md({
+        id: 'task-ret-2b',
+        type: 'task',
+        summary: 'replacement',
+        project: 'elsewhere',
+        edges: [{ type: 'supersedes', to: 'task-ret-2' }],
+      }),
     ]);
     await post(t, '/v1/nodes/task-ret-3/status', t.adminToken, { status: 'done' });
     const res = await queue(t, alice.token, '?project=retire');
@@ -143,7 +162,10 @@ describe('queue: GET /v1/queue envelope and rules', function () {
     expect((await t.api('GET', '/v1/nodes/task-ret-1')).body.frontmatter.status).to.equal('open');
     // retiring edge removed: back in the queue
     await t.api('DELETE', '/v1/nodes/spec-fix/edges', { body: { type: 'resolves', to: 'task-ret-1' } });
-    expect((await queue(t, alice.token, '?project=retire')).body.items.map((i: { id: string }) => i.id)).to.have.members(['task-ret-1', 'task-ret-4']);
+    expect((await queue(t, alice.token, '?project=retire')).body.items.map((i: { id: string }) => i.id)).to.have.members([
+      'task-ret-1',
+      'task-ret-4',
+    ]);
   });
 
   it('rule 3: muted and dormant items are counted, not silently dropped; both come back', async () => {
@@ -163,7 +185,11 @@ describe('queue: GET /v1/queue envelope and rules', function () {
     const b = await queue(t, bob.token, '?project=hush');
     expect(b.body).to.include({ muted: 0, dormant: 1, total_count: 2 });
     const list = await t.api('GET', '/v1/queue/mutes', { token: alice.token });
-    expect(list.body).to.deep.equal({ person: alice.id, mutes: [{ id: 'task-mute', until: null, muted_at: mute.body.muted_at }], count: 1 });
+    expect(list.body).to.deep.equal({
+      person: alice.id,
+      mutes: [{ id: 'task-mute', until: null, muted_at: mute.body.muted_at }],
+      count: 1,
+    });
     // wake date reached: dormant no more
     t.clock.advance(3 * DAY);
     const later = await queue(t, alice.token, '?project=hush');
@@ -180,14 +206,27 @@ describe('queue: GET /v1/queue envelope and rules', function () {
     t.clock.advance(2 * DAY);
     expect((await queue(t, alice.token, '?project=hush')).body.muted).to.equal(0);
     // bad mutes
-    const bad: Array<[unknown, number]> = [[{ id: 'Nope!' }, 422], [{ id: 'task-none' }, 404], [{ id: 'task-loud', until: '2001-01-01' }, 422], [{ id: 'task-loud', until: 'tomorrow' }, 422], [[], 422]];
-    for (const [body, status] of bad) expect((await t.api('POST', '/v1/queue/mutes', { token: alice.token, body })).status, JSON.stringify(body)).to.equal(status);
+    const bad: Array<[unknown, number]> = [
+      [{ id: 'Nope!' }, 422],
+      [{ id: 'task-none' }, 404],
+      [{ id: 'task-loud', until: '2001-01-01' }, 422],
+      [{ id: 'task-loud', until: 'tomorrow' }, 422],
+      [[], 422],
+    ];
+    for (const [body, status] of bad)
+      expect((await t.api('POST', '/v1/queue/mutes', { token: alice.token, body })).status, JSON.stringify(body)).to.equal(status);
     // closed input: an unknown field is 422 with ajv's error verbatim; a malformed path id too
     const unknown = await t.api('POST', '/v1/queue/mutes', { token: alice.token, body: { id: 'task-loud', reason: 'noisy' } });
     expect(unknown.status).to.equal(422);
     expect(unknown.body.error.code).to.equal('validation_failed');
     expect(unknown.body.error.details.errors).to.deep.equal([
-      { instancePath: '', schemaPath: '#/additionalProperties', keyword: 'additionalProperties', params: { additionalProperty: 'reason' }, message: 'must NOT have additional properties' },
+      {
+        instancePath: '',
+        schemaPath: '#/additionalProperties',
+        keyword: 'additionalProperties',
+        params: { additionalProperty: 'reason' },
+        message: 'must NOT have additional properties',
+      },
     ]);
     const badUntil = await t.api('POST', '/v1/queue/mutes', { token: alice.token, body: { id: 'task-loud', until: 'tomorrow' } });
     expect(badUntil.body.error.details.errors[0]).to.include({ instancePath: '/until', keyword: 'pattern' });
@@ -224,12 +263,17 @@ describe('queue: GET /v1/queue envelope and rules', function () {
     await t.api('POST', `/v1/nodes/task-web-2/edges`, { body: { type: 'assigned', to: alice.id } });
     // stewards edge lives on the person node: written through the tenant (person nodes are admin-only)
     const tenant = t.server.services.tenants.get(t.org)!;
-    await tenant.write({ personId: t.adminPerson, name: 'Admin', email: 'admin@localhost', agent: null, session: null }, { op: 'test', via: 'rest' }, async (draft) => {
-      const person = draft.get(alice.id)!;
-      person.frontmatter.edges = [{ type: 'stewards', to: 'issue-plat-1' }];
-      draft.put({ frontmatter: person.frontmatter, body: person.body });
-    });
-    const ids = async (q: string, token = alice.token) => ((await queue(t, token, q)).body.items as Array<{ id: string }>).map((i) => i.id).sort();
+    await tenant.write(
+      { personId: t.adminPerson, name: 'Admin', email: 'admin@localhost', agent: null, session: null },
+      { op: 'test', via: 'rest' },
+      async (draft) => {
+        const person = draft.get(alice.id)!;
+        person.frontmatter.edges = [{ type: 'stewards', to: 'issue-plat-1' }];
+        draft.put({ frontmatter: person.frontmatter, body: person.body });
+      },
+    );
+    const ids = async (q: string, token = alice.token) =>
+      ((await queue(t, token, q)).body.items as Array<{ id: string }>).map((i) => i.id).sort();
     expect(await ids('?assignee=me')).to.deep.equal(['issue-plat-1', 'task-web-2']);
     expect(await ids(`?assignee=${alice.id}`, bob.token)).to.deep.equal(['issue-plat-1', 'task-web-2']);
     expect(await ids('?assignee=me', bob.token)).to.deep.equal(['task-web-1']);

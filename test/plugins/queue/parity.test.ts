@@ -41,7 +41,10 @@ describe('queue: show_queue and render_queue twins', function () {
     ['?include_policy=false', {}],
     ['', { include_policy: true }],
     ['?limit=5&offset=2&include_policy=false', { limit: 5, offset: 2 }],
-    ['?project=web&type=task,issue&exclude_type=issue', { project: 'web', type: ['task', 'issue'], exclude_type: 'issue', include_policy: true }],
+    [
+      '?project=web&type=task,issue&exclude_type=issue',
+      { project: 'web', type: ['task', 'issue'], exclude_type: 'issue', include_policy: true },
+    ],
     ['?readiness=human,untriaged&assignee=me&include_policy=0', { readiness: 'human,untriaged', assignee: 'me', include_policy: false }],
     ['?limit=500&include_policy=false', { limit: '500' }],
   ];
@@ -64,7 +67,7 @@ describe('queue: show_queue and render_queue twins', function () {
     expect(tool.text).to.equal(rest.text);
   });
 
-  it('an unknown argument or a non-integer limit is a 422 on both (ajv\'s errors verbatim)', async () => {
+  it("an unknown argument or a non-integer limit is a 422 on both (ajv's errors verbatim)", async () => {
     const tool = await t.tool(client, 'show_queue', { limit: 5, sort: 'age' });
     expect(tool.isError).to.equal(true);
     expect(tool.json.error.code).to.equal('validation_failed');

@@ -9,7 +9,15 @@ import { bookOf } from '../../../plugins/queue/book.js';
 import { DAY, freezeClock, GRACE, post } from '../leases/helpers.js';
 import { ids, queue, startQueueServer } from './helpers.js';
 
-type Item = { id: string; score: number; suggest: string; why: string; signals: Record<string, number>; lease?: Record<string, unknown>; priority: string | null };
+type Item = {
+  id: string;
+  score: number;
+  suggest: string;
+  why: string;
+  signals: Record<string, number>;
+  lease?: Record<string, unknown>;
+  priority: string | null;
+};
 
 describe('queue: ranking, suggestions and leases', function () {
   let t: TestServer;
@@ -48,7 +56,12 @@ describe('queue: ranking, suggestions and leases', function () {
       },
     });
     // a put keeps stored priority only; set it through the priority route
-    for (const [id, p] of [['task-pr-1', 'p1'], ['task-pr-2', 'p2'], ['task-pr-3', 'p3']]) await post(t, `/v1/nodes/${id}/priority`, t.adminToken, { priority: p });
+    for (const [id, p] of [
+      ['task-pr-1', 'p1'],
+      ['task-pr-2', 'p2'],
+      ['task-pr-3', 'p3'],
+    ])
+      await post(t, `/v1/nodes/${id}/priority`, t.adminToken, { priority: p });
     const res = await queue(t, alice.token, '?project=prio');
     expect(ids(res)).to.deep.equal(['task-pr-1', 'task-pr-2', 'task-pr-none', 'task-pr-3']);
     const scores = (res.body.items as Item[]).map((i) => i.score);
@@ -64,7 +77,16 @@ describe('queue: ranking, suggestions and leases', function () {
         nodes: [
           { id: 'task-bl-leaf', type: 'task', summary: 'leaf', project: 'block' },
           { id: 'task-bl-mid', type: 'task', summary: 'mid', project: 'block', edges: [{ type: 'blocks', to: 'task-bl-leaf' }] },
-          { id: 'task-bl-root', type: 'task', summary: 'root', project: 'block', edges: [{ type: 'blocks', to: 'task-bl-mid' }, { type: 'part-of', to: 'issue-bl-epic' }] },
+          {
+            id: 'task-bl-root',
+            type: 'task',
+            summary: 'root',
+            project: 'block',
+            edges: [
+              { type: 'blocks', to: 'task-bl-mid' },
+              { type: 'part-of', to: 'issue-bl-epic' },
+            ],
+          },
           { id: 'issue-bl-epic', type: 'issue', summary: 'epic', project: 'block' },
         ],
       },
@@ -96,13 +118,22 @@ describe('queue: ranking, suggestions and leases', function () {
     const ranked = ids(await queue(t, alice.token, '?project=block'));
     expect(ranked).to.not.include('task-bl-root');
     // recomputed: root's targets and their upstream cone, not every candidate
-    expect(book.stats.staticsComputed - before.staticsComputed).to.be.greaterThan(0).and.at.most(3);
+    expect(book.stats.staticsComputed - before.staticsComputed)
+      .to.be.greaterThan(0)
+      .and.at.most(3);
     expect(book.stats.rebuilds).to.equal(before.rebuilds);
     expect(book.isCandidate('task-bl-root')).to.equal(false);
   });
 
   it('heat, staleness and age move with the clock; an untouched, unprioritized, non-blocking item suggests close', async () => {
-    await t.api('POST', '/v1/nodes', { body: { nodes: [{ id: 'task-old', type: 'task', summary: 'old', project: 'time' }, { id: 'task-old-p', type: 'task', summary: 'old but prioritized', project: 'time' }] } });
+    await t.api('POST', '/v1/nodes', {
+      body: {
+        nodes: [
+          { id: 'task-old', type: 'task', summary: 'old', project: 'time' },
+          { id: 'task-old-p', type: 'task', summary: 'old but prioritized', project: 'time' },
+        ],
+      },
+    });
     await post(t, '/v1/nodes/task-old-p/priority', t.adminToken, { priority: 'p2' });
     t.clock.advance(7 * DAY);
     let old = await item(alice.token, 'time', 'task-old');
@@ -115,13 +146,19 @@ describe('queue: ranking, suggestions and leases', function () {
     expect(old.why).to.match(/^Untouched since 28 days ago/);
     expect((await item(alice.token, 'time', 'task-old-p')).suggest).to.equal('do');
     // a neighbour's edit warms the node up again
-    await t.api('POST', '/v1/nodes', { body: { nodes: [{ id: 'task-poke', type: 'task', summary: 'pokes', project: 'elsewhere', edges: [{ type: 'relates-to', to: 'task-old' }] }] } });
+    await t.api('POST', '/v1/nodes', {
+      body: {
+        nodes: [{ id: 'task-poke', type: 'task', summary: 'pokes', project: 'elsewhere', edges: [{ type: 'relates-to', to: 'task-old' }] }],
+      },
+    });
     old = await item(alice.token, 'time', 'task-old');
     expect(old.signals.heat).to.equal(1);
   });
 
   it('proposed decisions suggest approve and are human-ready', async () => {
-    await t.api('POST', '/v1/nodes', { body: { nodes: [{ id: 'dec-pick-db', type: 'dec', summary: 'pick a database', project: 'decide' }] } });
+    await t.api('POST', '/v1/nodes', {
+      body: { nodes: [{ id: 'dec-pick-db', type: 'dec', summary: 'pick a database', project: 'decide' }] },
+    });
     const res = await queue(t, alice.token, '?project=decide');
     const dec = (res.body.items as Array<Record<string, unknown>>)[0]!;
     expect(dec).to.include({ id: 'dec-pick-db', suggest: 'approve', readiness: 'human' });
@@ -150,7 +187,13 @@ describe('queue: ranking, suggestions and leases', function () {
     const forBob = await queue(t, bob.token, '?project=lease');
     expect(ids(forBob)).to.deep.equal(['task-ls-b', 'task-ls-c', 'task-ls-a']);
     const leased = (forBob.body.items as Item[])[2]!;
-    expect(leased.lease).to.deep.equal({ by: alice.id, agent: null, session: null, state: 'live', expires_at: claim.body.lease.expires_at });
+    expect(leased.lease).to.deep.equal({
+      by: alice.id,
+      agent: null,
+      session: null,
+      state: 'live',
+      expires_at: claim.body.lease.expires_at,
+    });
     expect(leased.score).to.equal(30 + 4 - 30);
     expect(leased.why).to.match(new RegExp(`^Claimed by ${alice.id} until `));
     const forAlice = await queue(t, alice.token, '?project=lease');
@@ -184,11 +227,16 @@ describe('queue: ranking, suggestions and leases', function () {
       ...(i % 5 === 0 ? { edges: [{ type: 'blocks', to: `task-many-${String(i + 1).padStart(3, '0')}` }] } : {}),
     }));
     expect((await t.api('POST', '/v1/nodes', { body: { nodes } })).status).to.equal(200);
-    for (const i of [7, 42, 99]) await post(t, `/v1/nodes/task-many-${String(i).padStart(3, '0')}/priority`, t.adminToken, { priority: 'p1' });
-    const full = [...ids(await queue(t, alice.token, '?project=many&limit=100')), ...ids(await queue(t, alice.token, '?project=many&limit=100&offset=100'))];
+    for (const i of [7, 42, 99])
+      await post(t, `/v1/nodes/task-many-${String(i).padStart(3, '0')}/priority`, t.adminToken, { priority: 'p1' });
+    const full = [
+      ...ids(await queue(t, alice.token, '?project=many&limit=100')),
+      ...ids(await queue(t, alice.token, '?project=many&limit=100&offset=100')),
+    ];
     expect(full).to.have.length(120);
     const paged: string[] = [];
-    for (let offset = 0; offset < 120; offset += 5) paged.push(...ids(await queue(t, alice.token, `?project=many&limit=5&offset=${offset}`)));
+    for (let offset = 0; offset < 120; offset += 5)
+      paged.push(...ids(await queue(t, alice.token, `?project=many&limit=5&offset=${offset}`)));
     expect(paged).to.deep.equal(full);
     expect(full.slice(0, 3).sort()).to.deep.equal(['task-many-007', 'task-many-042', 'task-many-099']);
   });
@@ -197,7 +245,17 @@ describe('queue: ranking, suggestions and leases', function () {
     const book = bookOf(t.server.services.tenants.get(t.org)!);
     const rebuilds = book.stats.rebuilds;
     const res = await t.api('POST', '/v1/nodes', {
-      body: { nodes: [{ id: 'schema-extra-edge', type: 'schema', summary: 'adds an edge type', applies_to: 'task', edge_types: [{ type: 'waits-for', weight: 0.5 }] }] },
+      body: {
+        nodes: [
+          {
+            id: 'schema-extra-edge',
+            type: 'schema',
+            summary: 'adds an edge type',
+            applies_to: 'task',
+            edge_types: [{ type: 'waits-for', weight: 0.5 }],
+          },
+        ],
+      },
     });
     expect(res.status, res.text).to.equal(200);
     expect(book.stats.rebuilds).to.equal(rebuilds + 1);

@@ -39,9 +39,21 @@ describe('queue: routed sections', function () {
       { id: 'question-unrouted', type: 'question', summary: 'nobody yet', project: 'api' },
       { id: 'question-mentions', type: 'question', summary: 'mentions alice', routed_to: bob.id, mentions: [alice.id], project: 'web' },
       { id: 'question-answered', type: 'question', summary: 'already answered', project: 'web' },
-      { id: 'finding-owned', type: 'finding', summary: 'about alice work', edges: [{ type: 'concerns', to: 'task-owned' }], project: 'web' },
+      {
+        id: 'finding-owned',
+        type: 'finding',
+        summary: 'about alice work',
+        edges: [{ type: 'concerns', to: 'task-owned' }],
+        project: 'web',
+      },
       { id: 'finding-bobs', type: 'finding', summary: 'about bob work', edges: [{ type: 'concerns', to: 'task-bobs' }], project: 'web' },
-      { id: 'finding-loose', type: 'finding', summary: 'about unowned work', edges: [{ type: 'concerns', to: 'task-nobody' }], project: 'api' },
+      {
+        id: 'finding-loose',
+        type: 'finding',
+        summary: 'about unowned work',
+        edges: [{ type: 'concerns', to: 'task-nobody' }],
+        project: 'api',
+      },
       { id: 'finding-routed', type: 'finding', summary: 'routed to bob', routed_to: [bob.id], project: 'api' },
       { id: 'capture-mine', type: 'capture', summary: 'unfit text', routed_to: alice.id, project: 'web' },
       { id: 'capture-open', type: 'capture', summary: 'unfit text, unrouted', project: 'web' },
@@ -54,7 +66,10 @@ describe('queue: routed sections', function () {
     await put([{ id: 'question-alice-asks', type: 'question', summary: 'alice asks', project: 'web' }], alice.token);
     await put([{ id: 'question-asker-field', type: 'question', summary: 'filed for alice', asker: alice.id, project: 'api' }], bob.token);
     await put([{ id: 'question-bob-asks', type: 'question', summary: 'bob asks', routed_to: bob.id }], bob.token);
-    await put([{ id: 'task-review-me', type: 'task', summary: 'please review', project: 'web' }, { id: 'task-review-done', type: 'task', summary: 'reviewed already' }]);
+    await put([
+      { id: 'task-review-me', type: 'task', summary: 'please review', project: 'web' },
+      { id: 'task-review-done', type: 'task', summary: 'reviewed already' },
+    ]);
     await t.api('POST', '/v1/nodes/task-review-me/edges', { body: { type: 'review-requested', to: alice.id } });
     await t.api('POST', '/v1/nodes/task-review-done/edges', { body: { type: 'review-requested', to: alice.id } });
     await post(t, '/v1/nodes/task-review-done/status', t.adminToken, { status: 'done' });
@@ -67,11 +82,24 @@ describe('queue: routed sections', function () {
 
   it('questions: routed to me (routed_to or mentions) plus unrouted; not routed to others; not answered', async () => {
     const res = await queue(t, alice.token, '');
-    expect(sectionIds(res, 'questions').sort()).to.deep.equal(['question-alice-asks', 'question-asker-field', 'question-mentions', 'question-to-alice', 'question-unrouted']);
+    expect(sectionIds(res, 'questions').sort()).to.deep.equal([
+      'question-alice-asks',
+      'question-asker-field',
+      'question-mentions',
+      'question-to-alice',
+      'question-unrouted',
+    ]);
     const entry = res.body.questions.find((q: { id: string }) => q.id === 'question-to-alice');
     expect(entry).to.deep.include({ type: 'question', status: 'open', project: 'web', routed_to: [alice.id], title: 'routed to alice' });
     const forBob = await queue(t, bob.token, '');
-    expect(sectionIds(forBob, 'questions').sort()).to.deep.equal(['question-alice-asks', 'question-asker-field', 'question-bob-asks', 'question-mentions', 'question-to-bob', 'question-unrouted']);
+    expect(sectionIds(forBob, 'questions').sort()).to.deep.equal([
+      'question-alice-asks',
+      'question-asker-field',
+      'question-bob-asks',
+      'question-mentions',
+      'question-to-bob',
+      'question-unrouted',
+    ]);
   });
 
   it('asked: the questions the caller filed, with their answers', async () => {
@@ -109,7 +137,9 @@ describe('queue: routed sections', function () {
     const web = await queue(t, alice.token, '?project=web');
     expect(sectionIds(web, 'questions').sort()).to.deep.equal(['question-alice-asks', 'question-mentions', 'question-to-alice']);
     expect(sectionIds(web, 'findings')).to.deep.equal(['finding-owned']);
-    await t.api('POST', '/v1/nodes', { body: { nodes: [{ id: 'spec-reply', type: 'spec', summary: 'reply', edges: [{ type: 'answers', to: 'question-to-alice' }] }] } });
+    await t.api('POST', '/v1/nodes', {
+      body: { nodes: [{ id: 'spec-reply', type: 'spec', summary: 'reply', edges: [{ type: 'answers', to: 'question-to-alice' }] }] },
+    });
     expect(sectionIds(await queue(t, alice.token, ''), 'questions')).to.not.include('question-to-alice');
   });
 

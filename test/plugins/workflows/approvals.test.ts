@@ -33,7 +33,16 @@ describe('workflows: approval steps in the decision queue', function () {
   before(async () => {
     t = await startWorkflowServer([leasesPlugin, queuePlugin]);
     bob = await addPerson(t, 'Bob');
-    await defineWorkflow(t, 'wf-release', [{ id: 'build' }, { id: 'approve-release', title: 'Approve the release', needs: ['build'], approval: true }, { id: 'publish', needs: ['approve-release'] }], bob.token);
+    await defineWorkflow(
+      t,
+      'wf-release',
+      [
+        { id: 'build' },
+        { id: 'approve-release', title: 'Approve the release', needs: ['build'], approval: true },
+        { id: 'publish', needs: ['approve-release'] },
+      ],
+      bob.token,
+    );
     run = await started(t, 'wf-release');
   });
   after(async () => {
@@ -53,7 +62,9 @@ describe('workflows: approval steps in the decision queue', function () {
     expect(item).to.include({ type: 'run', status: 'running', suggest: 'approve', readiness: 'human' });
     expect(item!.why).to.include("Approval step 'approve-release' (Approve the release) of wf-release waits for a person");
     expect(item!.why).to.include(`/v1/runs/${run}/steps/approve-release/claim`);
-    expect(item!.readiness_reasons).to.deep.equal(["approval step 'approve-release' (Approve the release) of wf-release waits for a person"]);
+    expect(item!.readiness_reasons).to.deep.equal([
+      "approval step 'approve-release' (Approve the release) of wf-release waits for a person",
+    ]);
     const filtered = await t.api('GET', '/v1/queue?type=run&readiness=human');
     expect(filtered.body.items.map((i: Item) => i.id)).to.deep.equal([run]);
     expect(filtered.body.counts_by_suggest.approve).to.equal(1);

@@ -27,8 +27,16 @@ export interface StepSpec {
 }
 
 /** Creates a wf- node as the admin (forced to proposed); `activator` (another person) activates it. */
-export async function defineWorkflow(t: TestServer, id: string, steps: StepSpec[] | unknown, activatorToken?: string, extra: Record<string, unknown> = {}): Promise<void> {
-  const res = await t.api('POST', '/v1/nodes', { body: { nodes: [{ id, type: 'wf', title: `Workflow ${id}`, summary: `workflow ${id}`, steps, ...extra }] } });
+export async function defineWorkflow(
+  t: TestServer,
+  id: string,
+  steps: StepSpec[] | unknown,
+  activatorToken?: string,
+  extra: Record<string, unknown> = {},
+): Promise<void> {
+  const res = await t.api('POST', '/v1/nodes', {
+    body: { nodes: [{ id, type: 'wf', title: `Workflow ${id}`, summary: `workflow ${id}`, steps, ...extra }] },
+  });
   expect(res.status, res.text).to.equal(200);
   expect(res.body.results[0].status, res.text).to.equal('created');
   if (activatorToken) {

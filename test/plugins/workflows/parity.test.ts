@@ -16,7 +16,15 @@ describe('workflows: run_workflow and POST /v1/workflows/{id}/run return the sam
   before(async () => {
     t = await startWorkflowServer();
     const bob = await addPerson(t, 'Bob');
-    await defineWorkflow(t, 'wf-live', [{ id: 'a', capability: 'node' }, { id: 'b', needs: ['a'], approval: true }], bob.token);
+    await defineWorkflow(
+      t,
+      'wf-live',
+      [
+        { id: 'a', capability: 'node' },
+        { id: 'b', needs: ['a'], approval: true },
+      ],
+      bob.token,
+    );
     await defineWorkflow(t, 'wf-proposed', [{ id: 'a' }]);
     client = await t.mcp();
   });
@@ -46,7 +54,13 @@ describe('workflows: run_workflow and POST /v1/workflows/{id}/run return the sam
     const unknown = await same({ id: 'wf-live', input: { a: 1 } }, { input: { a: 1 } }, 422);
     expect(unknown.error.code).to.equal('validation_failed');
     expect(unknown.error.details.errors).to.deep.equal([
-      { instancePath: '', schemaPath: '#/additionalProperties', keyword: 'additionalProperties', params: { additionalProperty: 'input' }, message: 'must NOT have additional properties' },
+      {
+        instancePath: '',
+        schemaPath: '#/additionalProperties',
+        keyword: 'additionalProperties',
+        params: { additionalProperty: 'input' },
+        message: 'must NOT have additional properties',
+      },
     ]);
     const ghost = await unboundToken(t);
     await same({ id: 'wf-live' }, {}, 403, ghost, await t.mcp(ghost));
@@ -54,7 +68,11 @@ describe('workflows: run_workflow and POST /v1/workflows/{id}/run return the sam
 
   it('success: the same idempotency key through the other adapter answers the same bytes and starts nothing', async () => {
     const before = await nodeCount(t);
-    const body = await same({ id: 'wf-live', inputs: { env: 'prod' }, idempotency_key: 'deploy-42' }, { inputs: { env: 'prod' }, idempotency_key: 'deploy-42' }, 201);
+    const body = await same(
+      { id: 'wf-live', inputs: { env: 'prod' }, idempotency_key: 'deploy-42' },
+      { inputs: { env: 'prod' }, idempotency_key: 'deploy-42' },
+      201,
+    );
     expect(body.run_id).to.equal('run-live-1');
     expect(await nodeCount(t), 'one run, not two').to.equal(before + 1);
     const tool = await t.tool(client, 'run_workflow', { id: 'wf-live', inputs: { env: 'prod' }, idempotency_key: 'fresh-1' });

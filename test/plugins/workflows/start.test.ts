@@ -36,7 +36,12 @@ describe('workflows: starting a run', function () {
     const res = await startRun(t, 'wf-draft', {});
     expect(res.status, res.text).to.equal(409);
     expect(res.body.error.code).to.equal('conflict');
-    expect(res.body.error.details).to.deep.equal({ workflow: 'wf-draft', status: 'proposed', required_status: 'active', reason: 'workflow_not_active' });
+    expect(res.body.error.details).to.deep.equal({
+      workflow: 'wf-draft',
+      status: 'proposed',
+      required_status: 'active',
+      reason: 'workflow_not_active',
+    });
     expect(res.body.error.message).to.include('other than its last author must activate it');
     expect(await nodeCount(t)).to.equal(before);
   });
@@ -78,7 +83,16 @@ describe('workflows: starting a run', function () {
     expect(node.frontmatter.edges).to.deep.equal([{ type: 'relates-to', to: 'wf-deploy', kind: 'run-of' }]);
     const steps = node.frontmatter.state.steps;
     expect(node.frontmatter.state.order).to.deep.equal(['build', 'test', 'sign-off']);
-    expect(steps.build).to.deep.equal({ title: 'Build it', needs: [], capability: 'node', max_attempts: 1, state: 'ready', generation: 0, attempts: 0, verdicts: [] });
+    expect(steps.build).to.deep.equal({
+      title: 'Build it',
+      needs: [],
+      capability: 'node',
+      max_attempts: 1,
+      state: 'ready',
+      generation: 0,
+      attempts: 0,
+      verdicts: [],
+    });
     expect(steps.test).to.include({ state: 'pending', max_attempts: 3, generation: 0, attempts: 0 });
     expect(steps['sign-off']).to.include({ state: 'pending', approval: true });
     // the answer's state is the committed state (nothing claimed, nothing run)
@@ -90,8 +104,28 @@ describe('workflows: starting a run', function () {
   it('GET /v1/runs/{id} answers the run record', async () => {
     const node = await runNode(t, 'run-deploy-1');
     const run = await getRun(t, 'run-deploy-1', bob.token);
-    expect(Object.keys(run)).to.deep.equal(['run_id', 'status', 'project', 'title', 'initiator', 'workflow', 'workflow_version', 'lineage', 'state', 'revision', 'timestamps']);
-    expect(run).to.include({ run_id: 'run-deploy-1', status: 'running', project: 'proj-root', title: 'Workflow wf-deploy #1', initiator: t.adminPerson, workflow: 'wf-deploy', revision: node.revision });
+    expect(Object.keys(run)).to.deep.equal([
+      'run_id',
+      'status',
+      'project',
+      'title',
+      'initiator',
+      'workflow',
+      'workflow_version',
+      'lineage',
+      'state',
+      'revision',
+      'timestamps',
+    ]);
+    expect(run).to.include({
+      run_id: 'run-deploy-1',
+      status: 'running',
+      project: 'proj-root',
+      title: 'Workflow wf-deploy #1',
+      initiator: t.adminPerson,
+      workflow: 'wf-deploy',
+      revision: node.revision,
+    });
     expect(run.workflow_version).to.equal(node.frontmatter.lineage.workflow_version);
     expect(run.lineage).to.deep.equal(node.frontmatter.lineage);
     expect(run.state).to.deep.equal(node.frontmatter.state);
@@ -102,7 +136,22 @@ describe('workflows: starting a run', function () {
     const old = (await runNode(t, 'run-deploy-1')).frontmatter.lineage.workflow_version;
     const edit = await t.api('POST', '/v1/nodes', {
       token: bob.token,
-      body: { nodes: [{ node: { id: 'wf-deploy', type: 'wf', title: 'Workflow wf-deploy', summary: 'workflow wf-deploy, one step', project: 'proj-root', steps: [{ id: 'build' }] }, if_exists: 'update', revision: old }] },
+      body: {
+        nodes: [
+          {
+            node: {
+              id: 'wf-deploy',
+              type: 'wf',
+              title: 'Workflow wf-deploy',
+              summary: 'workflow wf-deploy, one step',
+              project: 'proj-root',
+              steps: [{ id: 'build' }],
+            },
+            if_exists: 'update',
+            revision: old,
+          },
+        ],
+      },
     });
     expect(edit.status, edit.text).to.equal(200);
     // an edited workflow needs approval again before it runs, from someone other than its editor
@@ -169,9 +218,19 @@ describe('workflows: starting a run', function () {
       expect(res.status, JSON.stringify(body)).to.equal(422);
       expect(res.body.error.code).to.equal('validation_failed');
     }
-    expect((await t.api('POST', '/v1/workflows/wf-deploy/run', { rawBody: '[1]', headers: { 'content-type': 'application/json' } })).status).to.equal(422);
+    expect(
+      (await t.api('POST', '/v1/workflows/wf-deploy/run', { rawBody: '[1]', headers: { 'content-type': 'application/json' } })).status,
+    ).to.equal(422);
     // needs that form a cycle pass the seed validator but cannot run
-    await defineWorkflow(t, 'wf-loop', [{ id: 'a', needs: ['b'] }, { id: 'b', needs: ['a'] }], bob.token);
+    await defineWorkflow(
+      t,
+      'wf-loop',
+      [
+        { id: 'a', needs: ['b'] },
+        { id: 'b', needs: ['a'] },
+      ],
+      bob.token,
+    );
     await defineWorkflow(t, 'wf-bad-fields', [{ id: 'a', max_attempts: 0, approval: 'yes', capability: 'Not A Slug' }], bob.token);
     const afterDefs = await nodeCount(t);
     expect(afterDefs).to.equal(before + 2);
@@ -180,7 +239,11 @@ describe('workflows: starting a run', function () {
     expect(JSON.stringify(loop.body.error.details.errors)).to.include('cycle');
     const bad = await startRun(t, 'wf-bad-fields');
     expect(bad.status).to.equal(422);
-    expect(bad.body.error.details.errors.map((e: { field: string }) => e.field)).to.have.members(['steps[0].max_attempts', 'steps[0].approval', 'steps[0].capability']);
+    expect(bad.body.error.details.errors.map((e: { field: string }) => e.field)).to.have.members([
+      'steps[0].max_attempts',
+      'steps[0].approval',
+      'steps[0].capability',
+    ]);
     expect(await nodeCount(t)).to.equal(afterDefs);
   });
 

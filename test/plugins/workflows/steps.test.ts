@@ -7,7 +7,22 @@
  */
 import { expect } from 'chai';
 import { addPerson, type TestServer } from '../../helpers/harness.js';
-import { agentToken, claim, claimed, complete, defineWorkflow, getRun, MIN, runNode, started, startWorkflowServer, TTL, unboundToken, work, workKeys } from './helpers.js';
+import {
+  agentToken,
+  claim,
+  claimed,
+  complete,
+  defineWorkflow,
+  getRun,
+  MIN,
+  runNode,
+  started,
+  startWorkflowServer,
+  TTL,
+  unboundToken,
+  work,
+  workKeys,
+} from './helpers.js';
 import { onPostgres } from '../../helpers/harness.js';
 
 describe('workflows: claiming steps and reporting verdicts', function () {
@@ -19,7 +34,17 @@ describe('workflows: claiming steps and reporting verdicts', function () {
     t = await startWorkflowServer();
     alice = await addPerson(t, 'Alice');
     bob = await addPerson(t, 'Bob');
-    await defineWorkflow(t, 'wf-pipe', [{ id: 'a', max_attempts: 2 }, { id: 'b', needs: ['a'] }, { id: 'c', needs: ['a'] }, { id: 'd', needs: ['b', 'c'] }], bob.token);
+    await defineWorkflow(
+      t,
+      'wf-pipe',
+      [
+        { id: 'a', max_attempts: 2 },
+        { id: 'b', needs: ['a'] },
+        { id: 'c', needs: ['a'] },
+        { id: 'd', needs: ['b', 'c'] },
+      ],
+      bob.token,
+    );
     await defineWorkflow(t, 'wf-one', [{ id: 'x' }], bob.token);
   });
   after(async () => {
@@ -35,7 +60,16 @@ describe('workflows: claiming steps and reporting verdicts', function () {
     expect(Object.keys(res.body)).to.deep.equal(['run_id', 'step', 'lease', 'state', 'status', 'revision']);
     expect(res.body).to.include({ run_id: run, step: 'a', status: 'claimed' });
     const lease = res.body.lease;
-    expect(lease).to.include({ lease_id: `${run}:a:1`, run_id: run, step: 'a', generation: 1, by: alice.id, agent: null, session: null, iteration: null });
+    expect(lease).to.include({
+      lease_id: `${run}:a:1`,
+      run_id: run,
+      step: 'a',
+      generation: 1,
+      by: alice.id,
+      agent: null,
+      session: null,
+      iteration: null,
+    });
     expect(lease.expires).to.be.within(now + TTL, now + TTL + 5000);
     expect(lease.expires_at).to.equal(new Date(lease.expires).toISOString());
     const node = await runNode(t, run);
@@ -57,7 +91,13 @@ describe('workflows: claiming steps and reporting verdicts', function () {
     const other = await claim(t, run, 'x', bob.token);
     expect(other.status).to.equal(409);
     expect(other.body.error.code).to.equal('conflict');
-    expect(other.body.error.details).to.include({ run_id: run, step: 'x', reason: 'claimed', holder: alice.id, expires_at: first.body.lease.expires_at });
+    expect(other.body.error.details).to.include({
+      run_id: run,
+      step: 'x',
+      reason: 'claimed',
+      holder: alice.id,
+      expires_at: first.body.lease.expires_at,
+    });
     t.clock.advance(20 * MIN);
     const again = await claim(t, run, 'x', alice.token, { iteration: 2 });
     expect(again.status, again.text).to.equal(200);
@@ -106,10 +146,38 @@ describe('workflows: claiming steps and reporting verdicts', function () {
   it('success releases what needed the step; the run succeeds when every step succeeded', async () => {
     const run = await started(t, 'wf-pipe');
     const la = await claimed(t, run, 'a', alice.token);
-    const res = await complete(t, run, 'a', { lease: la, status: 'succeeded', result: { artifact: 'a.tgz', sizes: [1, 2] }, log: 'built\nok', iteration: 1 }, alice.token);
+    const res = await complete(
+      t,
+      run,
+      'a',
+      { lease: la, status: 'succeeded', result: { artifact: 'a.tgz', sizes: [1, 2] }, log: 'built\nok', iteration: 1 },
+      alice.token,
+    );
     expect(res.status, res.text).to.equal(200);
-    expect(Object.keys(res.body)).to.deep.equal(['run_id', 'step', 'status', 'generation', 'step_state', 'attempts', 'max_attempts', 'run_status', 'replayed', 'revision', 'state']);
-    expect(res.body).to.include({ run_id: run, step: 'a', status: 'succeeded', generation: 1, step_state: 'succeeded', attempts: 1, max_attempts: 2, run_status: 'running', replayed: false });
+    expect(Object.keys(res.body)).to.deep.equal([
+      'run_id',
+      'step',
+      'status',
+      'generation',
+      'step_state',
+      'attempts',
+      'max_attempts',
+      'run_status',
+      'replayed',
+      'revision',
+      'state',
+    ]);
+    expect(res.body).to.include({
+      run_id: run,
+      step: 'a',
+      status: 'succeeded',
+      generation: 1,
+      step_state: 'succeeded',
+      attempts: 1,
+      max_attempts: 2,
+      run_status: 'running',
+      replayed: false,
+    });
     const node = await runNode(t, run);
     expect(res.body.revision).to.equal(node.revision);
     expect(node.frontmatter.author).to.equal(alice.id);
@@ -135,7 +203,7 @@ describe('workflows: claiming steps and reporting verdicts', function () {
     expect(done.timestamps.finished).to.be.a('string');
   });
 
-  it('complete: status must be succeeded or failed (422); lease missing or not a string 422; a lease that is not the step\'s current lease 409 lease_expired', async () => {
+  it("complete: status must be succeeded or failed (422); lease missing or not a string 422; a lease that is not the step's current lease 409 lease_expired", async () => {
     const run = await started(t, 'wf-pipe');
     const lease = await claimed(t, run, 'a', alice.token);
     const before = (await runNode(t, run)).revision;

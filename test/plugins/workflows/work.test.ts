@@ -62,8 +62,20 @@ describe('workflows: GET /v1/work', function () {
 
   it('capability=a,b keeps steps whose capability is listed, and steps that need none', async () => {
     expect(workKeys(await work(t, '?capability=node'))).to.deep.equal([`${r1}/lint`, `${r1}/docs`, `${r2}/lint`, `${r2}/docs`]);
-    expect(workKeys(await work(t, '?capability=node,python'))).to.deep.equal([`${r1}/lint`, `${r1}/unit`, `${r1}/docs`, `${r2}/lint`, `${r2}/unit`, `${r2}/docs`]);
-    expect(workKeys(await work(t, '?capability=python&capability=rust'))).to.deep.equal([`${r1}/unit`, `${r1}/docs`, `${r2}/unit`, `${r2}/docs`]);
+    expect(workKeys(await work(t, '?capability=node,python'))).to.deep.equal([
+      `${r1}/lint`,
+      `${r1}/unit`,
+      `${r1}/docs`,
+      `${r2}/lint`,
+      `${r2}/unit`,
+      `${r2}/docs`,
+    ]);
+    expect(workKeys(await work(t, '?capability=python&capability=rust'))).to.deep.equal([
+      `${r1}/unit`,
+      `${r1}/docs`,
+      `${r2}/unit`,
+      `${r2}/docs`,
+    ]);
     expect(workKeys(await work(t, '?capability=rust'))).to.deep.equal([`${r1}/docs`, `${r2}/docs`]);
     const bad = await work(t, '?capability=Not_A_Slug');
     expect(bad.status).to.equal(422);
