@@ -114,7 +114,9 @@ export async function api(
 ): Promise<{ status: number; body: any; text: string }> {
   const res = await fetch(base + path, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    // a fresh connection per request: a member paused (SIGSTOP) past its 5 s keep-alive drops idle
+    // pooled sockets the moment it resumes, which would cut a request sent on one meanwhile
+    headers: { authorization: `Bearer ${token}`, connection: 'close', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
