@@ -116,7 +116,11 @@ export async function api(
     method,
     // a fresh connection per request: a member paused (SIGSTOP) past its 5 s keep-alive drops idle
     // pooled sockets the moment it resumes, which would cut a request sent on one meanwhile
-    headers: { authorization: `Bearer ${token}`, connection: 'close', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      connection: 'close',
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
