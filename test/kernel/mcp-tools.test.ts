@@ -37,6 +37,7 @@ describe('MCP tool surface', function () {
   it('tools/list of the full set is at most 20 KB, every tool described with its arguments', async () => {
     const { tools } = await client.listTools();
     const bytes = Buffer.byteLength(JSON.stringify({ tools }));
+    if (process.env.WG_PRINT_SIZES) console.log(`tools/list: ${bytes} bytes for ${tools.length} tools`);
     expect(bytes, `tools/list is ${bytes} bytes`).to.be.at.most(LIST_BUDGET);
     const names = tools.map((x) => x.name);
     for (const name of [
