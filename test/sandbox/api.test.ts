@@ -131,7 +131,9 @@ describe('sandbox: hook calls', () => {
     ];
     for (const [what, source] of cases) {
       it(`answers malformed for ${what}`, async () => {
-        const outcome = await t.run(source);
+        // the point is the shape check, not the time limit: a generous limit so a loaded machine
+        // (stress-ng beside the suite) cannot turn the answer into a timeout
+        const outcome = await t.run(source, undefined, { limits: { timeoutMs: 1000 } });
         expect(outcome.ok === false && outcome.kind, JSON.stringify(outcome)).to.equal('malformed');
       });
     }
