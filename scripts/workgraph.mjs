@@ -1,13 +1,18 @@
 #!/usr/bin/env node
-// `npx workgraph ...`: re-executes the TypeScript CLI under node with the flags
-// isolated-vm needs (--no-node-snapshot) and the tsx loader.
+// `npx workgraph ...`: re-executes the CLI under node with the flags isolated-vm needs
+// (--no-node-snapshot). It runs the bundle (dist/workgraph.mjs, `npm run build`) when the bundle
+// is at least as new as every source, and the TypeScript sources through tsx otherwise, so an
+// edited source is never shadowed by an old bundle. WORKGRAPH_FROM_SOURCE=1 forces the sources.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { bundle, bundleIsFresh } from './bundle-state.mjs';
 
-const cli = fileURLToPath(new URL('./workgraph.ts', import.meta.url));
-// tsx is resolved from this file, not from the working directory, so the CLI works from anywhere.
-const tsx = import.meta.resolve('tsx');
-const child = spawn(process.execPath, ['--no-node-snapshot', '--import', tsx, cli, ...process.argv.slice(2)], { stdio: 'inherit' });
+const fromSource = process.env.WORKGRAPH_FROM_SOURCE === '1' || !bundleIsFresh();
+const entry = fromSource
+  ? // tsx is resolved from this file, not from the working directory, so the CLI works from anywhere.
+    ['--import', import.meta.resolve('tsx'), fileURLToPath(new URL('./workgraph.ts', import.meta.url))]
+  : [bundle];
+const child = spawn(process.execPath, ['--no-node-snapshot', ...entry, ...process.argv.slice(2)], { stdio: 'inherit' });
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => {
   if (signal) {

@@ -1,6 +1,6 @@
 /**
  * size: one scenario per CLI command family against one server, in the order an agent uses them.
- * The client side of the `workgraph` CLI, run for real (`node --import tsx scripts/workgraph.ts`)
+ * The client side of the `workgraph` CLI, run for real (the `scripts/workgraph.mjs` shim, as `npx workgraph` runs it)
  * against a real server: every operation's --help against its declaration, the agent loop
  * (queue, claim, show, edit through a concurrent change, done) in text and --json, the exit
  * code of each error class, MCP-only operations, completion, and `login` through the server's
@@ -16,7 +16,7 @@ import { queryFieldsOf, isOperationDef } from '../../kernel/operation.js';
 import { buildCommands } from '../../scripts/client/manifest.js';
 import { allPlugins } from '../../scripts/plugins.js';
 import { addPerson, md, putNodes, startTestServer, type TestServer } from '../helpers/harness.js';
-import { cleanEnv, ROOT, type CliResult } from '../helpers/processes.js';
+import { cleanEnv, ROOT, SHIM, type CliResult } from '../helpers/processes.js';
 
 const ENTRY = join(ROOT, 'scripts', 'workgraph.ts');
 const dirs: string[] = [];
@@ -32,7 +32,7 @@ function startCli(
   env: Record<string, string>,
   stdin?: string,
 ): { child: ChildProcess; done: Promise<CliResult & { stdoutBytes: Buffer }> } {
-  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', ENTRY, ...args], {
+  const child = spawn(process.execPath, [SHIM, ...args], {
     cwd: ROOT,
     env: cleanEnv(env),
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -486,7 +486,7 @@ if (n === 1) {
     it('bash: the completion script, sourced, completes through the real CLI', async function () {
       const bin = tmp('wg-cli-bin-');
       const wrapper = join(bin, 'workgraph');
-      writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" --no-node-snapshot --import tsx "${ENTRY}" "$@"\n`);
+      writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${SHIM}" "$@"\n`);
       chmodSync(wrapper, 0o755);
       const script = join(bin, 'wg.bash');
       writeFileSync(script, (await cli(['completion', 'bash'], env)).stdout);
