@@ -147,6 +147,12 @@ export interface ServerConfig {
    * (SVC_OAUTH_ALLOW_PRIVATE_METADATA=1): for tests and closed networks only; off by default
    */
   oauthAllowPrivateMetadata: boolean;
+  /** an MCP session without an open notification stream ends after this long without a request (SVC_MCP_SESSION_IDLE_MS, default 30 min) */
+  mcpSessionIdleMs: number;
+  /** MCP sessions one token may hold at once (SVC_MCP_SESSIONS_PER_TOKEN, default 32) */
+  mcpSessionsPerToken: number;
+  /** MCP sessions one tenant may hold at once on a process (SVC_MCP_SESSIONS_PER_TENANT, default 500) */
+  mcpSessionsPerTenant: number;
 }
 
 /** Reads SVC_* names, falling back to the legacy WORKGRAPH_* spellings. */
@@ -193,6 +199,9 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     signinRatePerMinute: countOf(env(e, 'SIGNIN_RATE'), 'SVC_SIGNIN_RATE', 30),
     oauthRatePerMinute: countOf(env(e, 'OAUTH_RATE'), 'SVC_OAUTH_RATE', 120),
     oauthAllowPrivateMetadata: env(e, 'OAUTH_ALLOW_PRIVATE_METADATA') === '1',
+    mcpSessionIdleMs: positiveInt(env(e, 'MCP_SESSION_IDLE_MS'), 'SVC_MCP_SESSION_IDLE_MS', 30 * 60_000),
+    mcpSessionsPerToken: countOf(env(e, 'MCP_SESSIONS_PER_TOKEN'), 'SVC_MCP_SESSIONS_PER_TOKEN', 32),
+    mcpSessionsPerTenant: countOf(env(e, 'MCP_SESSIONS_PER_TENANT'), 'SVC_MCP_SESSIONS_PER_TENANT', 500),
   };
 }
 
