@@ -56,6 +56,17 @@ export class McpSessions {
   constructor(private readonly services: KernelServices) {
     this.timer = setInterval(() => this.sweep(), SWEEP_MS);
     this.timer.unref();
+    services.metrics.gauge('workgraph_mcp_sessions', 'MCP sessions on this process', ['tenant', 'stream'], () => {
+      const counts = new Map<string, { labels: Record<string, string>; value: number }>();
+      for (const s of this.sessions.values()) {
+        const stream = s.streams > 0 ? 'open' : 'none';
+        const key = `${s.org}\u0000${stream}`;
+        const entry = counts.get(key) ?? { labels: { tenant: s.org, stream }, value: 0 };
+        entry.value++;
+        counts.set(key, entry);
+      }
+      return [...counts.values()];
+    });
   }
 
   get size(): number {

@@ -69,6 +69,11 @@ export class ResourceSubscriptions {
     return this.subs.size;
   }
 
+  /** trailing notifications scheduled and not yet sent */
+  get pending(): number {
+    return this.timers.size;
+  }
+
   /**
    * Subscribes to `uri` after reading it once as the caller: a resource the caller may not read
    * (404, 403) cannot be watched either, so a notification never tells them more than a read would.
