@@ -118,7 +118,7 @@ export class ResourceSubscriptions {
     const caller = this.opts.context().actor;
     if (!matchesFilter(event, { admin: caller.isAdmin })) return;
     for (const [uri, affectedBy] of this.subs) {
-      let hit = false;
+      let hit: boolean;
       try {
         hit = affectedBy(event, caller);
       } catch {

@@ -29,5 +29,8 @@ export const nodeResource: ResourceTemplateDef = {
     const answer = await invoke(api.getNode, ctx, { id: params.id, include_markdown: true });
     return answer instanceof RawResponse && typeof answer.body === 'string' ? answer.body : serialize(answer);
   },
-  affectedBy: (event, params) => event.nodes.includes(params.id ?? ''),
+  // a bulk commit's one summary event names only its first nodes (kernel/events/derive.ts): when
+  // it says it left some out, every node subscriber re-reads rather than miss a change
+  affectedBy: (event, params) =>
+    event.nodes.includes(params.id ?? '') || (event.type.startsWith('graph.') && event.payload.truncated === true),
 };

@@ -9,27 +9,17 @@ import { serialize, type ResourceDef } from '../../kernel/plugin.js';
 import * as api from './api.js';
 
 /**
- * The families whose events can move an item into, out of or within a queue: a node created,
- * deleted or changing status, an edge (a blocker added or closed), a claim taken, released,
- * expired or taken over, a question routed or answered, a workflow step, a proposal. Admin events
- * (people, tokens, plugins, webhooks) never do.
- */
-const QUEUE_FAMILIES = /^(node|edge|lease|question|workflow|proposal|review|capture)\./;
-
-/** Fields an edit must touch to change a queue (rank, suggestion, who it is for). */
-const QUEUE_FIELDS = new Set(['status', 'priority', 'readiness', 'assignee', 'owner', 'due', 'reviewers', 'edges', 'type', 'project']);
-
-/**
  * The cheap test (docs/decisions.md, "MCP resources and subscriptions"): by event family, without
- * recomputing the queue. A plain edit (`node.updated`) counts only when the event lists the
- * fields it changed and one of them ranks or routes the item, or when it lists none.
+ * recomputing the queue. Graph changes (a node created, deleted, edited or changing status, an
+ * edge such as a blocker added or closed, a bulk import or restore), claims (taken, released,
+ * expired, taken over), questions routed or answered, workflow steps and proposals can each move
+ * an item into, out of or within a queue: even a plain edit changes an item's title or its heat
+ * and staleness signals. Admin events (people, tokens, plugins, webhooks) never do.
  */
+const QUEUE_FAMILIES = /^(node|edge|graph|lease|question|workflow|proposal|review|capture)\./;
+
 export function queueAffectedBy(event: WorkEvent): boolean {
-  if (!QUEUE_FAMILIES.test(event.type)) return false;
-  if (event.type !== 'node.updated') return true;
-  const changed = event.payload.changed ?? event.payload.fields;
-  if (!Array.isArray(changed)) return true;
-  return changed.some((f) => typeof f === 'string' && QUEUE_FIELDS.has(f));
+  return QUEUE_FAMILIES.test(event.type);
 }
 
 export const queueResource: ResourceDef = {

@@ -23,6 +23,14 @@ interface Watcher {
 
 const MIN = 60_000;
 
+/** The text of a resources/read answer's first content. */
+function textOf(read: { contents: Array<object> }): string {
+  const first = read.contents[0];
+  const text = first && 'text' in first ? first.text : undefined;
+  if (typeof text !== 'string') throw new Error('expected a text resource');
+  return text;
+}
+
 /** Resolves once `check` holds, polling every 10 ms; fails after `ms` with `what`. */
 async function until(check: () => boolean | Promise<boolean>, what: string, ms = 5000): Promise<void> {
   const deadline = performance.now() + ms;
@@ -63,6 +71,14 @@ async function watcher(t: TestServer, token: string): Promise<Watcher> {
   await client.connect(transport);
   await until(async () => ((await sessionGauge(t)).open ?? 0) > before, 'the notification stream to open');
   return { client, transport, updates, close: () => client.close() };
+}
+
+/** Sets frontmatter fields of `id` over REST (PATCH with the current revision); answers the status. */
+async function patch(t: TestServer, id: string, set: Record<string, unknown>, token?: string): Promise<number> {
+  const read = await t.api('GET', `/v1/nodes/${id}`, { token });
+  const res = await t.api('PATCH', `/v1/nodes/${id}`, { token, body: { revision: read.body.revision, set } });
+  if (res.status !== 200) throw new Error(`PATCH ${id}: ${res.status} ${res.text}`);
+  return res.status;
 }
 
 /** A raw JSON-RPC POST to /mcp. */
@@ -165,11 +181,11 @@ describe('MCP sessions, resources and subscriptions', function () {
       const node = await w.client.readResource({ uri: 'workgraph://nodes/task-watched' });
       const rest = await t.api('GET', '/v1/nodes/task-watched');
       expect(node.contents[0]!.mimeType).to.equal('application/json');
-      expect(JSON.parse(String(node.contents[0]!.text))).to.deep.equal(rest.body);
+      expect(JSON.parse(textOf(node))).to.deep.equal(rest.body);
 
       const queue = await w.client.readResource({ uri: 'workgraph://queue' });
       const shown = await t.tool(w.client, 'show_queue');
-      const read = JSON.parse(String(queue.contents[0]!.text));
+      const read = JSON.parse(textOf(queue));
       expect(read.items.map((i: { id: string }) => i.id)).to.deep.equal(shown.json.items.map((i: { id: string }) => i.id));
 
       // a missing node is the MCP specification's resource-not-found error, with the envelope as data
@@ -188,25 +204,29 @@ describe('MCP sessions, resources and subscriptions', function () {
     try {
       await w.client.subscribeResource({ uri: 'workgraph://nodes/task-watched' });
       // a change to another node says nothing about this one
-      const otherChange = await t.api('POST', '/v1/nodes/task-other/status', { token: other.token, body: { status: 'in_progress' } });
+      const otherChange = await t.api('POST', '/v1/nodes/task-other/status', { token: other.token, body: { status: 'in-progress' } });
       expect(otherChange.status, otherChange.text).to.equal(200);
+      const read = await t.api('GET', '/v1/nodes/task-watched', { token: other.token });
       const sent = performance.now();
-      const change = await t.api('PATCH', '/v1/nodes/task-watched', { token: other.token, body: { summary: 'changed by Ada' } });
+      const change = await t.api('PATCH', '/v1/nodes/task-watched', {
+        token: other.token,
+        body: { revision: read.body.revision, set: { summary: 'changed by Ada' } },
+      });
       expect(change.status, change.text).to.equal(200);
       await until(() => w.updates.length > 0, 'notifications/resources/updated', 1000);
       expect(w.updates[0]!.uri).to.equal('workgraph://nodes/task-watched');
       expect(w.updates[0]!.at - sent).to.be.lessThan(1000);
       expect(w.updates.every((u) => u.uri === 'workgraph://nodes/task-watched')).to.equal(true);
       const reread = await w.client.readResource({ uri: 'workgraph://nodes/task-watched' });
-      expect(JSON.parse(String(reread.contents[0]!.text)).frontmatter.summary).to.equal('changed by Ada');
+      expect(JSON.parse(textOf(reread)).frontmatter.summary).to.equal('changed by Ada');
 
       // unsubscribed: a later change to it sends nothing, while a subscription made after it
       // (a later event, sent in order on the same stream) still arrives
       await w.client.unsubscribeResource({ uri: 'workgraph://nodes/task-watched' });
       await w.client.subscribeResource({ uri: 'workgraph://nodes/task-other' });
       const seen = w.updates.length;
-      expect((await t.api('PATCH', '/v1/nodes/task-watched', { token: other.token, body: { summary: 'again' } })).status).to.equal(200);
-      expect((await t.api('PATCH', '/v1/nodes/task-other', { token: other.token, body: { summary: 'marker' } })).status).to.equal(200);
+      await patch(t, 'task-watched', { summary: 'again' }, other.token);
+      await patch(t, 'task-other', { summary: 'marker' }, other.token);
       await until(() => w.updates.some((u) => u.uri === 'workgraph://nodes/task-other'), 'the marker notification', 2000);
       expect(w.updates.slice(seen).map((u) => u.uri)).to.deep.equal(['workgraph://nodes/task-other']);
     } finally {
@@ -255,6 +275,8 @@ describe('MCP sessions, resources and subscriptions', function () {
       adminEmail: 'e@elsewhere.test',
       plugins: ['core'],
     });
+    // the new tenant's token works once the server has opened the tenant
+    await until(async () => (await t.api('GET', '/v1/me', { token: foreign.token })).status === 200, 'the new tenant to open');
     expect((await rpc(t, foreign.token, list, { 'mcp-session-id': id })).status).to.equal(404);
     // the owner's session is untouched by the attempts
     expect((await rpc(t, t.adminToken, list, { 'mcp-session-id': id })).status).to.equal(200);
@@ -275,7 +297,7 @@ describe('MCP sessions, resources and subscriptions', function () {
       expect((await rpc(t, other.token, { id: 4, method: 'tools/list' }, { 'mcp-session-id': idle })).status).to.equal(404);
       // the watcher's GET stream was open all along: its session lives and still notifies
       await w.client.subscribeResource({ uri: 'workgraph://nodes/task-other' });
-      expect((await t.api('PATCH', '/v1/nodes/task-other', { body: { summary: 'after the idle period' } })).status).to.equal(200);
+      await patch(t, 'task-other', { summary: 'after the idle period' });
       await until(() => w.updates.length > 0, 'a notification after the idle period', 2000);
     } finally {
       await w.close();
