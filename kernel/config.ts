@@ -153,6 +153,10 @@ export interface ServerConfig {
   mcpSessionsPerToken: number;
   /** MCP sessions one tenant may hold at once on a process (SVC_MCP_SESSIONS_PER_TENANT, default 500) */
   mcpSessionsPerTenant: number;
+  /** the event log keeps at least this many newest events per tenant (SVC_EVENTS_MAX, default 100000) */
+  eventsMax: number;
+  /** and drops events older than this many days (SVC_EVENTS_RETENTION_DAYS, default 30) */
+  eventsRetentionDays: number;
 }
 
 /** Reads SVC_* names, falling back to the legacy WORKGRAPH_* spellings. */
@@ -202,6 +206,8 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     mcpSessionIdleMs: positiveInt(env(e, 'MCP_SESSION_IDLE_MS'), 'SVC_MCP_SESSION_IDLE_MS', 30 * 60_000),
     mcpSessionsPerToken: countOf(env(e, 'MCP_SESSIONS_PER_TOKEN'), 'SVC_MCP_SESSIONS_PER_TOKEN', 32),
     mcpSessionsPerTenant: countOf(env(e, 'MCP_SESSIONS_PER_TENANT'), 'SVC_MCP_SESSIONS_PER_TENANT', 500),
+    eventsMax: countOf(env(e, 'EVENTS_MAX'), 'SVC_EVENTS_MAX', 100_000),
+    eventsRetentionDays: countOf(env(e, 'EVENTS_RETENTION_DAYS'), 'SVC_EVENTS_RETENTION_DAYS', 30),
   };
 }
 

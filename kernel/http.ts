@@ -399,7 +399,7 @@ export function createApp(services: KernelServices): Koa {
       services.log.error('tool failed', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
     const build = (context: () => OpContext, subscriptions: boolean) =>
       buildMcpServer({
-        ctx: opctx,
+        ctx: context,
         instructions: services.host.instructionsFor(tenant, toolsets),
         tools: () => services.host.toolsFor(context().tenant, toolsets),
         resources: () => services.host.resourcesFor(context().tenant),

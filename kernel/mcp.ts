@@ -43,8 +43,8 @@ export async function callTool(
 }
 
 export interface McpServerSpec {
-  /** the caller when no request context is running (stdio; a session's notifications) */
-  ctx: OpContext;
+  /** the caller when no request context is running (stdio; a session's notifications: as of its latest request) */
+  ctx: () => OpContext;
   /** the server's `instructions` (PluginHost.instructionsFor) */
   instructions: string;
   /** asked per request, so a long-lived session follows the tenant's plugin settings */
@@ -104,7 +104,7 @@ export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
     { name: 'workgraph', version: '0.1.0' },
     { capabilities: { tools: {}, resources: { subscribe: true } }, instructions: spec.instructions },
   );
-  const context = () => requestContext.getStore() ?? spec.ctx;
+  const context = () => requestContext.getStore() ?? spec.ctx();
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: spec.tools().map((t) => ({
       name: t.name,

@@ -57,7 +57,7 @@ export async function serveStdioLocal(kernel: Kernel, token: string, org: string
   }
   const ctx: OpContext = { tenant: identity.tenant, actor: identity.actor, via: 'mcp', services, headers: {} };
   const server = await buildMcpServer({
-    ctx,
+    ctx: () => ctx,
     instructions: services.host.instructionsFor(identity.tenant, toolsets),
     tools: () => services.host.toolsFor(identity.tenant, toolsets),
     resources: () => services.host.resourcesFor(identity.tenant),
