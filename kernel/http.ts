@@ -397,7 +397,7 @@ export function createApp(services: KernelServices): Koa {
     const opctx: OpContext = { tenant, actor, via: 'mcp', services, headers: headersOf(ctx) };
     const log = (err: unknown) =>
       services.log.error('tool failed', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
-    const build = (context: () => OpContext, subscriptions: boolean) =>
+    const build = (context: () => OpContext, subscriptions: boolean, valid?: () => boolean) =>
       buildMcpServer({
         ctx: context,
         instructions: services.host.instructionsFor(tenant, toolsets),
@@ -406,6 +406,7 @@ export function createApp(services: KernelServices): Koa {
         templates: () => services.host.resourceTemplatesFor(context().tenant),
         log,
         subscriptions,
+        ...(valid ? { valid } : {}),
       });
     const credential = credentialOf(bearer(ctx.get('authorization') || undefined) ?? '');
 
@@ -421,7 +422,12 @@ export function createApp(services: KernelServices): Koa {
     }
     if (ctx.method === 'POST' && isInitialize(body)) {
       // initialize opens a session: notifications need a stream that outlives one request
-      const opened = sessions.open({ credential, ctx: opctx, build: (context) => build(context, true) }, ctx.req, ctx.res, body);
+      const opened = sessions.open(
+        { credential, ctx: opctx, build: (context, valid) => build(context, true, valid) },
+        ctx.req,
+        ctx.res,
+        body,
+      );
       ctx.respond = false;
       await opened.catch((err: unknown) => {
         // refused before the transport answered (429): the envelope, as every error of this route

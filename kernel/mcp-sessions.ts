@@ -46,7 +46,7 @@ export interface NewSession {
   credential: string;
   ctx: OpContext;
   /** builds the session's MCP server (kernel/mcp.ts buildMcpServer with `subscriptions: true`) */
-  build: (ctx: () => OpContext) => Promise<Server>;
+  build: (ctx: () => OpContext, valid: () => boolean) => Promise<Server>;
 }
 
 export class McpSessions {
@@ -111,7 +111,15 @@ export class McpSessions {
     const id = randomUUID();
     const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
     // the server asks for the session's context only while handling a request, after `session` exists
-    const server = await spec.build(() => session.ctx);
+    // and whether it is still good before each event: a revoked token hears nothing more
+    const server = await spec.build(
+      () => session.ctx,
+      () => {
+        if (!this.expired(session)) return true;
+        this.end(session, 'expired');
+        return false;
+      },
+    );
     const session: Session = {
       id,
       org: tenant.org,

@@ -53,6 +53,11 @@ export interface SubscriptionsOptions {
   resolve: (uri: string) => ResolvedResource | null;
   /** sends `notifications/resources/updated` for `uri`; a failure is the transport's (a closed stream), never retried */
   notify: (uri: string) => Promise<void>;
+  /**
+   * Asked before an event is looked at: false when the credential behind the subscriptions is no
+   * longer good (revoked, expired, the tenant gone), so nothing more is sent (the session ends).
+   */
+  valid?: () => boolean;
   coalesceMs?: number;
 }
 
@@ -115,6 +120,7 @@ export class ResourceSubscriptions {
 
   /** The event log's listener: synchronous and cheap (it only schedules). */
   private onEvent(event: WorkEvent): void {
+    if (this.opts.valid && !this.opts.valid()) return this.close();
     const caller = this.opts.context().actor;
     if (!matchesFilter(event, { admin: caller.isAdmin })) return;
     for (const [uri, affectedBy] of this.subs) {

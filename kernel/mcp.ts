@@ -58,6 +58,8 @@ export interface McpServerSpec {
    * no stream to send notifications on).
    */
   subscriptions?: boolean;
+  /** for a session: whether its credential is still good (kernel/mcp-sessions.ts ends it when not) */
+  valid?: () => boolean;
 }
 
 /**
@@ -152,7 +154,12 @@ export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
   });
 
   const subscriptions = spec.subscriptions
-    ? new ResourceSubscriptions({ context, resolve, notify: (uri) => server.sendResourceUpdated({ uri }) })
+    ? new ResourceSubscriptions({
+        context,
+        resolve,
+        notify: (uri) => server.sendResourceUpdated({ uri }),
+        ...(spec.valid ? { valid: spec.valid } : {}),
+      })
     : null;
   server.setRequestHandler(SubscribeRequestSchema, async (request) => {
     if (!subscriptions)

@@ -304,6 +304,26 @@ describe('MCP sessions, resources and subscriptions', function () {
     }
   });
 
+  it('a revoked token hears nothing more: its session ends at the next event, its requests are 401', async () => {
+    const minted = await t.api('POST', '/v1/me/tokens', { token: other.token, body: { label: 'watcher' } });
+    expect(minted.status, minted.text).to.equal(201);
+    const w = await watcher(t, minted.body.token);
+    try {
+      await w.client.subscribeResource({ uri: 'workgraph://nodes/task-watched' });
+      const before = await sessionGauge(t);
+      const revoked = await t.api('DELETE', `/v1/me/tokens/${minted.body.hash_prefix}`, { token: other.token });
+      expect(revoked.status, revoked.text).to.equal(200);
+      await patch(t, 'task-watched', { summary: 'after the revocation' });
+      // the event ended the session (its stream closed) instead of notifying it
+      await until(async () => ((await sessionGauge(t)).open ?? 0) < (before.open ?? 0), 'the revoked session to end');
+      expect(w.updates).to.deep.equal([]);
+      const res = await rpc(t, minted.body.token, { id: 9, method: 'tools/list' }, { 'mcp-session-id': w.transport.sessionId! });
+      expect(res.status).to.equal(401);
+    } finally {
+      await w.close();
+    }
+  });
+
   it('sessions per token are bounded: an abandoned one gives way, live streams get 429', async () => {
     const person = await addPerson(t, 'Bounded Bob');
     const abandoned = await rawSession(t, person.token);
