@@ -96,6 +96,9 @@ export class McpSessions {
     session.lastSeen = this.services.clock.now();
     session.ctx = ctx;
     if (req.method === 'GET') {
+      // a stream can be silent for long: TCP keep-alive finds a peer that vanished, so its
+      // session stops counting as live (and can expire or give way) instead of holding a place
+      req.socket.setKeepAlive(true, 30_000);
       session.streams++;
       res.once('close', () => {
         session.streams--;
