@@ -1,6 +1,8 @@
 /**
  * The MCP adapter: a server built per request (stateless HTTP), per session (HTTP sessions,
- * kernel/mcp-sessions.ts) or per process (stdio) for one tenant and actor, listing exactly the tools of the plugins enabled for that tenant.
+ * kernel/mcp-sessions.ts) or per process (stdio) for one tenant and actor, listing exactly the
+ * tools of the plugins enabled for that tenant, its resources and resource templates, and (when
+ * long-lived) serving `resources/subscribe` (kernel/mcp-subscriptions.ts).
  * A tool result's text block is the same `serialize()` bytes as the REST body; errors
  * come back as `isError: true` with the REST envelope and no structuredContent.
  */
