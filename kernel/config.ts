@@ -147,6 +147,16 @@ export interface ServerConfig {
    * (SVC_OAUTH_ALLOW_PRIVATE_METADATA=1): for tests and closed networks only; off by default
    */
   oauthAllowPrivateMetadata: boolean;
+  /** an MCP session without an open notification stream ends after this long without a request (SVC_MCP_SESSION_IDLE_MS, default 30 min) */
+  mcpSessionIdleMs: number;
+  /** MCP sessions one token may hold at once (SVC_MCP_SESSIONS_PER_TOKEN, default 32) */
+  mcpSessionsPerToken: number;
+  /** MCP sessions one tenant may hold at once on a process (SVC_MCP_SESSIONS_PER_TENANT, default 500) */
+  mcpSessionsPerTenant: number;
+  /** the event log keeps at least this many newest events per tenant (SVC_EVENTS_MAX, default 100000) */
+  eventsMax: number;
+  /** and drops events older than this many days (SVC_EVENTS_RETENTION_DAYS, default 30) */
+  eventsRetentionDays: number;
 }
 
 /** Reads SVC_* names, falling back to the legacy WORKGRAPH_* spellings. */
@@ -193,6 +203,11 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     signinRatePerMinute: countOf(env(e, 'SIGNIN_RATE'), 'SVC_SIGNIN_RATE', 30),
     oauthRatePerMinute: countOf(env(e, 'OAUTH_RATE'), 'SVC_OAUTH_RATE', 120),
     oauthAllowPrivateMetadata: env(e, 'OAUTH_ALLOW_PRIVATE_METADATA') === '1',
+    mcpSessionIdleMs: positiveInt(env(e, 'MCP_SESSION_IDLE_MS'), 'SVC_MCP_SESSION_IDLE_MS', 30 * 60_000),
+    mcpSessionsPerToken: countOf(env(e, 'MCP_SESSIONS_PER_TOKEN'), 'SVC_MCP_SESSIONS_PER_TOKEN', 32),
+    mcpSessionsPerTenant: countOf(env(e, 'MCP_SESSIONS_PER_TENANT'), 'SVC_MCP_SESSIONS_PER_TENANT', 500),
+    eventsMax: countOf(env(e, 'EVENTS_MAX'), 'SVC_EVENTS_MAX', 100_000),
+    eventsRetentionDays: countOf(env(e, 'EVENTS_RETENTION_DAYS'), 'SVC_EVENTS_RETENTION_DAYS', 30),
   };
 }
 

@@ -12,6 +12,7 @@ import { parseJsonBody, readMcpBody, readRawBody, tooLargeRpcAnswer } from './bo
 import { errors, isSvcError, SvcError } from './errors.js';
 import { checkHostAndOrigin, hostRules, type HostRules } from './host-guard.js';
 import { buildMcpServer } from './mcp.js';
+import { credentialOf, McpSessions } from './mcp-sessions.js';
 import { invoke, queryFieldsOf, type JsonSchema, type OperationDef } from './operation.js';
 import {
   RawResponse,
@@ -26,6 +27,19 @@ import {
 import type { Tenant } from './tenant.js';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** Each app's MCP sessions, ended when its server stops (closeMcpSessions). */
+const appSessions = new WeakMap<Koa, McpSessions>();
+
+export function closeMcpSessions(app: Koa): void {
+  appSessions.get(app)?.closeAll();
+}
+
+/** A JSON-RPC `initialize` request (alone or first in a batch). */
+function isInitialize(body: unknown): boolean {
+  const first: unknown = Array.isArray(body) ? body[0] : body;
+  return typeof first === 'object' && first !== null && (first as { method?: unknown }).method === 'initialize';
+}
 
 function bearer(header: string | undefined): string | undefined {
   if (!header) return undefined;
@@ -360,6 +374,9 @@ export function createApp(services: KernelServices): Koa {
     return authenticateAny(ctx);
   }
 
+  const sessions = new McpSessions(services);
+  appSessions.set(app, sessions);
+
   router.all('/mcp', async (ctx) => {
     const { tenant, actor } = await authenticateAny(ctx);
     // `?toolsets=core,leases` lists a subset of the tools (default all); an unknown name is 400
@@ -378,14 +395,55 @@ export function createApp(services: KernelServices): Koa {
       body = parseJsonBody(read.raw);
     }
     const opctx: OpContext = { tenant, actor, via: 'mcp', services, headers: headersOf(ctx) };
-    const server = await buildMcpServer({
-      ctx: opctx,
-      instructions: services.host.instructionsFor(tenant, toolsets),
-      tools: services.host.toolsFor(tenant, toolsets),
-      resources: services.host.resourcesFor(tenant),
-      log: (err) => services.log.error('tool failed', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) }),
-    });
+    const log = (err: unknown) =>
+      services.log.error('tool failed', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    const build = (context: () => OpContext, subscriptions: boolean, valid?: () => boolean) =>
+      buildMcpServer({
+        ctx: context,
+        instructions: services.host.instructionsFor(tenant, toolsets),
+        tools: () => services.host.toolsFor(context().tenant, toolsets),
+        resources: () => services.host.resourcesFor(context().tenant),
+        templates: () => services.host.resourceTemplatesFor(context().tenant),
+        log,
+        subscriptions,
+        ...(valid ? { valid } : {}),
+      });
+    const credential = credentialOf(bearer(ctx.get('authorization') || undefined) ?? '');
+
+    // A session's request (docs/events.md, "MCP subscriptions"): only the token that opened it
+    // may use it; anyone else, an expired or unknown id alike, gets 404 and starts a new one.
+    const sessionId = ctx.get('mcp-session-id');
+    if (sessionId) {
+      const session = sessions.find(sessionId, credential, tenant);
+      if (!session) throw errors.notFound('MCP session', { hint: 'the session ended or belongs to another token: initialize a new one' });
+      ctx.respond = false;
+      await sessions.handle(session, opctx, ctx.req, ctx.res, body);
+      return;
+    }
+    if (ctx.method === 'POST' && isInitialize(body)) {
+      // initialize opens a session: notifications need a stream that outlives one request
+      const opened = sessions.open(
+        { credential, ctx: opctx, build: (context, valid) => build(context, true, valid) },
+        ctx.req,
+        ctx.res,
+        body,
+      );
+      ctx.respond = false;
+      await opened.catch((err: unknown) => {
+        // refused before the transport answered (429): the envelope, as every error of this route
+        if (ctx.res.headersSent) throw err;
+        ctx.respond = true;
+        throw err;
+      });
+      return;
+    }
+    if (ctx.method !== 'POST') {
+      // without a session there is no notification stream to open (GET) or session to end (DELETE)
+      ctx.set('allow', 'POST');
+      throw new SvcError(405, 'method_not_allowed', `${ctx.method} /mcp needs an Mcp-Session-Id (initialize opens a session)`);
+    }
     // Stateless: a fresh server and transport per request, JSON responses.
+    const server = await build(() => opctx, false);
     const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     ctx.respond = false;

@@ -1,13 +1,17 @@
 /**
- * The MCP adapter: a server built per request (HTTP) or per process (stdio) for one
- * tenant and actor, listing exactly the tools of the plugins enabled for that tenant.
+ * The MCP adapter: a server built per request (stateless HTTP), per session (HTTP sessions,
+ * kernel/mcp-sessions.ts) or per process (stdio) for one tenant and actor, listing exactly the
+ * tools of the plugins enabled for that tenant, its resources and resource templates, and (when
+ * long-lived) serving `resources/subscribe` (kernel/mcp-subscriptions.ts).
  * A tool result's text block is the same `serialize()` bytes as the REST body; errors
  * come back as `isError: true` with the REST envelope and no structuredContent.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { errors, isSvcError, type SvcError } from './errors.js';
-import { RawResponse, serialize, StatusPayload, type OpContext, type ResourceDef, type Tool } from './plugin.js';
+import { RawResponse, serialize, StatusPayload, type OpContext, type ResourceDef, type ResourceTemplateDef, type Tool } from './plugin.js';
+import { ResourceSubscriptions, resolveResource } from './mcp-subscriptions.js';
 import type { JsonSchema } from './operation.js';
 
 export function errorResult(err: SvcError): CallToolResult {
@@ -41,12 +45,39 @@ export async function callTool(
 }
 
 export interface McpServerSpec {
-  ctx: OpContext;
+  /** the caller when no request context is running (stdio; a session's notifications: as of its latest request) */
+  ctx: () => OpContext;
   /** the server's `instructions` (PluginHost.instructionsFor) */
   instructions: string;
-  tools: Tool[];
-  resources: ResourceDef[];
+  /** asked per request, so a long-lived session follows the tenant's plugin settings */
+  tools: () => Tool[];
+  resources: () => ResourceDef[];
+  templates: () => ResourceTemplateDef[];
   log: (err: unknown) => void;
+  /**
+   * A long-lived server (an HTTP session, stdio): `resources/subscribe` is served and
+   * `notifications/resources/updated` sent. A per-request stateless server refuses it (there is
+   * no stream to send notifications on).
+   */
+  subscriptions?: boolean;
+  /** for a session: whether its credential is still good (kernel/mcp-sessions.ts ends it when not) */
+  valid?: () => boolean;
+}
+
+/**
+ * The request a long-lived server is handling now (kernel/http.ts runs each HTTP request of a
+ * session inside it): its headers (Idempotency-Key) and the actor as just authenticated.
+ */
+const requestContext = new AsyncLocalStorage<OpContext>();
+
+export function withRequestContext<T>(ctx: OpContext, fn: () => T): T {
+  return requestContext.run(ctx, fn);
+}
+
+/** A kernel error as the JSON-RPC error of a resources request: -32002 for a missing resource (the MCP specification's code), the envelope as data. */
+function rpcError(err: unknown, mcpError: new (code: number, message: string, data?: unknown) => Error): Error {
+  if (!isSvcError(err)) return err instanceof Error ? err : new Error(String(err));
+  return new mcpError(err.status === 404 ? -32002 : -32602, err.message, err.envelope().error);
 }
 
 /**
@@ -62,14 +93,24 @@ async function sdk() {
 }
 
 export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
-  const { ServerClass, CallToolRequestSchema, ListResourcesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema } = await sdk();
+  const {
+    ServerClass,
+    CallToolRequestSchema,
+    ListResourcesRequestSchema,
+    ListResourceTemplatesRequestSchema,
+    ListToolsRequestSchema,
+    McpError,
+    ReadResourceRequestSchema,
+    SubscribeRequestSchema,
+    UnsubscribeRequestSchema,
+  } = await sdk();
   const server = new ServerClass(
     { name: 'workgraph', version: '0.1.0' },
-    { capabilities: { tools: {}, resources: {} }, instructions: spec.instructions },
+    { capabilities: { tools: {}, resources: { subscribe: true } }, instructions: spec.instructions },
   );
-  const byName = new Map(spec.tools.map((t) => [t.name, t]));
+  const context = () => requestContext.getStore() ?? spec.ctx();
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: spec.tools.map((t) => ({
+    tools: spec.tools().map((t) => ({
       name: t.name,
       description: t.description,
       inputSchema: listingSchema(t.inputSchema) as { type: 'object'; properties?: Record<string, object> },
@@ -78,12 +119,12 @@ export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
     })),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
-    const tool = byName.get(request.params.name);
+    const tool = spec.tools().find((t) => t.name === request.params.name);
     if (!tool) return errorResult(errors.notFound(`tool ${request.params.name}`));
-    return callTool(tool, spec.ctx, (request.params.arguments ?? {}) as Record<string, unknown>, spec.log);
+    return callTool(tool, context(), (request.params.arguments ?? {}) as Record<string, unknown>, spec.log);
   });
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({
-    resources: spec.resources.map((r) => ({
+    resources: spec.resources().map((r) => ({
       uri: r.uri,
       name: r.name,
       mimeType: r.mimeType,
@@ -91,20 +132,56 @@ export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
       ...(r._meta ? { _meta: r._meta } : {}),
     })),
   }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
+    resourceTemplates: spec.templates().map((r) => ({
+      uriTemplate: r.uriTemplate,
+      name: r.name,
+      mimeType: r.mimeType,
+      ...(r.description ? { description: r.description } : {}),
+    })),
+  }));
+  const resolve = (uri: string) => resolveResource(uri, spec.resources(), spec.templates());
   server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
-    const resource = spec.resources.find((r) => r.uri === request.params.uri);
-    if (!resource) throw new Error(`unknown resource ${request.params.uri}`);
-    return {
-      contents: [
-        {
-          uri: resource.uri,
-          mimeType: resource.mimeType,
-          text: await resource.read(),
-          ...(resource._meta ? { _meta: resource._meta } : {}),
-        },
-      ],
-    };
+    const { uri } = request.params;
+    const resource = resolve(uri);
+    if (!resource) throw new McpError(-32002, `resource ${uri} not found`, { uri });
+    let text: string;
+    try {
+      text = await resource.read(context());
+    } catch (err) {
+      if (!isSvcError(err)) spec.log(err);
+      throw rpcError(isSvcError(err) ? err : errors.internal(), McpError);
+    }
+    return { contents: [{ uri, mimeType: resource.mimeType, text, ...(resource._meta ? { _meta: resource._meta } : {}) }] };
   });
+
+  const subscriptions = spec.subscriptions
+    ? new ResourceSubscriptions({
+        context,
+        resolve,
+        notify: (uri) => server.sendResourceUpdated({ uri }),
+        ...(spec.valid ? { valid: spec.valid } : {}),
+      })
+    : null;
+  server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+    if (!subscriptions)
+      throw new McpError(
+        -32600,
+        'resources/subscribe needs a session: send initialize first and then the Mcp-Session-Id it answers (docs/events.md)',
+      );
+    try {
+      await subscriptions.subscribe(request.params.uri);
+    } catch (err) {
+      if (!isSvcError(err)) spec.log(err);
+      throw rpcError(isSvcError(err) ? err : errors.internal(), McpError);
+    }
+    return {};
+  });
+  server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
+    subscriptions?.unsubscribe(request.params.uri);
+    return {};
+  });
+  if (subscriptions) server.onclose = () => subscriptions.close();
   return server;
 }
 

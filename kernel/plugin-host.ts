@@ -9,6 +9,7 @@ import {
   type NodeWriteCheck,
   type PluginDef,
   type ResourceDef,
+  type ResourceTemplateDef,
   type StatusEffect,
   type Tool,
 } from './plugin.js';
@@ -101,6 +102,10 @@ export class PluginHost {
 
   resourcesFor(tenant: Tenant): ResourceDef[] {
     return this.enabledFor(tenant).flatMap((p) => p.resources ?? []);
+  }
+
+  resourceTemplatesFor(tenant: Tenant): ResourceTemplateDef[] {
+    return this.enabledFor(tenant).flatMap((p) => p.resourceTemplates ?? []);
   }
 
   statusEffectsFor(tenant: Tenant): StatusEffect[] {

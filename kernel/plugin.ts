@@ -17,6 +17,7 @@ import type { TenantManager } from './tenants.js';
 import type { PluginHost } from './plugin-host.js';
 import type { KernelMetrics } from './metrics.js';
 import type { IdentityAuthority } from './identity-guard.js';
+import type { WorkEvent } from './events/types.js';
 import { FileStateStore, type StateStore } from './state-store.js';
 import { invoke, isOperationDef, type JsonSchema, type OperationDef } from './operation.js';
 import { CREDENTIAL_KINDS, type AccessMap } from './access.js';
@@ -187,8 +188,33 @@ export interface ResourceDef {
   name: string;
   description?: string;
   mimeType: string;
-  read: () => Promise<string> | string;
+  /** the text for this caller (`ctx`: the MCP request's tenant and actor) */
+  read: (ctx: OpContext) => Promise<string> | string;
   _meta?: Record<string, unknown>;
+  /**
+   * Whether `event` may have changed what `read` answers `caller` (MCP `resources/subscribe`
+   * sends `notifications/resources/updated` when it does; kernel/mcp-subscriptions.ts). Called
+   * for every event of the tenant while someone subscribes: synchronous and cheap. Absent: the
+   * resource cannot be subscribed to.
+   */
+  affectedBy?: (event: WorkEvent, caller: Actor) => boolean;
+}
+
+/**
+ * A family of resources under one RFC 6570 URI template (`workgraph://nodes/{id}`): listed by
+ * `resources/templates/list`, never enumerated by `resources/list`.
+ */
+export interface ResourceTemplateDef {
+  uriTemplate: string;
+  name: string;
+  description?: string;
+  mimeType: string;
+  /** the URI's variables when it belongs to this template, else null */
+  match: (uri: string) => Record<string, string> | null;
+  /** the text for this caller; a SvcError (404, 403) when there is none for them */
+  read: (ctx: OpContext, params: Record<string, string>) => Promise<string>;
+  /** as ResourceDef.affectedBy, for the resource the URI's `params` name */
+  affectedBy?: (event: WorkEvent, params: Record<string, string>, caller: Actor) => boolean;
 }
 
 /** A plugin's say in a status change: `before` may veto (throw), `after` adds response keys. */
@@ -251,6 +277,8 @@ export interface PluginDef {
   routes?: RouteDef[];
   tools?: ToolDef[];
   resources?: ResourceDef[];
+  /** MCP resource templates (kernel/mcp.ts), e.g. one per node */
+  resourceTemplates?: ResourceTemplateDef[];
   /** Lines this plugin adds to the MCP server's `instructions` (how an agent uses its tools), when enabled. */
   instructions?: string[];
   schema?: { nodeTypes?: NodeTypeDef[]; edgeTypes?: EdgeTypeDef[] };

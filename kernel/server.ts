@@ -12,7 +12,7 @@ import type { Sandbox } from '../sandbox/types.js';
 import { seedPack } from '../seed-pack/index.js';
 import { createLogger, isLoopback, systemClock, type Clock, type Logger, type ServerConfig } from './config.js';
 import { hostRules } from './host-guard.js';
-import { createApp, createMetricsApp } from './http.js';
+import { closeMcpSessions, createApp, createMetricsApp } from './http.js';
 import { IDENTITY_PLUGIN, type KernelServices, type PluginDef } from './plugin.js';
 import { IdentityAuthority } from './identity-guard.js';
 import { PluginHost } from './plugin-host.js';
@@ -190,6 +190,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     fsync: config.fsync,
     metrics,
     backupRemote: config.backupRemote,
+    eventRetention: { maxEvents: config.eventsMax, maxAgeDays: config.eventsRetentionDays },
     creation: runtime?.creation,
     operational: runtime ? pgOperational(runtime.db, (org) => runtime.cluster.fenceOf(org)) : undefined,
   });
@@ -380,6 +381,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     close() {
       closed ??= (async () => {
         clearInterval(timer);
+        closeMcpSessions(app);
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();
@@ -393,6 +395,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     shutdown(graceMs = config.shutdownGraceMs) {
       closed ??= (async () => {
         clearInterval(timer);
+        closeMcpSessions(app);
         services.closing = true;
         // Requests in flight finish (their responses say `connection: close`); a request that
         // arrives meanwhile gets a whole 503 `shutting_down`. The listener closes once nothing

@@ -9,8 +9,12 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import {
   CallToolRequestSchema,
   ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
+  ResourceUpdatedNotificationSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { buildMcpServer } from '../kernel/mcp.js';
 import type { OpContext } from '../kernel/plugin.js';
@@ -53,11 +57,14 @@ export async function serveStdioLocal(kernel: Kernel, token: string, org: string
   }
   const ctx: OpContext = { tenant: identity.tenant, actor: identity.actor, via: 'mcp', services, headers: {} };
   const server = await buildMcpServer({
-    ctx,
+    ctx: () => ctx,
     instructions: services.host.instructionsFor(identity.tenant, toolsets),
-    tools: services.host.toolsFor(identity.tenant, toolsets),
-    resources: services.host.resourcesFor(identity.tenant),
+    tools: () => services.host.toolsFor(identity.tenant, toolsets),
+    resources: () => services.host.resourcesFor(identity.tenant),
+    templates: () => services.host.resourceTemplatesFor(identity.tenant),
     log: (err) => services.log.error('tool failed', { error: String(err) }),
+    // one process per client: its subscriptions live as long as stdin is open
+    subscriptions: true,
   });
   await server.connect(new StdioServerTransport());
   closeOnStdinEnd(async () => {
@@ -84,19 +91,28 @@ export async function serveStdioProxy(base: string, token: string, org: string |
   const client = new Client({ name: 'workgraph-proxy', version: '0.1.0' });
   const endpoint = new URL(`${root}/mcp`);
   if (toolsets) endpoint.searchParams.set('toolsets', toolsets);
-  await client.connect(new StreamableHTTPClientTransport(endpoint, { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  const transport = new StreamableHTTPClientTransport(endpoint, { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+  await client.connect(transport);
   // the proxy says what the server says, instructions included
   const server = new Server(
     { name: 'workgraph', version: '0.1.0' },
-    { capabilities: { tools: {}, resources: {} }, instructions: client.getInstructions() },
+    { capabilities: { tools: {}, resources: { subscribe: true } }, instructions: client.getInstructions() },
   );
   server.setRequestHandler(ListToolsRequestSchema, (req) => client.listTools(req.params));
   server.setRequestHandler(CallToolRequestSchema, (req) => client.callTool(req.params) as never);
   server.setRequestHandler(ListResourcesRequestSchema, (req) => client.listResources(req.params));
   server.setRequestHandler(ReadResourceRequestSchema, (req) => client.readResource(req.params));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, (req) => client.listResourceTemplates(req.params));
+  // subscriptions live in the remote session (the client keeps its Mcp-Session-Id and GET stream);
+  // its notifications are passed on as they come
+  server.setRequestHandler(SubscribeRequestSchema, (req) => client.subscribeResource(req.params));
+  server.setRequestHandler(UnsubscribeRequestSchema, (req) => client.unsubscribeResource(req.params));
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => server.sendResourceUpdated(n.params));
   await server.connect(new StdioServerTransport());
   closeOnStdinEnd(async () => {
     await server.close();
+    // DELETE the remote session at once rather than leave it to idle expiry
+    await transport.terminateSession().catch(() => undefined);
     await client.close();
   });
 }

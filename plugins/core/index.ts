@@ -10,6 +10,7 @@ import { answer, defineOperation, object, s } from '../../kernel/operation.js';
 import { definePlugin, type OpContext } from '../../kernel/plugin.js';
 import { coreAccess } from './access.js';
 import * as api from './api.js';
+import { nodeResource } from './resources.js';
 
 const HELLO_URI = 'ui://workgraph/hello.html';
 // The ext-apps constants as literals, type-checked against the package's declarations: importing
@@ -162,4 +163,5 @@ export const corePlugin = definePlugin({
       read: () => helloHtml,
     },
   ],
+  resourceTemplates: [nodeResource],
 });

@@ -6,6 +6,7 @@ import { definePlugin } from '../../kernel/plugin.js';
 import { queueAccess } from './access.js';
 import * as api from './api.js';
 import { bookOf } from './book.js';
+import { queueResource } from './resources.js';
 
 export const queuePlugin = definePlugin({
   name: 'queue',
@@ -30,6 +31,7 @@ export const queuePlugin = definePlugin({
     },
     { description: 'show_queue as markdown, for a person.', operation: api.renderQueue, annotations: { readOnlyHint: true } },
   ],
+  resources: [queueResource],
   tenantOpen(tenant) {
     // Build the bookkeeping while the tenant opens, not on the first request.
     bookOf(tenant);

@@ -134,12 +134,11 @@ async function callTool(conn: Connection, tool: string, input: Record<string, un
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
   const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
   const client = new Client({ name: 'workgraph-cli', version: '0.1.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(`${conn.server}/mcp`), {
+    requestInit: { headers: { authorization: `Bearer ${conn.token}` } },
+  });
   try {
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${conn.server}/mcp`), {
-        requestInit: { headers: { authorization: `Bearer ${conn.token}` } },
-      }),
-    );
+    await client.connect(transport);
   } catch (err) {
     const message = (err as Error).message;
     if (/401|unauthori[sz]ed/i.test(message))
@@ -154,6 +153,8 @@ async function callTool(conn: Connection, tool: string, input: Record<string, un
     const text = result.content?.find((c) => c.type === 'text')?.text ?? '';
     return { isError: Boolean(result.isError), text };
   } finally {
+    // one call per process: end the server's MCP session now rather than leave it to idle expiry
+    await transport.terminateSession().catch(() => undefined);
     await client.close().catch(() => undefined);
   }
 }

@@ -5,6 +5,7 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'chai';
 import { rmSync, unlinkSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
@@ -61,6 +62,20 @@ async function expectConnectFailure(env: Record<string, string>, pattern: RegExp
   expect(failure!.stderr).to.match(pattern);
 }
 
+/** MCP sessions of the server with an open notification stream (the workgraph_mcp_sessions gauge). */
+async function openStreams(t: TestServer): Promise<number> {
+  const text = await t.server.services.metrics.text();
+  let n = 0;
+  for (const m of text.matchAll(/^workgraph_mcp_sessions\{[^}]*stream="open"[^}]*\} (\d+)$/gm)) n += Number(m[1]);
+  return n;
+}
+
+/** Creates an open task over REST. */
+async function putNodesOver(t: TestServer, id: string): Promise<void> {
+  const res = await t.api('POST', '/v1/nodes', { body: { nodes: [md({ id, type: 'task', status: 'open', summary: id })] } });
+  expect(res.status, res.text).to.equal(200);
+}
+
 async function toolText(client: Client, name: string, args: Record<string, unknown>): Promise<{ text: string; isError: boolean }> {
   const res = (await client.callTool({ name, arguments: args })) as {
     content: Array<{ type: string; text?: string }>;
@@ -69,6 +84,24 @@ async function toolText(client: Client, name: string, args: Record<string, unkno
   };
   if (res.isError) expect(res.structuredContent).to.equal(undefined);
   return { text: res.content[0]?.text ?? '', isError: Boolean(res.isError) };
+}
+
+/** Records the URIs of `notifications/resources/updated` the client receives. */
+function resourceUpdates(client: Client): string[] {
+  const uris: string[] = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+    uris.push(n.params.uri);
+  });
+  return uris;
+}
+
+/** Resolves once `check` holds (polled every 10 ms), or fails after `ms`. */
+async function until(check: () => boolean, what: string, ms: number): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!check()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 const dirs: string[] = [];
@@ -167,6 +200,25 @@ describe('workgraph mcp over stdio', function () {
       }
     });
 
+    it('resources/subscribe: the long-lived stdio process notifies a subscribed node when it changes', async () => {
+      const s = await stdio({ SVC_DATA_DIR: dataDir, SVC_TOKEN: other.token });
+      const updates = resourceUpdates(s.client);
+      const put = await toolText(s.client, 'put_node', {
+        nodes: [md({ id: 'task-stdio-watch', type: 'task', status: 'open', summary: 'watched over stdio' })],
+      });
+      expect(put.isError, put.text).to.equal(false);
+      expect(s.client.getServerCapabilities()?.resources).to.deep.include({ subscribe: true });
+      await s.client.subscribeResource({ uri: 'workgraph://nodes/task-stdio-watch' });
+      const status = await toolText(s.client, 'set_status', { id: 'task-stdio-watch', status: 'in-progress' });
+      expect(status.isError, status.text).to.equal(false);
+      await until(() => updates.length > 0, 'notifications/resources/updated over stdio', 2000);
+      expect(updates).to.deep.equal(['workgraph://nodes/task-stdio-watch']);
+      const read = await s.client.readResource({ uri: 'workgraph://nodes/task-stdio-watch' });
+      const first = read.contents[0];
+      expect(JSON.parse(first && 'text' in first ? first.text : '{}').frontmatter.status).to.equal('in-progress');
+      await s.close();
+    });
+
     it('fails clearly on an SVC_ORG mismatch, an unknown token, and when there is no token at all', async () => {
       await expectConnectFailure({ SVC_DATA_DIR: dataDir, SVC_ORG: 'elsewhere' }, /belongs to tenant 'local', not 'elsewhere'/);
       await expectConnectFailure({ SVC_DATA_DIR: dataDir, SVC_TOKEN: generateToken('pat') }, /not valid for any tenant/);
@@ -211,6 +263,29 @@ describe('workgraph mcp over stdio', function () {
       expect(missing.text).to.equal((await t.api('GET', '/v1/nodes/task-nope')).text);
       await s.close();
       expect(s.stderr()).to.not.include(t.adminToken);
+    });
+
+    it('passes resources/subscribe through to a server session and relays its notifications', async () => {
+      await putNodesOver(t, 'task-proxy-watch');
+      const streamsBefore = await openStreams(t);
+      const s = await stdio({ SVC_SERVER: t.url, SVC_TOKEN: t.adminToken });
+      const updates = resourceUpdates(s.client);
+      const templates = await s.client.listResourceTemplates();
+      expect(templates.resourceTemplates.map((x) => x.uriTemplate)).to.include('workgraph://nodes/{id}');
+      await s.client.subscribeResource({ uri: 'workgraph://nodes/task-proxy-watch' });
+      // the proxy's session opens its notification stream in the background: wait for it on the server
+      const deadline = performance.now() + 10_000;
+      while ((await openStreams(t)) <= streamsBefore) {
+        if (performance.now() > deadline) throw new Error('the proxy never opened its notification stream');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const sent = performance.now();
+      const res = await t.api('POST', '/v1/nodes/task-proxy-watch/status', { body: { status: 'in-progress' } });
+      expect(res.status, res.text).to.equal(200);
+      await until(() => updates.length > 0, 'the relayed notification', 2000);
+      expect(performance.now() - sent).to.be.lessThan(2000);
+      expect(updates[0]).to.equal('workgraph://nodes/task-proxy-watch');
+      await s.close();
     });
 
     it('SVC_TOOLSETS is forwarded as ?toolsets= (an unknown toolset fails at the first request)', async () => {
