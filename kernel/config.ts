@@ -147,6 +147,13 @@ export interface ServerConfig {
    * (SVC_OAUTH_ALLOW_PRIVATE_METADATA=1): for tests and closed networks only; off by default
    */
   oauthAllowPrivateMetadata: boolean;
+  /**
+   * Webhook targets on loopback, private, link-local and other non-public addresses
+   * (SVC_WEBHOOK_ALLOW_PRIVATE=1): for tests and closed networks only; off by default
+   */
+  webhookAllowPrivate: boolean;
+  /** how long one webhook delivery may take, connect to last byte (SVC_WEBHOOK_TIMEOUT_MS, default 10 s) */
+  webhookTimeoutMs: number;
 }
 
 /** Reads SVC_* names, falling back to the legacy WORKGRAPH_* spellings. */
@@ -193,6 +200,8 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     signinRatePerMinute: countOf(env(e, 'SIGNIN_RATE'), 'SVC_SIGNIN_RATE', 30),
     oauthRatePerMinute: countOf(env(e, 'OAUTH_RATE'), 'SVC_OAUTH_RATE', 120),
     oauthAllowPrivateMetadata: env(e, 'OAUTH_ALLOW_PRIVATE_METADATA') === '1',
+    webhookAllowPrivate: env(e, 'WEBHOOK_ALLOW_PRIVATE') === '1',
+    webhookTimeoutMs: countOf(env(e, 'WEBHOOK_TIMEOUT_MS'), 'SVC_WEBHOOK_TIMEOUT_MS', 10_000),
   };
 }
 
