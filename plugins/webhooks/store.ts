@@ -12,7 +12,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { EventFilter, EventLog } from '../../kernel/events/types.js';
-import { errors } from '../../kernel/errors.js';
 import type { Collection } from '../../kernel/state-store.js';
 import type { Tenant } from '../../kernel/tenant.js';
 
@@ -86,9 +85,7 @@ export function storesOf(tenant: Tenant): WebhookStores {
 
 /** The tenant's event log (kernel/events/types.ts). */
 export function eventsOf(tenant: Tenant): EventLog {
-  const log = (tenant as Tenant & { events?: EventLog }).events;
-  if (!log) throw errors.unavailable('events_unavailable', 'the event log of this tenant is not open');
-  return log;
+  return tenant.events;
 }
 
 /** The events a subscription receives: its types and project; admin events too (only admins manage subscriptions). */

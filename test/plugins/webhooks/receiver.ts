@@ -5,7 +5,7 @@
  * down (closed) for a while.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 
 export interface Received {
@@ -32,7 +32,7 @@ export class Receiver {
   reply: (n: number, req: Received) => Reply = () => ({ status: 200 });
   private server: Server | null = null;
   port = 0;
-  private readonly sockets = new Set<import('node:net').Socket>();
+  private readonly sockets = new Set<Socket>();
 
   get url(): string {
     return `http://127.0.0.1:${this.port}/hook`;
