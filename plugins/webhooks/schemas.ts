@@ -4,7 +4,8 @@
  */
 import { answer, object, s, type Static } from '../../kernel/operation.js';
 
-export const WebhookId = s.string('subscription id, e.g. wh_3f2a9c1d0e5b7a6c4d', { pattern: '^wh_[0-9a-f]{18}$' });
+// any id-shaped string: an unknown one (another tenant's, a node id) is 404, never a schema error
+export const WebhookId = s.string('subscription id, e.g. wh_3f2a9c1d0e5b7a6c4d', { pattern: '^[A-Za-z0-9_-]+$', maxLength: 100 });
 const Url = s.string('where events are POSTed: http(s), a public address unless SVC_WEBHOOK_ALLOW_PRIVATE=1', {
   minLength: 1,
   maxLength: 2048,
