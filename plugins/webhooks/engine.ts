@@ -14,6 +14,7 @@
  * - Time is the kernel's clock (`services.clock`): the wait before a retry is re-checked at
  *   least every TICK_MS, so a test that moves the clock sees the retry within a tick.
  */
+import { emitEvent, SYSTEM_ACTOR } from '../../kernel/events/emit.js';
 import type { WorkEvent } from '../../kernel/events/types.js';
 import type { KernelServices } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
@@ -286,23 +287,21 @@ class Worker {
     await stores.cursors.set(this.id, { ...state, attempts: state.attempts + 1, failing_since: failingSince, next_attempt_ms: null });
     this.waiting = false;
     services.log.warn('webhook disabled after a day of failed deliveries', { org: tenant.org, webhook: hook.id, since });
-    await eventsOf(tenant)
-      .emit({
-        type: 'webhook.disabled',
-        actor: null,
-        nodes: [],
-        project: null,
-        audience: 'admins',
-        payload: {
-          webhook: hook.id,
-          host: hostOf(hook.url),
-          failing_since: since,
-          event: last.event,
-          last_error: last.error,
-          link: `/v1/webhooks/${hook.id}`,
-        },
-      })
-      .catch((err: unknown) => services.log.warn('webhook.disabled event failed', { org: tenant.org, error: String(err) }));
+    await emitEvent(tenant, {
+      type: 'webhook.disabled',
+      actor: SYSTEM_ACTOR,
+      nodes: [],
+      project: null,
+      audience: 'admins',
+      payload: {
+        webhook: hook.id,
+        host: hostOf(hook.url),
+        failing_since: since,
+        event: last.event,
+        last_error: last.error,
+        link: `/v1/webhooks/${hook.id}`,
+      },
+    });
   }
 }
 

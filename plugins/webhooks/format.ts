@@ -42,6 +42,14 @@ const VERBS: Record<string, string> = {
   'lease.taken_over': 'took over',
   'question.routed': 'routed a question to',
   'question.answered': 'answered',
+  'lease.reserved': 'parked',
+  'lease.renewed': 'renewed the lease on',
+  'proposal.pending': 'asks for approval of',
+  'workflow.step_ready': 'made ready a step of',
+  'workflow.step_finished': 'finished a step of',
+  'graph.imported': 'imported into the graph:',
+  'graph.restored': 'restored the graph:',
+  'graph.bulk_changed': 'changed many nodes:',
 };
 
 /** Slack's mrkdwn escapes (`&`, `<`, `>`), so a title cannot forge a link. */
@@ -63,7 +71,6 @@ export function slackBody(event: WorkEvent, baseUrl: string | undefined): string
   const extra: string[] = [];
   if (typeof p.title === 'string') extra.push(`"${esc(p.title)}"`);
   if (typeof p.from === 'string' && typeof p.to === 'string') extra.push(`${esc(p.from)} → ${esc(p.to)}`);
-  else if (typeof p.status === 'string') extra.push(`now ${esc(p.status)}`);
   const project = event.project ? ` in ${esc(event.project)}` : '';
   const text = `${who} ${verb} ${node}${extra.length ? ` ${extra.join(', ')}` : ''}${project}`.replace(/\s+/g, ' ').trim();
   return JSON.stringify({ text });

@@ -5,6 +5,7 @@
  * secret is a credential, so an agent token (even an admin's agent) is refused.
  */
 import { SvcError, errors } from '../../kernel/errors.js';
+import { emitEvent, eventActorOf } from '../../kernel/events/emit.js';
 import type { NewEvent } from '../../kernel/events/types.js';
 import { matchesFilter } from '../../kernel/events/types.js';
 import type { Static } from '../../kernel/operation.js';
@@ -83,13 +84,13 @@ export function view(ctx: OpContext, hook: StoredWebhook): WebhookViewT {
 async function emitAdmin(ctx: OpContext, type: string, hook: StoredWebhook, extra: Record<string, unknown> = {}): Promise<void> {
   const event: NewEvent = {
     type,
-    actor: { person: ctx.actor.personId, agent: ctx.actor.agent, name: ctx.actor.name, via: ctx.via },
+    actor: eventActorOf(ctx.actor, ctx.via),
     nodes: [],
     project: null,
     audience: 'admins',
     payload: { webhook: hook.id, host: hostOf(hook.url), link: `/v1/webhooks/${hook.id}`, ...extra },
   };
-  await eventsOf(ctx.tenant).emit(event);
+  await emitEvent(ctx.tenant, event);
 }
 
 export async function createWebhook(ctx: OpContext, input: Static<typeof CreateWebhookInput>) {
@@ -196,7 +197,7 @@ export async function pingWebhook(ctx: OpContext, input: Static<typeof WebhookId
     type: 'webhook.ping',
     time,
     org: ctx.tenant.org,
-    actor: { person: ctx.actor.personId, agent: ctx.actor.agent, name: ctx.actor.name, via: ctx.via },
+    actor: eventActorOf(ctx.actor, ctx.via),
     nodes: [],
     project: null,
     audience: 'admins' as const,
