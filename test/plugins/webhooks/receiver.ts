@@ -101,13 +101,18 @@ export class Receiver {
 }
 
 /** Polls `check` until it returns a truthy value (or throws after `ms`); `between` runs after each miss (move the clock). */
-export async function until<T>(check: () => T | Promise<T>, what: string, ms = 20_000, between?: () => void): Promise<NonNullable<T>> {
+export async function until<T>(
+  check: () => T | Promise<T>,
+  what: string,
+  ms = 20_000,
+  between?: () => void | Promise<void>,
+): Promise<NonNullable<T>> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await check();
     if (v) return v as NonNullable<T>;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    between?.();
+    await between?.();
     await new Promise((r) => setTimeout(r, 50));
   }
 }
