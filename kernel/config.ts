@@ -147,6 +147,10 @@ export interface ServerConfig {
    * (SVC_OAUTH_ALLOW_PRIVATE_METADATA=1): for tests and closed networks only; off by default
    */
   oauthAllowPrivateMetadata: boolean;
+  /** the event log keeps at least this many newest events per tenant (SVC_EVENTS_MAX, default 100000) */
+  eventsMax: number;
+  /** and drops events older than this many days (SVC_EVENTS_RETENTION_DAYS, default 30) */
+  eventsRetentionDays: number;
   /**
    * Webhook targets on loopback, private, link-local and other non-public addresses
    * (SVC_WEBHOOK_ALLOW_PRIVATE=1): for tests and closed networks only; off by default
@@ -200,6 +204,8 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     signinRatePerMinute: countOf(env(e, 'SIGNIN_RATE'), 'SVC_SIGNIN_RATE', 30),
     oauthRatePerMinute: countOf(env(e, 'OAUTH_RATE'), 'SVC_OAUTH_RATE', 120),
     oauthAllowPrivateMetadata: env(e, 'OAUTH_ALLOW_PRIVATE_METADATA') === '1',
+    eventsMax: countOf(env(e, 'EVENTS_MAX'), 'SVC_EVENTS_MAX', 100_000),
+    eventsRetentionDays: countOf(env(e, 'EVENTS_RETENTION_DAYS'), 'SVC_EVENTS_RETENTION_DAYS', 30),
     webhookAllowPrivate: env(e, 'WEBHOOK_ALLOW_PRIVATE') === '1',
     webhookTimeoutMs: countOf(env(e, 'WEBHOOK_TIMEOUT_MS'), 'SVC_WEBHOOK_TIMEOUT_MS', 10_000),
   };
