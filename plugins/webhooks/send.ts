@@ -19,6 +19,9 @@ import ipaddr from 'ipaddr.js';
 /** what is kept of a receiver's answer (for the delivery log's error text); the rest is not read */
 export const RESPONSE_MAX_BYTES = 4096;
 
+/** how long resolving a target's host may take */
+const DNS_TIMEOUT_MS = 5000;
+
 export type Resolver = (host: string) => Promise<Array<{ address: string; family: number }>>;
 const systemResolver: Resolver = (host) => dnsLookup(host, { all: true, verbatim: true });
 
@@ -49,16 +52,26 @@ export function parseTarget(url: string): URL {
 /** The addresses `target` resolves to, each checked unless `allowPrivate`; the first is the one to connect to. */
 export async function resolveTarget(
   target: URL,
-  opts: { allowPrivate: boolean; resolve?: Resolver },
+  opts: { allowPrivate: boolean; resolve?: Resolver; timeoutMs?: number },
 ): Promise<{ address: string; family: number }> {
   const host = target.hostname.startsWith('[') ? target.hostname.slice(1, -1) : target.hostname;
   let addresses: Array<{ address: string; family: number }>;
   if (ipaddr.isValid(host)) addresses = [{ address: host, family: host.includes(':') ? 6 : 4 }];
   else {
+    let timer: NodeJS.Timeout | undefined;
     try {
-      addresses = await (opts.resolve ?? systemResolver)(host);
+      // a resolver that never answers must not hold a request (or a delivery turn) forever
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`no answer within ${opts.timeoutMs ?? DNS_TIMEOUT_MS} ms`)),
+          opts.timeoutMs ?? DNS_TIMEOUT_MS,
+        );
+      });
+      addresses = await Promise.race([(opts.resolve ?? systemResolver)(host), deadline]);
     } catch (err) {
       throw new TargetRefused(`the host does not resolve (${err instanceof Error ? err.message : String(err)})`);
+    } finally {
+      clearTimeout(timer);
     }
   }
   if (addresses.length === 0) throw new TargetRefused('the host has no address');
@@ -100,7 +113,7 @@ export async function send(url: string, body: string, headers: Record<string, st
   let pinned: { address: string; family: number };
   try {
     target = parseTarget(url);
-    pinned = await resolveTarget(target, opts);
+    pinned = await resolveTarget(target, { ...opts, timeoutMs: Math.min(opts.timeoutMs, DNS_TIMEOUT_MS) });
   } catch (err) {
     return done(null, err instanceof Error ? err.message : String(err));
   }
