@@ -21,7 +21,7 @@ import type { Tenant } from '../../kernel/tenant.js';
 import { jsonBody, messageIdOf, signedHeaders, slackBody } from './format.js';
 import { send, type SendResult } from './send.js';
 import {
-  appendAttempt,
+  DeliveryLog,
   eventsOf,
   filterOf,
   storesOf,
@@ -62,6 +62,7 @@ export function stopAllEngines(): void {
 
 export class TenantEngine {
   readonly stores: WebhookStores;
+  readonly deliveryLog: DeliveryLog;
   private readonly workers = new Map<string, Worker>();
   private unsubscribe: (() => void) | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -72,6 +73,9 @@ export class TenantEngine {
     readonly services: KernelServices,
   ) {
     this.stores = storesOf(tenant);
+    this.deliveryLog = new DeliveryLog(this.stores, (err) =>
+      services.log.warn('webhook delivery log write failed', { org: tenant.org, error: String(err) }),
+    );
   }
 
   start(): void {
@@ -161,11 +165,7 @@ export class TenantEngine {
       kind,
       ...result,
     };
-    // a subscription deleted meanwhile gets no log back
-    if (this.stores.hooks.has(hook.id))
-      await appendAttempt(this.stores, hook.id, record).catch((err: unknown) =>
-        this.services.log.warn('webhook delivery log write failed', { org: this.tenant.org, webhook: hook.id, error: String(err) }),
-      );
+    if (this.stores.hooks.has(hook.id)) this.deliveryLog.append(hook.id, record);
     return record;
   }
 

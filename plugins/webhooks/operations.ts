@@ -177,10 +177,11 @@ export async function deleteWebhook(ctx: OpContext, input: Static<typeof Webhook
   requireAdmin(ctx);
   const stores = storesOf(ctx.tenant);
   const hook = hookOf(ctx, input.id);
-  engineOf(ctx.tenant, ctx.services).forget(hook.id);
+  const engine = engineOf(ctx.tenant, ctx.services);
+  engine.forget(hook.id);
   await stores.hooks.delete(hook.id);
   await stores.cursors.delete(hook.id);
-  await stores.deliveries.delete(hook.id);
+  await engine.deliveryLog.delete(hook.id);
   await emitAdmin(ctx, 'webhook.deleted', hook);
   return { id: hook.id, deleted: true };
 }
@@ -216,7 +217,7 @@ export async function pingWebhook(ctx: OpContext, input: Static<typeof WebhookId
 export async function listWebhookDeliveries(ctx: OpContext, input: Static<typeof DeliveriesInput>) {
   requireAdmin(ctx);
   const hook = hookOf(ctx, input.id);
-  const log = storesOf(ctx.tenant).deliveries.get(hook.id) ?? [];
+  const log = engineOf(ctx.tenant, ctx.services).deliveryLog.entries(hook.id);
   return { webhook: view(ctx, hook), deliveries: log.slice(0, input.limit ?? 50) };
 }
 

@@ -102,8 +102,51 @@ export function newSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-export async function appendAttempt(stores: WebhookStores, id: string, attempt: DeliveryAttempt): Promise<void> {
-  const log = stores.deliveries.get(id) ?? [];
-  // newest first, bounded
-  await stores.deliveries.set(id, [attempt, ...log].slice(0, DELIVERY_LOG_SIZE));
+/**
+ * The delivery logs, written behind the deliveries: an attempt is in the log (memory) at once,
+ * and each subscription's log goes to the store with at most one write in flight, the attempts
+ * made meanwhile coalesced into the next one. The log is a record for admins, not part of the
+ * delivery guarantee (the cursor is), so it never holds a delivery turn up for a durable write.
+ */
+export class DeliveryLog {
+  /** logs newer than what was handed to the store */
+  private readonly unwritten = new Map<string, DeliveryAttempt[]>();
+  private readonly writing = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly stores: WebhookStores,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  entries(id: string): DeliveryAttempt[] {
+    return this.unwritten.get(id) ?? this.stores.deliveries.get(id) ?? [];
+  }
+
+  append(id: string, attempt: DeliveryAttempt): void {
+    // newest first, bounded
+    this.unwritten.set(id, [attempt, ...this.entries(id)].slice(0, DELIVERY_LOG_SIZE));
+    if (this.writing.has(id)) return;
+    const run = async () => {
+      for (let log = this.unwritten.get(id); log; log = this.unwritten.get(id)) {
+        this.unwritten.delete(id);
+        // a subscription deleted meanwhile gets no log back
+        if (this.stores.hooks.has(id)) await this.stores.deliveries.set(id, log);
+      }
+    };
+    const p = run()
+      .catch(this.onError)
+      .finally(() => this.writing.delete(id));
+    this.writing.set(id, p);
+  }
+
+  /** Written out (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.writing.size) await Promise.all(this.writing.values());
+  }
+
+  async delete(id: string): Promise<void> {
+    this.unwritten.delete(id);
+    await this.writing.get(id);
+    await this.stores.deliveries.delete(id);
+  }
 }
