@@ -157,6 +157,13 @@ export interface ServerConfig {
   eventsMax: number;
   /** and drops events older than this many days (SVC_EVENTS_RETENTION_DAYS, default 30) */
   eventsRetentionDays: number;
+  /**
+   * Webhook targets on loopback, private, link-local and other non-public addresses
+   * (SVC_WEBHOOK_ALLOW_PRIVATE=1): for tests and closed networks only; off by default
+   */
+  webhookAllowPrivate: boolean;
+  /** how long one webhook delivery may take, connect to last byte (SVC_WEBHOOK_TIMEOUT_MS, default 10 s) */
+  webhookTimeoutMs: number;
 }
 
 /** Reads SVC_* names, falling back to the legacy WORKGRAPH_* spellings. */
@@ -208,6 +215,8 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     mcpSessionsPerTenant: countOf(env(e, 'MCP_SESSIONS_PER_TENANT'), 'SVC_MCP_SESSIONS_PER_TENANT', 500),
     eventsMax: countOf(env(e, 'EVENTS_MAX'), 'SVC_EVENTS_MAX', 100_000),
     eventsRetentionDays: countOf(env(e, 'EVENTS_RETENTION_DAYS'), 'SVC_EVENTS_RETENTION_DAYS', 30),
+    webhookAllowPrivate: env(e, 'WEBHOOK_ALLOW_PRIVATE') === '1',
+    webhookTimeoutMs: countOf(env(e, 'WEBHOOK_TIMEOUT_MS'), 'SVC_WEBHOOK_TIMEOUT_MS', 10_000),
   };
 }
 

@@ -18,6 +18,7 @@ import { openapiPlugin } from '../plugins/openapi/index.js';
 import { lensesPlugin } from '../plugins/lenses/index.js';
 import { queuePlugin } from '../plugins/queue/index.js';
 import { questionsPlugin } from '../plugins/questions/index.js';
+import { webhooksPlugin } from '../plugins/webhooks/index.js';
 import { workflowsPlugin } from '../plugins/workflows/index.js';
 
 export const allPlugins: PluginDef[] = [
@@ -37,4 +38,5 @@ export const allPlugins: PluginDef[] = [
   oauthPlugin,
   openapiPlugin,
   appPlugin,
+  webhooksPlugin,
 ];
