@@ -89,7 +89,7 @@ export const waitForEvents = defineOperation({
   name: 'wait_for_events',
   summary: 'Waits for the next matching events after a cursor',
   description:
-    'Block until an event matches (a question routed to you, a blocker done, your claim taken over), then answer {events, last_id, more}; empty when wait (default 30 s, max 60) runs out. Pass last_id as since next time; no since: from now. Filters: types (lease.* prefixes), project, node, assignee: me.',
+    'Block until a matching event (a question routed to you, a blocker done, your claim taken over): {events, last_id, more}; empty after wait s (30, max 60). Next call: since=last_id; none: from now. types: lease.* prefixes.',
   input: WaitForEventsInput,
   output: EventsAnswer,
   errors: [409, 410, 429],
