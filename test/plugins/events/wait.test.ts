@@ -176,6 +176,29 @@ describe('events: GET /v1/events?wait= (JSON) and the MCP tool wait_for_events',
     expect(answeredAt - tookAt).to.be.below(1000);
   });
 
+  it('a wait whose client went away stops waiting (REST and MCP): its slot is free at once', async () => {
+    const open = () => streamCounts(t.server.services).byToken.size;
+    await until(() => open() === 0, 5000, 'no wait open');
+    const ac = new AbortController();
+    const rest = fetch(`${t.url}/v1/events?wait=30&node=task-nobody`, {
+      headers: { authorization: `Bearer ${bob.token}` },
+      signal: ac.signal,
+    }).catch(() => 'aborted');
+    await until(() => open() === 1, 5000, 'the REST wait to begin');
+    ac.abort();
+    expect(await rest).to.equal('aborted');
+    await until(() => open() === 0, 5000, 'the REST wait to stop');
+
+    const client = await t.mcp(bob.token);
+    const call = t.tool(client, 'wait_for_events', { node: 'task-nobody', wait: 30 }).catch(() => 'closed');
+    await until(() => open() === 1, 5000, 'the MCP wait to begin');
+    const closedAt = Date.now();
+    await client.close();
+    await until(() => open() === 0, 5000, 'the MCP wait to stop');
+    expect(Date.now() - closedAt).to.be.below(5000);
+    await call;
+  });
+
   it('bad input is the envelope: 422 for a malformed type or cursor, 409 cursor_ahead, and the same over MCP', async () => {
     const bad = await t.api('GET', '/v1/events?types=Not%20A%20Type');
     expect(bad.status).to.equal(422);
