@@ -153,6 +153,8 @@ export interface ServerConfig {
   mcpSessionsPerToken: number;
   /** MCP sessions one tenant may hold at once on a process (SVC_MCP_SESSIONS_PER_TENANT, default 500) */
   mcpSessionsPerTenant: number;
+  /** GET /v1/events and `wait_for_events` (plugins/events; docs/operator.md "Event streams") */
+  events: EventStreamConfig;
   /** the event log keeps at least this many newest events per tenant (SVC_EVENTS_MAX, default 100000) */
   eventsMax: number;
   /** and drops events older than this many days (SVC_EVENTS_RETENTION_DAYS, default 30) */
@@ -164,6 +166,21 @@ export interface ServerConfig {
   webhookAllowPrivate: boolean;
   /** how long one webhook delivery may take, connect to last byte (SVC_WEBHOOK_TIMEOUT_MS, default 10 s) */
   webhookTimeoutMs: number;
+}
+
+export interface EventStreamConfig {
+  /** a comment line on every open stream this often (SVC_EVENTS_HEARTBEAT_MS, default 15 s) */
+  heartbeatMs: number;
+  /** open streams and waits per token (SVC_EVENTS_STREAMS_PER_TOKEN, default 20) */
+  streamsPerToken: number;
+  /** open streams and waits per tenant (SVC_EVENTS_STREAMS_PER_TENANT, default 1000) */
+  streamsPerTenant: number;
+  /** events queued for a client that does not read before it is cut (SVC_EVENTS_CLIENT_BUFFER, default 1000) */
+  bufferEvents: number;
+  /** bytes queued for such a client before it is cut (SVC_EVENTS_CLIENT_BUFFER_BYTES, default 1 MiB) */
+  bufferBytes: number;
+  /** how long a cut client has to take its final `overflow` event before the connection is closed */
+  cutGraceMs: number;
 }
 
 /** Reads SVC_* names, falling back to the legacy WORKGRAPH_* spellings. */
@@ -217,6 +234,14 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     eventsRetentionDays: countOf(env(e, 'EVENTS_RETENTION_DAYS'), 'SVC_EVENTS_RETENTION_DAYS', 30),
     webhookAllowPrivate: env(e, 'WEBHOOK_ALLOW_PRIVATE') === '1',
     webhookTimeoutMs: countOf(env(e, 'WEBHOOK_TIMEOUT_MS'), 'SVC_WEBHOOK_TIMEOUT_MS', 10_000),
+    events: {
+      heartbeatMs: countOf(env(e, 'EVENTS_HEARTBEAT_MS'), 'SVC_EVENTS_HEARTBEAT_MS', 15_000),
+      streamsPerToken: countOf(env(e, 'EVENTS_STREAMS_PER_TOKEN'), 'SVC_EVENTS_STREAMS_PER_TOKEN', 20),
+      streamsPerTenant: countOf(env(e, 'EVENTS_STREAMS_PER_TENANT'), 'SVC_EVENTS_STREAMS_PER_TENANT', 1000),
+      bufferEvents: countOf(env(e, 'EVENTS_CLIENT_BUFFER'), 'SVC_EVENTS_CLIENT_BUFFER', 1000),
+      bufferBytes: countOf(env(e, 'EVENTS_CLIENT_BUFFER_BYTES'), 'SVC_EVENTS_CLIENT_BUFFER_BYTES', 1024 * 1024),
+      cutGraceMs: 5000,
+    },
   };
 }
 

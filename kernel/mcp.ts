@@ -118,10 +118,12 @@ export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
       ...(t._meta ? { _meta: t._meta } : {}),
     })),
   }));
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const tool = spec.tools().find((t) => t.name === request.params.name);
     if (!tool) return errorResult(errors.notFound(`tool ${request.params.name}`));
-    return callTool(tool, context(), (request.params.arguments ?? {}) as Record<string, unknown>, spec.log);
+    // the SDK aborts it when the client cancels or its connection closes: a waiting tool (wait_for_events) stops
+    const ctx = { ...context(), signal: extra.signal };
+    return callTool(tool, ctx, (request.params.arguments ?? {}) as Record<string, unknown>, spec.log);
   });
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({
     resources: spec.resources().map((r) => ({

@@ -3,6 +3,7 @@
  * and keep watching the data directory for tenants and plugin changes the CLI makes.
  */
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { setMaxListeners } from 'node:events';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -52,6 +53,8 @@ export interface Kernel {
   bootstrap: RunningServer['bootstrap'];
   /** cluster mode (SVC_DATABASE_URL): the database, this member and the request router */
   cluster: ClusterRuntime | null;
+  /** aborts `services.stopSignal`: long-lived answers (event streams, waits) end now */
+  beginStop(): void;
   close(): Promise<void>;
 }
 
@@ -195,6 +198,9 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     operational: runtime ? pgOperational(runtime.db, (org) => runtime.cluster.fenceOf(org)) : undefined,
   });
   runtime?.cluster.attach(tenants);
+  const stopping = new AbortController();
+  // every open event stream and wait listens to it: hundreds of listeners are expected, not a leak
+  setMaxListeners(0, stopping.signal);
   const services: KernelServices = {
     clock,
     log,
@@ -208,6 +214,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     registeredRoutes: [],
     requestRouters: [],
     globalStore: runtime ? pgGlobalStores(runtime.db) : undefined,
+    stopSignal: stopping.signal,
   };
   // the capability to change identity facts goes to the identity plugin and nowhere else
   host.plugins.find((p) => p.name === IDENTITY_PLUGIN)?.receiveIdentityAuthority?.(IdentityAuthority.issue(IDENTITY_PLUGIN));
@@ -247,7 +254,9 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     sandbox,
     bootstrap,
     cluster: runtime,
+    beginStop: () => stopping.abort(),
     async close() {
+      stopping.abort();
       try {
         for (const p of [...host.plugins].reverse()) await p.close?.();
         await runtime?.close();
@@ -382,6 +391,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       closed ??= (async () => {
         clearInterval(timer);
         closeMcpSessions(app);
+        kernel.beginStop();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();
@@ -397,6 +407,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         clearInterval(timer);
         closeMcpSessions(app);
         services.closing = true;
+        // event streams and waits end now (clients resume by their cursor), so they do not hold the stop
+        kernel.beginStop();
         // Requests in flight finish (their responses say `connection: close`); a request that
         // arrives meanwhile gets a whole 503 `shutting_down`. The listener closes once nothing
         // has run for QUIET_MS: node's close() drops connections that are accepted but have not
