@@ -3,6 +3,7 @@
  * host of docs/spec.md Lenses rule 4), form parsing with CSRF checks, sessions, security headers, and
  * errors turned into readable pages. Pages are functions from a request to a result.
  */
+import type { Readable } from 'node:stream';
 import type Koa from 'koa';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { readRawBody } from '../../kernel/body.js';
@@ -45,7 +46,8 @@ export interface AppResult {
   status?: number;
   html?: string;
   redirect?: string;
-  body?: Buffer | string;
+  /** a stream is sent as it is produced (the event stream) */
+  body?: Buffer | string | Readable;
   type?: string;
   cookies?: string[];
   cache?: string;
@@ -248,6 +250,12 @@ export class AppHost {
       }
       const signed = this.signedFor(session);
       if (!signed.bridge.has('app')) throw errors.notFound('the app (its plugin is not enabled for this tenant)');
+      // the header's unread count on every page; an inbox that cannot answer leaves the page without it
+      if (route.method === 'GET')
+        signed.viewer.unread = await signed.bridge.unreadCount().catch((err: unknown) => {
+          this.services.log.warn('app: the inbox count failed', { error: err instanceof Error ? err.message : String(err) });
+          return undefined;
+        });
       return (route.handler as SignedHandler)(req, signed, this);
     }
     if (allowed) throw new SvcError(405, 'method_not_allowed', `${ctx.method} is not allowed here`);

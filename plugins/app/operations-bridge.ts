@@ -14,6 +14,7 @@ import * as analyticsApi from '../analytics/api.js';
 import * as captureApi from '../capture/api.js';
 import * as coreApi from '../core/api.js';
 import * as historyApi from '../history/api.js';
+import * as inboxApi from '../inbox/api.js';
 import * as leasesApi from '../leases/api.js';
 import { leasesOf, leaseView } from '../leases/public.js';
 import * as lensesApi from '../lenses/api.js';
@@ -145,6 +146,19 @@ export class Bridge {
   queryGraph(query: string) {
     this.need('capture', 'search');
     return call(captureApi.queryGraph, this.ctx, { query, mode: 'digest' });
+  }
+  showInbox(input: InputOf<typeof inboxApi.showInbox>) {
+    this.need('inbox', 'the inbox');
+    return call(inboxApi.showInbox, this.ctx, dropUndefined(input));
+  }
+  markInboxRead(input: InputOf<typeof inboxApi.markInboxRead>) {
+    this.need('inbox', 'the inbox');
+    return call(inboxApi.markInboxRead, this.ctx, dropUndefined(input));
+  }
+  /** The header's unread count: absent when the tenant has no inbox or the identity no person. */
+  async unreadCount(): Promise<number | undefined> {
+    if (!this.has('inbox') || !this.ctx.actor.bound) return undefined;
+    return (await call(inboxApi.showInbox, this.ctx, { limit: 1 })).unread_count;
   }
   listLenses() {
     this.need('lenses', 'views');
