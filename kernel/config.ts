@@ -147,6 +147,23 @@ export interface ServerConfig {
    * (SVC_OAUTH_ALLOW_PRIVATE_METADATA=1): for tests and closed networks only; off by default
    */
   oauthAllowPrivateMetadata: boolean;
+  /** GET /v1/events and `wait_for_events` (plugins/events; docs/operator.md "Event streams") */
+  events: EventStreamConfig;
+}
+
+export interface EventStreamConfig {
+  /** a comment line on every open stream this often (SVC_EVENTS_HEARTBEAT_MS, default 15 s) */
+  heartbeatMs: number;
+  /** open streams and waits per token (SVC_EVENTS_STREAMS_PER_TOKEN, default 20) */
+  streamsPerToken: number;
+  /** open streams and waits per tenant (SVC_EVENTS_STREAMS_PER_TENANT, default 1000) */
+  streamsPerTenant: number;
+  /** events queued for a client that does not read before it is cut (SVC_EVENTS_CLIENT_BUFFER, default 1000) */
+  bufferEvents: number;
+  /** bytes queued for such a client before it is cut (SVC_EVENTS_CLIENT_BUFFER_BYTES, default 1 MiB) */
+  bufferBytes: number;
+  /** how long a cut client has to take its final `overflow` event before the connection is closed */
+  cutGraceMs: number;
 }
 
 /** Reads SVC_* names, falling back to the legacy WORKGRAPH_* spellings. */
@@ -193,6 +210,14 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     signinRatePerMinute: countOf(env(e, 'SIGNIN_RATE'), 'SVC_SIGNIN_RATE', 30),
     oauthRatePerMinute: countOf(env(e, 'OAUTH_RATE'), 'SVC_OAUTH_RATE', 120),
     oauthAllowPrivateMetadata: env(e, 'OAUTH_ALLOW_PRIVATE_METADATA') === '1',
+    events: {
+      heartbeatMs: countOf(env(e, 'EVENTS_HEARTBEAT_MS'), 'SVC_EVENTS_HEARTBEAT_MS', 15_000),
+      streamsPerToken: countOf(env(e, 'EVENTS_STREAMS_PER_TOKEN'), 'SVC_EVENTS_STREAMS_PER_TOKEN', 20),
+      streamsPerTenant: countOf(env(e, 'EVENTS_STREAMS_PER_TENANT'), 'SVC_EVENTS_STREAMS_PER_TENANT', 1000),
+      bufferEvents: countOf(env(e, 'EVENTS_CLIENT_BUFFER'), 'SVC_EVENTS_CLIENT_BUFFER', 1000),
+      bufferBytes: countOf(env(e, 'EVENTS_CLIENT_BUFFER_BYTES'), 'SVC_EVENTS_CLIENT_BUFFER_BYTES', 1024 * 1024),
+      cutGraceMs: 5000,
+    },
   };
 }
 

@@ -337,7 +337,10 @@ export function createApp(services: KernelServices): Koa {
         if (!identity) throw errors.unauthorized();
         const { tenant, actor } = identity;
         if (!services.host.usable(tenant, plugin)) throw errors.notFound(`route ${ctx.method} ${ctx.path}`);
-        const opctx: OpContext = { tenant, actor, via: 'rest', services, headers: req.headers };
+        // a client that leaves before the answer stops a waiting operation (GET /v1/events?wait=)
+        const gone = new AbortController();
+        ctx.res.once('close', () => gone.abort());
+        const opctx: OpContext = { tenant, actor, via: 'rest', services, headers: req.headers, signal: gone.signal };
         const op = route.operation;
         const result = await invoke(op, opctx, restInput(op, route, req));
         send(ctx, route, result);
@@ -463,6 +466,7 @@ function send(ctx: Koa.Context, route: RouteDef, result: unknown): void {
     for (const [k, v] of Object.entries(result.headers)) ctx.set(k, v);
     if (result.body instanceof Readable || Buffer.isBuffer(result.body) || typeof result.body === 'string') ctx.body = result.body;
     else ctx.body = '';
+    result.attach?.(ctx.res);
     return;
   }
   let status = route.status ?? 200;

@@ -4,7 +4,7 @@
  * lifecycle hooks. The kernel validates manifests at boot (unknown dependency, cycle,
  * duplicate route or tool) and fails the start with a message naming the plugin.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -42,6 +42,11 @@ export interface KernelServices {
   metrics: KernelMetrics;
   /** set when a graceful stop began: responses ask clients to close their connections */
   closing?: boolean;
+  /**
+   * Aborted when the server begins to stop (graceful or immediate): long-lived answers (event
+   * streams, waits) end at once instead of holding the stop for its whole grace period.
+   */
+  stopSignal: AbortSignal;
   /** the server's public base URL (SVC_PUBLIC_URL, else the listening URL), once it listens */
   baseUrl?: string;
   /**
@@ -87,6 +92,8 @@ export interface OpContext {
   via: Via;
   services: KernelServices;
   headers: Record<string, string | undefined>;
+  /** aborted when the client went away before the answer (REST); a wait stops waiting */
+  signal?: AbortSignal;
 }
 
 export interface RouteRequest {
@@ -102,6 +109,11 @@ export class RawResponse {
     readonly status: number,
     readonly headers: Record<string, string>,
     readonly body: string | Buffer | Readable | null,
+    /**
+     * Called with the node response once the body is handed to it: a long-lived stream that
+     * may have to cut its connection (a client that stopped reading and never drains) keeps it.
+     */
+    readonly attach?: (res: ServerResponse) => void,
   ) {}
 }
 

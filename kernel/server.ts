@@ -52,6 +52,8 @@ export interface Kernel {
   bootstrap: RunningServer['bootstrap'];
   /** cluster mode (SVC_DATABASE_URL): the database, this member and the request router */
   cluster: ClusterRuntime | null;
+  /** aborts `services.stopSignal`: long-lived answers (event streams, waits) end now */
+  beginStop(): void;
   close(): Promise<void>;
 }
 
@@ -194,6 +196,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     operational: runtime ? pgOperational(runtime.db, (org) => runtime.cluster.fenceOf(org)) : undefined,
   });
   runtime?.cluster.attach(tenants);
+  const stopping = new AbortController();
   const services: KernelServices = {
     clock,
     log,
@@ -207,6 +210,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     registeredRoutes: [],
     requestRouters: [],
     globalStore: runtime ? pgGlobalStores(runtime.db) : undefined,
+    stopSignal: stopping.signal,
   };
   // the capability to change identity facts goes to the identity plugin and nowhere else
   host.plugins.find((p) => p.name === IDENTITY_PLUGIN)?.receiveIdentityAuthority?.(IdentityAuthority.issue(IDENTITY_PLUGIN));
@@ -246,7 +250,9 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     sandbox,
     bootstrap,
     cluster: runtime,
+    beginStop: () => stopping.abort(),
     async close() {
+      stopping.abort();
       try {
         for (const p of [...host.plugins].reverse()) await p.close?.();
         await runtime?.close();
@@ -380,6 +386,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     close() {
       closed ??= (async () => {
         clearInterval(timer);
+        kernel.beginStop();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();
@@ -394,6 +401,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       closed ??= (async () => {
         clearInterval(timer);
         services.closing = true;
+        // event streams and waits end now (clients resume by their cursor), so they do not hold the stop
+        kernel.beginStop();
         // Requests in flight finish (their responses say `connection: close`); a request that
         // arrives meanwhile gets a whole 503 `shutting_down`. The listener closes once nothing
         // has run for QUIET_MS: node's close() drops connections that are accepted but have not

@@ -7,6 +7,7 @@ import { analyticsPlugin } from '../plugins/analytics/index.js';
 import { appPlugin } from '../plugins/app/index.js';
 import { capturePlugin } from '../plugins/capture/index.js';
 import { corePlugin } from '../plugins/core/index.js';
+import { eventsPlugin } from '../plugins/events/index.js';
 import { exportPlugin } from '../plugins/export/index.js';
 import { gardenerPlugin } from '../plugins/gardener/index.js';
 import { historyPlugin } from '../plugins/history/index.js';
@@ -37,6 +38,7 @@ export const allPlugins: PluginDef[] = [
   importPlugin,
   oauthPlugin,
   openapiPlugin,
+  eventsPlugin,
   inboxPlugin,
   appPlugin,
 ];

@@ -1,0 +1,247 @@
+/**
+ * One Server-Sent Events stream of GET /v1/events: the events after a cursor from the log
+ * (catch-up), then live ones as they are appended, each as `id`, `event` (its type) and `data`
+ * (the event as JSON); a comment line as heartbeat.
+ *
+ * Memory per client is bounded: events wait in this stream's own queue only while the socket
+ * does not take them (backpressure reaches here through the response and the Readable's
+ * buffer); a queue beyond `bufferEvents` or `bufferBytes` cuts the client with a final
+ * `overflow` event carrying the id to resume from, and a client that does not take even that
+ * within `cutGraceMs` is disconnected. Catch-up reads the log a page at a time and only when
+ * the queue is empty, so resuming from far back never loads more than a page.
+ */
+import type { ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import type { EventStreamConfig, Logger } from '../../kernel/config.js';
+import type { WorkEvent } from '../../kernel/events/types.js';
+import { PAGE, type Selection } from './select.js';
+
+/** what EventSource clients wait before reconnecting (ms): longer than a graceful stop's quiet period */
+export const RETRY_MS = 3000;
+/** a client that takes nothing for this long while it catches up is cut like an overflowing one */
+const STALL_MS = 30_000;
+
+export interface StreamOptions {
+  sel: Selection;
+  /** the id after which events are sent */
+  cursor: number;
+  /** events after the cursor were pruned: say so first, then continue from the oldest retained */
+  gap: { since: number; first_id: number } | null;
+  config: EventStreamConfig;
+  stopSignal: AbortSignal;
+  log: Logger;
+  /** called once when the stream is gone (its slot is released) */
+  onClose: () => void;
+  /** called when the client is cut for not reading */
+  onCut: () => void;
+}
+
+interface Queued {
+  id: number | null;
+  text: string;
+  bytes: number;
+}
+
+export function frame(event: WorkEvent): string {
+  // JSON.stringify never emits a raw newline, so the data is one `data:` line
+  return `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
+export class EventStream extends Readable {
+  private queue: Queued[] = [];
+  private queuedBytes = 0;
+  /** the id of the newest event handed to the response: what a cut client resumes from */
+  private pushedId: number;
+  /** the id of the newest event queued (dedupes catch-up against live events) */
+  private cursor: number;
+  private live = false;
+  /** matching live events that arrive while catching up (bounded; dropped ones are read again) */
+  private pending: WorkEvent[] = [];
+  private pendingDropped = false;
+  private wanting = false;
+  private roomWaiter: (() => void) | null = null;
+  private ended = false;
+  private res: ServerResponse | null = null;
+  private readonly heartbeat: NodeJS.Timeout;
+  private readonly unsubscribe: () => void;
+  private readonly onStop = () => this.finish('stop');
+
+  constructor(private readonly o: StreamOptions) {
+    // a small buffer of our own: backpressure shows up in the queue, where it is counted
+    super({ highWaterMark: 16 * 1024 });
+    this.cursor = this.pushedId = o.cursor;
+    this.unsubscribe = o.sel.log.subscribe((event) => this.onLive(event));
+    // the first bytes go out at once, so the client sees the stream open (and its headers)
+    this.enqueue(null, `retry: ${RETRY_MS}\n: events after ${o.cursor}\n\n`);
+    if (o.gap) {
+      // the gap moves the client's cursor past what was pruned, so a reconnect does not report it again
+      const resume = o.gap.first_id - 1;
+      this.cursor = resume;
+      this.enqueue(resume, `id: ${resume}\nevent: gap\ndata: ${JSON.stringify({ ...o.gap, resume_id: resume })}\n\n`);
+    }
+    this.heartbeat = setInterval(() => {
+      if (this.queue.length === 0) this.enqueue(null, ': heartbeat\n\n');
+    }, o.config.heartbeatMs);
+    this.heartbeat.unref();
+    if (o.stopSignal.aborted) queueMicrotask(this.onStop);
+    else o.stopSignal.addEventListener('abort', this.onStop, { once: true });
+    void this.catchUp();
+  }
+
+  /** The response this stream is piped into: kept to disconnect a client that takes nothing. */
+  attach(res: ServerResponse): void {
+    this.res = res;
+  }
+
+  /** bytes and events waiting in the queue (tests: bounded by the configured buffer) */
+  get backlog(): { events: number; bytes: number } {
+    return { events: this.queue.length, bytes: this.queuedBytes };
+  }
+
+  override _read(): void {
+    this.wanting = true;
+    this.flush();
+  }
+
+  override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
+    this.cleanup();
+    callback(err);
+  }
+
+  private cleanup(): void {
+    clearInterval(this.heartbeat);
+    this.unsubscribe();
+    this.o.stopSignal.removeEventListener('abort', this.onStop);
+    this.queue = [];
+    this.queuedBytes = 0;
+    this.pending = [];
+    this.roomWaiter?.();
+    this.roomWaiter = null;
+    this.o.onClose();
+  }
+
+  private enqueue(id: number | null, text: string): void {
+    if (this.ended || this.destroyed) return;
+    const bytes = Buffer.byteLength(text);
+    this.queue.push({ id, text, bytes });
+    this.queuedBytes += bytes;
+    if (this.wanting) this.flush();
+    // live events are pushed at us: too many waiting means a client that does not read (catch-up
+    // instead waits for room before its next page, so its queue is one page at most)
+    if (this.live && (this.queue.length > this.o.config.bufferEvents || this.queuedBytes > this.o.config.bufferBytes))
+      this.finish('overflow');
+  }
+
+  private flush(): void {
+    while (this.queue.length > 0 && this.wanting && !this.destroyed) {
+      const item = this.queue.shift()!;
+      this.queuedBytes -= item.bytes;
+      if (item.id !== null) this.pushedId = item.id;
+      this.wanting = this.push(item.text);
+    }
+    if (this.queue.length === 0 && this.roomWaiter) {
+      const wake = this.roomWaiter;
+      this.roomWaiter = null;
+      wake();
+    }
+  }
+
+  /** Resolves once the queue is empty (the client took what was sent); false when the stream ended or stalled. */
+  private room(): Promise<boolean> {
+    if (this.ended || this.destroyed) return Promise.resolve(false);
+    if (this.queue.length === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const stalled = setTimeout(() => {
+        this.roomWaiter = null;
+        this.finish('overflow');
+        resolve(false);
+      }, STALL_MS);
+      stalled.unref();
+      this.roomWaiter = () => {
+        clearTimeout(stalled);
+        resolve(!this.ended && !this.destroyed);
+      };
+    });
+  }
+
+  private enqueueEvent(event: WorkEvent): void {
+    if (event.id <= this.cursor) return;
+    this.cursor = event.id;
+    this.enqueue(event.id, frame(event));
+  }
+
+  private onLive(event: WorkEvent): void {
+    if (this.ended || this.destroyed || !this.o.sel.matches(event)) return;
+    if (this.live) return this.enqueueEvent(event);
+    if (this.pending.length >= this.o.config.bufferEvents) {
+      // catch-up is far behind: drop the buffered ones, the next page reads them from the log
+      this.pending = [];
+      this.pendingDropped = true;
+    }
+    this.pending.push(event);
+  }
+
+  private async catchUp(): Promise<void> {
+    const { sel } = this.o;
+    let after = this.cursor;
+    try {
+      for (;;) {
+        const page = await sel.log.read(after, sel.filter, PAGE);
+        if (this.ended || this.destroyed) return;
+        for (const event of page) {
+          after = event.id;
+          if (sel.accepts(event)) this.enqueueEvent(event);
+        }
+        if (!(await this.room())) return;
+        if (page.length === PAGE) continue;
+        if (this.pendingDropped) {
+          this.pendingDropped = false;
+          this.pending = [];
+          continue;
+        }
+        break;
+      }
+      this.live = true;
+      const pending = this.pending;
+      this.pending = [];
+      for (const event of pending) this.enqueueEvent(event);
+    } catch (err) {
+      this.o.log.error('event stream: reading the log failed', { error: err instanceof Error ? err.message : String(err) });
+      this.destroy(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  /**
+   * Ends the stream. 'stop' (the server stops): what is queued goes out, then the end; the
+   * client reconnects with its last id. 'overflow': the queue is dropped and a final `overflow`
+   * event names the id to resume from (the client's EventSource reconnects from it by itself).
+   */
+  private finish(why: 'stop' | 'overflow'): void {
+    if (this.ended || this.destroyed) return;
+    let tail: string;
+    if (why === 'overflow') {
+      this.o.onCut();
+      this.queue = [];
+      this.queuedBytes = 0;
+      const resume = this.pushedId;
+      tail = `id: ${resume}\nevent: overflow\ndata: ${JSON.stringify({ resume_id: resume, reason: 'the client did not keep up; reconnect with this id' })}\n\n`;
+    } else {
+      tail = this.queue.map((q) => q.text).join('') + ': the server is stopping; reconnect with your last event id\n\n';
+      this.queue = [];
+      this.queuedBytes = 0;
+    }
+    this.ended = true;
+    clearInterval(this.heartbeat);
+    this.unsubscribe();
+    this.roomWaiter?.();
+    this.roomWaiter = null;
+    this.push(tail);
+    this.push(null);
+    // a client that does not take its last bytes in time is disconnected (its socket and buffers freed)
+    const cut = setTimeout(() => {
+      if (this.res && !this.res.writableFinished) this.res.destroy();
+      else if (!this.readableEnded) this.destroy();
+    }, this.o.config.cutGraceMs);
+    cut.unref();
+  }
+}
