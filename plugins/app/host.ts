@@ -3,6 +3,7 @@
  * host of docs/spec.md Lenses rule 4), form parsing with CSRF checks, sessions, security headers, and
  * errors turned into readable pages. Pages are functions from a request to a result.
  */
+import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type Koa from 'koa';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
@@ -53,6 +54,8 @@ export interface AppResult {
   cache?: string;
   /** further response headers (Retry-After) */
   headers?: Record<string, string>;
+  /** a long-lived stream's hold on the node response (it may cut a client that stops reading) */
+  attach?: (res: ServerResponse) => void;
 }
 
 export type PublicHandler = (req: AppRequest, host: AppHost) => Promise<AppResult>;
@@ -284,6 +287,7 @@ export class AppHost {
     } else {
       ctx.type = result.type ?? 'application/octet-stream';
       ctx.body = result.body ?? '';
+      result.attach?.(ctx.res);
     }
   }
 }

@@ -22,6 +22,7 @@ import {
   showNode,
   statusNode,
 } from './pages/node.js';
+import { streamEvents } from './pages/events.js';
 import { markRead, showInbox } from './pages/inbox.js';
 import { showQueue } from './pages/queue.js';
 import { showLensCatalog, showView } from './pages/views.js';
@@ -40,6 +41,7 @@ function buildHost(host: AppHost): AppHost {
   host.postSigned('/app/orgs', switchOrg);
   host.getSigned('/app/queue', showQueue);
   host.getSigned('/app/inbox', showInbox);
+  host.getSigned('/app/events', streamEvents);
   host.postSigned('/app/inbox/read', markRead);
   host.getSigned('/app/nodes/:id', showNode);
   host.postSigned('/app/nodes/:id/claim', claimNode);
@@ -66,7 +68,7 @@ export const appPlugin = definePlugin({
   version: '1.0.0',
   dependsOn: ['core'],
   // each page asks the bridge whether its plugin is usable for the tenant (404 otherwise)
-  optionalDependsOn: ['analytics', 'capture', 'history', 'inbox', 'leases', 'lenses', 'queue'],
+  optionalDependsOn: ['analytics', 'capture', 'events', 'history', 'inbox', 'leases', 'lenses', 'queue'],
   init(services) {
     services.requestRouters.push(appRouter(services));
   },

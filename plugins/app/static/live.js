@@ -12,6 +12,8 @@
   let lastId = '';
   let source = null;
   let retryMs = 1000;
+  // refusals in a row (an error answer, not a dropped connection)
+  let refused = 0;
   let timer = null;
   let running = false;
   let again = false;
@@ -75,6 +77,7 @@
       const wasPaused = root.dataset.live === 'paused';
       setState('open');
       retryMs = 1000;
+      refused = 0;
       // whatever happened while the stream was down and is not replayed (a claim expiring) shows now
       if (wasPaused) schedule();
     };
@@ -87,6 +90,8 @@
       // CONNECTING: the browser retries by itself with Last-Event-ID; CLOSED (an error answer): retry here, with backoff
       if (source.readyState === EventSource.CLOSED) {
         source.close();
+        // a cursor refused twice (the server's log was reset: cursor ahead) is dropped; the redraw on open covers the gap
+        if (++refused >= 2) lastId = '';
         setTimeout(open, retryMs);
         retryMs = Math.min(retryMs * 2, 30000);
       }
