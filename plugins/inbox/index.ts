@@ -10,7 +10,7 @@ export const inboxPlugin = definePlugin({
   name: 'inbox',
   access: inboxAccess,
   version: '1.0.0',
-  dependsOn: ['core'],
+  dependsOn: [],
   // claims about to expire are read from the lease table when the tenant has leases
   optionalDependsOn: ['leases'],
   routes: [
