@@ -40,7 +40,8 @@ export interface CommitEvent {
   commit: string;
   parent: string | null;
   changes: IndexChange[];
-  actor: { person: string | null; name: string; email: string };
+  /** `agent`: the agent node id when an agent token made the commit (its `Svc-Agent` trailer) */
+  actor: { person: string | null; name: string; email: string; agent?: string | null };
   via: string;
   op: string;
   internal: boolean;

@@ -14,6 +14,9 @@ import type { Clock, Logger } from './config.js';
 import { writeFileDurable } from './durable-fs.js';
 import { BackupPusher } from './backup-push.js';
 import { errors } from './errors.js';
+import { eventsOfCommit } from './events/derive.js';
+import { DEFAULT_RETENTION, FileEventLog, type EventRetention } from './events/log.js';
+import { commitsSince } from './events/recover.js';
 import { runGit } from './git/cli.js';
 import { openGitStore } from './git/open.js';
 import type { GitStore, StoreFence } from './git/types.js';
@@ -70,6 +73,8 @@ export interface TenantDeps {
    * by `Tenant.open` before anything reads them.
    */
   operational?: (org: string, dir: string) => Promise<{ state: StateStore; tokens: TokenStore }>;
+  /** how much of the event log is kept (SVC_EVENTS_MAX, SVC_EVENTS_RETENTION_DAYS) */
+  eventRetention?: EventRetention;
 }
 
 /** commits between index snapshots at least (more on a larger graph: see `noteCommit`) */
@@ -147,6 +152,11 @@ export class Tenant {
   readonly state: StateStore;
   readonly hooks: HookRunner;
   store!: GitStore;
+  /**
+   * The tenant's event log (kernel/events/types.ts `EventLog`; docs/events.md): graph
+   * events derived from every commit, operational events emitted by the operations.
+   */
+  events!: FileEventLog;
   /** the off-site copy, when SVC_BACKUP_REMOTE is set */
   backup: BackupPusher | null = null;
   private queue: Promise<unknown> = Promise.resolve();
@@ -201,6 +211,7 @@ export class Tenant {
       await stores?.tokens.close?.().catch(() => undefined);
       await stores?.state.close?.().catch(() => undefined);
       await tenant.store?.close().catch(() => undefined);
+      await tenant.events?.close().catch(() => undefined);
       throw err;
     }
     return tenant;
@@ -233,6 +244,49 @@ export class Tenant {
       if (event.changes.some((c) => c.before?.type === 'schema' || c.after?.type === 'schema')) this.rebuildRegistry();
     });
     if (loaded.head && loaded.source !== 'snapshot') await this.saveSnapshot();
+    await this.openEvents();
+  }
+
+  /**
+   * Opens the event log, first appending the events of commits it has not covered (a crash
+   * after a commit was acknowledged and before its events were written), then follows every
+   * commit. Runs before the tenant serves, so no commit falls between the two.
+   */
+  private async openEvents(): Promise<void> {
+    const { deps } = this;
+    const events = FileEventLog.open(
+      {
+        dir: join(this.dir, 'events'),
+        org: this.org,
+        fsync: deps.fsync,
+        clock: deps.clock,
+        log: deps.log,
+        retention: deps.eventRetention ?? DEFAULT_RETENTION,
+      },
+      this.index.head,
+    );
+    this.events = events;
+    const head = this.index.head;
+    if (head && events.covered !== head) {
+      try {
+        const missed = await commitsSince(this.store, events.covered, head);
+        for (const c of missed) events.appendCommit(c.commit, eventsOfCommit(c));
+        if (missed.length > 0) deps.log.info('events recovered from history', { org: this.org, commits: missed.length });
+      } catch (err) {
+        // the covered commit is gone (cluster mode dropped unacknowledged commits): go on from here
+        deps.log.warn('event recovery failed; the log continues from the head', { org: this.org, error: String(err) });
+      }
+      if (events.covered !== head) events.appendCommit(head, []);
+    }
+    this.index.subscribe((c) => {
+      try {
+        const actor = { person: c.actor.person, agent: c.actor.agent ?? null, name: c.actor.name, via: c.via };
+        events.appendCommit(c.commit, eventsOfCommit({ commit: c.commit, changes: c.changes, actor, op: c.op, date: c.date }));
+      } catch (err) {
+        // never throws into the commit path: the next open recovers what was not written
+        deps.log.error('events of a commit not written', { org: this.org, commit: c.commit, error: String(err) });
+      }
+    });
   }
 
   rebuildRegistry(): void {
@@ -339,6 +393,7 @@ export class Tenant {
   async close(): Promise<void> {
     await this.drain();
     this.closed = true;
+    await this.events?.close();
     await this.tokens
       .flush()
       .catch((err: unknown) => this.deps.log.warn('token last_used flush failed', { org: this.org, error: String(err) }));

@@ -336,7 +336,7 @@ export class WriteDraft {
       commit: result.commit,
       parent,
       changes,
-      actor: { person: this.actor.personId, name: this.actor.name, email: this.actor.email },
+      actor: { person: this.actor.personId, name: this.actor.name, email: this.actor.email, agent: this.actor.agent },
       via: this.meta.via,
       op: this.meta.op,
       internal: Boolean(this.meta.internal),
