@@ -155,7 +155,10 @@ export class Bridge {
    */
   async openEventStream(input: InputOf<typeof eventsApi.getEvents>, lastEventId: string | undefined): Promise<RawResponse> {
     this.need('events', 'the event stream');
-    const ctx: OpContext = { ...this.ctx, headers: { accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) } };
+    const ctx: OpContext = {
+      ...this.ctx,
+      headers: { accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+    };
     const answer: unknown = await invoke(eventsApi.getEvents, ctx, dropUndefined(input));
     if (!(answer instanceof RawResponse) || !(answer.body instanceof Readable)) throw new Error('get_events answered no stream');
     return answer;

@@ -10,7 +10,6 @@
  * from the durable log and keeps what was read.
  */
 import type { EventLog, WorkEvent } from '../../kernel/events/types.js';
-import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { Collection } from '../../kernel/state-store.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { leasesOf } from '../leases/public.js';
@@ -61,6 +60,9 @@ const TAKEN_OVER = /^lease\.(taken_over|takeover|stolen|forced)$/;
 const EXPIRED = /^lease\.(expired|lapsed)$/;
 const ROUTED = /^question\.(routed|asked|created)$/;
 
+/** Edges to a person that make an item for them. */
+const EDGE_KINDS: Record<string, InboxKind> = { assigned: 'assigned', 'review-requested': 'review_requested', mentions: 'mention' };
+
 const strings = (v: unknown): string[] =>
   Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : typeof v === 'string' ? [v] : [];
 
@@ -85,7 +87,9 @@ export function itemsOf(event: WorkEvent, tenant: Tenant): Array<{ person: strin
   const actor = event.actor?.person ?? null;
   const out: Array<{ person: string; kind: InboxKind; node: string }> = [];
   const add = (persons: string[], kind: InboxKind) => {
-    for (const person of new Set(persons)) if (person && person !== actor) out.push({ person, kind, node });
+    // people only: a question's `mentions` lists nodes of any type
+    for (const person of new Set(persons))
+      if (person !== actor && tenant.index.get(person)?.type === 'person') out.push({ person, kind, node });
   };
   if (TAKEN_OVER.test(event.type)) {
     add(personIn(event.payload, ['previous', 'previous_holder', 'previous_by', 'from', 'lost_by', 'holder']), 'claim_taken_over');
@@ -95,23 +99,26 @@ export function itemsOf(event: WorkEvent, tenant: Tenant): Array<{ person: strin
     add(personIn(event.payload, ['by', 'holder', 'person', 'previous']), 'claim_expired');
     return out;
   }
-  if (ROUTED.test(event.type)) add(strings(event.payload.routed_to), 'question_routed');
-  if (!event.type.startsWith('node.') && !event.type.startsWith('edge.') && !ROUTED.test(event.type)) return out;
-  if (event.type === 'node.deleted' || event.type === 'edge.removed') return out;
-  // Graph changes: who the node now points at (an edge added, a field set), read from the
-  // graph as it is, so an event replayed after a restart gives the same items.
+  if (ROUTED.test(event.type)) {
+    add(strings(event.payload.routed_to), 'question_routed');
+    return out;
+  }
+  // An edge added (node created with it, or added later): the event names it (kernel/events/derive.ts).
+  if (event.type === 'edge.added') {
+    const to = typeof event.payload.to === 'string' ? [event.payload.to] : [];
+    const kind = EDGE_KINDS[String(event.payload.type)];
+    if (kind) add(to, kind);
+    return out;
+  }
+  if (event.type !== 'node.created' && event.type !== 'node.updated' && event.type !== 'node.status_changed') return out;
+  // Fields that name people (a question's routing, a mentions list): read from the node as it
+  // is, so an event replayed after a restart makes the same item.
   const record = tenant.index.get(node);
   if (!record) return out;
-  add(edgesTo(record, 'assigned'), 'assigned');
-  add(edgesTo(record, 'review-requested'), 'review_requested');
   const open = !tenant.registry.nodeTypes.get(record.type)?.terminal?.includes(String(record.frontmatter.status));
   if (record.type === 'question' && open) add(strings(record.frontmatter.routed_to), 'question_routed');
-  add([...strings(record.frontmatter.mentions), ...edgesTo(record, 'mentions')], 'mention');
+  add(strings(record.frontmatter.mentions), 'mention');
   return out;
-}
-
-function edgesTo(record: NodeRecord, type: string): string[] {
-  return record.edges.filter((e) => e.type === type).map((e) => e.to);
 }
 
 interface PersonBox {

@@ -18,7 +18,12 @@ class Session {
   async request(method: string, path: string, form?: Record<string, string>) {
     const headers: Record<string, string> = { cookie: this.header() };
     if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const res = await fetch(this.base + path, { method, headers, body: form ? new URLSearchParams(form).toString() : undefined, redirect: 'manual' });
+    const res = await fetch(this.base + path, {
+      method,
+      headers,
+      body: form ? new URLSearchParams(form).toString() : undefined,
+      redirect: 'manual',
+    });
     for (const c of res.headers.getSetCookie()) {
       const [pair] = c.split(';');
       const [k, v] = pair!.split('=');
@@ -101,7 +106,9 @@ describe('app: the inbox and the stream door over HTTP', function () {
     // a change while the page was away comes first on the reconnect
     const r = await t.api('POST', '/v1/nodes/task-docs/release');
     expect(r.status, r.text).to.equal(200);
-    const again = await readStream(`${t.url}/app/events?node=task-docs`, { ...headers, 'last-event-id': id }, (text) => /^data: /m.test(text));
+    const again = await readStream(`${t.url}/app/events?node=task-docs`, { ...headers, 'last-event-id': id }, (text) =>
+      /^data: /m.test(text),
+    );
     const resumed = JSON.parse(/^data: (.*)$/m.exec(again.text)![1]!);
     expect(resumed.id).to.be.greaterThan(Number(id));
     expect(resumed.nodes).to.include('task-docs');
