@@ -134,6 +134,29 @@ describe('inbox: items from events, read state per person', function () {
     expect(after.body.unread_count).to.equal(1);
   });
 
+  it('bad input is the envelope and changes nothing', async () => {
+    const state = await t.api('GET', '/v1/inbox', { token: bob.token });
+    for (const body of [
+      {},
+      { ids: ['ev-1'], all: true },
+      { ids: [] },
+      { through: 3 },
+      { all: true, through: -1 },
+      { ids: 'ev-1' },
+      { all: true, extra: 1 },
+    ]) {
+      const r = await t.api('POST', '/v1/inbox/read', { token: bob.token, body });
+      expect(r.status, `${JSON.stringify(body)}: ${r.text}`).to.be.oneOf([400, 422]);
+      expect(r.body.error.code).to.be.a('string');
+    }
+    for (const q of ['?limit=0', '?limit=301', '?kind=nope', '?unread=maybe']) {
+      const r = await t.api('GET', `/v1/inbox${q}`, { token: bob.token });
+      expect(r.status, `${q}: ${r.text}`).to.be.oneOf([400, 422]);
+    }
+    const unchanged = await t.api('GET', '/v1/inbox', { token: bob.token });
+    expect(unchanged.body.unread_count).to.equal(state.body.unread_count);
+    expect((await t.api('GET', '/v1/inbox', { token: null })).status).to.equal(401);
+  });
   it('after a restart the same items come back from the log, with what was read', async () => {
     const seen = await t.api('GET', '/v1/inbox', { token: bob.token });
     await t.close();
@@ -163,29 +186,5 @@ describe('inbox: items from events, read state per person', function () {
       await second.close();
       rmSync(t.dataDir, { recursive: true, force: true });
     }
-  });
-
-  it('bad input is the envelope and changes nothing', async () => {
-    const state = await t.api('GET', '/v1/inbox', { token: bob.token });
-    for (const body of [
-      {},
-      { ids: ['ev-1'], all: true },
-      { ids: [] },
-      { through: 3 },
-      { all: true, through: -1 },
-      { ids: 'ev-1' },
-      { all: true, extra: 1 },
-    ]) {
-      const r = await t.api('POST', '/v1/inbox/read', { token: bob.token, body });
-      expect(r.status, `${JSON.stringify(body)}: ${r.text}`).to.be.oneOf([400, 422]);
-      expect(r.body.error.code).to.be.a('string');
-    }
-    for (const q of ['?limit=0', '?limit=301', '?kind=nope', '?unread=maybe']) {
-      const r = await t.api('GET', `/v1/inbox${q}`, { token: bob.token });
-      expect(r.status, `${q}: ${r.text}`).to.be.oneOf([400, 422]);
-    }
-    const unchanged = await t.api('GET', '/v1/inbox', { token: bob.token });
-    expect(unchanged.body.unread_count).to.equal(state.body.unread_count);
-    expect((await t.api('GET', '/v1/inbox', { token: null })).status).to.equal(401);
   });
 });
