@@ -14,7 +14,7 @@ import type { Clock, Logger } from './config.js';
 import { writeFileDurable } from './durable-fs.js';
 import { BackupPusher } from './backup-push.js';
 import { errors } from './errors.js';
-import { eventsOfCommit } from './events/derive.js';
+import { eventsOfCommit, type DeriveContext } from './events/derive.js';
 import { DEFAULT_RETENTION, FileEventLog, type EventRetention } from './events/log.js';
 import { commitsSince } from './events/recover.js';
 import { runGit } from './git/cli.js';
@@ -247,6 +247,11 @@ export class Tenant {
     await this.openEvents();
   }
 
+  /** A proposed decision, or a proposed node of a self-approval type, waits for approval (as the queue sees it). */
+  private readonly deriveContext: DeriveContext = {
+    awaitsApproval: (type) => type === 'dec' || Boolean(this.registry.nodeTypes.get(type)?.self_approval_ban),
+  };
+
   /**
    * Opens the event log, first appending the events of commits it has not covered (a crash
    * after a commit was acknowledged and before its events were written), then follows every
@@ -270,7 +275,7 @@ export class Tenant {
     if (head && events.covered !== head) {
       try {
         const missed = await commitsSince(this.store, events.covered, head);
-        for (const c of missed) events.appendCommit(c.commit, eventsOfCommit(c));
+        for (const c of missed) events.appendCommit(c.commit, eventsOfCommit(c, this.deriveContext));
         if (missed.length > 0) deps.log.info('events recovered from history', { org: this.org, commits: missed.length });
       } catch (err) {
         // the covered commit is gone (cluster mode dropped unacknowledged commits): go on from here
@@ -281,7 +286,10 @@ export class Tenant {
     this.index.subscribe((c) => {
       try {
         const actor = { person: c.actor.person, agent: c.actor.agent ?? null, name: c.actor.name, via: c.via };
-        events.appendCommit(c.commit, eventsOfCommit({ commit: c.commit, changes: c.changes, actor, op: c.op, date: c.date }));
+        events.appendCommit(
+          c.commit,
+          eventsOfCommit({ commit: c.commit, changes: c.changes, actor, op: c.op, date: c.date }, this.deriveContext),
+        );
       } catch (err) {
         // never throws into the commit path: the next open recovers what was not written
         deps.log.error('events of a commit not written', { org: this.org, commit: c.commit, error: String(err) });

@@ -24,6 +24,13 @@ export interface DerivableCommit {
   date: string;
 }
 
+/** What derivation asks of the tenant: whether a `proposed` node of a type waits for someone's approval. */
+export interface DeriveContext {
+  awaitsApproval(type: string): boolean;
+}
+
+const NO_CONTEXT: DeriveContext = { awaitsApproval: (type) => type === 'dec' };
+
 const link = (id: string) => `/v1/nodes/${encodeURIComponent(id)}`;
 
 /** Frontmatter keys that are bookkeeping, not content: a change to them alone is no event. */
@@ -78,8 +85,143 @@ function summaryType(commit: DerivableCommit): string {
   return 'graph.bulk_changed';
 }
 
-/** The events one commit yields, in the order of its changes (node event first, then its edges). */
-export function eventsOfCommit(commit: DerivableCommit): NewEvent[] {
+const str = (v: unknown): string | null => (typeof v === 'string' && v ? v : null);
+
+/** `state.steps` of a workflow run node: step id -> state (plugins/workflows/model.ts `RunState`), read as plain data. */
+function stepStates(
+  record: NodeRecord | null,
+): Map<string, { state: string; capability: string | null; approval: boolean; attempts: number }> {
+  const out = new Map<string, { state: string; capability: string | null; approval: boolean; attempts: number }>();
+  const state = record?.type === 'run' ? record.frontmatter.state : undefined;
+  if (!state || typeof state !== 'object' || Array.isArray(state)) return out;
+  const steps = (state as Record<string, unknown>).steps;
+  if (!steps || typeof steps !== 'object' || Array.isArray(steps)) return out;
+  for (const [sid, raw] of Object.entries(steps as Record<string, unknown>)) {
+    if (!raw || typeof raw !== 'object') continue;
+    const step = raw as Record<string, unknown>;
+    if (typeof step.state !== 'string') continue;
+    out.set(sid, {
+      state: step.state,
+      capability: str(step.capability),
+      approval: step.approval === true,
+      attempts: typeof step.attempts === 'number' ? step.attempts : 0,
+    });
+  }
+  return out;
+}
+
+const FINISHED_STEP = new Set(['succeeded', 'failed', 'skipped']);
+
+/**
+ * Events that say what a change means beyond "a node changed", read from the node's own
+ * data so they are derived (and recovered) with the commit: a question routed or answered,
+ * a workflow step ready or finished, a proposal waiting for approval.
+ */
+function meaningEvents(
+  change: IndexChange,
+  base: Omit<NewEvent, 'type' | 'nodes' | 'project' | 'payload'>,
+  ctx: DeriveContext,
+  byId: Map<string, IndexChange>,
+): NewEvent[] {
+  const out: NewEvent[] = [];
+  const { id, before, after } = change;
+  if (after?.type === 'question') {
+    const routed = str(after.frontmatter.routed_to);
+    if (routed && routed !== str(before?.frontmatter.routed_to)) {
+      out.push({
+        ...base,
+        type: 'question.routed',
+        nodes: [id, routed],
+        project: after.project,
+        payload: {
+          question: id,
+          title: after.title,
+          routed_to: routed,
+          routed_via: str(after.frontmatter.routed_via),
+          asker: str(after.frontmatter.asker),
+          link: link(id),
+        },
+      });
+    }
+  }
+  if (after) {
+    const { added } = edgeDiff(before?.edges ?? [], after.edges);
+    for (const e of added) {
+      if (e.type !== 'answers') continue;
+      const question = byId.get(e.to)?.after ?? byId.get(e.to)?.before ?? null;
+      out.push({
+        ...base,
+        type: 'question.answered',
+        nodes: [e.to, id],
+        project: question?.project ?? after.project,
+        payload: {
+          question: e.to,
+          answer: id,
+          asker: str(question?.frontmatter.asker),
+          routed_to: str(question?.frontmatter.routed_to),
+          link: link(e.to),
+        },
+      });
+    }
+  }
+  if (
+    after &&
+    after.status === 'proposed' &&
+    ctx.awaitsApproval(after.type) &&
+    (before?.status !== 'proposed' || before.markdown !== after.markdown)
+  ) {
+    const proposers = after.frontmatter.proposed_by;
+    out.push({
+      ...base,
+      type: 'proposal.pending',
+      nodes: [id],
+      project: after.project,
+      payload: {
+        type: after.type,
+        title: after.title,
+        proposed_by: Array.isArray(proposers) ? proposers.map(String) : [],
+        link: link(id),
+      },
+    });
+  }
+  if (after?.type === 'run') {
+    const was = stepStates(before);
+    const workflow = str((after.frontmatter.lineage as Record<string, unknown> | undefined)?.workflow);
+    for (const [sid, step] of stepStates(after)) {
+      const from = was.get(sid)?.state ?? null;
+      if (from === step.state) continue;
+      const payload = {
+        run: id,
+        step: sid,
+        workflow,
+        from,
+        capability: step.capability,
+        approval: step.approval,
+        link: `/v1/runs/${encodeURIComponent(id)}`,
+      };
+      if (step.state === 'ready')
+        out.push({
+          ...base,
+          type: 'workflow.step_ready',
+          nodes: [id],
+          project: after.project,
+          payload: { ...payload, attempts: step.attempts },
+        });
+      else if (FINISHED_STEP.has(step.state))
+        out.push({
+          ...base,
+          type: 'workflow.step_finished',
+          nodes: [id],
+          project: after.project,
+          payload: { ...payload, outcome: step.state, attempts: step.attempts },
+        });
+    }
+  }
+  return out;
+}
+
+/** The events one commit yields, in the order of its changes (node event first, then its edges, then what it means). */
+export function eventsOfCommit(commit: DerivableCommit, ctx: DeriveContext = NO_CONTEXT): NewEvent[] {
   const time = commit.date;
   if (commit.changes.length > BULK_THRESHOLD) {
     let created = 0;
@@ -112,7 +254,9 @@ export function eventsOfCommit(commit: DerivableCommit): NewEvent[] {
     ];
   }
   const out: NewEvent[] = [];
-  for (const { id, before, after } of commit.changes) {
+  const byId = new Map(commit.changes.map((c) => [c.id, c]));
+  for (const change of commit.changes) {
+    const { id, before, after } = change;
     const main = after ?? before;
     if (!main) continue;
     const base = { time, actor: commit.actor, commit: commit.commit, ...(after ? { revision: after.revision } : {}) };
@@ -139,6 +283,7 @@ export function eventsOfCommit(commit: DerivableCommit): NewEvent[] {
     const edgeBase = { time, actor: commit.actor, commit: commit.commit, ...(after ? { revision: after.revision } : {}) };
     for (const e of removed) out.push(edgeEvent('edge.removed', main, e, edgeBase));
     for (const e of added) out.push(edgeEvent('edge.added', main, e, edgeBase));
+    out.push(...meaningEvents(change, edgeBase, ctx, byId));
   }
   return out;
 }

@@ -14,6 +14,7 @@
  * Notices are operational state (collection `lease-notices`, one record per holder person),
  * never graph data.
  */
+import { emitLeaseEvents } from './events.js';
 import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { NodeWriteCheck, OpContext, TenantSettingDef } from '../../kernel/plugin.js';
@@ -112,6 +113,7 @@ export const leaseHolderCheck: NodeWriteCheck = (ctx, node, intent) => {
       if (released) {
         await table.drop(node.id);
         if (current.expires_ms > nowMs) {
+          await emitLeaseEvents(ctx, [{ type: 'lease.released', lease: current, extra: { reason: 'terminal', status: after.status } }]);
           out.push(
             relationOf(current, claimant) === 'own'
               ? `your lease on ${node.id} was released: ${after.status} is a terminal status (the assigned edge stays as the record of who carried it)`

@@ -9,6 +9,7 @@ import * as api from './api.js';
 import * as ops from './operations.js';
 import { leaseHolderCheck, leaseSettings } from './holder.js';
 import { leasesOf } from './store.js';
+import { startExpirySweep, stopExpirySweeps } from './events.js';
 
 export const leasesPlugin = definePlugin({
   name: 'leases',
@@ -58,6 +59,7 @@ export const leasesPlugin = definePlugin({
   nodeWriteChecks: [leaseHolderCheck],
   settings: leaseSettings,
   init(services) {
+    startExpirySweep(services);
     services.metrics.gauge('workgraph_leases_live', 'live leases and reservations per tenant', ['tenant', 'state'], () => {
       const now = services.clock.now();
       const samples: Array<{ labels: Record<string, string>; value: number }> = [];
@@ -72,5 +74,8 @@ export const leasesPlugin = definePlugin({
       }
       return samples;
     });
+  },
+  close() {
+    stopExpirySweeps();
   },
 });

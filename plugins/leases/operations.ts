@@ -20,6 +20,7 @@ import { requireId } from '../../kernel/validate.js';
 import { isDone } from '../core/public.js';
 import type { Static } from '../../kernel/operation.js';
 import { takeNotices, withNotices } from './holder.js';
+import { claimEventOf, emitLeaseEvents } from './events.js';
 import type {
   BatchFailure,
   ClaimBatchInput,
@@ -297,6 +298,9 @@ export async function claimNode(ctx: OpContext, input: Static<typeof ClaimNodeIn
   const edge = await settle(ctx, table, acq, claimant);
   const takenFrom =
     force && acq.previous && acq.previous.expires_ms > nowMs && relationOf(acq.previous, claimant) !== 'own' ? acq.previous : undefined;
+  if (acq.kind === 'claimed') await emitLeaseEvents(ctx, [claimEventOf(acq.lease, acq.previous, nowMs)]);
+  else if (acq.previous?.state === 'reserved')
+    await emitLeaseEvents(ctx, [{ type: 'lease.renewed', lease: acq.lease, extra: { reason: 'revived' } }]);
   return withNotices(ctx, {
     ok: true,
     status: acq.kind,
@@ -330,6 +334,7 @@ export async function renewNode(ctx: OpContext, input: Static<typeof LeaseInput>
   const next = refreshed(live, claimant, nowMs, ctx.tenant.config.limits.claim_ttl_ms);
   const persisted = table.put(next);
   await persisted;
+  if (live.state === 'reserved') await emitLeaseEvents(ctx, [{ type: 'lease.renewed', lease: next, extra: { reason: 'revived' } }]);
   return withNotices(ctx, leaseView(next));
 }
 
@@ -347,6 +352,7 @@ export async function extend(ctx: OpContext, input: Static<typeof ExtendInput>):
     expires_ms: Math.max(base, capped ? cap : target),
   };
   await table.put(next);
+  await emitLeaseEvents(ctx, [{ type: 'lease.renewed', lease: next, extra: { reason: 'extended' } }]);
   return withNotices(ctx, {
     ok: true,
     status: 'extended',
@@ -366,6 +372,7 @@ export async function reserve(ctx: OpContext, input: Static<typeof LeaseInput>):
     agent: claimant.agent ?? live.agent,
   };
   await table.put(next);
+  await emitLeaseEvents(ctx, [{ type: 'lease.reserved', lease: next }]);
   return withNotices(ctx, { ok: true, status: 'reserved', lease: leaseView(next), grace_window_ms: grace });
 }
 
@@ -383,6 +390,7 @@ export async function releaseNode(ctx: OpContext, input: Static<typeof LeaseInpu
   if (dropped) await table.drop(id);
   try {
     const edge = await leaseWrite(ctx, 'release', (draft) => retireInDraft(ctx, draft, id, claimant.person));
+    if (dropped && live) await emitLeaseEvents(ctx, [{ type: 'lease.released', lease: dropped }]);
     return { ok: true, status: 'released', node_id: id, lease: dropped && live ? leaseView(dropped) : null, edge };
   } catch (err) {
     if (dropped && table.get(id) === undefined) await table.put(dropped).catch(() => undefined);
@@ -445,13 +453,17 @@ export async function claimBatch(ctx: OpContext, input: Static<typeof ClaimBatch
   const claimed: string[] = [];
   const leases: LeaseView[] = [];
   const failed: BatchFailure[] = [];
+  const events: Parameters<typeof emitLeaseEvents>[1] = [];
   for (const id of ids) {
     const o = outcome.get(id)!;
     if ('persisted' in o) {
       claimed.push(id);
       leases.push(leaseView(o.lease));
+      if (o.kind === 'claimed') events.push(claimEventOf(o.lease, o.previous, nowMs));
+      else if (o.previous?.state === 'reserved') events.push({ type: 'lease.renewed', lease: o.lease, extra: { reason: 'revived' } });
     } else failed.push(o);
   }
+  await emitLeaseEvents(ctx, events);
   return withNotices(ctx, {
     ok: true,
     status: batchStatus(claimed.length, ids.length, 'claimed', 'partial', 'refused'),
@@ -471,6 +483,7 @@ export async function renewBatch(ctx: OpContext, input: Static<typeof RenewBatch
   const leases: LeaseView[] = [];
   const failed: BatchFailure[] = [];
   const writes: Array<Promise<void>> = [];
+  const revived: StoredLease[] = [];
 
   if (input.ids !== undefined) {
     const ids = idList(input.ids);
@@ -482,8 +495,10 @@ export async function renewBatch(ctx: OpContext, input: Static<typeof RenewBatch
           writes.push(refusal.dropped);
           throw refusal.error;
         }
-        const next = refreshed(ownLive(table, id, claimant, nowMs), claimant, nowMs, ttl);
+        const own = ownLive(table, id, claimant, nowMs);
+        const next = refreshed(own, claimant, nowMs, ttl);
         writes.push(table.put(next));
+        if (own.state === 'reserved') revived.push(next);
         renewed.push(id);
         leases.push(leaseView(next));
       } catch (err) {
@@ -492,6 +507,10 @@ export async function renewBatch(ctx: OpContext, input: Static<typeof RenewBatch
       }
     }
     await Promise.all(writes);
+    await emitLeaseEvents(
+      ctx,
+      revived.map((lease) => ({ type: 'lease.renewed', lease, extra: { reason: 'revived' } })),
+    );
     return withNotices(ctx, {
       ok: true,
       status: batchStatus(renewed.length, ids.length, 'renewed', 'partial', 'refused'),
@@ -572,6 +591,10 @@ export async function releaseBatch(ctx: OpContext, input: Static<typeof ReleaseB
       }
     });
   }
+  await emitLeaseEvents(
+    ctx,
+    dropped.filter((l) => l.expires_ms > nowMs).map((lease) => ({ type: 'lease.released', lease })),
+  );
   const released = dropped.map((l) => l.node_id);
   return { ok: true, status: 'released', released, count: released.length };
 }
@@ -622,6 +645,7 @@ export const inProgressLease: StatusEffect = {
       ctx.services.log.warn('in-progress claim: could not write the assigned edge', { node: node.id, error: String(err) });
       edge = null;
     }
+    if (acq.kind === 'claimed') await emitLeaseEvents(ctx, [claimEventOf(acq.lease, acq.previous, Date.parse(acq.lease.claimed_at))]);
     return { lease: leaseView(acq.lease), edge, ...(edge?.revision ? { revision: edge.revision } : {}) };
   },
   async abort(ctx, node) {

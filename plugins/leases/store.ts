@@ -29,6 +29,8 @@ export interface StoredLease {
   claimed_at: string;
   expires_ms: number;
   state: LeaseState;
+  /** set once its lapse was announced (`lease.expired`, plugins/leases/events.ts) */
+  expiry_announced?: boolean;
 }
 
 /** A lease as answers show it (schemas.ts `LeaseRecord`). */
