@@ -114,6 +114,10 @@ function openStream(ctx: OpContext, input: WaitInput): RawResponse {
     log: ctx.services.log,
     onClose: release,
     onCut: () => streamCounts(ctx.services).cut++,
+    onBacklog: (bytes) => {
+      const counts = streamCounts(ctx.services);
+      if (bytes > counts.peakQueuedBytes) counts.peakQueuedBytes = bytes;
+    },
   });
   return new RawResponse(
     200,

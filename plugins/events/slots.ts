@@ -11,13 +11,15 @@ export interface StreamCounts {
   byTenant: Map<string, number>;
   /** clients cut because they did not read (each got an `overflow` event with its resume id) */
   cut: number;
+  /** the most bytes any one stream ever had queued (bounded by the configured buffer) */
+  peakQueuedBytes: number;
 }
 
 const countsOf = new WeakMap<KernelServices, StreamCounts>();
 
 export function streamCounts(services: KernelServices): StreamCounts {
   let counts = countsOf.get(services);
-  if (!counts) countsOf.set(services, (counts = { byToken: new Map(), byTenant: new Map(), cut: 0 }));
+  if (!counts) countsOf.set(services, (counts = { byToken: new Map(), byTenant: new Map(), cut: 0, peakQueuedBytes: 0 }));
   return counts;
 }
 

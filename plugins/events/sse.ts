@@ -34,6 +34,8 @@ export interface StreamOptions {
   onClose: () => void;
   /** called when the client is cut for not reading */
   onCut: () => void;
+  /** called with the queue's size in bytes after each event queued while it waits */
+  onBacklog: (bytes: number) => void;
 }
 
 interface Queued {
@@ -126,6 +128,7 @@ export class EventStream extends Readable {
     this.queue.push({ id, text, bytes });
     this.queuedBytes += bytes;
     if (this.wanting) this.flush();
+    if (this.queuedBytes > 0) this.o.onBacklog(this.queuedBytes);
     // live events are pushed at us: too many waiting means a client that does not read (catch-up
     // instead waits for room before its next page, so its queue is one page at most)
     if (this.live && (this.queue.length > this.o.config.bufferEvents || this.queuedBytes > this.o.config.bufferBytes))

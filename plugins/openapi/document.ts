@@ -42,13 +42,25 @@ const STATUS_TEXT: Record<number, string> = {
   403: 'Not allowed for this identity (`forbidden`, `no_person`)',
   404: 'Unknown resource, or a plugin not enabled for this tenant (`not_found`)',
   409: 'Conflict: revision mismatch, holder, transition denied, lease lost or expired',
+  410: 'Gone: what the cursor points at was pruned (`events_pruned`)',
   413: 'Request body over 1 MB (`too_large`)',
   422: "Invalid input (`validation_failed` with the validator's errors, or a more specific code)",
+  429: 'Too many requests or open streams (`rate_limited`, `too_many_streams`)',
   502: 'An upstream service failed',
   503: 'Unavailable (an upstream service, or the server is stopping)',
 };
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** A non-JSON answer's schema: text, and for an event stream what each event carries. */
+function streamSchema(type: string): Json {
+  if (type !== 'text/event-stream') return { type: 'string' };
+  return {
+    type: 'string',
+    description:
+      'Server-Sent Events: per event `id: <id>`, `event: <type>`, `data: <the event as JSON>` (the `events` items of the JSON answer); `event: gap`, `event: overflow` as described; comment lines as heartbeat.',
+  };
+}
 
 export interface DocumentOptions {
   /** the server's public base URL when known (absolute OAuth endpoints); else relative */
@@ -125,7 +137,7 @@ export function operationObject(plugin: PluginDef, route: RouteDef, op: Operatio
   const success = route.status ?? 200;
   const responses: Json = {};
   const successContent = op.produces
-    ? Object.fromEntries(op.produces.map((type) => [type, { schema: /json/.test(type) && op.output ? op.output : { type: 'string' } }]))
+    ? Object.fromEntries(op.produces.map((type) => [type, { schema: /json/.test(type) && op.output ? op.output : streamSchema(type) }]))
     : { 'application/json': { schema: op.output ?? {} } };
   for (const status of [success, ...(op.alsoSucceedsWith ?? [])]) {
     responses[String(status)] = { description: STATUS_TEXT[status] ?? 'Success', content: successContent };

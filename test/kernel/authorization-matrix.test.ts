@@ -109,6 +109,9 @@ function inputFor(op: OperationDef, cred: Cred, fx: Fixture): Record<string, unk
     node_history: () => ({ id: task }),
     get_history_entry: () => ({ id: task, sha: fx.sha }),
     lookup_commit: () => ({ sha: fx.sha }),
+    // no waiting in the matrix: the JSON form answers at once
+    get_events: () => ({ wait: 0, limit: 5 }),
+    wait_for_events: () => ({ wait: 0, limit: 5 }),
     get_briefing: () => ({ project: 'proj-root' }),
     ask_question: () => ({ text: 'Is the matrix allowed to ask?' }),
     run_workflow: () => ({ id: 'wf-authz-missing' }),

@@ -55,6 +55,7 @@ describe('MCP tool surface', function () {
       'mint_agent_token',
       'bind_session',
       'list_agents',
+      'wait_for_events',
     ]) {
       expect(names, name).to.include(name);
     }

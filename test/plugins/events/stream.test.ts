@@ -1,0 +1,146 @@
+import { expect } from 'chai';
+import { EventSource } from 'eventsource';
+import { corePlugin } from '../../../plugins/core/index.js';
+import { eventsPlugin } from '../../../plugins/events/index.js';
+import { streamCounts } from '../../../plugins/events/slots.js';
+import { addPerson, putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
+import { emit, openStream, until } from './helpers.js';
+
+const openCount = (t: TestServer) => streamCounts(t.server.services).byTenant.get(t.org) ?? 0;
+
+describe('events: GET /v1/events as Server-Sent Events', function () {
+  this.timeout(60_000);
+  let t: TestServer;
+  let alice: { id: string; token: string };
+
+  before(async () => {
+    t = await startTestServer({
+      plugins: [corePlugin, eventsPlugin],
+      config: {
+        events: { heartbeatMs: 200, streamsPerToken: 3, streamsPerTenant: 50, bufferEvents: 1000, bufferBytes: 1 << 20, cutGraceMs: 5000 },
+      },
+    });
+    alice = await addPerson(t, 'Alice');
+  });
+  after(async () => t.close());
+
+  it('an eventsource client receives events live, each with id, type and the event as data', async () => {
+    const got: MessageEvent[] = [];
+    const es = new EventSource(`${t.url}/v1/events?types=node.*`, {
+      fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, authorization: `Bearer ${alice.token}` } }),
+    });
+    try {
+      es.addEventListener('node.created', (e) => got.push(e));
+      await until(() => es.readyState === EventSource.OPEN, 5000, 'the stream to open');
+      await putNodes(t, [{ id: 'task-live-1', type: 'task', summary: 'live' }]);
+      await until(() => got.length >= 1, 5000, 'the live event');
+      const data = JSON.parse(got[0]!.data);
+      expect(data).to.include({ type: 'node.created', org: t.org });
+      expect(data.nodes[0]).to.equal('task-live-1');
+      expect(got[0]!.lastEventId).to.equal(String(data.id));
+    } finally {
+      es.close();
+    }
+    await until(() => openCount(t) === 0, 5000, 'the slot to be released');
+  });
+
+  it('headers, heartbeat comments, since resume, and filters on the stream', async () => {
+    const start = (await t.api('GET', '/v1/events')).body.last_id;
+    await putNodes(t, [
+      { id: 'task-s1', type: 'task', summary: 's1' },
+      { id: 'task-s2', type: 'task', summary: 's2' },
+    ]);
+    await emit(t, { type: 'lease.claimed', nodes: ['task-s1'] });
+    const s = await openStream(t, `/v1/events?since=${start}&types=lease.*`, alice.token);
+    try {
+      expect(s.status).to.equal(200);
+      expect(s.headers.get('content-type')).to.match(/^text\/event-stream/);
+      expect(s.headers.get('cache-control')).to.include('no-cache');
+      await until(() => s.frames().length >= 1, 5000, 'the catch-up');
+      expect(s.frames().map((f) => f.event)).to.deep.equal(['lease.claimed']);
+      await until(() => /: heartbeat\n\n/.test(s.text()), 5000, 'a heartbeat');
+      expect(s.text()).to.match(/^retry: \d+\n/);
+      await emit(t, { type: 'lease.released', nodes: ['task-s2'] });
+      await putNodes(t, [{ id: 'task-s3', type: 'task', summary: 's3' }]);
+      await until(() => s.frames().length >= 2, 5000, 'the live lease event');
+      expect(s.frames().map((f) => f.event)).to.deep.equal(['lease.claimed', 'lease.released']);
+    } finally {
+      s.close();
+    }
+  });
+
+  it('Last-Event-ID wins over since; a non-admin stream never carries admin events', async () => {
+    const start = (await t.api('GET', '/v1/events')).body.last_id;
+    const first = await emit(t, { type: 'lease.claimed', nodes: ['task-x'] });
+    await emit(t, { type: 'token.created', nodes: [alice.id], audience: 'admins' });
+    const second = await emit(t, { type: 'lease.released', nodes: ['task-x'] });
+    const member = await openStream(t, `/v1/events?since=${start}`, alice.token, { 'last-event-id': String(first.id) });
+    const admin = await openStream(t, `/v1/events?since=${start}`, t.adminToken);
+    try {
+      await until(() => member.frames().some((f) => f.id === String(second.id)), 5000, 'the member catch-up');
+      expect(member.frames().map((f) => f.event)).to.deep.equal(['lease.released']);
+      await until(() => admin.frames().length >= 3, 5000, 'the admin catch-up');
+      expect(admin.frames().map((f) => f.event)).to.deep.equal(['lease.claimed', 'token.created', 'lease.released']);
+      await emit(t, { type: 'person.created', nodes: [alice.id], audience: 'admins' });
+      const last = await emit(t, { type: 'lease.claimed', nodes: ['task-y'] });
+      await until(() => member.frames().some((f) => f.id === String(last.id)), 5000, 'the live member event');
+      expect(member.frames().map((f) => f.event)).to.not.include('person.created');
+      await until(() => admin.frames().some((f) => f.event === 'person.created'), 5000, 'the live admin event');
+    } finally {
+      member.close();
+      admin.close();
+    }
+  });
+
+  it('too many streams for one token is 429 too_many_streams; closing one frees its slot', async () => {
+    await until(() => openCount(t) === 0, 5000, 'earlier streams to close');
+    const open = [];
+    for (let i = 0; i < 3; i++) open.push(await openStream(t, '/v1/events', alice.token));
+    try {
+      for (const s of open) expect(s.status).to.equal(200);
+      const refused = await openStream(t, '/v1/events', alice.token);
+      expect(refused.status).to.equal(429);
+      await until(() => refused.ended(), 5000);
+      expect(JSON.parse(refused.text()).error).to.include({ code: 'too_many_streams' });
+      // waits count too
+      const wait = await t.api('GET', '/v1/events?wait=5&node=task-none', { token: alice.token });
+      expect(wait.status).to.equal(429);
+      // another token is not affected
+      const other = await openStream(t, '/v1/events', t.adminToken);
+      expect(other.status).to.equal(200);
+      other.close();
+      open.shift()!.close();
+      await until(() => openCount(t) <= 2, 5000, 'the closed stream to free its slot');
+      const again = await openStream(t, '/v1/events', alice.token);
+      expect(again.status).to.equal(200);
+      open.push(again);
+    } finally {
+      for (const s of open) s.close();
+    }
+    await until(() => openCount(t) === 0, 5000, 'every slot released');
+  });
+
+  it('a JSON client without the event-stream Accept gets JSON; a bad Last-Event-ID is 422', async () => {
+    const json = await t.api('GET', '/v1/events', { headers: { accept: 'application/json' } });
+    expect(json.status).to.equal(200);
+    expect(json.headers.get('content-type')).to.match(/json/);
+    const bad = await openStream(t, '/v1/events', alice.token, { 'last-event-id': 'abc' });
+    expect(bad.status).to.equal(422);
+  });
+
+  it('a graceful stop ends open streams at once (the client reconnects with its last id)', async () => {
+    const s2 = await startTestServer({ plugins: [corePlugin, eventsPlugin] });
+    try {
+      const s = await openStream(s2, '/v1/events', s2.adminToken);
+      expect(s.status).to.equal(200);
+      await until(() => openCount(s2) === 1, 5000);
+      const at = Date.now();
+      await s2.server.shutdown(30_000);
+      expect(Date.now() - at, 'the stop did not wait out its grace period').to.be.below(10_000);
+      await until(() => s.ended(), 5000, 'the stream to end');
+      expect(s.text()).to.include('the server is stopping');
+    } finally {
+      await s2.close().catch(() => undefined);
+    }
+  });
+});
