@@ -55,30 +55,11 @@ const MAX_READ_IDS = 2000;
 /** events read per page while the inbox catches up with the log */
 const PAGE = 1000;
 
-/** Events about leases whose payload names the person who lost the claim. */
-const TAKEN_OVER = /^lease\.(taken_over|takeover|stolen|forced)$/;
-const EXPIRED = /^lease\.(expired|lapsed)$/;
-const ROUTED = /^question\.(routed|asked|created)$/;
-
 /** Edges to a person that make an item for them. */
 const EDGE_KINDS: Record<string, InboxKind> = { assigned: 'assigned', 'review-requested': 'review_requested', mentions: 'mention' };
 
 const strings = (v: unknown): string[] =>
   Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : typeof v === 'string' ? [v] : [];
-
-/** The person named by the first of these payload fields that is set (the lease events' previous holder). */
-function personIn(payload: Record<string, unknown>, keys: string[]): string[] {
-  for (const k of keys) {
-    const v = payload[k];
-    if (typeof v === 'string') return [v];
-    if (v && typeof v === 'object' && !Array.isArray(v)) {
-      const o = v as Record<string, unknown>;
-      const id = o.person ?? o.by ?? o.id;
-      if (typeof id === 'string') return [id];
-    }
-  }
-  return [];
-}
 
 /** What one event means for the people it concerns: [person, kind] pairs (the actor never gets an item for their own change). */
 export function itemsOf(event: WorkEvent, tenant: Tenant): Array<{ person: string; kind: InboxKind; node: string }> {
@@ -91,15 +72,16 @@ export function itemsOf(event: WorkEvent, tenant: Tenant): Array<{ person: strin
     for (const person of new Set(persons))
       if (person !== actor && tenant.index.get(person)?.type === 'person') out.push({ person, kind, node });
   };
-  if (TAKEN_OVER.test(event.type)) {
-    add(personIn(event.payload, ['previous', 'previous_holder', 'previous_by', 'from', 'lost_by', 'holder']), 'claim_taken_over');
+  // the payloads of docs/events.md: a takeover names the previous holder, an expiry the holder
+  if (event.type === 'lease.taken_over') {
+    add(strings(event.payload.previous_holder), 'claim_taken_over');
     return out;
   }
-  if (EXPIRED.test(event.type)) {
-    add(personIn(event.payload, ['by', 'holder', 'person', 'previous']), 'claim_expired');
+  if (event.type === 'lease.expired') {
+    add(strings(event.payload.holder), 'claim_expired');
     return out;
   }
-  if (ROUTED.test(event.type)) {
+  if (event.type === 'question.routed') {
     add(strings(event.payload.routed_to), 'question_routed');
     return out;
   }
@@ -111,12 +93,10 @@ export function itemsOf(event: WorkEvent, tenant: Tenant): Array<{ person: strin
     return out;
   }
   if (event.type !== 'node.created' && event.type !== 'node.updated' && event.type !== 'node.status_changed') return out;
-  // Fields that name people (a question's routing, a mentions list): read from the node as it
-  // is, so an event replayed after a restart makes the same item.
+  // A `mentions` field naming people: read from the node as it is, so an event replayed after
+  // a restart makes the same item (a question's routing has its own event, question.routed).
   const record = tenant.index.get(node);
   if (!record) return out;
-  const open = !tenant.registry.nodeTypes.get(record.type)?.terminal?.includes(String(record.frontmatter.status));
-  if (record.type === 'question' && open) add(strings(record.frontmatter.routed_to), 'question_routed');
   add(strings(record.frontmatter.mentions), 'mention');
   return out;
 }

@@ -91,7 +91,7 @@ describe('inbox: items from events, read state per person', function () {
     expect((again.body.items as Item[]).map((i) => i.node)).to.deep.equal(['task-inbox-b']);
   });
 
-  it('a claim taken over by an admin and a claim about to expire reach the holder', async () => {
+  it('a claim about to expire, taken over by an admin, or expired reaches the holder', async () => {
     let r = await t.api('POST', '/v1/nodes/task-inbox-c/claim', { token: bob.token });
     expect(r.status, r.text).to.equal(200);
     // a fifth of the claim TTL before the end: "expires soon"
@@ -105,9 +105,14 @@ describe('inbox: items from events, read state per person', function () {
     expect(items.find((i) => i.kind === 'claim_taken_over')).to.include({ node: 'task-inbox-c', read: false });
     // no longer his: no longer about to expire
     expect(items.filter((i) => i.kind === 'claim_expiring')).to.deep.equal([]);
+    // a claim that lapses: the server's expiry sweep announces it, and the holder hears it
+    r = await t.api('POST', '/v1/nodes/task-inbox-a/claim', { token: bob.token });
+    expect(r.status, r.text).to.equal(200);
+    t.clock.advance(tenant.config.limits.claim_ttl_ms + 1000);
+    await until(t, bob.token, (list) => list.some((i) => i.kind === 'claim_expired' && i.node === 'task-inbox-a'));
   });
 
-  it('marks items read by id and all up to an event; Alice’s reads are not Bob’s; it survives a restart', async () => {
+  it('marks items read by id, and all of them up to the event the reader saw', async () => {
     const before = await until(t, bob.token, (items) => items.length >= 3);
     const [first, ...rest] = before.body.items as Item[];
     let r = await t.api('POST', '/v1/inbox/read', { token: bob.token, body: { ids: [first!.id, 'ev-999999999'] } });
