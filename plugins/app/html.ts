@@ -87,7 +87,7 @@ export function layout(opts: LayoutOptions, body: Html): string {
   const live =
     opts.live !== undefined && v
       ? html`<div id="live" data-stream="${opts.live}" hidden></div>
-<p id="live-banner" class="live-banner" role="status" hidden>Live updates paused, retrying…</p>`
+<p id="live-banner" class="live-banner" aria-live="polite" hidden>Live updates paused, retrying…</p>`
       : '';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
