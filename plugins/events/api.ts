@@ -2,6 +2,7 @@
  * The events plugin's operations, each declared once: GET /v1/events (a Server-Sent Events
  * stream, or the `wait` JSON form) and the MCP tool `wait_for_events` (the JSON form).
  */
+import { isLive } from '../../kernel/auth.js';
 import { answer, defineOperation, NodeId, object, s } from '../../kernel/operation.js';
 import { RawResponse } from '../../kernel/plugin.js';
 import type { OpContext } from '../../kernel/plugin.js';
@@ -89,12 +90,23 @@ export const waitForEvents = defineOperation({
   name: 'wait_for_events',
   summary: 'Waits for the next matching events after a cursor',
   description:
-    'Block until an event matches (a question routed to you, a blocker done, your claim taken over), then answer {events, last_id, more}; empty when wait (default 30 s, max 60) runs out. Pass last_id as since next time; no since: from now. Filters: types (lease.* prefixes), project, node, assignee: me.',
+    'Block until a matching event (a question routed to you, a blocker done, your claim taken over): {events, last_id, more}; empty after wait s (30, max 60). Next call: since=last_id; none: from now. types: lease.* prefixes.',
   input: WaitForEventsInput,
   output: EventsAnswer,
   errors: [409, 410, 429],
   run: (ctx, input) => answerAfter(ctx, input, 30),
 });
+
+/** The caller's credential still holds and this process still serves the tenant. */
+function streamMayGoOn(ctx: OpContext): boolean {
+  const { tenant, actor, services } = ctx;
+  if (services.tenants.get(tenant.org) !== tenant) return false;
+  const now = services.clock.now();
+  // connector JWTs are never stored: their record is the verified token itself, with its expiry
+  if (actor.token.kind === 'connector-jwt') return isLive(actor.token, now);
+  const record = tenant.tokens.find(actor.token.hash);
+  return Boolean(record && isLive(record, now));
+}
 
 /** An explicit `text/event-stream` in Accept (EventSource sends exactly that). */
 function wantsEventStream(accept: string | undefined): boolean {
@@ -113,6 +125,7 @@ function openStream(ctx: OpContext, input: WaitInput): RawResponse {
     stopSignal: ctx.services.stopSignal,
     log: ctx.services.log,
     onClose: release,
+    alive: () => streamMayGoOn(ctx),
     onCut: () => streamCounts(ctx.services).cut++,
     onBacklog: (bytes) => {
       const counts = streamCounts(ctx.services);

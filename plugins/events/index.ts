@@ -16,7 +16,7 @@ export const eventsPlugin = definePlugin({
   access: eventsAccess,
   dependsOn: [],
   routes: [{ method: 'GET', path: '/v1/events', operation: api.getEvents }],
-  tools: [{ operation: api.waitForEvents, annotations: { title: 'Wait for events', readOnlyHint: true } }],
+  tools: [{ operation: api.waitForEvents, annotations: { readOnlyHint: true } }],
   init(services) {
     services.metrics.gauge('workgraph_event_streams_open', 'open event streams and waits per tenant', ['tenant'], () =>
       [...streamCounts(services).byTenant].map(([tenant, value]) => ({ labels: { tenant }, value })),

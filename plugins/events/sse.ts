@@ -36,6 +36,12 @@ export interface StreamOptions {
   onCut: () => void;
   /** called with the queue's size in bytes after each event queued while it waits */
   onBacklog: (bytes: number) => void;
+  /**
+   * Asked at each heartbeat: false when the caller's token was revoked or expired, or this
+   * process no longer serves the tenant (cluster fail-over): the stream ends, and the client's
+   * reconnect is refused (401) or reaches the new owner.
+   */
+  alive: () => boolean;
 }
 
 interface Queued {
@@ -44,9 +50,17 @@ interface Queued {
   bytes: number;
 }
 
+/** Frames by event: the log hands every listener the same object, so 200 streams serialize an event once. */
+const frames = new WeakMap<WorkEvent, string>();
+
 export function frame(event: WorkEvent): string {
-  // JSON.stringify never emits a raw newline, so the data is one `data:` line
-  return `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+  let text = frames.get(event);
+  if (text === undefined) {
+    // JSON.stringify never emits a raw newline, so the data is one `data:` line
+    text = `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+    frames.set(event, text);
+  }
+  return text;
 }
 
 export class EventStream extends Readable {
@@ -82,6 +96,7 @@ export class EventStream extends Readable {
       this.enqueue(resume, `id: ${resume}\nevent: gap\ndata: ${JSON.stringify({ ...o.gap, resume_id: resume })}\n\n`);
     }
     this.heartbeat = setInterval(() => {
+      if (!o.alive()) return this.finish('stop');
       if (this.queue.length === 0) this.enqueue(null, ': heartbeat\n\n');
     }, o.config.heartbeatMs);
     this.heartbeat.unref();
@@ -215,8 +230,8 @@ export class EventStream extends Readable {
   }
 
   /**
-   * Ends the stream. 'stop' (the server stops): what is queued goes out, then the end; the
-   * client reconnects with its last id. 'overflow': the queue is dropped and a final `overflow`
+   * Ends the stream. 'stop' (the server stops, the token is gone, the tenant moved): what is
+   * queued goes out, then the end; the client reconnects with its last id. 'overflow': the queue is dropped and a final `overflow`
    * event names the id to resume from (the client's EventSource reconnects from it by itself).
    */
   private finish(why: 'stop' | 'overflow'): void {
@@ -229,7 +244,7 @@ export class EventStream extends Readable {
       const resume = this.pushedId;
       tail = `id: ${resume}\nevent: overflow\ndata: ${JSON.stringify({ resume_id: resume, reason: 'the client did not keep up; reconnect with this id' })}\n\n`;
     } else {
-      tail = this.queue.map((q) => q.text).join('') + ': the server is stopping; reconnect with your last event id\n\n';
+      tail = this.queue.map((q) => q.text).join('') + ': stream ended by the server; reconnect with your last event id\n\n';
       this.queue = [];
       this.queuedBytes = 0;
     }

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { EventSource } from 'eventsource';
+import { hashToken } from '../../../kernel/auth.js';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { eventsPlugin } from '../../../plugins/events/index.js';
 import { streamCounts } from '../../../plugins/events/slots.js';
@@ -128,6 +129,21 @@ describe('events: GET /v1/events as Server-Sent Events', function () {
     expect(bad.status).to.equal(422);
   });
 
+  it("a revoked token's stream ends at the next heartbeat, and its reconnect is 401", async () => {
+    const bob = await addPerson(t, 'Bob');
+    const s = await openStream(t, '/v1/events', bob.token);
+    expect(s.status).to.equal(200);
+    const tenant = t.server.services.tenants.get(t.org)!;
+    const hash = hashToken(bob.token);
+    await tenant.tokens.mutate((records) => {
+      const r = records.get(hash)!;
+      records.set(hash, { ...r, revoked_at: new Date().toISOString() });
+    });
+    await until(() => s.ended(), 5000, 'the stream to end');
+    expect(s.text()).to.include('stream ended by the server');
+    expect((await openStream(t, '/v1/events', bob.token)).status).to.equal(401);
+  });
+
   it('a graceful stop ends open streams at once (the client reconnects with its last id)', async () => {
     const s2 = await startTestServer({ plugins: [corePlugin, eventsPlugin] });
     try {
@@ -138,7 +154,7 @@ describe('events: GET /v1/events as Server-Sent Events', function () {
       await s2.server.shutdown(30_000);
       expect(Date.now() - at, 'the stop did not wait out its grace period').to.be.below(10_000);
       await until(() => s.ended(), 5000, 'the stream to end');
-      expect(s.text()).to.include('the server is stopping');
+      expect(s.text()).to.include('stream ended by the server');
     } finally {
       await s2.close().catch(() => undefined);
     }
