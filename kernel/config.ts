@@ -147,6 +147,10 @@ export interface ServerConfig {
    * (SVC_OAUTH_ALLOW_PRIVATE_METADATA=1): for tests and closed networks only; off by default
    */
   oauthAllowPrivateMetadata: boolean;
+  /** the event log keeps at least this many newest events per tenant (SVC_EVENTS_MAX, default 100000) */
+  eventsMax: number;
+  /** and drops events older than this many days (SVC_EVENTS_RETENTION_DAYS, default 30) */
+  eventsRetentionDays: number;
   /** GET /v1/events and `wait_for_events` (plugins/events; docs/operator.md "Event streams") */
   events: EventStreamConfig;
 }
@@ -218,6 +222,8 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
       bufferBytes: countOf(env(e, 'EVENTS_CLIENT_BUFFER_BYTES'), 'SVC_EVENTS_CLIENT_BUFFER_BYTES', 1024 * 1024),
       cutGraceMs: 5000,
     },
+    eventsMax: countOf(env(e, 'EVENTS_MAX'), 'SVC_EVENTS_MAX', 100_000),
+    eventsRetentionDays: countOf(env(e, 'EVENTS_RETENTION_DAYS'), 'SVC_EVENTS_RETENTION_DAYS', 30),
   };
 }
 

@@ -192,6 +192,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     fsync: config.fsync,
     metrics,
     backupRemote: config.backupRemote,
+    eventRetention: { maxEvents: config.eventsMax, maxAgeDays: config.eventsRetentionDays },
     creation: runtime?.creation,
     operational: runtime ? pgOperational(runtime.db, (org) => runtime.cluster.fenceOf(org)) : undefined,
   });

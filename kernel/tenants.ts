@@ -45,6 +45,8 @@ export interface TenantManagerOptions {
   backupRemote?: string | null;
   /** cluster mode: the PostgreSQL operational store (passed on to every tenant) */
   operational?: TenantDeps['operational'];
+  /** how much of each tenant's event log is kept */
+  eventRetention?: TenantDeps['eventRetention'];
 }
 
 export interface NewTenant {
@@ -94,6 +96,7 @@ export class TenantManager {
       metrics: options.metrics,
       operational: options.operational,
       backupRemote: options.backupRemote,
+      eventRetention: options.eventRetention,
     };
     mkdirSync(this.tenantsDir, { recursive: true });
   }

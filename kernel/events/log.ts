@@ -221,6 +221,11 @@ export class FileEventLog implements EventLog {
       }
       this.segments.shift();
     }
+    // what was pruned is gone for readers of the ring too
+    const first = this.firstId;
+    let drop = 0;
+    while (drop < this.ring.length && this.ring[drop]!.id < first) drop++;
+    if (drop > 0) this.ring.splice(0, drop);
   }
 
   /**
