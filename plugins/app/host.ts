@@ -253,6 +253,7 @@ export class AppHost {
       }
       const signed = this.signedFor(session);
       if (!signed.bridge.has('app')) throw errors.notFound('the app (its plugin is not enabled for this tenant)');
+      signed.viewer.live = signed.bridge.has('events');
       // the header's unread count on every page; an inbox that cannot answer leaves the page without it
       if (route.method === 'GET')
         signed.viewer.unread = await signed.bridge.unreadCount().catch((err: unknown) => {

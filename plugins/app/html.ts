@@ -46,6 +46,8 @@ export interface Viewer {
   csrf: string;
   /** unread inbox items (absent: the tenant has no inbox) */
   unread?: number;
+  /** the tenant has the event stream (plugins/events): live pages open it */
+  live?: boolean;
 }
 
 export interface LayoutOptions {
@@ -82,13 +84,13 @@ export function layout(opts: LayoutOptions, body: Html): string {
   const flash = opts.flash
     ? html`<p class="flash ${opts.flash.kind}" role="${opts.flash.kind === 'error' ? 'alert' : 'status'}">${opts.flash.text}</p>`
     : '';
-  const scripts = ['/app/static/app.js', ...(opts.live !== undefined && v ? ['/app/static/live.js'] : []), ...(opts.scripts ?? [])];
+  const isLive = opts.live !== undefined && v?.live === true;
+  const scripts = ['/app/static/app.js', ...(isLive ? ['/app/static/live.js'] : []), ...(opts.scripts ?? [])];
   // the stream's filter travels in a data attribute (no inline script under the CSP); the banner shows when the stream drops
-  const live =
-    opts.live !== undefined && v
-      ? html`<div id="live" data-stream="${opts.live}" hidden></div>
+  const live = isLive
+    ? html`<div id="live" data-stream="${opts.live}" hidden></div>
 <p id="live-banner" class="live-banner" aria-live="polite" hidden>Live updates paused, retrying…</p>`
-      : '';
+    : '';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(opts.title)} · workgraph</title>

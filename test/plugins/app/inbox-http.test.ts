@@ -160,4 +160,21 @@ describe('app: the inbox and the stream door over HTTP', function () {
     const queue = await s.request('GET', '/app/queue');
     expect(/id="inbox-count"[^>]*>(\d+)</.exec(queue.text)![1]).to.equal(String(before - 1));
   });
+
+  it('a tenant without the inbox plugin: no count and no link in the header, and its inbox page is 404', async () => {
+    const tenants = t.server.services.tenants;
+    const bare = await tenants.create({
+      org: 'bare',
+      adminName: 'Bare Admin',
+      adminEmail: 'admin@bare.test',
+      plugins: ['core', 'leases', 'queue', 'app'],
+    });
+    await tenants.scan();
+    const s = b();
+    await s.signIn(bare.token);
+    const page = await s.request('GET', '/app/queue');
+    expect(page.status).to.equal(200);
+    expect(page.text).to.not.include('inbox-count').and.not.include('href="/app/inbox"');
+    expect((await s.request('GET', '/app/inbox')).status).to.equal(404);
+  });
 });
