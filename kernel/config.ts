@@ -147,12 +147,12 @@ export interface ServerConfig {
    * (SVC_OAUTH_ALLOW_PRIVATE_METADATA=1): for tests and closed networks only; off by default
    */
   oauthAllowPrivateMetadata: boolean;
+  /** GET /v1/events and `wait_for_events` (plugins/events; docs/operator.md "Event streams") */
+  events: EventStreamConfig;
   /** the event log keeps at least this many newest events per tenant (SVC_EVENTS_MAX, default 100000) */
   eventsMax: number;
   /** and drops events older than this many days (SVC_EVENTS_RETENTION_DAYS, default 30) */
   eventsRetentionDays: number;
-  /** GET /v1/events and `wait_for_events` (plugins/events; docs/operator.md "Event streams") */
-  events: EventStreamConfig;
 }
 
 export interface EventStreamConfig {
@@ -214,6 +214,8 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     signinRatePerMinute: countOf(env(e, 'SIGNIN_RATE'), 'SVC_SIGNIN_RATE', 30),
     oauthRatePerMinute: countOf(env(e, 'OAUTH_RATE'), 'SVC_OAUTH_RATE', 120),
     oauthAllowPrivateMetadata: env(e, 'OAUTH_ALLOW_PRIVATE_METADATA') === '1',
+    eventsMax: countOf(env(e, 'EVENTS_MAX'), 'SVC_EVENTS_MAX', 100_000),
+    eventsRetentionDays: countOf(env(e, 'EVENTS_RETENTION_DAYS'), 'SVC_EVENTS_RETENTION_DAYS', 30),
     events: {
       heartbeatMs: countOf(env(e, 'EVENTS_HEARTBEAT_MS'), 'SVC_EVENTS_HEARTBEAT_MS', 15_000),
       streamsPerToken: countOf(env(e, 'EVENTS_STREAMS_PER_TOKEN'), 'SVC_EVENTS_STREAMS_PER_TOKEN', 20),
@@ -222,8 +224,6 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
       bufferBytes: countOf(env(e, 'EVENTS_CLIENT_BUFFER_BYTES'), 'SVC_EVENTS_CLIENT_BUFFER_BYTES', 1024 * 1024),
       cutGraceMs: 5000,
     },
-    eventsMax: countOf(env(e, 'EVENTS_MAX'), 'SVC_EVENTS_MAX', 100_000),
-    eventsRetentionDays: countOf(env(e, 'EVENTS_RETENTION_DAYS'), 'SVC_EVENTS_RETENTION_DAYS', 30),
   };
 }
 

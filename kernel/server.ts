@@ -3,6 +3,7 @@
  * and keep watching the data directory for tenants and plugin changes the CLI makes.
  */
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { setMaxListeners } from 'node:events';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -198,6 +199,8 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
   });
   runtime?.cluster.attach(tenants);
   const stopping = new AbortController();
+  // every open event stream and wait listens to it: hundreds of listeners are expected, not a leak
+  setMaxListeners(0, stopping.signal);
   const services: KernelServices = {
     clock,
     log,

@@ -6,10 +6,10 @@ import { isLive } from '../../kernel/auth.js';
 import { answer, defineOperation, NodeId, object, s } from '../../kernel/operation.js';
 import { RawResponse } from '../../kernel/plugin.js';
 import type { OpContext } from '../../kernel/plugin.js';
-import { missedBefore, selectionFor, startCursor } from './select.js';
+import { missedBefore, selectionFor, startCursor, type EventQuery } from './select.js';
 import { EventStream } from './sse.js';
 import { acquireSlot, streamCounts } from './slots.js';
-import { answerAfter, DEFAULT_LIMIT, MAX_LIMIT, MAX_WAIT_S, type WaitInput } from './wait.js';
+import { answerAfter, DEFAULT_LIMIT, MAX_LIMIT, MAX_WAIT_S } from './wait.js';
 
 const EventActor = s.nullable(
   answer({
@@ -76,7 +76,7 @@ export const getEvents = defineOperation({
   errors: [409, 410, 429],
   example: { since: 0, types: ['node.*', 'lease.taken_over'], assignee: 'me', wait: 30 },
   run: async (ctx, input) => {
-    if (ctx.via === 'rest' && wantsEventStream(ctx.headers.accept)) return openStream(ctx, input);
+    if (ctx.via === 'rest' && wantsEventStream(ctx.headers.accept)) return openEventStream(ctx, input);
     return answerAfter(ctx, input, 0);
   },
 });
@@ -113,7 +113,12 @@ function wantsEventStream(accept: string | undefined): boolean {
   return Boolean(accept && /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(accept));
 }
 
-function openStream(ctx: OpContext, input: WaitInput): RawResponse {
+/**
+ * The Server-Sent Events answer for `ctx`'s caller: the events after the `Last-Event-ID` header
+ * of `ctx.headers` (else `query.since`, else now) that pass the query's filters. Throws the
+ * coded errors of GET /v1/events (409 `cursor_ahead`, 422, 429 `too_many_streams`).
+ */
+export function openEventStream(ctx: OpContext, input: EventQuery): RawResponse {
   const sel = selectionFor(ctx, input);
   const cursor = startCursor(sel.log, input.since, ctx.headers['last-event-id']);
   const release = acquireSlot(ctx);

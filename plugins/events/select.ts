@@ -44,9 +44,11 @@ export function selectionFor(ctx: OpContext, q: EventQuery): Selection {
   const accepts =
     q.assignee === 'me'
       ? (event: WorkEvent) => {
-          // about me (a question routed to me, my claim taken over: my person node is named),
-          // or its main node is assigned to me now (the graph index, `assigned` edges)
+          // about me: my person node is named (a question routed to me), or a top-level payload
+          // field is me (`previous_holder` of a claim taken from me, `holder`, `asker`); or its
+          // main node is assigned to me now (the graph index, `assigned` edges)
           if (event.nodes.includes(person)) return true;
+          if (Object.values(event.payload).includes(person)) return true;
           const main = event.nodes[0];
           const record = main ? ctx.tenant.index.get(main) : undefined;
           return Boolean(record?.edges.some((e) => e.type === 'assigned' && e.to === person));

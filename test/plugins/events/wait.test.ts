@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { eventsPlugin } from '../../../plugins/events/index.js';
+import { leasesPlugin } from '../../../plugins/leases/index.js';
 import { streamCounts } from '../../../plugins/events/slots.js';
 import { addPerson, putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { emit, until } from './helpers.js';
@@ -14,7 +15,7 @@ describe('events: GET /v1/events?wait= (JSON) and the MCP tool wait_for_events',
   let bob: { id: string; token: string };
 
   before(async () => {
-    t = await startTestServer({ plugins: [corePlugin, eventsPlugin] });
+    t = await startTestServer({ plugins: [corePlugin, leasesPlugin, eventsPlugin] });
     alice = await addPerson(t, 'Alice');
     bob = await addPerson(t, 'Bob');
     await putNodes(t, [
@@ -152,6 +153,27 @@ describe('events: GET /v1/events?wait= (JSON) and the MCP tool wait_for_events',
     expect(answeredAt - wroteAt).to.be.below(1000);
     const rest = await t.api('GET', `/v1/events?since=${start}&types=node.created`, { token: alice.token });
     expect(rest.text).to.equal(result.text);
+  });
+
+  it('an agent blocked on wait_for_events {assignee: me} hears at once that its claim was taken over', async () => {
+    await putNodes(t, [{ id: 'task-contested', type: 'task', summary: 'contested' }]);
+    const claimed = await t.api('POST', '/v1/nodes/task-contested/claim', { token: alice.token, body: {} });
+    expect(claimed.status, claimed.text).to.equal(200);
+    const client = await t.mcp(alice.token);
+    const start = (await t.api('GET', '/v1/events')).body.last_id;
+    let tookAt = 0;
+    setTimeout(() => {
+      tookAt = Date.now();
+      void t.api('POST', '/v1/nodes/task-contested/claim', { body: { force: true } });
+    }, 300);
+    const result = await t.tool(client, 'wait_for_events', { since: start, assignee: 'me', types: ['lease.*'], wait: 20 });
+    const answeredAt = Date.now();
+    expect(result.isError, result.text).to.equal(false);
+    const taken = result.json.events.find((e: any) => e.type === 'lease.taken_over');
+    expect(taken, result.text).to.not.equal(undefined);
+    expect(taken.nodes[0]).to.equal('task-contested');
+    expect(taken.payload).to.include({ previous_holder: alice.id, holder: t.adminPerson });
+    expect(answeredAt - tookAt).to.be.below(1000);
   });
 
   it('bad input is the envelope: 422 for a malformed type or cursor, 409 cursor_ahead, and the same over MCP', async () => {
