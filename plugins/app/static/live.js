@@ -62,10 +62,17 @@
     }
   }
 
-  // Events come in bursts (a commit is several): one redraw for each burst.
+  // Events come in bursts (a commit is several): one redraw for each burst, and at most one a
+  // second, so a busy tenant costs an open page one request a second, not one per event.
+  let lastRefresh = 0;
   function schedule() {
-    clearTimeout(timer);
-    timer = setTimeout(refresh, 150);
+    if (timer !== null) return;
+    const wait = Math.max(150, 1000 - (Date.now() - lastRefresh));
+    timer = setTimeout(() => {
+      timer = null;
+      lastRefresh = Date.now();
+      refresh();
+    }, wait);
   }
 
   function open() {
