@@ -10,7 +10,7 @@ export const showInbox = defineOperation({
   name: 'show_inbox',
   summary: "The caller's inbox: what needs their attention",
   description:
-    'Items made by events for you, newest first: assigned to you, review requested of you, questions routed to you, mentions of you, your claims taken over or expired, and your claims about to expire. Each has a read flag; unread_count counts the whole inbox. 403 without a person node.',
+    'Items made by events for you, newest first: assigned to you, review requested of you, questions routed to you, answers to your questions, mentions of you, your claims taken over or expired, and your claims about to expire. Each has a read flag; unread_count counts the whole inbox. 403 without a person node.',
   input: ShowInboxInput,
   output: ShowInboxOutput,
   errors: [403],

@@ -18,6 +18,7 @@ export const INBOX_KINDS = [
   'assigned',
   'review_requested',
   'question_routed',
+  'question_answered',
   'mention',
   'claim_taken_over',
   'claim_expired',
@@ -79,6 +80,10 @@ export function itemsOf(event: WorkEvent, tenant: Tenant): Array<{ person: strin
   }
   if (event.type === 'lease.expired') {
     add(strings(event.payload.holder), 'claim_expired');
+    return out;
+  }
+  if (event.type === 'question.answered') {
+    add(strings(event.payload.asker), 'question_answered');
     return out;
   }
   if (event.type === 'question.routed') {

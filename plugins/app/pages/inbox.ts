@@ -14,6 +14,7 @@ const KIND_TEXT: Record<string, string> = {
   assigned: 'Assigned to you',
   review_requested: 'Review requested',
   question_routed: 'Question for you',
+  question_answered: 'Your question was answered',
   mention: 'Mentioned you',
   claim_taken_over: 'Your claim was taken over',
   claim_expired: 'Your claim expired',

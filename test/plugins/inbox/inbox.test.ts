@@ -57,7 +57,7 @@ describe('inbox: items from events, read state per person', function () {
     if (t) rmSync(t.dataDir, { recursive: true, force: true });
   });
 
-  it('a question routed to Bob is in his inbox (unread, by Alice), not in Alice’s; her own change makes her nothing', async () => {
+  it('a question routed to Bob is in his inbox (unread, by Alice), not in Alice’s; his answer is in hers', async () => {
     const q = await t.api('POST', '/v1/questions', {
       token: alice.token,
       body: { text: 'When does the inbox ship?', mentions: ['task-inbox-a'] },
@@ -73,6 +73,12 @@ describe('inbox: items from events, read state per person', function () {
     expect(res.body.person).to.equal(bob.id);
     const hers = await t.api('GET', '/v1/inbox', { token: alice.token });
     expect((hers.body.items as Item[]).filter((i) => i.node === q.body.id)).to.deep.equal([]);
+    // Bob answers: now Alice hears of it, and Bob (who answered) does not
+    const a = await t.api('POST', `/v1/questions/${q.body.id}/answer`, { token: bob.token, body: { summary: 'Friday, after the review' } });
+    expect(a.status, a.text).to.equal(201);
+    await until(t, alice.token, (items) => items.some((i) => i.kind === 'question_answered' && i.node === q.body.id));
+    const his = await t.api('GET', '/v1/inbox?kind=question_answered', { token: bob.token });
+    expect(his.body.items).to.deep.equal([]);
   });
 
   it('a review requested of Bob and a mention of him make one item each', async () => {
