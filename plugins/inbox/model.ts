@@ -126,6 +126,12 @@ export class Inboxes {
     private readonly log: EventLog,
   ) {
     this.reads = tenant.state.collection<ReadState>('inbox-read');
+    // Subscribed before the first pass over the log, so nothing appended meanwhile is missed
+    // (duplicates are skipped by id); events wait in `pending` until the pass is done.
+    log.subscribe((event) => {
+      if (this.live) this.take(event);
+      else this.pending.push(event);
+    });
   }
 
   /** Resolves once every retained event is in the inboxes (the first call reads the log; a failed read is tried again next time). */
@@ -138,11 +144,6 @@ export class Inboxes {
   }
 
   private async catchUp(): Promise<void> {
-    // Subscribe first, so nothing appended during the pass is missed; duplicates are skipped by id.
-    this.log.subscribe((event) => {
-      if (this.live) this.take(event);
-      else this.pending.push(event);
-    });
     for (;;) {
       const page = await this.log.read(this.cursor, { admin: false }, PAGE);
       for (const event of page) this.take(event);
