@@ -77,10 +77,12 @@ export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
       ...(t._meta ? { _meta: t._meta } : {}),
     })),
   }));
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const tool = byName.get(request.params.name);
     if (!tool) return errorResult(errors.notFound(`tool ${request.params.name}`));
-    return callTool(tool, spec.ctx, (request.params.arguments ?? {}) as Record<string, unknown>, spec.log);
+    // the SDK aborts it when the client cancels or its connection closes: a waiting tool (wait_for_events) stops
+    const ctx = { ...spec.ctx, signal: extra.signal };
+    return callTool(tool, ctx, (request.params.arguments ?? {}) as Record<string, unknown>, spec.log);
   });
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({
     resources: spec.resources.map((r) => ({

@@ -3,6 +3,8 @@
  * (first start, `workgraph tenant add`), notices tenants and plugin changes made by the
  * operator CLI while the server runs, and resolves a bearer token to its tenant and actor.
  */
+import { emitEvent } from './events/emit.js';
+import type { NewEvent } from './events/types.js';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -141,8 +143,10 @@ export class TenantManager {
   async applyConfig(org: string, config: TenantConfig): Promise<void> {
     const tenant = this.tenants.get(org);
     if (!tenant) return;
+    const previous = tenant.config;
     const before = new Set(tenant.config.plugins);
     tenant.config = { ...config, limits: { ...DEFAULT_LIMITS, ...(config.limits ?? {}) } };
+    await announceConfigChange(tenant, previous, tenant.config);
     const added = tenant.config.plugins.filter((p) => !before.has(p));
     await this.onTenantChange(tenant, added);
     this.options.log.info('tenant plugins changed', { org, plugins: tenant.config.plugins });
@@ -185,8 +189,10 @@ export class TenantManager {
       const mtime = statSync(join(dir, 'tenant.json')).mtimeMs;
       if (mtime !== this.configMtimes.get(org)) {
         this.configMtimes.set(org, mtime);
+        const previous = existing.config;
         const before = new Set(existing.config.plugins);
         existing.config = Tenant.readConfig(dir);
+        await announceConfigChange(existing, previous, existing.config);
         const added = existing.config.plugins.filter((p) => !before.has(p));
         await this.onTenantChange(existing, added);
         this.options.log.info('tenant plugins changed', { org, plugins: existing.config.plugins });
@@ -338,6 +344,30 @@ export class TenantManager {
     for (const t of this.tenants.values()) await t.close();
     this.tenants.clear();
   }
+}
+
+/**
+ * Admin events of a tenant's configuration changed by the operator (`workgraph tenant
+ * plugins|settings`, or the cluster registry): plugin.enabled / plugin.disabled per plugin and
+ * one settings.changed naming each changed setting or limit with its old and new value.
+ */
+async function announceConfigChange(tenant: Tenant, before: TenantConfig, after: TenantConfig): Promise<void> {
+  const actor = { person: null, agent: null, name: 'operator', via: 'cli' };
+  const was = new Set(before.plugins);
+  const now = new Set(after.plugins);
+  const events: NewEvent[] = [];
+  const admin = { actor, nodes: [], project: null, audience: 'admins' as const };
+  for (const p of after.plugins) if (!was.has(p)) events.push({ ...admin, type: 'plugin.enabled', payload: { plugin: p } });
+  for (const p of before.plugins) if (!now.has(p)) events.push({ ...admin, type: 'plugin.disabled', payload: { plugin: p } });
+  const changed: Record<string, { from: unknown; to: unknown }> = {};
+  const diff = (prefix: string, a: Record<string, unknown>, b: Record<string, unknown>) => {
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)]))
+      if (JSON.stringify(a[k]) !== JSON.stringify(b[k])) changed[`${prefix}${k}`] = { from: a[k] ?? null, to: b[k] ?? null };
+  };
+  diff('', before.settings ?? {}, after.settings ?? {});
+  diff('limits.', { ...before.limits }, { ...after.limits });
+  if (Object.keys(changed).length > 0) events.push({ ...admin, type: 'settings.changed', payload: { changed } });
+  for (const e of events) await emitEvent(tenant, e);
 }
 
 export function actorFor(tenant: Tenant, record: TokenRecord): Actor {

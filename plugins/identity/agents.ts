@@ -3,6 +3,7 @@
  * tokens, session binding, capability records (operational state, never committed) and
  * profile-to-host matching.
  */
+import { tokenCreated, tokenRevoked } from './events.js';
 import { generateToken, hashPrefix, newTokenRecord } from '../../kernel/auth.js';
 import { errors } from '../../kernel/errors.js';
 import { parseExpiry } from '../../kernel/expiry.js';
@@ -208,6 +209,7 @@ export async function mintAgentToken(ctx: OpContext, input: Static<typeof MintAg
       minted_by: owner,
     });
     await ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
+    await tokenCreated(ctx, record);
     return { token, hash_prefix: hashPrefix(record.hash), agent: agent.id, owner, label, expires, standing: true };
   }
 
@@ -228,6 +230,7 @@ export async function mintAgentToken(ctx: OpContext, input: Static<typeof MintAg
     minted_by: owner,
   });
   await ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
+  await tokenCreated(ctx, record);
   return { token, expires_at: expiresAt, agent: agent.id, session };
 }
 
@@ -250,6 +253,7 @@ export async function revokeAgentToken(ctx: OpContext, input: Static<typeof Revo
   const standing = currentRecords(ctx.tenant).filter((r) => r.kind === 'agent-standing' && r.agent === agent.id);
   const target = resolvePrefix(standing, input.prefix, `standing token of ${agent.id}`);
   const { grants } = await revokeWithCascade(ctx.tenant, [target.hash], nowIso(ctx));
+  await tokenRevoked(ctx, target, grants);
   return { revoked: true, hash_prefix: hashPrefix(target.hash), oauth_grants_revoked: grants };
 }
 

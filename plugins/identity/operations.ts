@@ -37,6 +37,7 @@ import type {
 } from './api.js';
 import { auditIdentityHistory, tokensAtRisk } from './audit.js';
 import { identityAuthority } from './authority.js';
+import { emitAdminEvent, tokenCreated, tokenRevoked } from './events.js';
 import {
   nowIso,
   nowMs,
@@ -92,6 +93,7 @@ export async function mintOwnToken(ctx: OpContext, input: Static<typeof MintOwnT
     minted_by: ctx.actor.personId,
   });
   await ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
+  await tokenCreated(ctx, record);
   return {
     token,
     hash_prefix: hashPrefix(record.hash),
@@ -110,6 +112,7 @@ export async function revokeOwnToken(ctx: OpContext, input: Static<typeof Revoke
   const own = currentRecords(ctx.tenant).filter((r) => isPersonalToken(r) && r.person === ctx.actor.personId);
   const target = resolvePrefix(own, prefix, 'token');
   const { grants } = await revokeWithCascade(ctx.tenant, [target.hash], nowIso(ctx));
+  await tokenRevoked(ctx, target, grants);
   return { revoked: true, hash_prefix: hashPrefix(target.hash), oauth_grants_revoked: grants };
 }
 
@@ -144,6 +147,7 @@ export async function adminMintToken(ctx: OpContext, input: Static<typeof AdminM
     minted_by: ctx.actor.personId,
   });
   await ctx.tenant.tokens.mutate((records) => void records.set(record.hash, record));
+  await tokenCreated(ctx, record);
   const { name, email } = personFields(ctx.tenant, personId);
   return { token, hash_prefix: hashPrefix(record.hash), person: personId, name, email, expires };
 }
@@ -151,7 +155,8 @@ export async function adminMintToken(ctx: OpContext, input: Static<typeof AdminM
 export async function adminRevokeToken(ctx: OpContext, input: Static<typeof RevokeTokenInput>): Promise<Static<typeof AdminRevoked>> {
   requireAdmin(ctx);
   const target = resolvePrefix(currentRecords(ctx.tenant), input.prefix, 'token');
-  await revokeWithCascade(ctx.tenant, [target.hash], nowIso(ctx));
+  const { grants } = await revokeWithCascade(ctx.tenant, [target.hash], nowIso(ctx));
+  await tokenRevoked(ctx, target, grants);
   return { revoked: true, hash_prefix: hashPrefix(target.hash) };
 }
 
@@ -257,6 +262,7 @@ export async function createPerson(ctx: OpContext, input: Static<typeof CreatePe
     },
   );
 
+  await emitAdminEvent(ctx, 'person.created', [id], { id, name, email, roles, link: `/v1/nodes/${encodeURIComponent(id)}` });
   return { id, name, email, roles, revision, ...(invite ? { org_invitation: await invitePerson(ctx, { email, name }, args) } : {}) };
 }
 
@@ -287,53 +293,65 @@ function isAdminNode(node: NodeRecord | undefined | null): boolean {
 export async function grantAdmin(ctx: OpContext, input: Static<typeof PersonIdInput>): Promise<Static<typeof AdminAnswer>> {
   requireAdmin(ctx);
   personNode(ctx, input.id);
-  return ctx.tenant.write(writeActorOf(ctx.actor), { op: 'grant_admin', via: ctx.via, identity: identityAuthority() }, async (draft) => {
-    if (!isAdminNode(ctx.tenant.index.get(ctx.actor.personId)))
-      throw errors.forbidden(`admin only: ${ctx.actor.personId} is no longer an admin`);
-    const node = draft.get(input.id);
-    if (!node || node.frontmatter.type !== 'person') throw errors.notFound(`person ${input.id}`);
-    const edges = Array.isArray(node.frontmatter.edges) ? (node.frontmatter.edges as Array<Record<string, string>>) : [];
-    if (edges.some((e) => e.type === 'stewards' && e.to === ROOT_ID)) {
-      return { id: input.id, is_admin: true, status: 'unchanged' as const, revision: node.revision };
-    }
-    node.frontmatter.edges = [...edges, { type: 'stewards', to: ROOT_ID }];
-    draft.put(node);
-    const committed = await draft.commit();
-    return { id: input.id, is_admin: true, status: 'granted' as const, revision: committed.get(input.id)?.revision ?? null };
-  });
+  return ctx.tenant
+    .write(writeActorOf(ctx.actor), { op: 'grant_admin', via: ctx.via, identity: identityAuthority() }, async (draft) => {
+      if (!isAdminNode(ctx.tenant.index.get(ctx.actor.personId)))
+        throw errors.forbidden(`admin only: ${ctx.actor.personId} is no longer an admin`);
+      const node = draft.get(input.id);
+      if (!node || node.frontmatter.type !== 'person') throw errors.notFound(`person ${input.id}`);
+      const edges = Array.isArray(node.frontmatter.edges) ? (node.frontmatter.edges as Array<Record<string, string>>) : [];
+      if (edges.some((e) => e.type === 'stewards' && e.to === ROOT_ID)) {
+        return { id: input.id, is_admin: true, status: 'unchanged' as const, revision: node.revision };
+      }
+      node.frontmatter.edges = [...edges, { type: 'stewards', to: ROOT_ID }];
+      draft.put(node);
+      const committed = await draft.commit();
+      return { id: input.id, is_admin: true, status: 'granted' as const, revision: committed.get(input.id)?.revision ?? null };
+    })
+    .then(async (answer) => {
+      if (answer.status === 'granted')
+        await emitAdminEvent(ctx, 'person.updated', [input.id], { id: input.id, change: 'admin_granted', is_admin: true });
+      return answer;
+    });
 }
 
 /** Revokes admin rights; the last admin of a tenant keeps them (409 `last_admin`). */
 export async function revokeAdmin(ctx: OpContext, input: Static<typeof PersonIdInput>): Promise<Static<typeof AdminAnswer>> {
   requireAdmin(ctx);
   personNode(ctx, input.id);
-  return ctx.tenant.write(writeActorOf(ctx.actor), { op: 'revoke_admin', via: ctx.via, identity: identityAuthority() }, async (draft) => {
-    const node = draft.get(input.id);
-    if (!node || node.frontmatter.type !== 'person') throw errors.notFound(`person ${input.id}`);
-    const edges = Array.isArray(node.frontmatter.edges) ? (node.frontmatter.edges as Array<Record<string, string>>) : [];
-    if (!edges.some((e) => e.type === 'stewards' && e.to === ROOT_ID)) {
-      return { id: input.id, is_admin: false, status: 'unchanged' as const, revision: node.revision };
-    }
-    // checked inside the write queue, so two concurrent revocations cannot both pass, and a
-    // caller whose own rights were revoked meanwhile is refused
-    if (!isAdminNode(ctx.tenant.index.get(ctx.actor.personId)))
-      throw errors.forbidden(`admin only: ${ctx.actor.personId} is no longer an admin`);
-    const admins = [...ctx.tenant.index.idsOfType('person')].filter((id) => isAdminNode(ctx.tenant.index.get(id)));
-    if (admins.length <= 1) {
-      throw new SvcError(
-        409,
-        'last_admin',
-        `${input.id} is the last admin of ${ctx.tenant.org}; grant admin rights to someone else first`,
-        { id: input.id, admins },
-      );
-    }
-    const kept = edges.filter((e) => !(e.type === 'stewards' && e.to === ROOT_ID));
-    if (kept.length > 0) node.frontmatter.edges = kept;
-    else delete node.frontmatter.edges;
-    draft.put(node);
-    const committed = await draft.commit();
-    return { id: input.id, is_admin: false, status: 'revoked' as const, revision: committed.get(input.id)?.revision ?? null };
-  });
+  return ctx.tenant
+    .write(writeActorOf(ctx.actor), { op: 'revoke_admin', via: ctx.via, identity: identityAuthority() }, async (draft) => {
+      const node = draft.get(input.id);
+      if (!node || node.frontmatter.type !== 'person') throw errors.notFound(`person ${input.id}`);
+      const edges = Array.isArray(node.frontmatter.edges) ? (node.frontmatter.edges as Array<Record<string, string>>) : [];
+      if (!edges.some((e) => e.type === 'stewards' && e.to === ROOT_ID)) {
+        return { id: input.id, is_admin: false, status: 'unchanged' as const, revision: node.revision };
+      }
+      // checked inside the write queue, so two concurrent revocations cannot both pass, and a
+      // caller whose own rights were revoked meanwhile is refused
+      if (!isAdminNode(ctx.tenant.index.get(ctx.actor.personId)))
+        throw errors.forbidden(`admin only: ${ctx.actor.personId} is no longer an admin`);
+      const admins = [...ctx.tenant.index.idsOfType('person')].filter((id) => isAdminNode(ctx.tenant.index.get(id)));
+      if (admins.length <= 1) {
+        throw new SvcError(
+          409,
+          'last_admin',
+          `${input.id} is the last admin of ${ctx.tenant.org}; grant admin rights to someone else first`,
+          { id: input.id, admins },
+        );
+      }
+      const kept = edges.filter((e) => !(e.type === 'stewards' && e.to === ROOT_ID));
+      if (kept.length > 0) node.frontmatter.edges = kept;
+      else delete node.frontmatter.edges;
+      draft.put(node);
+      const committed = await draft.commit();
+      return { id: input.id, is_admin: false, status: 'revoked' as const, revision: committed.get(input.id)?.revision ?? null };
+    })
+    .then(async (answer) => {
+      if (answer.status === 'revoked')
+        await emitAdminEvent(ctx, 'person.updated', [input.id], { id: input.id, change: 'admin_revoked', is_admin: false });
+      return answer;
+    });
 }
 
 /** GET /v1/admin/audit/identity: every change to an identity fact in this tenant's history. */
@@ -379,6 +397,7 @@ export async function offboardPerson(ctx: OpContext, input: Static<typeof Person
     .filter((r) => r.person === id && r.revoked_at === null)
     .map((r) => r.hash);
   const { tokens, grants } = await revokeWithCascade(ctx.tenant, hashes, nowIso(ctx));
+  await emitAdminEvent(ctx, 'person.updated', [id], { id, change: 'offboarded', tokens_revoked: tokens, oauth_grants_revoked: grants });
   // Share tickets are signed, not stored, and cannot be revoked (docs/spec.md Lenses rule 3: expiry is
   // their only bound), so offboarding cannot end them: the answer tells the admin so, with the
   // latest moment one minted before now can still open its view.

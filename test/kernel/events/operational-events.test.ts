@@ -1,11 +1,17 @@
 /**
  * Operational events (docs/events.md): lease claims, releases, take-overs, extensions,
  * reservations and expiry, recorded by the operations through the real server (REST and
- * MCP), durable before the answer; expiry noticed by the server's sweep on the clock.
+ * MCP), durable before the answer; expiry noticed by the server's sweep on the clock. Admin
+ * events (people, tokens, plugins, settings) only for readers that are admins.
  */
 import { expect } from 'chai';
 import type { WorkEvent } from '../../../kernel/events/types.js';
-import { addPerson, type TestServer } from '../../helpers/harness.js';
+import { join } from 'node:path';
+import { Tenant } from '../../../kernel/tenant.js';
+import { corePlugin } from '../../../plugins/core/index.js';
+import { identityPlugin } from '../../../plugins/identity/index.js';
+import { leasesPlugin } from '../../../plugins/leases/index.js';
+import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { sweepExpired } from '../../../plugins/leases/events.js';
 import { post, startLeaseServer, tasks, tenantOf, TTL } from '../../plugins/leases/helpers.js';
 
@@ -97,5 +103,56 @@ describe('events: lease events', function () {
     expect((await post(t, '/v1/nodes/task-l3/claim', alice.token)).status).to.equal(200);
     const after = await leaseEvents(seen);
     expect(after.map((e) => [e.type, e.payload.previous_holder])).to.deep.equal([['lease.claimed', bob.id]]);
+  });
+});
+
+describe('events: admin events (audience admins)', function () {
+  this.timeout(60_000);
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer({ plugins: [corePlugin, leasesPlugin, identityPlugin] });
+  });
+  after(async () => t?.close());
+  const log = () => t.server.services.tenants.get(t.org)!.events;
+
+  it('people and tokens: person.created/updated, token.created/revoked, hidden from non-admin readers, never the token', async () => {
+    const start = log().lastId;
+    const person = await t.api('POST', '/v1/admin/people', { body: { name: 'Dana', email: 'dana@example.test' } });
+    expect(person.status, person.text).to.equal(201);
+    const minted = await t.api('POST', '/v1/admin/tokens', { body: { person: person.body.id, label: 'ci' } });
+    expect(minted.status, minted.text).to.equal(201);
+    const grant = await t.api('POST', `/v1/admin/people/${person.body.id}/admin`);
+    expect(grant.status, grant.text).to.equal(200);
+    const revoke = await t.api('DELETE', `/v1/admin/tokens/${minted.body.hash_prefix}`);
+    expect(revoke.status, revoke.text).to.equal(200);
+
+    const admin = await log().read(start, { admin: true, types: ['person.*', 'token.*'] });
+    expect(admin.map((e) => e.type)).to.deep.equal(['person.created', 'token.created', 'person.updated', 'token.revoked']);
+    expect(admin.every((e) => e.audience === 'admins')).to.equal(true);
+    expect(admin[1]!.payload).to.include({ hash_prefix: minted.body.hash_prefix, person: person.body.id, label: 'ci', kind: 'pat' });
+    expect(admin[2]!.payload).to.include({ change: 'admin_granted' });
+    expect(JSON.stringify(admin)).to.not.include(minted.body.token);
+    // a member's view has the graph events of the same changes, not the admin events
+    const member = await log().read(start, { types: ['person.*', 'token.*'] });
+    expect(member).to.deep.equal([]);
+    expect((await log().read(start, { node: person.body.id })).map((e) => e.type)).to.include('node.created');
+  });
+
+  it('the operator enabling a plugin or changing a setting: plugin.enabled and settings.changed', async () => {
+    const start = log().lastId;
+    const dir = join(t.dataDir, 'tenants', t.org);
+    const config = Tenant.readConfig(dir);
+    await Tenant.writeConfig(dir, { ...config, plugins: [...config.plugins, 'queue'], settings: { ...config.settings, leases: 'strict' } });
+    const events = await until(async () => {
+      const got = await log().read(start, { admin: true });
+      return got.length >= 2 ? got : undefined;
+    });
+    expect(events.map((e) => [e.type, e.audience])).to.deep.equal([
+      ['plugin.enabled', 'admins'],
+      ['settings.changed', 'admins'],
+    ]);
+    expect(events[0]!.payload).to.deep.equal({ plugin: 'queue' });
+    expect(events[1]!.payload).to.deep.equal({ changed: { leases: { from: null, to: 'strict' } } });
+    expect(events[1]!.actor).to.deep.include({ person: null, via: 'cli' });
   });
 });

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { eventsPlugin } from '../../../plugins/events/index.js';
+import { identityPlugin } from '../../../plugins/identity/index.js';
 import { leasesPlugin } from '../../../plugins/leases/index.js';
 import { streamCounts } from '../../../plugins/events/slots.js';
 import { addPerson, putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
@@ -15,7 +16,7 @@ describe('events: GET /v1/events?wait= (JSON) and the MCP tool wait_for_events',
   let bob: { id: string; token: string };
 
   before(async () => {
-    t = await startTestServer({ plugins: [corePlugin, leasesPlugin, eventsPlugin] });
+    t = await startTestServer({ plugins: [corePlugin, identityPlugin, leasesPlugin, eventsPlugin] });
     alice = await addPerson(t, 'Alice');
     bob = await addPerson(t, 'Bob');
     await putNodes(t, [
@@ -92,6 +93,26 @@ describe('events: GET /v1/events?wait= (JSON) and the MCP tool wait_for_events',
     // and the cursor still moves past what the member may not see
     const member = await t.api('GET', `/v1/events?since=${start}`, { token: alice.token });
     expect(member.body.last_id).to.be.at.least((await t.api('GET', '/v1/events')).body.last_id);
+  });
+
+  it("a member's own token minted: the admins hear token.created, the member never (not even as about them)", async () => {
+    const start = (await t.api('GET', '/v1/events')).body.last_id;
+    const minted = await t.api('POST', '/v1/me/tokens', { token: alice.token, body: { label: 'laptop' } });
+    expect(minted.status, minted.text).to.equal(201);
+    const admin = await t.api('GET', `/v1/events?since=${start}&types=token.*`);
+    const created = admin.body.events.find((e: any) => e.type === 'token.created');
+    expect(created, admin.text).to.not.equal(undefined);
+    expect(created).to.include({ audience: 'admins' });
+    expect(created.nodes).to.include(alice.id);
+    expect(JSON.stringify(created)).to.not.include(minted.body.token);
+    for (const q of ['', '&assignee=me', '&types=token.*', `&node=${alice.id}`]) {
+      const member = await t.api('GET', `/v1/events?since=${start}${q}`, { token: alice.token });
+      expect(member.status).to.equal(200);
+      expect(
+        member.body.events.map((e: any) => e.type),
+        q,
+      ).to.not.include('token.created');
+    }
   });
 
   it('assignee=me: events about the caller or a node assigned to the caller', async () => {
@@ -174,6 +195,29 @@ describe('events: GET /v1/events?wait= (JSON) and the MCP tool wait_for_events',
     expect(taken.nodes[0]).to.equal('task-contested');
     expect(taken.payload).to.include({ previous_holder: alice.id, holder: t.adminPerson });
     expect(answeredAt - tookAt).to.be.below(1000);
+  });
+
+  it('a wait whose client went away stops waiting (REST and MCP): its slot is free at once', async () => {
+    const open = () => streamCounts(t.server.services).byToken.size;
+    await until(() => open() === 0, 5000, 'no wait open');
+    const ac = new AbortController();
+    const rest = fetch(`${t.url}/v1/events?wait=30&node=task-nobody`, {
+      headers: { authorization: `Bearer ${bob.token}` },
+      signal: ac.signal,
+    }).catch(() => 'aborted');
+    await until(() => open() === 1, 5000, 'the REST wait to begin');
+    ac.abort();
+    expect(await rest).to.equal('aborted');
+    await until(() => open() === 0, 5000, 'the REST wait to stop');
+
+    const client = await t.mcp(bob.token);
+    const call = t.tool(client, 'wait_for_events', { node: 'task-nobody', wait: 30 }).catch(() => 'closed');
+    await until(() => open() === 1, 5000, 'the MCP wait to begin');
+    const closedAt = Date.now();
+    await client.close();
+    await until(() => open() === 0, 5000, 'the MCP wait to stop');
+    expect(Date.now() - closedAt).to.be.below(5000);
+    await call;
   });
 
   it('bad input is the envelope: 422 for a malformed type or cursor, 409 cursor_ahead, and the same over MCP', async () => {
