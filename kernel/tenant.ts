@@ -283,6 +283,23 @@ export class Tenant {
       }
       if (events.covered !== head) events.appendCommit(head, []);
     }
+    if (events.restoredFrom) {
+      await events.emit({
+        type: 'graph.restored',
+        actor: { person: null, agent: null, name: 'operator', via: 'restore' },
+        nodes: [...this.index.nodes.keys()].slice(0, 100),
+        project: null,
+        ...(head ? { commit: head } : {}),
+        payload: {
+          op: 'restore',
+          total: this.index.size,
+          head,
+          backup_head: events.restoredFrom.head || null,
+          truncated: this.index.size > 100,
+        },
+      });
+      events.restoreAnnounced();
+    }
     this.index.subscribe((c) => {
       try {
         const actor = { person: c.actor.person, agent: c.actor.agent ?? null, name: c.actor.name, via: c.via };

@@ -20,6 +20,7 @@
  */
 import {
   closeSync,
+  existsSync,
   fdatasync,
   fstatSync,
   ftruncateSync,
@@ -28,6 +29,7 @@ import {
   readdirSync,
   readFileSync,
   readSync,
+  rmSync,
   unlinkSync,
   writeSync,
 } from 'node:fs';
@@ -63,6 +65,8 @@ interface Segment {
 }
 
 const SEGMENT_RE = /^(\d{12})\.jsonl$/;
+/** written by `workgraph restore` (scripts/import/backup.ts) into the restored tenant's events/ */
+export const RESTORED_MARKER = 'restored.json';
 const segmentName = (first: number) => `${String(first).padStart(12, '0')}.jsonl`;
 const TAIL_BYTES = 256 * 1024;
 
@@ -132,6 +136,18 @@ export class FileEventLog implements EventLog {
     return this.segments[0]?.first ?? 1;
   }
 
+  /**
+   * Set when this log was created for a tenant `workgraph restore` just rebuilt (its marker
+   * file, RESTORED_MARKER): the tenant announces the restore once (`graph.restored`).
+   */
+  restoredFrom: { head: string; at: string } | null = null;
+
+  /** Forgets the restore marker once the restore was announced. */
+  restoreAnnounced(): void {
+    this.restoredFrom = null;
+    rmSync(join(this.opts.dir, RESTORED_MARKER), { force: true });
+  }
+
   /** the last commit whose events the log holds (null: none yet) */
   get covered(): string | null {
     return this.coveredCommit;
@@ -146,6 +162,14 @@ export class FileEventLog implements EventLog {
       .map((m) => Number(m[1]))
       .sort((a, b) => a - b);
     if (names.length === 0) {
+      const marker = join(dir, RESTORED_MARKER);
+      if (existsSync(marker)) {
+        try {
+          this.restoredFrom = JSON.parse(readFileSync(marker, 'utf8')) as { head: string; at: string };
+        } catch {
+          this.restoredFrom = { head: head ?? '', at: '' };
+        }
+      }
       this.coveredCommit = head;
       this.startSegment(1);
       return;
