@@ -244,7 +244,7 @@ export class Tenant {
       if (event.changes.some((c) => c.before?.type === 'schema' || c.after?.type === 'schema')) this.rebuildRegistry();
     });
     if (loaded.head && loaded.source !== 'snapshot') await this.saveSnapshot();
-    await this.openEvents();
+    await this.openEvents(owned !== undefined);
   }
 
   /** A proposed decision, or a proposed node of a self-approval type, waits for approval (as the queue sees it). */
@@ -257,7 +257,7 @@ export class Tenant {
    * after a commit was acknowledged and before its events were written), then follows every
    * commit. Runs before the tenant serves, so no commit falls between the two.
    */
-  private async openEvents(): Promise<void> {
+  private async openEvents(cluster: boolean): Promise<void> {
     const { deps } = this;
     const events = FileEventLog.open(
       {
@@ -267,6 +267,7 @@ export class Tenant {
         clock: deps.clock,
         log: deps.log,
         retention: deps.eventRetention ?? DEFAULT_RETENTION,
+        freshInode: cluster,
       },
       this.index.head,
     );

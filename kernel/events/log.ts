@@ -29,8 +29,10 @@ import {
   readdirSync,
   readFileSync,
   readSync,
+  renameSync,
   rmSync,
   unlinkSync,
+  writeFileSync,
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -55,6 +57,8 @@ export interface FileEventLogOptions {
   retention?: EventRetention;
   /** events kept in memory (default 4096) */
   ringSize?: number;
+  /** cluster mode (a tenant taken over from another process): reopen the newest segment as a new file */
+  freshInode?: boolean;
 }
 
 interface Segment {
@@ -182,8 +186,15 @@ export class FileEventLog implements EventLog {
     const buf = readFileSync(current.path);
     const end = buf.lastIndexOf(0x0a) + 1;
     const lines = parseLines(buf.toString('utf8', 0, end));
+    if (this.opts.freshInode) {
+      // cluster mode: the segment is copied to a new file renamed over it, so a former owner
+      // that still holds the old one open appends into an unlinked inode, never into ours
+      const tmp = `${current.path}.${process.pid}.tmp`;
+      writeFileSync(tmp, buf.subarray(0, end));
+      renameSync(tmp, current.path);
+    }
     this.fd = openSync(current.path, 'a');
-    if (end < buf.length) ftruncateSync(this.fd, end);
+    if (end < buf.length && !this.opts.freshInode) ftruncateSync(this.fd, end);
     this.last = current.first - 1;
     for (const line of lines) {
       if (line.covered !== undefined) this.coveredCommit = line.covered;
