@@ -13,6 +13,7 @@ import { gardenerPlugin } from '../plugins/gardener/index.js';
 import { historyPlugin } from '../plugins/history/index.js';
 import { identityPlugin } from '../plugins/identity/index.js';
 import { importPlugin } from '../plugins/import/index.js';
+import { inboxPlugin } from '../plugins/inbox/index.js';
 import { leasesPlugin } from '../plugins/leases/index.js';
 import { oauthPlugin } from '../plugins/oauth/index.js';
 import { openapiPlugin } from '../plugins/openapi/index.js';
@@ -39,6 +40,7 @@ export const allPlugins: PluginDef[] = [
   oauthPlugin,
   openapiPlugin,
   eventsPlugin,
+  inboxPlugin,
   appPlugin,
   webhooksPlugin,
 ];

@@ -3,6 +3,8 @@
  * host of docs/spec.md Lenses rule 4), form parsing with CSRF checks, sessions, security headers, and
  * errors turned into readable pages. Pages are functions from a request to a result.
  */
+import type { ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import type Koa from 'koa';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { readRawBody } from '../../kernel/body.js';
@@ -45,12 +47,15 @@ export interface AppResult {
   status?: number;
   html?: string;
   redirect?: string;
-  body?: Buffer | string;
+  /** a stream is sent as it is produced (the event stream) */
+  body?: Buffer | string | Readable;
   type?: string;
   cookies?: string[];
   cache?: string;
   /** further response headers (Retry-After) */
   headers?: Record<string, string>;
+  /** a long-lived stream's hold on the node response (it may cut a client that stops reading) */
+  attach?: (res: ServerResponse) => void;
 }
 
 export type PublicHandler = (req: AppRequest, host: AppHost) => Promise<AppResult>;
@@ -248,6 +253,13 @@ export class AppHost {
       }
       const signed = this.signedFor(session);
       if (!signed.bridge.has('app')) throw errors.notFound('the app (its plugin is not enabled for this tenant)');
+      signed.viewer.live = signed.bridge.has('events');
+      // the header's unread count on every page; an inbox that cannot answer leaves the page without it
+      if (route.method === 'GET')
+        signed.viewer.unread = await signed.bridge.unreadCount().catch((err: unknown) => {
+          this.services.log.warn('app: the inbox count failed', { error: err instanceof Error ? err.message : String(err) });
+          return undefined;
+        });
       return (route.handler as SignedHandler)(req, signed, this);
     }
     if (allowed) throw new SvcError(405, 'method_not_allowed', `${ctx.method} is not allowed here`);
@@ -276,6 +288,7 @@ export class AppHost {
     } else {
       ctx.type = result.type ?? 'application/octet-stream';
       ctx.body = result.body ?? '';
+      result.attach?.(ctx.res);
     }
   }
 }

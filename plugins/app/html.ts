@@ -44,19 +44,29 @@ export interface Viewer {
   org: string;
   personId: string;
   csrf: string;
+  /** unread inbox items (absent: the tenant has no inbox) */
+  unread?: number;
+  /** the tenant has the event stream (plugins/events): live pages open it */
+  live?: boolean;
 }
 
 export interface LayoutOptions {
   title: string;
   viewer: Viewer | null;
   /** which navigation entry is current */
-  nav?: 'queue' | 'programs' | 'analytics' | 'views' | 'search' | 'orgs';
+  nav?: 'inbox' | 'queue' | 'programs' | 'analytics' | 'views' | 'search' | 'orgs';
   flash?: { kind: 'ok' | 'error'; text: string } | null;
   scripts?: string[];
   banner?: Html;
+  /**
+   * The page updates itself from the event stream (static/live.js): the stream's filter
+   * (`node=<id>`, `assignee=me`, ...) as a query string; its regions carry `data-live`.
+   */
+  live?: string;
 }
 
 const NAV: Array<{ key: NonNullable<LayoutOptions['nav']>; href: string; label: string }> = [
+  { key: 'inbox', href: '/app/inbox', label: 'Inbox' },
   { key: 'queue', href: '/app/queue', label: 'My queue' },
   { key: 'programs', href: '/app/programs', label: 'Programs' },
   { key: 'analytics', href: '/app/analytics', label: 'Analytics' },
@@ -67,14 +77,20 @@ const NAV: Array<{ key: NonNullable<LayoutOptions['nav']>; href: string; label: 
 export function layout(opts: LayoutOptions, body: Html): string {
   const v = opts.viewer;
   const nav = v
-    ? html`<nav aria-label="Main"><ul>${NAV.map((n) => html`<li><a href="${n.href}"${n.key === opts.nav ? raw(' aria-current="page"') : ''}>${n.label}</a></li>`)}</ul></nav>
+    ? html`<nav aria-label="Main"><ul>${NAV.filter((n) => n.key !== 'inbox' || v.unread !== undefined).map((n) => html`<li><a href="${n.href}"${n.key === opts.nav ? raw(' aria-current="page"') : ''}>${n.label}${n.key === 'inbox' ? unreadBadge(v.unread ?? 0) : ''}</a></li>`)}</ul></nav>
 <div class="who"><a href="/app/orgs" title="Switch tenant">${v.org}</a> · <span>${v.name}</span>
 <form method="post" action="/app/signout" class="inline">${csrfField(v.csrf)}<button type="submit" class="link">Sign out</button></form></div>`
     : html``;
   const flash = opts.flash
     ? html`<p class="flash ${opts.flash.kind}" role="${opts.flash.kind === 'error' ? 'alert' : 'status'}">${opts.flash.text}</p>`
     : '';
-  const scripts = ['/app/static/app.js', ...(opts.scripts ?? [])];
+  const isLive = opts.live !== undefined && v?.live === true;
+  const scripts = ['/app/static/app.js', ...(isLive ? ['/app/static/live.js'] : []), ...(opts.scripts ?? [])];
+  // the stream's filter travels in a data attribute (no inline script under the CSP); the banner shows when the stream drops
+  const live = isLive
+    ? html`<div id="live" data-stream="${opts.live}" hidden></div>
+<p id="live-banner" class="live-banner" aria-live="polite" hidden>Live updates paused, retrying…</p>`
+    : '';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(opts.title)} · workgraph</title>
@@ -83,13 +99,18 @@ ${scripts.map((s) => `<script src="${esc(s)}" defer></script>`).join('\n')}
 </head><body>
 <a class="skip" href="#main">Skip to content</a>
 <header class="top"><a class="brand" href="/app/queue">workgraph</a>${nav}</header>
-${opts.banner ?? ''}
+${opts.banner ?? ''}${live}
 <main id="main" tabindex="-1">
 ${flash}
 ${body}
 </main>
 </body></html>
 `;
+}
+
+/** The unread count beside "Inbox": a number, and the word for screen readers (live.js updates the number). */
+export function unreadBadge(unread: number): Html {
+  return html` <span id="inbox-count" class="count${unread === 0 ? ' zero' : ''}">${unread}</span><span class="sr-only"> unread</span>`;
 }
 
 export const csrfField = (token: string): Html => html`<input type="hidden" name="csrf" value="${token}">`;

@@ -22,6 +22,8 @@ import {
   showNode,
   statusNode,
 } from './pages/node.js';
+import { streamEvents } from './pages/events.js';
+import { markRead, showInbox } from './pages/inbox.js';
 import { showQueue } from './pages/queue.js';
 import { showLensCatalog, showView } from './pages/views.js';
 import { SESSION_COOKIE } from './session.js';
@@ -38,6 +40,9 @@ function buildHost(host: AppHost): AppHost {
   host.getSigned('/app/orgs', showOrgs);
   host.postSigned('/app/orgs', switchOrg);
   host.getSigned('/app/queue', showQueue);
+  host.getSigned('/app/inbox', showInbox);
+  host.getSigned('/app/events', streamEvents);
+  host.postSigned('/app/inbox/read', markRead);
   host.getSigned('/app/nodes/:id', showNode);
   host.postSigned('/app/nodes/:id/claim', claimNode);
   host.postSigned('/app/nodes/:id/release', releaseNode);
@@ -63,7 +68,7 @@ export const appPlugin = definePlugin({
   version: '1.0.0',
   dependsOn: ['core'],
   // each page asks the bridge whether its plugin is usable for the tenant (404 otherwise)
-  optionalDependsOn: ['analytics', 'capture', 'history', 'leases', 'lenses', 'queue'],
+  optionalDependsOn: ['analytics', 'capture', 'events', 'history', 'inbox', 'leases', 'lenses', 'queue'],
   init(services) {
     services.requestRouters.push(appRouter(services));
   },

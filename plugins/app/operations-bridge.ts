@@ -5,6 +5,7 @@
  *
  * A page that needs a plugin the tenant has disabled gets a 404, like the REST route would.
  */
+import { Readable } from 'node:stream';
 import type { Actor } from '../../kernel/actor.js';
 import { errors } from '../../kernel/errors.js';
 import { invoke, type Answer, type OperationDef } from '../../kernel/operation.js';
@@ -13,7 +14,9 @@ import type { Tenant } from '../../kernel/tenant.js';
 import * as analyticsApi from '../analytics/api.js';
 import * as captureApi from '../capture/api.js';
 import * as coreApi from '../core/api.js';
+import * as eventsApi from '../events/api.js';
 import * as historyApi from '../history/api.js';
+import * as inboxApi from '../inbox/api.js';
 import * as leasesApi from '../leases/api.js';
 import { leasesOf, leaseView } from '../leases/public.js';
 import * as lensesApi from '../lenses/api.js';
@@ -145,6 +148,33 @@ export class Bridge {
   queryGraph(query: string) {
     this.need('capture', 'search');
     return call(captureApi.queryGraph, this.ctx, { query, mode: 'digest' });
+  }
+  /**
+   * The event stream of GET /v1/events for this person: the same operation, asked for
+   * `text/event-stream`, with the reconnect's Last-Event-ID. Answers the stream response.
+   */
+  async openEventStream(input: InputOf<typeof eventsApi.getEvents>, lastEventId: string | undefined): Promise<RawResponse> {
+    this.need('events', 'the event stream');
+    const ctx: OpContext = {
+      ...this.ctx,
+      headers: { accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+    };
+    const answer: unknown = await invoke(eventsApi.getEvents, ctx, dropUndefined(input));
+    if (!(answer instanceof RawResponse) || !(answer.body instanceof Readable)) throw new Error('get_events answered no stream');
+    return answer;
+  }
+  showInbox(input: InputOf<typeof inboxApi.showInbox>) {
+    this.need('inbox', 'the inbox');
+    return call(inboxApi.showInbox, this.ctx, dropUndefined(input));
+  }
+  markInboxRead(input: InputOf<typeof inboxApi.markInboxRead>) {
+    this.need('inbox', 'the inbox');
+    return call(inboxApi.markInboxRead, this.ctx, dropUndefined(input));
+  }
+  /** The header's unread count: absent when the tenant has no inbox or the identity no person. */
+  async unreadCount(): Promise<number | undefined> {
+    if (!this.has('inbox') || !this.ctx.actor.bound) return undefined;
+    return (await call(inboxApi.showInbox, this.ctx, { limit: 1 })).unread_count;
   }
   listLenses() {
     this.need('lenses', 'views');

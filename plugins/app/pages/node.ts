@@ -69,7 +69,7 @@ async function nodePage(s: Signed, id: string, opts: { error?: SvcError; conflic
 
   const body = html`<nav class="crumbs" aria-label="Breadcrumb"><a href="/app/queue">My queue</a> › <code>${id}</code></nav>
 <h1>${title}</h1>
-<p class="meta"><span class="badge">${node.type}</span> <span class="badge status">${fm.status}</span>
+<p class="meta" data-live="meta"><span class="badge">${node.type}</span> <span class="badge status">${fm.status}</span>
 ${fm.priority ? html`<span class="badge">${fm.priority}</span>` : ''} ${fm.readiness ? html`<span class="badge">ready for ${fm.readiness}</span>` : ''}
 ${fm.project ? html`<span class="muted">project ${fm.project}</span>` : ''}</p>
 ${err ? html`<div class="flash error" role="alert"><strong>${err.status === 409 ? 'Not done: ' : 'Could not do that: '}</strong>${err.message} <span class="muted">(${err.status} ${err.code})</span></div>` : ''}
@@ -89,20 +89,20 @@ ${opts.conflict ? conflictPanel(s, id, opts.conflict) : ''}
 <textarea id="body-text" name="body" rows="12">${node.body}</textarea>
 <button type="submit">Save body</button></form></details>
 </section>
-<section aria-labelledby="edges-h"><h2 id="edges-h">Edges</h2>
+<section aria-labelledby="edges-h" data-live="edges"><h2 id="edges-h">Edges</h2>
 <div class="two-col"><div><h3>From this node</h3>${outbound.length ? html`<ul class="plain">${outbound.map((e) => html`<li><span class="edge">${e.type}</span> ${nodeLink(e.to, b.tenant.index.get(e.to)?.title ?? e.to)}</li>`)}</ul>` : html`<p class="muted">None.</p>`}</div>
 <div><h3>To this node</h3>${inbound.length ? html`<ul class="plain">${inbound.map((e) => html`<li>${nodeLink(e.from, b.tenant.index.get(e.from)?.title ?? e.from)} <span class="edge">${registry.edgeTypes.get(e.edge.type)?.inverse_label ?? e.edge.type}</span> <span class="muted small">(${e.edge.type})</span></li>`)}</ul>` : html`<p class="muted">None.</p>`}</div></div>
 <p><a href="/app/nodes/${encodeURIComponent(id)}/graph">Picture of the neighborhood</a>${b.has('analytics') ? html` · <a href="/app/programs/${encodeURIComponent(id)}">Program tree</a>` : ''}</p>
 </section>
 <section aria-labelledby="fields-h"><h2 id="fields-h">Fields</h2>
-<dl class="fields">${Object.entries(fm)
+<dl class="fields" data-live="fields">${Object.entries(fm)
     .filter(([k]) => !HIDDEN_FIELDS.has(k))
     .map(([k, v]) => html`<dt>${k}</dt><dd>${fieldValue(v)}</dd>`)}
 <dt>revision</dt><dd><code>${node.revision}</code></dd></dl>
 </section>
 ${
   history
-    ? html`<section aria-labelledby="history-h"><h2 id="history-h">History</h2>
+    ? html`<section aria-labelledby="history-h" data-live="history"><h2 id="history-h">History</h2>
 <ol class="history">${history.history.map(
         (h) => html`<li><a href="/app/nodes/${encodeURIComponent(id)}/history/${h.sha}">${h.message.split('\n')[0]}</a>
 <span class="muted small">${h.actor_name ?? h.actor} · ${when(h.date)} · <code>${h.short}</code>${h.internal ? ' · internal' : ''}</span></li>`,
@@ -112,7 +112,7 @@ ${history.total > history.count ? html`<p class="muted">${history.total - histor
 }
 </div>
 <aside class="node-side" aria-label="Actions">
-<section aria-labelledby="lease-h"><h2 id="lease-h">Lease</h2>
+<section aria-labelledby="lease-h" data-live="lease"><h2 id="lease-h">Lease</h2>
 ${lease ? html`<p>${mine ? 'You hold it' : html`Held by ${nodeLink(lease.by, b.tenant.index.get(lease.by)?.title ?? lease.by)}`}${lease.agent ? ` (agent ${lease.agent})` : ''}, ${lease.state}, until ${when(lease.expires_at)}.</p>` : html`<p class="muted">Nobody holds it.</p>`}
 ${
   typeDef?.queueable && b.has('leases')
@@ -144,7 +144,10 @@ ${fm.readiness === 'agent' ? html`<input type="hidden" name="readiness" value="n
 <button type="submit">Add edge</button></form></section>
 </aside>
 </div>`;
-  return { status: opts.status ?? (err ? err.status : 200), html: layout({ title, viewer: s.viewer, flash: s.flash }, body) };
+  return {
+    status: opts.status ?? (err ? err.status : 200),
+    html: layout({ title, viewer: s.viewer, flash: s.flash, live: new URLSearchParams({ node: id }).toString() }, body),
+  };
 }
 
 function conflictPanel(s: Signed, id: string, c: Conflict): Html {

@@ -65,6 +65,7 @@ export async function showQueue(req: AppRequest, s: Signed): Promise<AppResult> 
 <label>Assignee <input name="assignee" value="${filters.assignee}" placeholder="me or person-…" size="12"></label>
 <button type="submit">Filter</button> <a href="/app/queue">Clear</a>
 </form>
+<div data-live="queue">
 <p class="muted" role="status">${queue.total_count === 0 ? 'Nothing to do here.' : `Items ${first}-${last} of ${queue.total_count}`}${queue.muted ? ` · ${queue.muted} muted` : ''}${queue.dormant ? ` · ${queue.dormant} dormant` : ''}
  · ${Object.entries(queue.counts_by_suggest)
    .filter(([, n]) => n > 0)
@@ -97,6 +98,9 @@ ${sections.map(
     sec,
   ) => html`<section aria-labelledby="sec-${sec.name}"><h2 id="sec-${sec.name}">${SECTION_TITLES[sec.name]} (${queue.section_totals?.[sec.name] ?? sec.entries.length})</h2>
 <ul class="plain">${sec.entries.map((e) => html`<li>${nodeLink(e.id, e.title)} <span class="muted small">${e.type} · ${e.status}</span></li>`)}</ul></section>`,
-)}`;
-  return { html: layout({ title: 'My queue', viewer: s.viewer, nav: 'queue', flash: s.flash }, body) };
+)}
+</div>`;
+  // any event may move the ranking (a claim, a status, an edge): the page listens to all of the project's, or the tenant's
+  const live = new URLSearchParams(filters.project ? { project: filters.project } : {}).toString();
+  return { html: layout({ title: 'My queue', viewer: s.viewer, nav: 'queue', flash: s.flash, live }, body) };
 }

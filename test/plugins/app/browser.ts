@@ -28,7 +28,11 @@ export function watch(page: Page): Watch {
     if (m.type() === 'error' || /Content Security Policy/i.test(m.text())) w.problems.push(`console: ${m.text()}`);
   });
   page.on('pageerror', (e) => w.problems.push(`pageerror: ${e.message}`));
-  page.on('requestfailed', (r) => w.problems.push(`failed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on('requestfailed', (r) => {
+    // leaving a live page ends its event stream: the browser reports the open request as aborted
+    if (r.resourceType() === 'eventsource' && r.failure()?.errorText === 'net::ERR_ABORTED') return;
+    w.problems.push(`failed: ${r.url()} ${r.failure()?.errorText}`);
+  });
   return w;
 }
 

@@ -24,6 +24,11 @@ async function main(): Promise<void> {
     await t.api('POST', '/v1/nodes/task-docs/status', { token: bob.token, body: { status: 'done' } });
     await t.api('POST', '/v1/nodes/task-login/claim', { token: bob.token });
     await t.api('POST', '/v1/nodes/issue-crash/status', { body: { status: 'in-progress' } });
+    // Bob's inbox: a question routed to him, a review requested of him, a mention
+    await t.api('POST', `/v1/nodes/${bob.id}/edges`, { body: { type: 'stewards', to: 'task-launch' } });
+    await t.api('POST', '/v1/questions', { body: { text: 'Which DNS provider do we launch on?', mentions: ['task-launch'] } });
+    await t.api('POST', '/v1/nodes/task-signup/edges', { body: { type: 'review-requested', to: bob.id } });
+    await t.api('POST', '/v1/nodes/dec-cdn/edges', { body: { type: 'mentions', to: bob.id } });
     const shots: Array<{ file: string; path: string; width: number; height: number; signedIn: boolean }> = [
       { file: 'signin', path: '/app/signin', width: 1280, height: 800, signedIn: false },
       ...PAGES.map((p) => ({ file: p.name, path: p.path, width: 1280, height: 800, signedIn: true })),

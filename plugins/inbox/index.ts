@@ -1,0 +1,20 @@
+/**
+ * The `inbox` plugin: each person's inbox, derived from the tenant's event log and the graph
+ * (model.ts): GET /v1/inbox and POST /v1/inbox/read. The web app shows it (plugins/app).
+ */
+import { definePlugin } from '../../kernel/plugin.js';
+import { inboxAccess } from './access.js';
+import * as api from './api.js';
+
+export const inboxPlugin = definePlugin({
+  name: 'inbox',
+  access: inboxAccess,
+  version: '1.0.0',
+  dependsOn: [],
+  // claims about to expire are read from the lease table when the tenant has leases
+  optionalDependsOn: ['leases'],
+  routes: [
+    { method: 'GET', path: '/v1/inbox', operation: api.showInbox },
+    { method: 'POST', path: '/v1/inbox/read', operation: api.markInboxRead },
+  ],
+});
