@@ -297,34 +297,29 @@ function clip(text) {
 /*
  * CPU-time limits. A call may use `to` ms of CPU (compiling on first use, running, and its
  * microtasks), and `wb` ms of wall time at most (the backstop for a call starved of CPU
- * without end). isolated-vm's own `timeout` counts wall time, and while a script runs its
- * `isolate.cpuTime` grows with the wall clock too (on Linux it reads the thread's CPU clock
- * only when the script stops: node_modules/isolated-vm/src/isolate/executor.cc). So:
+ * without end). isolated-vm's own `timeout` counts wall time, and so does its
+ * `isolate.cpuTime` as installed here (measured: a busy loop starved to a third of a CPU
+ * read ~110 ms of `cpuTime` for ~35 ms of process CPU). CPU is read from the process
+ * (`process.cpuUsage`, getrusage: ~3 µs; the child runs one call at a time, so what it uses
+ * meanwhile is that call's: its thread, the GC threads it keeps busy, a little IPC).
  *
  * - Fast path: run synchronously on this thread with a wall timeout of the CPU left. Nearly
- *   every hook ends far inside it, at ~20 µs of overhead. If the timeout fires, the
- *   thread's CPU clock (`isolate.cpuTime`, exact once the script stopped) tells whether the
- *   hook held the CPU (it used >= STARVED_SHARE of the wait: its CPU limit is spent, the
- *   answer is `timeout`) or was starved by other work on the machine.
- * - Slow path, only after a starved attempt: run again from the start, asynchronously on
- *   isolated-vm's thread, with the wall backstop as its timeout, while this thread checks
- *   the process's CPU time (`process.cpuUsage`, which does grow with real CPU use) each time
- *   the budget could at the earliest have run out, and disposes the isolate when it has.
- *   An asynchronous call costs ~170 µs (thread hand-offs), which is why it is not the
- *   default. The starved attempt's CPU is not charged: its work was thrown away.
+ *   every hook ends far inside it (a call costs ~20 µs here, ~170 µs asynchronously). If
+ *   the timeout fires, the process CPU used meanwhile tells whether the hook held the CPU
+ *   (at least STARVED_SHARE of the wait: its limit is spent, the answer is `timeout`) or was
+ *   starved by other work on the machine.
+ * - Slow path, only after a starved attempt: run the step again from the start,
+ *   asynchronously on isolated-vm's thread with the wall backstop as its timeout, while
+ *   this thread reads the CPU used each time the budget could at the earliest have run out,
+ *   and disposes the isolate when it has. The starved attempt's CPU is not charged (its
+ *   work was thrown away), so a busy loop starved on its first attempt uses less than
+ *   (1 + STARVED_SHARE) x its limit in all.
  */
 const STARVED_SHARE = 0.9;
 
-function nsToMs(ns) {
-  return Number(ns) / 1e6;
-}
-
-function cpuTimeMs(isolate) {
-  try {
-    return nsToMs(isolate.cpuTime);
-  } catch {
-    return null; // disposed
-  }
+function cpuMsSince(start) {
+  const spent = process.cpuUsage(start);
+  return (spent.user + spent.system) / 1000;
 }
 
 /**
@@ -332,41 +327,34 @@ function cpuTimeMs(isolate) {
  * call's budget {cpuLimitMs, cpuMs, wallEnd, slow}. `step(async, timeoutMs)` starts the step
  * with isolated-vm's sync or async API. Resolves to the step's result, or throws a
  * HookFailure('timeout') when the budget ran out, or the raw isolated-vm error otherwise.
+ * `last`: no step follows, so the CPU of a step that finished need not be read.
  */
-async function limited(isolateEntry, budget, step) {
-  const isolate = isolateEntry.isolate;
+async function limited(isolateEntry, budget, step, last = false) {
   if (!budget.slow) {
     const wallLeft = budget.wallEnd - performance.now();
     const timeout = Math.max(1, Math.ceil(Math.min(budget.cpuLimitMs - budget.cpuMs, wallLeft)));
-    const before = cpuTimeMs(isolate);
+    const start = process.cpuUsage();
     let result;
     try {
       result = step(false, timeout);
     } catch (error) {
-      const after = cpuTimeMs(isolate);
-      const used = before !== null && after !== null ? after - before : 0;
       if (!isTimeoutError(error)) throw error;
       if (timeout >= wallLeft) throw backstopFailure(budget);
-      if (used >= timeout * STARVED_SHARE) throw cpuFailure(budget);
+      if (cpuMsSince(start) >= timeout * STARVED_SHARE) throw cpuFailure(budget);
       budget.slow = true; // starved: run the step again, measuring CPU as it goes
-      budget.starvedAttempts++;
-      return limited(isolateEntry, budget, step);
+      return limited(isolateEntry, budget, step, last);
     }
-    const after = cpuTimeMs(isolate);
-    if (before !== null && after !== null) budget.cpuMs += after - before;
+    if (!last) budget.cpuMs += cpuMsSince(start);
     return result;
   }
   const cpuLeft = budget.cpuLimitMs - budget.cpuMs;
   const wallLeft = budget.wallEnd - performance.now();
   if (wallLeft < 1) throw backstopFailure(budget);
   const start = process.cpuUsage();
-  const before = cpuTimeMs(isolate);
   let cut = false;
-  let timer = null;
+  let timer;
   const check = () => {
-    timer = null;
-    const spent = process.cpuUsage(start);
-    const used = (spent.user + spent.system) / 1000;
+    const used = cpuMsSince(start);
     if (used >= cpuLeft) {
       cut = true;
       // The only way to stop a script from outside before its timeout: the tenant's
@@ -374,22 +362,21 @@ async function limited(isolateEntry, budget, step) {
       disposeIsolate(isolateEntry.key);
       return;
     }
-    // The process cannot use CPU faster than its threads run; a hook is one thread, plus
-    // the GC threads it keeps busy: check again when half of what is left could be spent.
+    // A hook is one thread (plus the GC threads it keeps busy): check again when half of
+    // what is left could have been spent.
     timer = setTimeout(check, Math.max(1, (cpuLeft - used) / 2));
   };
   timer = setTimeout(check, Math.max(1, cpuLeft / 2));
   try {
     const result = await step(true, Math.max(1, Math.ceil(wallLeft)));
-    const after = cpuTimeMs(isolate);
-    if (before !== null && after !== null) budget.cpuMs += after - before;
+    budget.cpuMs += cpuMsSince(start);
     return result;
   } catch (error) {
     if (cut) throw cpuFailure(budget);
     if (isTimeoutError(error)) throw backstopFailure(budget);
     throw error;
   } finally {
-    if (timer) clearTimeout(timer);
+    clearTimeout(timer);
   }
 }
 
@@ -422,9 +409,7 @@ async function compile(isolateEntry, owner, ctx, msg, budget) {
   let fn;
   try {
     fn = await limited(isolateEntry, budget, (async, timeout) =>
-      async
-        ? script.run(ctx.context, { reference: true, timeout })
-        : script.runSync(ctx.context, { reference: true, timeout }),
+      async ? script.run(ctx.context, { reference: true, timeout }) : script.runSync(ctx.context, { reference: true, timeout }),
     );
   } catch (error) {
     dropContext(isolateEntry, owner);
@@ -483,7 +468,6 @@ async function runHook(msg) {
     wallMs: msg.wb,
     wallEnd: performance.now() + msg.wb,
     slow: false,
-    starvedAttempts: 0,
   };
   const isolateEntry = getIsolate(msg.t, msg.mb);
   let ctx;
@@ -495,10 +479,14 @@ async function runHook(msg) {
   const fn = await compile(isolateEntry, msg.o, ctx, msg, budget);
   let answer;
   try {
-    answer = await limited(isolateEntry, budget, (async, timeout) =>
-      async
-        ? ctx.invoke.apply(undefined, [fn.derefInto(), msg.in], { timeout })
-        : ctx.invoke.applySync(undefined, [fn.derefInto(), msg.in], { timeout }),
+    answer = await limited(
+      isolateEntry,
+      budget,
+      (async, timeout) =>
+        async
+          ? ctx.invoke.apply(undefined, [fn.derefInto(), msg.in], { timeout })
+          : ctx.invoke.applySync(undefined, [fn.derefInto(), msg.in], { timeout }),
+      true,
     );
   } catch (error) {
     throw classify(error, isolateEntry, 'threw');
