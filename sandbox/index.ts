@@ -26,13 +26,14 @@ const MAX_MEMORY_MB = 2048;
 const MAX_ATTEMPTS = 3;
 const BOOT_FAILURES_BEFORE_GIVING_UP = 3;
 /**
- * A call may take at most its CPU limit plus this much wall time, and at least 1 s more, up
- * to 10x its limit: the backstop for a call that uses no CPU yet does not finish (starved on
- * a loaded machine, or stuck). Hooks cannot sleep, so a benign hook reaches it only when the
- * machine gives it a tenth of a CPU or less for a long time.
+ * The wall-time backstop of a call with CPU limit `timeoutMs`: 20x the limit, at least the
+ * limit + 2 s, at most the limit + 60 s (2,050 ms for the default 50). It bounds a call that
+ * does not finish yet uses no CPU: a hung child, or a machine so loaded that the call gets
+ * under a twentieth of a CPU. Hooks cannot sleep (no timers, no Atomics), so a benign hook
+ * meets it only in that second case. A call cut by it answers `timeout`.
  */
 export function wallBackstopMs(timeoutMs: number): number {
-  return timeoutMs + Math.min(Math.max(9 * timeoutMs, 1000), 30_000);
+  return timeoutMs + Math.min(Math.max(19 * timeoutMs, 2000), 60_000);
 }
 /** The watchdog re-reads the child's CPU time at most this often while a call runs long. */
 const MIN_CPU_CHECK_MS = 5;

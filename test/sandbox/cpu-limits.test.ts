@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { wallBackstopMs } from '../../sandbox/index.js';
-import { ANSWER_SLACK_MS, BENIGN, TRANSITION_INPUT, childCpuMs, sandboxScope, type TestSandbox } from './helpers.js';
+import { ANSWER_SLACK_MS, BENIGN, TRANSITION_INPUT, childCpuMs, cutBy, sandboxScope, type TestSandbox, type Timed } from './helpers.js';
 
 /**
  * Hook limits are CPU time, with a wall-time backstop (sandbox/README.md "Limits"). Starving
@@ -15,6 +15,20 @@ const WORK = '(input) => { let x = 0; for (let i = 0; i < input.n; i++) x = (x +
 const WATCHDOG_GRACE_MS = 60;
 
 const linux = process.platform === 'linux';
+
+/**
+ * A busy loop cut at its CPU limit used at least that (less the 10% by which a starved-or-not
+ * verdict may err: sandbox/worker.mjs STARVED_SHARE) and at most a starved first attempt plus
+ * its limit plus the child's own work. If the machine was so loaded that the wall backstop
+ * came first, it used less than its limit.
+ */
+function expectCutNearCpuLimit(timed: Timed, limitMs: number): void {
+  const about = `${timed.ms.toFixed(0)} ms wall, ${timed.cpuMs?.toFixed(0)} ms CPU`;
+  const by = cutBy(timed.outcome, limitMs);
+  expect(timed.cpuMs, about).to.be.below(2 * limitMs + ANSWER_SLACK_MS);
+  if (by === 'cpu') expect(timed.cpuMs, about).to.be.at.least(0.9 * limitMs);
+  else expect(timed.ms, about).to.be.at.least(wallBackstopMs(limitMs));
+}
 
 async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((resolve) => setTimeout(resolve, 1));
@@ -47,10 +61,10 @@ describe('sandbox: hook limits are CPU time, with a wall-time backstop', functio
     if (!linux) this.skip(); // the child's CPU time is read from /proc
   });
 
-  it('the wall backstop is 10x the limit, at least the limit + 1 s, at most the limit + 30 s', () => {
-    expect(wallBackstopMs(50)).to.equal(1050);
-    expect(wallBackstopMs(200)).to.equal(2000);
-    expect(wallBackstopMs(10_000)).to.equal(40_000);
+  it('the wall backstop is 20x the limit, at least the limit + 2 s, at most the limit + 60 s', () => {
+    expect(wallBackstopMs(50)).to.equal(2050);
+    expect(wallBackstopMs(500)).to.equal(10_000);
+    expect(wallBackstopMs(10_000)).to.equal(70_000);
   });
 
   it('a busy loop is cut once it has used its CPU limit, not far past it', async () => {
@@ -58,10 +72,7 @@ describe('sandbox: hook limits are CPU time, with a wall-time backstop', functio
     await t.sandbox.ready();
     for (let i = 0; i < 3; i++) {
       const timed = await t.timed(LOOP, {}, { limits: { timeoutMs: 100 } });
-      expect(timed.outcome).to.deep.equal({ ok: false, kind: 'timeout', message: 'hook exceeded its time limit (100 ms of CPU)' });
-      // at least its limit (less the 10% a thread's clock may lag a wall timer), and at most a
-      // first attempt starved of CPU plus its limit plus the child's own work
-      expect(timed.cpuMs, `${timed.ms.toFixed(0)} ms wall`).to.be.within(90, 2 * 100 + ANSWER_SLACK_MS);
+      expectCutNearCpuLimit(timed, 100);
       expect(t.sandbox.stats().restarts).to.equal(0);
     }
   });
@@ -92,9 +103,8 @@ describe('sandbox: hook limits are CPU time, with a wall-time backstop', functio
     const call = t.timed(LOOP, {}, { limits: { timeoutMs: 100 } });
     await freezeMidCall(t, 5, 300);
     const timed = await call;
-    expect(timed.outcome).to.deep.equal({ ok: false, kind: 'timeout', message: 'hook exceeded its time limit (100 ms of CPU)' });
+    expectCutNearCpuLimit(timed, 100);
     expect(timed.ms).to.be.above(300);
-    expect(timed.cpuMs, `${timed.ms.toFixed(0)} ms wall`).to.be.within(100, 2 * 100 + ANSWER_SLACK_MS);
     expect(t.sandbox.stats().restarts).to.equal(0);
     // the cut disposed the tenant's isolate (the only way to stop a script from outside); the
     // next call gets a new one
@@ -110,12 +120,12 @@ describe('sandbox: hook limits are CPU time, with a wall-time backstop', functio
     expect(nap.ms).to.be.above(400);
     expect(t.sandbox.stats().restarts).to.equal(0);
 
-    // asleep for good: killed at the backstop, 1,050 ms + grace, having used next to no CPU
+    // asleep for good: killed at the backstop, 2,050 ms + grace, having used next to no CPU
     const hung = await t.timed('() => 1', { ms: 60_000, sleep: true }, { owner: '__test:block', limits: { timeoutMs: 50 } });
     expect(hung.outcome).to.deep.equal({
       ok: false,
       kind: 'timeout',
-      message: 'hook did not finish within 1050 ms of wall time; sandbox process restarted',
+      message: 'hook did not finish within 2050 ms of wall time; sandbox process restarted',
     });
     expect(hung.ms).to.be.at.least(wallBackstopMs(50) + WATCHDOG_GRACE_MS);
     expect(hung.ms).to.be.below(wallBackstopMs(50) + WATCHDOG_GRACE_MS + ANSWER_SLACK_MS + 400);
@@ -129,11 +139,11 @@ describe('sandbox: hook limits are CPU time, with a wall-time backstop', functio
     const t = scope.make({ testMode: true, quarantine: false });
     await t.sandbox.ready();
     const spin = await t.timed('() => 1', { ms: 60_000 }, { owner: '__test:block', limits: { timeoutMs: 50 } });
-    expect(spin.outcome).to.deep.equal({
-      ok: false,
-      kind: 'timeout',
-      message: 'hook used more than 50 ms of CPU without finishing; sandbox process restarted',
-    });
-    expect(spin.cpuMs, `${spin.ms.toFixed(0)} ms wall`).to.be.within(50 + WATCHDOG_GRACE_MS, 50 + WATCHDOG_GRACE_MS + ANSWER_SLACK_MS);
+    const about = `${spin.ms.toFixed(0)} ms wall, ${spin.cpuMs} ms CPU`;
+    expect(spin.outcome.ok === false && spin.outcome.message, about).to.match(/restarted$/);
+    expect(spin.cpuMs, about).to.be.below(50 + WATCHDOG_GRACE_MS + ANSWER_SLACK_MS);
+    // killed at its CPU limit + grace, unless the machine gave it under a twentieth of a CPU
+    if (cutBy(spin.outcome, 50) === 'cpu') expect(spin.cpuMs, about).to.be.at.least(50 + WATCHDOG_GRACE_MS);
+    else expect(spin.ms, about).to.be.at.least(wallBackstopMs(50) + WATCHDOG_GRACE_MS);
   });
 });

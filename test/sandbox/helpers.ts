@@ -1,5 +1,6 @@
 import { readFileSync, readdirSync } from 'node:fs';
-import { createSandbox } from '../../sandbox/index.js';
+import { expect } from 'chai';
+import { createSandbox, wallBackstopMs } from '../../sandbox/index.js';
 import type { HookCall, HookOutcome, Sandbox, SandboxEvent, SandboxOptions } from '../../sandbox/types.js';
 
 export interface Timed {
@@ -120,6 +121,19 @@ export const TRANSITION_INPUT = {
   to: 'done',
   actor: 'person-ann',
 };
+
+/**
+ * Expect a call cut for time, and say by which rule: its CPU limit (`limitMs` ms of CPU), or
+ * its wall backstop, which comes first only when the machine gave the call under a twentieth
+ * of a CPU (sandbox/index.ts wallBackstopMs). Either the child cut it or the watchdog did.
+ */
+export function cutBy(outcome: HookOutcome, limitMs: number): 'cpu' | 'wall' {
+  expect(outcome.ok === false && outcome.kind, JSON.stringify(outcome)).to.equal('timeout');
+  const message = outcome.ok ? '' : outcome.message;
+  if (new RegExp(`\\b${limitMs} ms of CPU`).test(message)) return 'cpu';
+  expect(message).to.match(new RegExp(`\\b${wallBackstopMs(limitMs)} ms of wall time`));
+  return 'wall';
+}
 
 /** Every outcome must be answered within the call's timeout plus this much (brief: ~100 ms). */
 export const ANSWER_SLACK_MS = 100;
