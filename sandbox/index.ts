@@ -14,9 +14,11 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { readCpuMs, wallBackstopMs } from './limits.js';
 import type { HookCall, HookFailureKind, HookOutcome, Sandbox, SandboxEvent, SandboxLimits, SandboxOptions } from './types.js';
+
+export { wallBackstopMs };
 
 const DEFAULT_LIMITS: SandboxLimits = { timeoutMs: 50, memoryMb: 16 };
 const MAX_TIMEOUT_MS = 60_000;
@@ -25,16 +27,6 @@ const MAX_MEMORY_MB = 2048;
 /** A call caught in this many child deaths, none of which it was running, gives up. */
 const MAX_ATTEMPTS = 3;
 const BOOT_FAILURES_BEFORE_GIVING_UP = 3;
-/**
- * The wall-time backstop of a call with CPU limit `timeoutMs`: 20x the limit, at least the
- * limit + 2 s, at most the limit + 60 s (2,050 ms for the default 50). It bounds a call that
- * does not finish yet uses no CPU: a hung child, or a machine so loaded that the call gets
- * under a twentieth of a CPU. Hooks cannot sleep (no timers, no Atomics), so a benign hook
- * meets it only in that second case. A call cut by it answers `timeout`.
- */
-export function wallBackstopMs(timeoutMs: number): number {
-  return timeoutMs + Math.min(Math.max(19 * timeoutMs, 2000), 60_000);
-}
 /** The watchdog re-reads the child's CPU time at most this often while a call runs long. */
 const MIN_CPU_CHECK_MS = 5;
 const STDERR_TAIL_CHARS = 2048;
@@ -571,29 +563,6 @@ function definedOnly<T extends object>(value: Partial<T> | undefined): Partial<T
 /** Quarantine key: a digest, so remembering 1,000 incidents never holds 1,000 sources. */
 function incidentKey(tenant: string, source: string): string {
   return createHash('sha256').update(tenant).update('\0').update(source).digest('base64url');
-}
-
-/**
- * CPU time (ms) a process has used so far on all its threads, the sum of the first field
- * ("<on-cpu ns> <run-queue wait ns> <timeslices>") of Linux's /proc/<pid>/task/<tid>/schedstat;
- * null elsewhere. A thread that exited drops out of the sum, which can only make a reading
- * lower (the watchdog late, never early); the child's threads live as long as it does.
- */
-function readCpuMs(pid: number | undefined): number | null {
-  if (pid === undefined || process.platform !== 'linux') return null;
-  try {
-    let ns = 0;
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-      } catch {
-        // the thread exited between the listing and the read
-      }
-    }
-    return Number.isFinite(ns) ? ns / 1e6 : null;
-  } catch {
-    return null;
-  }
 }
 
 function clamp(value: number, min: number, max: number): number {

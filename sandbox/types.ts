@@ -9,8 +9,8 @@
 export interface SandboxLimits {
   /**
    * CPU time one call may use, including compiling its source on first use. Default 50. Its
-   * wall time is bounded too, by a backstop: `wallBackstopMs(timeoutMs)` in sandbox/index.ts
-   * (1,050 ms for 50).
+   * wall time is bounded too, by a backstop: `wallBackstopMs(timeoutMs)` in sandbox/limits.ts
+   * (2,050 ms for 50).
    */
   timeoutMs: number;
   /** Heap limit of the tenant's isolate, in MB (isolated-vm's minimum is 8). Default 16. */

@@ -125,7 +125,7 @@ export const TRANSITION_INPUT = {
 /**
  * Expect a call cut for time, and say by which rule: its CPU limit (`limitMs` ms of CPU), or
  * its wall backstop, which comes first only when the machine gave the call under a twentieth
- * of a CPU (sandbox/index.ts wallBackstopMs). Either the child cut it or the watchdog did.
+ * of a CPU (sandbox/limits.ts wallBackstopMs). Either the child cut it or the watchdog did.
  */
 export function cutBy(outcome: HookOutcome, limitMs: number): 'cpu' | 'wall' {
   expect(outcome.ok === false && outcome.kind, JSON.stringify(outcome)).to.equal('timeout');
