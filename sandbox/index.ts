@@ -233,10 +233,19 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
   function armWatchdog(): void {
     const head = inflight.values().next().value;
     if (!head) return;
-    const deadline = headStartedAt + head.request.to + graceMs;
+    const deadline = headStartedAt + watchdogCpuBudget(head.request.to);
     if (watchdog && watchdogAt <= deadline) return; // fires early, re-checks then
     if (child) sampleCpu(child, performance.now());
     setWatchdog(deadline);
+  }
+
+  /**
+   * The CPU a call may use before the watchdog kills the child: twice its limit plus grace,
+   * because the child may have spent up to 0.9x the limit on a starved first attempt that it
+   * does not charge before running the call again (sandbox/worker.mjs, "CPU-time limits").
+   */
+  function watchdogCpuBudget(timeoutMs: number): number {
+    return 2 * timeoutMs + graceMs;
   }
 
   function sampleCpu(state: ChildState, at: number): number | null {
@@ -259,7 +268,7 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
    * /proc), counted from a reading taken while the call was already running, so time the
    * call spent waiting for a CPU, or the work of calls before it, is never charged to it; it
    * may be charged a little late instead (at most the wall time before that reading).
-   * Elsewhere than Linux the CPU limit plus grace is applied as wall time.
+   * Elsewhere than Linux that CPU budget is applied as wall time.
    */
   function checkWatchdog(): void {
     watchdog = null;
@@ -269,7 +278,7 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
     if (!head || !state) return;
     const now = performance.now();
     const elapsed = now - headStartedAt;
-    const cpuBudget = head.request.to + graceMs;
+    const cpuBudget = watchdogCpuBudget(head.request.to);
     const wallBudget = head.request.wb + graceMs;
     if (elapsed < cpuBudget) {
       armWatchdog();

@@ -25,7 +25,7 @@ const linux = process.platform === 'linux';
 function expectCutNearCpuLimit(timed: Timed, limitMs: number): void {
   const about = `${timed.ms.toFixed(0)} ms wall, ${timed.cpuMs?.toFixed(0)} ms CPU`;
   const by = cutBy(timed.outcome, limitMs);
-  expect(timed.cpuMs, about).to.be.below(2 * limitMs + ANSWER_SLACK_MS);
+  expect(timed.cpuMs, about).to.be.below(2 * limitMs + WATCHDOG_GRACE_MS + ANSWER_SLACK_MS);
   if (by === 'cpu') expect(timed.cpuMs, about).to.be.at.least(0.9 * limitMs);
   else expect(timed.ms, about).to.be.at.least(wallBackstopMs(limitMs));
 }
@@ -72,8 +72,9 @@ describe('sandbox: hook limits are CPU time, with a wall-time backstop', functio
     await t.sandbox.ready();
     for (let i = 0; i < 3; i++) {
       const timed = await t.timed(LOOP, {}, { limits: { timeoutMs: 100 } });
+      // cut by the child, or on a machine too loaded for its checks to keep up, by the
+      // watchdog (at 2 x 100 + 60 ms of CPU); either way near the limit
       expectCutNearCpuLimit(timed, 100);
-      expect(t.sandbox.stats().restarts).to.equal(0);
     }
   });
 
@@ -105,7 +106,6 @@ describe('sandbox: hook limits are CPU time, with a wall-time backstop', functio
     const timed = await call;
     expectCutNearCpuLimit(timed, 100);
     expect(timed.ms).to.be.above(300);
-    expect(t.sandbox.stats().restarts).to.equal(0);
     // the cut disposed the tenant's isolate (the only way to stop a script from outside); the
     // next call gets a new one
     expect(await t.run(BENIGN, TRANSITION_INPUT)).to.deep.equal({ ok: true, value: { allow: true } });
@@ -135,15 +135,16 @@ describe('sandbox: hook limits are CPU time, with a wall-time backstop', functio
     expect(await t.run(BENIGN, TRANSITION_INPUT)).to.deep.equal({ ok: true, value: { allow: true } });
   });
 
-  it('the watchdog kills a child spinning in host code once the call used its CPU limit + grace', async () => {
+  it('the watchdog kills a child spinning in host code once the call used twice its CPU limit + grace', async () => {
     const t = scope.make({ testMode: true, quarantine: false });
     await t.sandbox.ready();
     const spin = await t.timed('() => 1', { ms: 60_000 }, { owner: '__test:block', limits: { timeoutMs: 50 } });
     const about = `${spin.ms.toFixed(0)} ms wall, ${spin.cpuMs} ms CPU`;
     expect(spin.outcome.ok === false && spin.outcome.message, about).to.match(/restarted$/);
-    expect(spin.cpuMs, about).to.be.below(50 + WATCHDOG_GRACE_MS + ANSWER_SLACK_MS);
-    // killed at its CPU limit + grace, unless the machine gave it under a twentieth of a CPU
-    if (cutBy(spin.outcome, 50) === 'cpu') expect(spin.cpuMs, about).to.be.at.least(50 + WATCHDOG_GRACE_MS);
+    expect(spin.cpuMs, about).to.be.below(2 * 50 + WATCHDOG_GRACE_MS + ANSWER_SLACK_MS);
+    // killed at twice its CPU limit (room for a starved first attempt) + grace, unless the
+    // machine gave it under a twentieth of a CPU
+    if (cutBy(spin.outcome, 50) === 'cpu') expect(spin.cpuMs, about).to.be.at.least(2 * 50 + WATCHDOG_GRACE_MS);
     else expect(spin.ms, about).to.be.at.least(wallBackstopMs(50) + WATCHDOG_GRACE_MS);
   });
 });
