@@ -80,7 +80,7 @@ describe('hostile graph hooks are contained (through the server)', function () {
   }
 
   for (const hostile of HOSTILE) {
-    it(`${hostile.name}: denied with a reason naming the hook, within its CPU limit + 100 ms of CPU, 30 times; the server keeps serving`, async () => {
+    it(`${hostile.name}: denied with a reason naming the hook, costing the sandbox its CPU limit + 100 ms at most, 30 times; the server keeps serving`, async () => {
       const schemaId = `schema-hostile-${hostile.name}`;
       const taskId = `task-victim-${hostile.name}`;
       const controlId = `issue-control-${hostile.name}`;
