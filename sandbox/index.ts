@@ -4,7 +4,8 @@
  * Hook sources run in isolated-vm isolates inside a supervised child process
  * (`worker.mjs`), never in this process: isolated-vm can abort the whole process it lives
  * in (a Map grown past the memory limit, FACTS.md), so only the child may die. This module
- * multiplexes calls to the child over IPC, keeps a wall-clock watchdog over each call,
+ * multiplexes calls to the child over IPC, keeps a watchdog over each call (CPU time, with a
+ * wall-time backstop: the same rule the child applies, see sandbox/README.md "Limits"),
  * restarts the child after a crash or a kill, and answers every call with a HookOutcome:
  * `run()` never rejects and never throws.
  *
@@ -13,9 +14,11 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { readCpuMs, wallBackstopMs } from './limits.js';
 import type { HookCall, HookFailureKind, HookOutcome, Sandbox, SandboxEvent, SandboxLimits, SandboxOptions } from './types.js';
+
+export { wallBackstopMs };
 
 const DEFAULT_LIMITS: SandboxLimits = { timeoutMs: 50, memoryMb: 16 };
 const MAX_TIMEOUT_MS = 60_000;
@@ -24,8 +27,8 @@ const MAX_MEMORY_MB = 2048;
 /** A call caught in this many child deaths, none of which it was running, gives up. */
 const MAX_ATTEMPTS = 3;
 const BOOT_FAILURES_BEFORE_GIVING_UP = 3;
-/** The watchdog forgives CPU starvation for at most this long past a call's deadline. */
-const MAX_STARVATION_EXTENSION_MS = 1000;
+/** The watchdog re-reads the child's CPU time at most this often while a call runs long. */
+const MIN_CPU_CHECK_MS = 5;
 const STDERR_TAIL_CHARS = 2048;
 const FAILURE_KINDS: ReadonlySet<string> = new Set<HookFailureKind>(['timeout', 'memory', 'threw', 'compile', 'crashed', 'malformed']);
 // '../sandbox/': the same file from sandbox/index.ts and from the dist/ bundle
@@ -38,7 +41,10 @@ interface WorkerRequest {
   h: string;
   s: string;
   in: string;
+  /** CPU time limit, ms */
   to: number;
+  /** wall-time backstop, ms */
+  wb: number;
   mb: number;
 }
 
@@ -68,10 +74,13 @@ interface ChildState {
   exit: { code: number | null; signal: string | null } | null;
   stderr: string;
   spawnedAt: number;
-  /** The child's cumulative run-queue wait (ms) when the watchdog timer was armed. */
-  cpuWaitBaselineMs: number | null;
-  /** CPU starvation the watchdog forgave before killing this child. */
-  starvedMs: number;
+  /**
+   * The child's CPU time (ms, all threads) and when it was read. Only a reading taken after
+   * the running call started measures that call (see checkWatchdog).
+   */
+  cpuBaseline: { cpuMs: number; at: number } | null;
+  /** For a watchdog kill: what the killed call had used. */
+  killed: { cpuMs: number; wallMs: number } | null;
 }
 
 /** Create a sandbox; its child process starts at once, so boot overlaps the caller's own start-up. */
@@ -129,8 +138,8 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
       exit: null,
       stderr: '',
       spawnedAt: performance.now(),
-      cpuWaitBaselineMs: null,
-      starvedMs: 0,
+      cpuBaseline: null,
+      killed: null,
     };
     child = state;
     proc.stderr?.setEncoding('utf8');
@@ -215,17 +224,34 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
   }
 
   /**
-   * Keep one timer aimed at the oldest in-flight call's deadline. Arming a timer also
-   * notes how long the child has waited for a CPU so far (see checkWatchdog); that is a
-   * file read, done at most once per deadline period rather than once per call.
+   * Keep one timer aimed at the earliest moment the oldest in-flight call can be over its
+   * budget: its CPU limit plus grace, as wall time since it started (a hook is one thread, so
+   * it cannot use CPU faster than that). Arming a timer also reads the child's CPU time (see
+   * checkWatchdog); that is a few /proc reads, done at most once per such period rather
+   * than once per call.
    */
   function armWatchdog(): void {
     const head = inflight.values().next().value;
     if (!head) return;
-    const deadline = headStartedAt + head.request.to + graceMs;
+    const deadline = headStartedAt + watchdogCpuBudget(head.request.to);
     if (watchdog && watchdogAt <= deadline) return; // fires early, re-checks then
-    if (child) child.cpuWaitBaselineMs = readCpuWaitMs(child.process.pid);
+    if (child) sampleCpu(child, performance.now());
     setWatchdog(deadline);
+  }
+
+  /**
+   * The CPU a call may use before the watchdog kills the child: twice its limit plus grace,
+   * because the child may have spent up to 0.9x the limit on a starved first attempt that it
+   * does not charge before running the call again (sandbox/worker.mjs, "CPU-time limits").
+   */
+  function watchdogCpuBudget(timeoutMs: number): number {
+    return 2 * timeoutMs + graceMs;
+  }
+
+  function sampleCpu(state: ChildState, at: number): number | null {
+    const cpuMs = readCpuMs(state.process.pid);
+    state.cpuBaseline = cpuMs === null ? null : { cpuMs, at };
+    return cpuMs;
   }
 
   function setWatchdog(at: number): void {
@@ -234,6 +260,16 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
     watchdog = setTimeout(checkWatchdog, Math.max(0, at - performance.now()));
   }
 
+  /**
+   * The child enforces a call's limits itself; this catches what it cannot: host code stuck,
+   * a builtin that ignores isolated-vm's termination, a hung child. The rule is the child's:
+   * a call is over when it has used its CPU limit (plus grace), or when it has run for its
+   * wall backstop (plus grace) whatever its CPU. CPU is the child's (all threads, Linux
+   * /proc), counted from a reading taken while the call was already running, so time the
+   * call spent waiting for a CPU, or the work of calls before it, is never charged to it; it
+   * may be charged a little late instead (at most the wall time before that reading).
+   * Elsewhere than Linux that CPU budget is applied as wall time.
+   */
   function checkWatchdog(): void {
     watchdog = null;
     watchdogAt = Infinity;
@@ -242,20 +278,32 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
     if (!head || !state) return;
     const now = performance.now();
     const elapsed = now - headStartedAt;
-    const budget = head.request.to + graceMs;
-    if (elapsed < budget) {
+    const cpuBudget = watchdogCpuBudget(head.request.to);
+    const wallBudget = head.request.wb + graceMs;
+    if (elapsed < cpuBudget) {
       armWatchdog();
       return;
     }
-    // Time the child spent runnable but waiting for a CPU is not its fault: on an
-    // overloaded machine, extend the deadline by it (capped) instead of killing a benign
-    // call. A child that runs or sleeps through its budget is stuck and gets killed.
-    const waitedNow = readCpuWaitMs(state.process.pid);
-    const baseline = state.cpuWaitBaselineMs;
-    const starved = waitedNow !== null && baseline !== null ? Math.min(Math.max(0, waitedNow - baseline), elapsed) : 0;
-    if (elapsed - starved < budget && elapsed < budget + MAX_STARVATION_EXTENSION_MS) {
-      setWatchdog(now + (budget - (elapsed - starved)));
-      return;
+    let usedMs = elapsed;
+    let over: 'cpu' | 'wall' | 'time' = 'time';
+    if (elapsed >= wallBudget) {
+      over = 'wall';
+      const cpuNow = readCpuMs(state.process.pid);
+      const base = state.cpuBaseline;
+      usedMs = cpuNow !== null && base !== null && base.at >= headStartedAt ? cpuNow - base.cpuMs : 0;
+    } else {
+      const base = state.cpuBaseline;
+      const valid = base !== null && base.at >= headStartedAt;
+      const cpuNow = valid ? readCpuMs(state.process.pid) : sampleCpu(state, now);
+      if (cpuNow !== null) {
+        usedMs = valid ? cpuNow - base.cpuMs : 0;
+        if (usedMs < cpuBudget) {
+          const wallDeadline = headStartedAt + wallBudget;
+          setWatchdog(Math.min(now + Math.max(MIN_CPU_CHECK_MS, cpuBudget - usedMs), wallDeadline));
+          return;
+        }
+        over = 'cpu';
+      }
     }
     // Past its budget. The host's own event loop may have stalled (a long synchronous task),
     // so the child's answer may already be waiting on the IPC channel: let one poll phase
@@ -267,17 +315,18 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
       });
       return;
     }
-    // The child is stuck past the call's limit where isolated-vm's timeout cannot reach it.
+    // The child is stuck past the call's limit where its own limits cannot reach it.
     inflight.delete(head.request.i);
     recordIncident(head, 'timeout');
-    const forgiven = starved > 1 ? ` (+${Math.round(starved)} ms waiting for a CPU)` : '';
-    settle(head, {
-      ok: false,
-      kind: 'timeout',
-      message: `hook did not finish within ${head.request.to} ms${forgiven}; sandbox process restarted`,
-    });
+    const why =
+      over === 'cpu'
+        ? `hook used more than ${head.request.to} ms of CPU without finishing`
+        : over === 'wall'
+          ? `hook did not finish within ${head.request.wb} ms of wall time`
+          : `hook did not finish within ${head.request.to} ms`;
+    settle(head, { ok: false, kind: 'timeout', message: `${why}; sandbox process restarted` });
     state.killedByWatchdog = true;
-    state.starvedMs = Math.round(starved);
+    state.killed = { cpuMs: Math.round(Math.max(0, usedMs)), wallMs: Math.round(elapsed) };
     state.process.kill('SIGKILL');
     onGone(state);
   }
@@ -300,7 +349,7 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
 
     if (!state.ready) {
       bootFailures++;
-      emit({ type: 'restart', reason: 'boot-failed', code: exit.code, signal: exit.signal, stderr: state.stderr, starvedMs: 0 });
+      emit({ type: 'restart', reason: 'boot-failed', code: exit.code, signal: exit.signal, stderr: state.stderr, cpuMs: 0, wallMs: 0 });
       if (bootFailures >= BOOT_FAILURES_BEFORE_GIVING_UP) {
         // Starting again right away would just loop; fail what waits and retry on the next call.
         for (const wake of readyWaiters.splice(0)) wake();
@@ -322,7 +371,8 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
         code: exit.code,
         signal: exit.signal,
         stderr: state.stderr,
-        starvedMs: state.starvedMs,
+        cpuMs: state.killed?.cpuMs ?? 0,
+        wallMs: state.killed?.wallMs ?? 0,
       });
     }
 
@@ -458,6 +508,7 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
           s: source,
           in: inputJson,
           to: timeoutMs,
+          wb: wallBackstopMs(timeoutMs),
           mb: memoryMb,
         },
         attempts: 0,
@@ -521,20 +572,6 @@ function definedOnly<T extends object>(value: Partial<T> | undefined): Partial<T
 /** Quarantine key: a digest, so remembering 1,000 incidents never holds 1,000 sources. */
 function incidentKey(tenant: string, source: string): string {
   return createHash('sha256').update(tenant).update('\0').update(source).digest('base64url');
-}
-
-/**
- * How long (ms) a process's main thread has waited runnable for a CPU, from Linux's
- * /proc/<pid>/schedstat ("<on-cpu ns> <run-queue wait ns> <timeslices>"); null elsewhere.
- */
-function readCpuWaitMs(pid: number | undefined): number | null {
-  if (pid === undefined || process.platform !== 'linux') return null;
-  try {
-    const waitNs = Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]);
-    return Number.isFinite(waitNs) ? waitNs / 1e6 : null;
-  } catch {
-    return null;
-  }
 }
 
 function clamp(value: number, min: number, max: number): number {

@@ -7,7 +7,11 @@
 
 /** Per-call resource limits. */
 export interface SandboxLimits {
-  /** CPU/wall time one call may take, including compiling its source on first use. Default 50. */
+  /**
+   * CPU time one call may use, including compiling its source on first use. Default 50. Its
+   * wall time is bounded too, by a backstop: `wallBackstopMs(timeoutMs)` in sandbox/limits.ts
+   * (2,050 ms for 50).
+   */
   timeoutMs: number;
   /** Heap limit of the tenant's isolate, in MB (isolated-vm's minimum is 8). Default 16. */
   memoryMb: number;
@@ -40,8 +44,10 @@ export type SandboxEvent =
       signal: string | null;
       /** The last lines the child wrote to stderr (V8's OOM report, for instance). */
       stderr: string;
-      /** For 'watchdog': how long the child had waited for a CPU, added to the call's deadline. */
-      starvedMs: number;
+      /** For 'watchdog': the CPU time (ms) the killed call was measured to have used; else 0. */
+      cpuMs: number;
+      /** For 'watchdog': the wall time (ms) the killed call had run; else 0. */
+      wallMs: number;
     };
 
 export interface SandboxOptions {
@@ -56,8 +62,8 @@ export interface SandboxOptions {
    */
   maxResultBytes?: number;
   /**
-   * How long past its timeout a call may go unanswered before the child is killed. Default
-   * 60 ms. Time the child spent waiting for a CPU is added (Linux; at most 1 s).
+   * How much CPU time past its limit (and wall time past its backstop) a call may go
+   * unanswered before the parent kills the child. Default 60 ms.
    */
   watchdogGraceMs?: number;
   /** Live isolates kept in the child (least recently used are disposed). Default 64. */
@@ -72,7 +78,10 @@ export interface SandboxOptions {
    */
   quarantine?: { after: number; windowMs: number } | false;
   onEvent?: (event: SandboxEvent) => void;
-  /** Test only: lets owner '__test:block' hold the child in host code for `input.ms`. */
+  /**
+   * Test only: lets owner '__test:block' hold the child in host code for `input.ms`, spinning
+   * on a CPU, or asleep without using one when `input.sleep` is true.
+   */
   testMode?: boolean;
 }
 

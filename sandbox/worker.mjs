@@ -4,10 +4,10 @@
 // plain .mjs (not .ts through tsx) because a restart after a crash is on the critical
 // path: plain Node boots this in ~140 ms, tsx roughly doubles it.
 //
-// Protocol (JSON over the IPC channel, answered strictly in arrival order, because every
-// message is handled synchronously; the parent's watchdog relies on that order):
+// Protocol (JSON over the IPC channel, answered strictly in arrival order: calls run one
+// at a time from a queue; the parent's watchdog relies on that order):
 //   parent -> child  {i, t: tenant, o: owner, h: hook, s: source, in: input JSON text,
-//                     to: timeout ms, mb: memory MB}
+//                     to: CPU time limit ms, wb: wall-time backstop ms, mb: memory MB}
 //   child -> parent  {i, k: 'ok', v: result JSON text, n?: live isolate count}
 //                    {i, k: 'timeout'|'memory'|'threw'|'compile'|'malformed'|'crashed', m: message, n?}
 //   child -> parent  {ready: true} once, after isolated-vm loaded.
@@ -217,7 +217,7 @@ function dropContext(isolateEntry, owner) {
 }
 
 /** One context per hook owner: what one owner's hook does to its globals, no other owner sees. */
-function getContext(isolateEntry, owner, timeoutMs) {
+function getContext(isolateEntry, owner, wallMs) {
   let ctx = isolateEntry.contexts.get(owner);
   if (ctx) {
     touch(isolateEntry.contexts, owner, ctx);
@@ -225,7 +225,8 @@ function getContext(isolateEntry, owner, timeoutMs) {
   }
   while (isolateEntry.contexts.size >= MAX_CONTEXTS) dropContext(isolateEntry, isolateEntry.contexts.keys().next().value);
   const context = isolateEntry.isolate.createContextSync();
-  const pair = context.evalSync(CONTEXT_PRELUDE, { reference: true, timeout: Math.max(timeoutMs, 1000), filename: 'sandbox:prelude' });
+  // Our own code, a fraction of a millisecond: bounded by the call's wall backstop only.
+  const pair = context.evalSync(CONTEXT_PRELUDE, { reference: true, timeout: Math.max(wallMs, 1000), filename: 'sandbox:prelude' });
   const invoke = pair.getSync(0, { reference: true });
   const sourceOf = pair.getSync(1, { reference: true });
   pair.release();
@@ -279,6 +280,7 @@ function countFiller(stretch, paren) {
 
 /** Map an isolated-vm exception to a failure kind. */
 function classify(error, isolateEntry, fallbackKind) {
+  if (error instanceof HookFailure) return error;
   const message = error instanceof Error ? error.message : String(error);
   if (isolateEntry.isolate.isDisposed || message.startsWith('Isolate was disposed')) {
     disposeIsolate(isolateEntry.key);
@@ -292,8 +294,106 @@ function clip(text) {
   return text.length > MESSAGE_CHARS ? text.slice(0, MESSAGE_CHARS) : text;
 }
 
+/*
+ * CPU-time limits. A call may use `to` ms of CPU (compiling on first use, running, and its
+ * microtasks), and `wb` ms of wall time at most (the backstop for a call starved of CPU
+ * without end). isolated-vm's own `timeout` counts wall time, and so does its
+ * `isolate.cpuTime` as installed here (measured: a busy loop starved to a third of a CPU
+ * read ~110 ms of `cpuTime` for ~35 ms of process CPU). CPU is read from the process
+ * (`process.cpuUsage`, getrusage: ~3 µs; the child runs one call at a time, so what it uses
+ * meanwhile is that call's: its thread, the GC threads it keeps busy, a little IPC).
+ *
+ * - Fast path: run synchronously on this thread with a wall timeout of the CPU left. Nearly
+ *   every hook ends far inside it (a call costs ~20 µs here, ~170 µs asynchronously). If
+ *   the timeout fires, the process CPU used meanwhile tells whether the hook held the CPU
+ *   (at least STARVED_SHARE of the wait: its limit is spent, the answer is `timeout`) or was
+ *   starved by other work on the machine.
+ * - Slow path, only after a starved attempt: run the step again from the start,
+ *   asynchronously on isolated-vm's thread with the wall backstop as its timeout, while
+ *   this thread reads the CPU used each time the budget could at the earliest have run out,
+ *   and disposes the isolate when it has. The starved attempt's CPU is not charged (its
+ *   work was thrown away), so a busy loop starved on its first attempt uses less than
+ *   (1 + STARVED_SHARE) x its limit in all.
+ */
+const STARVED_SHARE = 0.9;
+
+function cpuMsSince(start) {
+  const spent = process.cpuUsage(start);
+  return (spent.user + spent.system) / 1000;
+}
+
+/**
+ * Run one step of a call (evaluate the source, read its text, invoke the hook) within the
+ * call's budget {cpuLimitMs, cpuMs, wallEnd, slow}. `step(async, timeoutMs)` starts the step
+ * with isolated-vm's sync or async API. Resolves to the step's result, or throws a
+ * HookFailure('timeout') when the budget ran out, or the raw isolated-vm error otherwise.
+ * `last`: no step follows, so the CPU of a step that finished need not be read.
+ */
+async function limited(isolateEntry, budget, step, last = false) {
+  if (!budget.slow) {
+    const wallLeft = budget.wallEnd - performance.now();
+    const timeout = Math.max(1, Math.ceil(Math.min(budget.cpuLimitMs - budget.cpuMs, wallLeft)));
+    const start = process.cpuUsage();
+    let result;
+    try {
+      result = step(false, timeout);
+    } catch (error) {
+      if (!isTimeoutError(error)) throw error;
+      if (timeout >= wallLeft) throw backstopFailure(budget);
+      if (cpuMsSince(start) >= timeout * STARVED_SHARE) throw cpuFailure(budget);
+      budget.slow = true; // starved: run the step again, measuring CPU as it goes
+      return limited(isolateEntry, budget, step, last);
+    }
+    if (!last) budget.cpuMs += cpuMsSince(start);
+    return result;
+  }
+  const cpuLeft = budget.cpuLimitMs - budget.cpuMs;
+  const wallLeft = budget.wallEnd - performance.now();
+  if (wallLeft < 1) throw backstopFailure(budget);
+  const start = process.cpuUsage();
+  let cut = false;
+  let timer;
+  const check = () => {
+    const used = cpuMsSince(start);
+    if (used >= cpuLeft) {
+      cut = true;
+      // The only way to stop a script from outside before its timeout: the tenant's
+      // isolate goes (rebuilt on next use, ~2 ms), as after a memory overrun.
+      disposeIsolate(isolateEntry.key);
+      return;
+    }
+    // A hook is one thread (plus the GC threads it keeps busy): check again when half of
+    // what is left could have been spent.
+    timer = setTimeout(check, Math.max(1, (cpuLeft - used) / 2));
+  };
+  timer = setTimeout(check, Math.max(1, cpuLeft / 2));
+  try {
+    const result = await step(true, Math.max(1, Math.ceil(wallLeft)));
+    budget.cpuMs += cpuMsSince(start);
+    return result;
+  } catch (error) {
+    if (cut) throw cpuFailure(budget);
+    if (isTimeoutError(error)) throw backstopFailure(budget);
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function isTimeoutError(error) {
+  return error instanceof Error && error.message === 'Script execution timed out.';
+}
+
+function cpuFailure(budget) {
+  return new HookFailure('timeout', `hook exceeded its time limit (${budget.cpuLimitMs} ms of CPU)`);
+}
+
+function backstopFailure(budget) {
+  return new HookFailure('timeout', `hook exceeded its time limit (no answer within ${budget.wallMs} ms of wall time)`);
+}
+
 /** Evaluate a hook source once in the owner's context; the compiled function is cached by source. */
-function compile(isolateEntry, owner, ctx, msg, deadline) {
+async function compile(isolateEntry, owner, ctx, msg, budget) {
   const cached = ctx.hooks.get(msg.s);
   if (cached) return cached;
   let script;
@@ -308,7 +408,9 @@ function compile(isolateEntry, owner, ctx, msg, deadline) {
   }
   let fn;
   try {
-    fn = script.runSync(ctx.context, { reference: true, timeout: remaining(deadline) });
+    fn = await limited(isolateEntry, budget, (async, timeout) =>
+      async ? script.run(ctx.context, { reference: true, timeout }) : script.runSync(ctx.context, { reference: true, timeout }),
+    );
   } catch (error) {
     dropContext(isolateEntry, owner);
     const failure = classify(error, isolateEntry, 'compile');
@@ -319,7 +421,11 @@ function compile(isolateEntry, owner, ctx, msg, deadline) {
   }
   let text;
   try {
-    text = ctx.sourceOf.applySync(undefined, [fn.derefInto()], { timeout: remaining(deadline) });
+    text = await limited(isolateEntry, budget, (async, timeout) =>
+      async
+        ? ctx.sourceOf.apply(undefined, [fn.derefInto()], { timeout })
+        : ctx.sourceOf.applySync(undefined, [fn.derefInto()], { timeout }),
+    );
   } catch (error) {
     releaseQuietly(fn);
     dropContext(isolateEntry, owner);
@@ -341,30 +447,47 @@ function compile(isolateEntry, owner, ctx, msg, deadline) {
   return fn;
 }
 
-function remaining(deadline) {
-  return Math.max(1, Math.ceil(deadline - performance.now()));
+/** Test only: hold this process in host code, where no isolate limit reaches it. */
+function block(msg) {
+  const { ms, sleep } = JSON.parse(msg.in);
+  if (sleep === true) {
+    // blocked without using CPU, like a process starved of it or stuck in a system call
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  } else {
+    const until = performance.now() + ms;
+    while (performance.now() < until);
+  }
+  return { k: 'ok', v: 'null' };
 }
 
-function runHook(msg) {
-  const start = performance.now();
-  const deadline = start + msg.to;
-  if (TEST_MODE && msg.o === '__test:block') {
-    // Test-only: hold the process in host code, where no isolate timeout can reach.
-    const until = start + JSON.parse(msg.in).ms;
-    while (performance.now() < until);
-    return { k: 'ok', v: 'null' };
-  }
+async function runHook(msg) {
+  if (TEST_MODE && msg.o === '__test:block') return block(msg);
+  const budget = {
+    cpuLimitMs: msg.to,
+    cpuMs: 0,
+    wallMs: msg.wb,
+    wallEnd: performance.now() + msg.wb,
+    slow: false,
+  };
   const isolateEntry = getIsolate(msg.t, msg.mb);
   let ctx;
   try {
-    ctx = getContext(isolateEntry, msg.o, msg.to);
+    ctx = getContext(isolateEntry, msg.o, msg.wb);
   } catch (error) {
     throw classify(error, isolateEntry, 'crashed');
   }
-  const fn = compile(isolateEntry, msg.o, ctx, msg, deadline);
+  const fn = await compile(isolateEntry, msg.o, ctx, msg, budget);
   let answer;
   try {
-    answer = ctx.invoke.applySync(undefined, [fn.derefInto(), msg.in], { timeout: remaining(deadline) });
+    answer = await limited(
+      isolateEntry,
+      budget,
+      (async, timeout) =>
+        async
+          ? ctx.invoke.apply(undefined, [fn.derefInto(), msg.in], { timeout })
+          : ctx.invoke.applySync(undefined, [fn.derefInto(), msg.in], { timeout }),
+      true,
+    );
   } catch (error) {
     throw classify(error, isolateEntry, 'threw');
   }
@@ -376,10 +499,10 @@ function runHook(msg) {
   return { k: 'threw', m: clip(body) };
 }
 
-process.on('message', (msg) => {
+async function serve(msg) {
   let reply;
   try {
-    reply = runHook(msg);
+    reply = await runHook(msg);
   } catch (error) {
     reply =
       error instanceof HookFailure
@@ -392,6 +515,33 @@ process.on('message', (msg) => {
     reply.n = reportedIsolates;
   }
   process.send(reply);
+}
+
+// One call at a time, in arrival order: a call on the slow path yields to the event loop,
+// and calls that arrive meanwhile wait here rather than interleave.
+const queue = [];
+let queueHead = 0;
+let draining = false;
+
+async function drain() {
+  draining = true;
+  while (queueHead < queue.length) {
+    const msg = queue[queueHead];
+    queue[queueHead++] = undefined;
+    try {
+      await serve(msg);
+    } catch {
+      // process.send on a closed channel: 'disconnect' ends this process
+    }
+  }
+  queue.length = 0;
+  queueHead = 0;
+  draining = false;
+}
+
+process.on('message', (msg) => {
+  queue.push(msg);
+  if (!draining) void drain();
 });
 
 // The parent went away (closed us, or died): nothing left to serve.

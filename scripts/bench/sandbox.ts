@@ -131,7 +131,7 @@ const onEvent = (e: SandboxEvent): void => {
 function restartsNote(from: number): string {
   const rs = sandboxEvents.slice(from).filter((e): e is Extract<SandboxEvent, { type: 'restart' }> => e.type === 'restart');
   if (rs.length === 0) return 'sandbox restarts: 0';
-  return `sandbox restarts: ${rs.length} (${rs.map((e) => `${e.reason}${e.starvedMs ? `, child waited ${e.starvedMs} ms for a CPU` : ''}`).join('; ')})`;
+  return `sandbox restarts: ${rs.length} (${rs.map((e) => `${e.reason}${e.reason === 'watchdog' ? `, call killed after ${e.cpuMs} ms of CPU in ${e.wallMs} ms` : ''}`).join('; ')})`;
 }
 
 // ---------------------------------------------------------------------------------------

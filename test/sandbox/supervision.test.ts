@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { ANSWER_SLACK_MS, BENIGN, TRANSITION_INPUT, isAlive, sandboxScope } from './helpers.js';
+import { ANSWER_SLACK_MS, BENIGN, TRANSITION_INPUT, cutBy, isAlive, sandboxScope } from './helpers.js';
 
 const ECHO = '(input) => ({ echo: input.n })';
 const MAP_BOMB = '() => { const m = new Map(); for (let i = 0; ; i++) m.set(i, [i]); }';
@@ -47,24 +47,25 @@ describe('sandbox: supervision of the child process', function () {
     expect(t.sandbox.stats().restarts).to.equal(1);
   });
 
-  it('the watchdog kills a child stuck outside any isolate timeout and answers timeout within timeout + 100 ms', async () => {
+  it('the watchdog kills a child stuck outside any isolate limit once the call used its CPU limit + grace', async () => {
     const t = scope.make({ testMode: true });
     await t.sandbox.ready();
     const pid = t.pid();
-    const started = performance.now();
     const stuck = t.run('() => 1', { ms: 5000 }, { owner: '__test:block', limits: { timeoutMs: 50 } });
     const queued = t.run(ECHO, { n: 7 });
     const outcome = await stuck;
-    const ms = performance.now() - started;
-    expect(outcome).to.deep.include({ ok: false, kind: 'timeout' });
-    // Not counting time the child waited for a CPU, which the watchdog forgives.
+    expect(outcome.ok === false && outcome.message).to.match(/restarted$/);
     const restart = t.events.find((e) => e.type === 'restart');
-    const starvedMs = restart?.type === 'restart' ? restart.starvedMs : 0;
-    expect(ms - starvedMs, `${ms.toFixed(0)} ms, ${starvedMs} ms starved`).to.be.below(50 + ANSWER_SLACK_MS);
+    expect(restart).to.deep.include({ reason: 'watchdog' });
+    const cpuMs = restart?.type === 'restart' ? restart.cpuMs : 0;
+    // CPU, not wall time: killed at 2 x 50 ms + 60 ms grace of CPU (room for a starved first
+    // attempt the child does not charge), however long that took (or, on a machine that gave
+    // it under a twentieth of a CPU, at the wall backstop, having used less)
+    expect(cpuMs).to.be.below(2 * 50 + 60 + ANSWER_SLACK_MS);
+    if (cutBy(outcome, 50) === 'cpu') expect(cpuMs).to.be.at.least(2 * 50 + 60);
     expect(await queued).to.deep.equal({ ok: true, value: { echo: 7 } });
     expect(t.sandbox.stats().restarts).to.equal(1);
     expect(isAlive(pid)).to.equal(false);
-    expect(t.events.some((e) => e.type === 'restart' && e.reason === 'watchdog')).to.equal(true);
   });
 
   it('does not count time spent queued behind slower calls against a call', async () => {
@@ -90,7 +91,9 @@ describe('sandbox: supervision of the child process', function () {
     await t.sandbox.close();
   });
 
-  it('an idle sandbox does not keep its host process alive, and the child goes when the host goes', async () => {
+  it('an idle sandbox does not keep its host process alive, and the child goes when the host goes', async function () {
+    // a fresh Node + tsx host takes ~3 s of CPU to start: on a loaded machine, many more of wall time
+    this.timeout(90_000);
     const script = `
       import { createSandbox } from ${JSON.stringify(fileURLToPath(new URL('../../sandbox/index.ts', import.meta.url)))};
       let pid;
@@ -105,7 +108,8 @@ describe('sandbox: supervision of the child process', function () {
     let stdout = '';
     host.stdout.on('data', (chunk) => (stdout += chunk));
     const code = await new Promise<number | null>((resolve) => {
-      const killer = setTimeout(() => host.kill('SIGKILL'), 15_000);
+      // a guard against a host that never exits (the failure this test looks for)
+      const killer = setTimeout(() => host.kill('SIGKILL'), 75_000);
       host.on('exit', (c) => {
         clearTimeout(killer);
         resolve(c);
