@@ -411,13 +411,18 @@ export function createApp(services: KernelServices): Koa {
         subscriptions,
         ...(valid ? { valid } : {}),
       });
-    const credential = credentialOf(bearer(ctx.get('authorization') || undefined) ?? '');
+    // An OAuth access token is bound by its grant (`parent`): a client that refreshes its token
+    // mid-session keeps the session; every other credential by its own hash.
+    const credential = actor.token.parent
+      ? `grant:${actor.token.parent}`
+      : credentialOf(bearer(ctx.get('authorization') || undefined) ?? '');
 
     // A session's request (docs/events.md, "MCP subscriptions"): only the token that opened it
-    // may use it; anyone else, an expired or unknown id alike, gets 404 and starts a new one.
+    // (or a refresh of its OAuth grant) may use it; anyone else, an expired or unknown id alike,
+    // gets 404 and starts a new one.
     const sessionId = ctx.get('mcp-session-id');
     if (sessionId) {
-      const session = sessions.find(sessionId, credential, tenant);
+      const session = sessions.find(sessionId, credential, tenant, actor.token.hash);
       if (!session) throw errors.notFound('MCP session', { hint: 'the session ended or belongs to another token: initialize a new one' });
       ctx.respond = false;
       await sessions.handle(session, opctx, ctx.req, ctx.res, body);

@@ -77,15 +77,17 @@ export class McpSessions {
    * The live session `id` for this credential and tenant, or null (unknown, another token's,
    * another tenant's, expired: the caller answers 404 alike, so an id reveals nothing).
    */
-  find(id: string, credential: string, tenant: Tenant): Session | null {
+  find(id: string, credential: string, tenant: Tenant, tokenHash: string): Session | null {
     const session = this.sessions.get(id);
     if (!session) return null;
+    const mine = session.credential === credential && session.tenant === tenant;
+    // a refreshed OAuth token of the same grant: revocation is checked on the token in use now
+    if (mine && session.tokenHash && tokenHash !== session.tokenHash && tenant.tokens.find(tokenHash)) session.tokenHash = tokenHash;
     if (this.expired(session)) {
       this.end(session, 'expired');
       return null;
     }
-    if (session.credential !== credential || session.tenant !== tenant) return null;
-    return session;
+    return mine ? session : null;
   }
 
   /**
