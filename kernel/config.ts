@@ -153,6 +153,13 @@ export interface ServerConfig {
   eventsMax: number;
   /** and drops events older than this many days (SVC_EVENTS_RETENTION_DAYS, default 30) */
   eventsRetentionDays: number;
+  /**
+   * Webhook targets on loopback, private, link-local and other non-public addresses
+   * (SVC_WEBHOOK_ALLOW_PRIVATE=1): for tests and closed networks only; off by default
+   */
+  webhookAllowPrivate: boolean;
+  /** how long one webhook delivery may take, connect to last byte (SVC_WEBHOOK_TIMEOUT_MS, default 10 s) */
+  webhookTimeoutMs: number;
 }
 
 export interface EventStreamConfig {
@@ -224,6 +231,8 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
       bufferBytes: countOf(env(e, 'EVENTS_CLIENT_BUFFER_BYTES'), 'SVC_EVENTS_CLIENT_BUFFER_BYTES', 1024 * 1024),
       cutGraceMs: 5000,
     },
+    webhookAllowPrivate: env(e, 'WEBHOOK_ALLOW_PRIVATE') === '1',
+    webhookTimeoutMs: countOf(env(e, 'WEBHOOK_TIMEOUT_MS'), 'SVC_WEBHOOK_TIMEOUT_MS', 10_000),
   };
 }
 

@@ -235,6 +235,19 @@ export interface NodeWriteVerdict {
  */
 export type NodeWriteCheck = (ctx: OpContext, node: NodeRecord, intent: NodeWriteIntent) => NodeWriteVerdict | null;
 
+/**
+ * A request the server sends to another system (a webhook), for the OpenAPI document's
+ * top-level `webhooks` (OpenAPI 3.1): keyed by `name`, the JSON body's schema.
+ */
+export interface WebhookPayloadDef {
+  /** the key under `webhooks` (an event type, e.g. 'node.created') */
+  name: string;
+  summary: string;
+  description?: string;
+  /** the JSON Schema of the request body */
+  schema: JsonSchema;
+}
+
 /** A per-tenant setting a plugin reads from `tenant.json` `settings` (set with `workgraph tenant settings`). */
 export interface TenantSettingDef {
   values: string[];
@@ -275,6 +288,8 @@ export interface PluginDef {
   statusEffects?: StatusEffect[];
   /** checks on client writes to existing nodes (leases: the holder's claim) */
   nodeWriteChecks?: NodeWriteCheck[];
+  /** requests this plugin sends to other systems, described under the OpenAPI document's `webhooks` */
+  webhookPayloads?: WebhookPayloadDef[];
   /** tenant settings this plugin reads (`tenant.json` `settings`), validated by the CLI */
   settings?: Record<string, TenantSettingDef>;
   init?: (services: KernelServices) => Promise<void> | void;

@@ -19,6 +19,7 @@ import { openapiPlugin } from '../plugins/openapi/index.js';
 import { lensesPlugin } from '../plugins/lenses/index.js';
 import { queuePlugin } from '../plugins/queue/index.js';
 import { questionsPlugin } from '../plugins/questions/index.js';
+import { webhooksPlugin } from '../plugins/webhooks/index.js';
 import { workflowsPlugin } from '../plugins/workflows/index.js';
 
 export const allPlugins: PluginDef[] = [
@@ -39,4 +40,5 @@ export const allPlugins: PluginDef[] = [
   openapiPlugin,
   eventsPlugin,
   appPlugin,
+  webhooksPlugin,
 ];

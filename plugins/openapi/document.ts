@@ -172,6 +172,7 @@ export const OpenApiDocument = answer(
     security: s.array(s.object()),
     tags: s.array(s.object()),
     paths: s.object(),
+    webhooks: s.object(),
     components: s.object(),
   },
   ['openapi', 'info', 'paths', 'components'],
@@ -228,6 +229,22 @@ export function buildDocument(plugins: PluginDef[], opts: DocumentOptions): Stat
       paths[key] = { ...(paths[key] ?? {}), [route.method.toLowerCase()]: operationObject(plugin, route, op, security) };
     }
   }
+  // requests the server sends (OpenAPI 3.1 `webhooks`): each plugin's declared payloads, by name
+  const webhooks: Record<string, Json> = {};
+  for (const plugin of plugins) {
+    for (const w of plugin.webhookPayloads ?? []) {
+      webhooks[w.name] = {
+        post: {
+          operationId: `webhook_${w.name.replace(/[^A-Za-z0-9]+/g, '_')}`,
+          summary: w.summary,
+          ...(w.description ? { description: w.description } : {}),
+          tags: [plugin.name],
+          requestBody: { required: true, content: { 'application/json': { schema: w.schema } } },
+          responses: { '2XX': { description: 'Received: any 2xx answer moves the subscription on to its next event' } },
+        },
+      };
+    }
+  }
   return {
     openapi: '3.1.0',
     info: {
@@ -242,6 +259,7 @@ export function buildDocument(plugins: PluginDef[], opts: DocumentOptions): Stat
     security,
     tags,
     paths,
+    ...(Object.keys(webhooks).length ? { webhooks } : {}),
     components: { schemas: { ErrorEnvelope }, securitySchemes },
   };
 }

@@ -127,6 +127,14 @@ function inputFor(op: OperationDef, cred: Cred, fx: Fixture): Record<string, unk
     get_program: () => ({ id: task }),
     render_program: () => ({ id: task }),
     bind_session: () => ({ session: 'run-authz-1' }),
+    // a non-public target: an admin gets 422 url_refused after the gate, and nothing is sent anywhere
+    create_webhook: () => ({ url: 'https://10.9.9.9/matrix-hook', enabled: false }),
+    get_webhook: () => ({ id: 'wh_000000000000000000' }),
+    update_webhook: () => ({ id: 'wh_000000000000000000', description: 'matrix' }),
+    delete_webhook: () => ({ id: 'wh_000000000000000000' }),
+    ping_webhook: () => ({ id: 'wh_000000000000000000' }),
+    list_webhook_deliveries: () => ({ id: 'wh_000000000000000000' }),
+    redeliver_webhook: () => ({ id: 'wh_000000000000000000', event: 1 }),
   };
   const input: Record<string, unknown> = { ...(op.example ?? {}), ...(table[op.name]?.() ?? {}) };
   // an example's session would clash with a bound agent session token (409 before any gate)

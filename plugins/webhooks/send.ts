@@ -1,0 +1,168 @@
+/**
+ * One webhook request, aimed only where it may go (SSRF): the URL's host is resolved and every
+ * address it resolves to must be public (ipaddr.js names every special range: loopback,
+ * private, link-local, unique-local, CGNAT, multicast, unspecified, reserved and the
+ * IPv4-embedding IPv6 ranges; only 'unicast' is none of them), checked at create/update and
+ * again at every delivery, and the connection goes to the address that was checked (a custom
+ * `lookup`), so a DNS answer that changes between check and connect (rebinding) cannot swap it.
+ * No redirect is followed (a 3xx is a failed attempt), the answer is read to at most
+ * RESPONSE_MAX_BYTES, and the whole exchange has one deadline.
+ *
+ * `allowPrivate` (SVC_WEBHOOK_ALLOW_PRIVATE=1, tests and closed networks) lifts the address check.
+ */
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+/** what is kept of a receiver's answer (for the delivery log's error text); the rest is not read */
+export const RESPONSE_MAX_BYTES = 4096;
+
+/** how long resolving a target's host may take */
+const DNS_TIMEOUT_MS = 5000;
+
+export type Resolver = (host: string) => Promise<Array<{ address: string; family: number }>>;
+const systemResolver: Resolver = (host) => dnsLookup(host, { all: true, verbatim: true });
+
+/** Why a target is refused (the create/update answer names it; a delivery logs it). */
+export class TargetRefused extends Error {}
+
+/** A public unicast address. */
+export function isPublicAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false;
+  let ip = ipaddr.parse(address);
+  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+  return ip.range() === 'unicast';
+}
+
+/** The URL as a webhook target: http(s), no credentials in it, at most 2048 characters. */
+export function parseTarget(url: string): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new TargetRefused('not an absolute URL');
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new TargetRefused('the URL must be http or https');
+  if (parsed.username || parsed.password) throw new TargetRefused('credentials in the URL are not allowed (the signature authenticates)');
+  return parsed;
+}
+
+/** The addresses `target` resolves to, each checked unless `allowPrivate`; the first is the one to connect to. */
+export async function resolveTarget(
+  target: URL,
+  opts: { allowPrivate: boolean; resolve?: Resolver; timeoutMs?: number },
+): Promise<{ address: string; family: number }> {
+  const host = target.hostname.startsWith('[') ? target.hostname.slice(1, -1) : target.hostname;
+  let addresses: Array<{ address: string; family: number }>;
+  if (ipaddr.isValid(host)) addresses = [{ address: host, family: host.includes(':') ? 6 : 4 }];
+  else {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      // a resolver that never answers must not hold a request (or a delivery turn) forever
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`no answer within ${opts.timeoutMs ?? DNS_TIMEOUT_MS} ms`)),
+          opts.timeoutMs ?? DNS_TIMEOUT_MS,
+        );
+      });
+      addresses = await Promise.race([(opts.resolve ?? systemResolver)(host), deadline]);
+    } catch (err) {
+      throw new TargetRefused(`the host does not resolve (${err instanceof Error ? err.message : String(err)})`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+  if (addresses.length === 0) throw new TargetRefused('the host has no address');
+  if (!opts.allowPrivate) {
+    const inner = addresses.find((a) => !isPublicAddress(a.address));
+    if (inner)
+      throw new TargetRefused(
+        `the host resolves to a non-public address (${inner.address}); private, loopback and link-local targets need SVC_WEBHOOK_ALLOW_PRIVATE=1`,
+      );
+  }
+  return addresses[0]!;
+}
+
+export interface SendOptions {
+  allowPrivate: boolean;
+  timeoutMs: number;
+  resolve?: Resolver;
+}
+
+export interface SendResult {
+  ok: boolean;
+  /** the receiver's HTTP status; null when no answer came (refused, unreachable, timed out) */
+  status: number | null;
+  latency_ms: number;
+  /** why the attempt failed, null when it succeeded */
+  error: string | null;
+}
+
+/** POSTs `body` with `headers` to `url`; never throws: every outcome is a SendResult. */
+export async function send(url: string, body: string, headers: Record<string, string>, opts: SendOptions): Promise<SendResult> {
+  const started = performance.now();
+  const done = (status: number | null, error: string | null): SendResult => ({
+    ok: error === null,
+    status,
+    latency_ms: Math.round(performance.now() - started),
+    error,
+  });
+  let target: URL;
+  let pinned: { address: string; family: number };
+  try {
+    target = parseTarget(url);
+    pinned = await resolveTarget(target, { ...opts, timeoutMs: Math.min(opts.timeoutMs, DNS_TIMEOUT_MS) });
+  } catch (err) {
+    return done(null, err instanceof Error ? err.message : String(err));
+  }
+  const deadline = AbortSignal.timeout(opts.timeoutMs);
+  // every connection attempt of this request gets the checked address, never a fresh DNS answer
+  const lookup: LookupFunction = (_hostname, options, callback) => {
+    if ((options as { all?: boolean }).all)
+      (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [pinned]);
+    else callback(null, pinned.address, pinned.family);
+  };
+  return new Promise<SendResult>((resolve) => {
+    let settled = false;
+    const finish = (status: number | null, error: string | null) => {
+      if (settled) return;
+      settled = true;
+      resolve(done(status, error));
+    };
+    const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = request(
+      target,
+      {
+        method: 'POST',
+        lookup,
+        signal: deadline,
+        agent: false,
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+      },
+      (res: IncomingMessage) => {
+        const status = res.statusCode ?? 0;
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          if (size < RESPONSE_MAX_BYTES) chunks.push(chunk);
+          size += chunk.length;
+          // the rest of a large answer is not read: the status is what counts
+          if (size >= RESPONSE_MAX_BYTES) res.destroy();
+        });
+        const conclude = () => {
+          if (status >= 200 && status < 300) return finish(status, null);
+          if (status >= 300 && status < 400) return finish(status, `answered ${status} (redirects are not followed; give the final URL)`);
+          const text = Buffer.concat(chunks).toString('utf8').slice(0, 200).replace(/\s+/g, ' ').trim();
+          finish(status, `answered ${status}${text ? `: ${text}` : ''}`);
+        };
+        res.on('end', conclude);
+        res.on('close', conclude);
+        res.on('error', () => conclude());
+      },
+    );
+    req.on('error', (err) => finish(null, deadline.aborted ? `no answer within ${opts.timeoutMs} ms` : err.message));
+    req.end(body);
+  });
+}
