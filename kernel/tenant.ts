@@ -244,7 +244,7 @@ export class Tenant {
       if (event.changes.some((c) => c.before?.type === 'schema' || c.after?.type === 'schema')) this.rebuildRegistry();
     });
     if (loaded.head && loaded.source !== 'snapshot') await this.saveSnapshot();
-    await this.openEvents();
+    await this.openEvents(owned !== undefined);
   }
 
   /** A proposed decision, or a proposed node of a self-approval type, waits for approval (as the queue sees it). */
@@ -257,7 +257,7 @@ export class Tenant {
    * after a commit was acknowledged and before its events were written), then follows every
    * commit. Runs before the tenant serves, so no commit falls between the two.
    */
-  private async openEvents(): Promise<void> {
+  private async openEvents(cluster: boolean): Promise<void> {
     const { deps } = this;
     const events = FileEventLog.open(
       {
@@ -267,6 +267,7 @@ export class Tenant {
         clock: deps.clock,
         log: deps.log,
         retention: deps.eventRetention ?? DEFAULT_RETENTION,
+        freshInode: cluster,
       },
       this.index.head,
     );
@@ -282,6 +283,23 @@ export class Tenant {
         deps.log.warn('event recovery failed; the log continues from the head', { org: this.org, error: String(err) });
       }
       if (events.covered !== head) events.appendCommit(head, []);
+    }
+    if (events.restoredFrom) {
+      await events.emit({
+        type: 'graph.restored',
+        actor: { person: null, agent: null, name: 'operator', via: 'restore' },
+        nodes: [...this.index.nodes.keys()].slice(0, 100),
+        project: null,
+        ...(head ? { commit: head } : {}),
+        payload: {
+          op: 'restore',
+          total: this.index.size,
+          head,
+          backup_head: events.restoredFrom.head || null,
+          truncated: this.index.size > 100,
+        },
+      });
+      events.restoreAnnounced();
     }
     this.index.subscribe((c) => {
       try {

@@ -20,6 +20,7 @@
  */
 import {
   closeSync,
+  existsSync,
   fdatasync,
   fstatSync,
   ftruncateSync,
@@ -28,7 +29,10 @@ import {
   readdirSync,
   readFileSync,
   readSync,
+  renameSync,
+  rmSync,
   unlinkSync,
+  writeFileSync,
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -53,6 +57,8 @@ export interface FileEventLogOptions {
   retention?: EventRetention;
   /** events kept in memory (default 4096) */
   ringSize?: number;
+  /** cluster mode (a tenant taken over from another process): reopen the newest segment as a new file */
+  freshInode?: boolean;
 }
 
 interface Segment {
@@ -63,6 +69,8 @@ interface Segment {
 }
 
 const SEGMENT_RE = /^(\d{12})\.jsonl$/;
+/** written by `workgraph restore` (scripts/import/backup.ts) into the restored tenant's events/ */
+export const RESTORED_MARKER = 'restored.json';
 const segmentName = (first: number) => `${String(first).padStart(12, '0')}.jsonl`;
 const TAIL_BYTES = 256 * 1024;
 
@@ -132,6 +140,18 @@ export class FileEventLog implements EventLog {
     return this.segments[0]?.first ?? 1;
   }
 
+  /**
+   * Set when this log was created for a tenant `workgraph restore` just rebuilt (its marker
+   * file, RESTORED_MARKER): the tenant announces the restore once (`graph.restored`).
+   */
+  restoredFrom: { head: string; at: string } | null = null;
+
+  /** Forgets the restore marker once the restore was announced. */
+  restoreAnnounced(): void {
+    this.restoredFrom = null;
+    rmSync(join(this.opts.dir, RESTORED_MARKER), { force: true });
+  }
+
   /** the last commit whose events the log holds (null: none yet) */
   get covered(): string | null {
     return this.coveredCommit;
@@ -146,6 +166,14 @@ export class FileEventLog implements EventLog {
       .map((m) => Number(m[1]))
       .sort((a, b) => a - b);
     if (names.length === 0) {
+      const marker = join(dir, RESTORED_MARKER);
+      if (existsSync(marker)) {
+        try {
+          this.restoredFrom = JSON.parse(readFileSync(marker, 'utf8')) as { head: string; at: string };
+        } catch {
+          this.restoredFrom = { head: head ?? '', at: '' };
+        }
+      }
       this.coveredCommit = head;
       this.startSegment(1);
       return;
@@ -158,8 +186,15 @@ export class FileEventLog implements EventLog {
     const buf = readFileSync(current.path);
     const end = buf.lastIndexOf(0x0a) + 1;
     const lines = parseLines(buf.toString('utf8', 0, end));
+    if (this.opts.freshInode) {
+      // cluster mode: the segment is copied to a new file renamed over it, so a former owner
+      // that still holds the old one open appends into an unlinked inode, never into ours
+      const tmp = `${current.path}.${process.pid}.tmp`;
+      writeFileSync(tmp, buf.subarray(0, end));
+      renameSync(tmp, current.path);
+    }
     this.fd = openSync(current.path, 'a');
-    if (end < buf.length) ftruncateSync(this.fd, end);
+    if (end < buf.length && !this.opts.freshInode) ftruncateSync(this.fd, end);
     this.last = current.first - 1;
     for (const line of lines) {
       if (line.covered !== undefined) this.coveredCommit = line.covered;

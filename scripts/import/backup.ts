@@ -8,6 +8,7 @@
  * empty data directory, or one with other tenants). The restored tenant serves the same head,
  * nodes, tokens and leases. A running server picks it up within a second; otherwise start one.
  */
+import { RESTORED_MARKER } from '../../kernel/events/log.js';
 import { execFileSync } from 'node:child_process';
 import { createReadStream, createWriteStream, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -123,6 +124,9 @@ export async function restoreCommand(args: string[]): Promise<void> {
     }
     if (!existsSync(join(staging, 'tenant.json'))) throw new Error('the backup has no tenant.json');
     mkdirSync(join(staging, 'state'), { recursive: true });
+    // the restored tenant's first open announces the restore once (graph.restored, docs/events.md)
+    mkdirSync(join(staging, 'events'), { recursive: true, mode: 0o700 });
+    writeFileSync(join(staging, 'events', RESTORED_MARKER), JSON.stringify({ head: restoredHead, at: new Date().toISOString() }) + '\n');
     renameSync(staging, target);
     process.stdout.write(JSON.stringify({ org: meta.org, head: restoredHead, files, data_dir: config.dataDir }) + '\n');
   } finally {

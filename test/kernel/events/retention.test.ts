@@ -107,6 +107,27 @@ describe('events: retention and storage', function () {
       await again.close();
     });
 
+    it("cluster take-over (freshInode): a former owner still holding the segment open writes into an unlinked file, never into the new owner's log", async () => {
+      dir = mkdtempSync(join(tmpdir(), 'wg-evlog-'));
+      const opts = { dir, org: 'acme', fsync: false, clock: new ManualClock(), log: createLogger(() => undefined) };
+      const former = FileEventLog.open(opts, null);
+      await former.emit(op(1));
+      await former.emit(op(2));
+      const owner = FileEventLog.open({ ...opts, freshInode: true }, null);
+      await former.emit(op(3)); // the former owner, fenced out, does not know yet
+      const mine = await owner.emit(op(4));
+      expect(mine.id).to.equal(3);
+      await former.close();
+      await owner.close();
+      const reopened = FileEventLog.open(opts, null);
+      expect((await reopened.read(0)).map((e) => [e.id, e.payload.i])).to.deep.equal([
+        [1, 1],
+        [2, 2],
+        [3, 4],
+      ]);
+      await reopened.close();
+    });
+
     it('admins-only events are hidden by matchesFilter unless the filter says admin', async () => {
       dir = mkdtempSync(join(tmpdir(), 'wg-evlog-'));
       const log = FileEventLog.open({ dir, org: 'acme', fsync: false, clock: new ManualClock(), log: createLogger(() => undefined) }, null);

@@ -319,6 +319,10 @@ describe('import locally, and backup / restore', function () {
       const status = (await (await get('/v1/status', alice!.token)).json()) as { head: string; node_count: number };
       expect(status.head).to.equal(head!);
       expect((await get('/v1/nodes/issue-github-2', alice!.token)).status).to.equal(200);
+      // the restored tenant's event log starts with one graph.restored at the restored head (docs/events.md)
+      const events = await server.services.tenants.get('local')!.events.read(0, undefined, 1000);
+      expect(events.map((e) => [e.type, e.commit, e.actor?.via])).to.deep.equal([['graph.restored', head!, 'restore']]);
+      expect(events[0]!.payload).to.include({ total: status.node_count, backup_head: head! });
       // the lease survived: another person's claim is refused naming alice
       const other = await fetch(`${server.url}/v1/nodes/task-github-3/claim`, {
         method: 'POST',
