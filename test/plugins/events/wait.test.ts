@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { eventsPlugin } from '../../../plugins/events/index.js';
+import { identityPlugin } from '../../../plugins/identity/index.js';
 import { leasesPlugin } from '../../../plugins/leases/index.js';
 import { streamCounts } from '../../../plugins/events/slots.js';
 import { addPerson, putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
@@ -15,7 +16,7 @@ describe('events: GET /v1/events?wait= (JSON) and the MCP tool wait_for_events',
   let bob: { id: string; token: string };
 
   before(async () => {
-    t = await startTestServer({ plugins: [corePlugin, leasesPlugin, eventsPlugin] });
+    t = await startTestServer({ plugins: [corePlugin, identityPlugin, leasesPlugin, eventsPlugin] });
     alice = await addPerson(t, 'Alice');
     bob = await addPerson(t, 'Bob');
     await putNodes(t, [
@@ -92,6 +93,26 @@ describe('events: GET /v1/events?wait= (JSON) and the MCP tool wait_for_events',
     // and the cursor still moves past what the member may not see
     const member = await t.api('GET', `/v1/events?since=${start}`, { token: alice.token });
     expect(member.body.last_id).to.be.at.least((await t.api('GET', '/v1/events')).body.last_id);
+  });
+
+  it("a member's own token minted: the admins hear token.created, the member never (not even as about them)", async () => {
+    const start = (await t.api('GET', '/v1/events')).body.last_id;
+    const minted = await t.api('POST', '/v1/me/tokens', { token: alice.token, body: { label: 'laptop' } });
+    expect(minted.status, minted.text).to.equal(201);
+    const admin = await t.api('GET', `/v1/events?since=${start}&types=token.*`);
+    const created = admin.body.events.find((e: any) => e.type === 'token.created');
+    expect(created, admin.text).to.not.equal(undefined);
+    expect(created).to.include({ audience: 'admins' });
+    expect(created.nodes).to.include(alice.id);
+    expect(JSON.stringify(created)).to.not.include(minted.body.token);
+    for (const q of ['', '&assignee=me', '&types=token.*', `&node=${alice.id}`]) {
+      const member = await t.api('GET', `/v1/events?since=${start}${q}`, { token: alice.token });
+      expect(member.status).to.equal(200);
+      expect(
+        member.body.events.map((e: any) => e.type),
+        q,
+      ).to.not.include('token.created');
+    }
   });
 
   it('assignee=me: events about the caller or a node assigned to the caller', async () => {
