@@ -358,13 +358,9 @@ export class FileEventLog implements EventLog {
       // older than the ring: from the segments, starting at the one holding after + 1
       for (let i = this.segmentIndexOf(after + 1); i < this.segments.length && this.segments[i]!.first < ringFirst; i++) {
         const seg = this.segments[i]!;
-        let text: string;
-        try {
-          text = readFileSync(seg.path, 'utf8');
-        } catch {
-          continue; // pruned meanwhile
-        }
-        for (const line of parseLines(text)) {
+        const lines = this.segmentLines(seg, i === this.segments.length - 1);
+        if (!lines) continue; // pruned meanwhile
+        for (const line of lines) {
           if (typeof line.id !== 'number' || line.id <= after) continue;
           if (line.id >= ringFirst) break;
           if (matchesFilter(line as WorkEvent, filter)) out.push(line as WorkEvent);
@@ -386,6 +382,22 @@ export class FileEventLog implements EventLog {
       if (matchesFilter(event, filter)) out.push(event);
     }
     return out;
+  }
+
+  /** the last closed segment read (a catching-up reader asks for the same one page after page) */
+  private cached: { path: string; lines: Line[] } | null = null;
+
+  /** A segment's lines; a closed segment (never written again) is parsed once and kept until the next one is read. */
+  private segmentLines(seg: Segment, current: boolean): Line[] | null {
+    if (!current && this.cached?.path === seg.path) return this.cached.lines;
+    let lines: Line[];
+    try {
+      lines = parseLines(readFileSync(seg.path, 'utf8'));
+    } catch {
+      return null;
+    }
+    if (!current) this.cached = { path: seg.path, lines };
+    return lines;
   }
 
   /** Index of the segment whose ids include `id` (the last one starting at or before it; 0 when pruned past it). */

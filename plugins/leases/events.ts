@@ -10,7 +10,8 @@ import type { KernelServices, OpContext } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { leasesOf, type StoredLease } from './store.js';
 
-export type LeaseEventType = 'lease.claimed' | 'lease.taken_over' | 'lease.renewed' | 'lease.reserved' | 'lease.released' | 'lease.expired';
+export type LeaseEventType =
+  'lease.claimed' | 'lease.taken_over' | 'lease.renewed' | 'lease.reserved' | 'lease.released' | 'lease.expiring' | 'lease.expired';
 
 function leaseEvent(tenant: Tenant, type: LeaseEventType, actor: EventActor, lease: StoredLease, extra: Record<string, unknown>): NewEvent {
   return {
@@ -55,12 +56,31 @@ export function claimEventOf(
 /** how often the server looks for lapsed leases */
 export const EXPIRY_SWEEP_MS = 1000;
 
-/** Announces each lease that lapsed (live or reserved) once: `lease.expired`, actor null via 'system'. */
+/** A live lease this close to its expiry is announced as `lease.expiring` (once per expiry instant). */
+export const EXPIRING_WINDOW_MS = 5 * 60 * 1000;
+
+/**
+ * Announces each lease that lapsed (live or reserved) once: `lease.expired`; and each lease
+ * within EXPIRING_WINDOW_MS of its expiry once per expiry instant: `lease.expiring` (a renewal
+ * moves the instant and re-arms it). Actor null, via 'system'. Returns how many it announced.
+ */
 export async function sweepExpired(tenant: Tenant, nowMs: number): Promise<number> {
   const table = leasesOf(tenant);
   const lapsed: StoredLease[] = [];
-  for (const lease of table.records.values()) if (lease.expires_ms <= nowMs && !lease.expiry_announced) lapsed.push(lease);
+  const expiring: StoredLease[] = [];
+  for (const lease of table.records.values()) {
+    if (lease.expires_ms <= nowMs) {
+      if (!lease.expiry_announced) lapsed.push(lease);
+    } else if (lease.expires_ms - nowMs <= EXPIRING_WINDOW_MS && lease.expiring_announced_for !== lease.expires_ms) expiring.push(lease);
+  }
   let announced = 0;
+  for (const lease of expiring) {
+    if (table.get(lease.node_id) !== lease) continue;
+    const persisted = table.put({ ...lease, expiring_announced_for: lease.expires_ms });
+    await emitEvent(tenant, leaseEvent(tenant, 'lease.expiring', { ...SYSTEM_ACTOR }, lease, { remaining_ms: lease.expires_ms - nowMs }));
+    await persisted.catch((err: unknown) => tenant.log.warn('lease expiring mark not stored', { org: tenant.org, error: String(err) }));
+    announced++;
+  }
   for (const lease of lapsed) {
     if (table.get(lease.node_id) !== lease) continue; // claimed or released meanwhile
     const marked: StoredLease = { ...lease, expiry_announced: true };

@@ -31,6 +31,8 @@ export interface StoredLease {
   state: LeaseState;
   /** set once its lapse was announced (`lease.expired`, plugins/leases/events.ts) */
   expiry_announced?: boolean;
+  /** the `expires_ms` a `lease.expiring` was announced for (a renewal moves it, re-arming the warning) */
+  expiring_announced_for?: number;
 }
 
 /** A lease as answers show it (schemas.ts `LeaseRecord`). */

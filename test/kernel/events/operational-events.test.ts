@@ -104,6 +104,22 @@ describe('events: lease events', function () {
     const after = await leaseEvents(seen);
     expect(after.map((e) => [e.type, e.payload.previous_holder])).to.deep.equal([['lease.claimed', bob.id]]);
   });
+
+  it('a lease close to its expiry is announced once as lease.expiring; a renewal re-arms the warning', async () => {
+    expect((await post(t, '/v1/nodes/task-l1/claim', bob.token)).status).to.equal(200);
+    const start = tenantOf(t).events.lastId;
+    t.clock.advance(TTL - 2 * 60_000);
+    const first = await until(async () => (await leaseEvents(start)).find((e) => e.type === 'lease.expiring' && e.nodes[0] === 'task-l1'));
+    expect(first.payload).to.include({ holder: bob.id });
+    expect(first.payload.remaining_ms).to.be.at.most(2 * 60_000);
+    expect(first.actor).to.deep.include({ via: 'system' });
+    const seen = tenantOf(t).events.lastId;
+    expect(await sweepExpired(tenantOf(t), t.clock.now())).to.equal(0);
+    expect((await post(t, '/v1/nodes/task-l1/renew', bob.token)).status).to.equal(200);
+    t.clock.advance(TTL - 60_000);
+    const again = await until(async () => (await leaseEvents(seen)).find((e) => e.type === 'lease.expiring' && e.nodes[0] === 'task-l1'));
+    expect(again.id).to.be.greaterThan(first.id);
+  });
 });
 
 describe('events: admin events (audience admins)', function () {
