@@ -21,7 +21,7 @@ describe('events: fan-out to many open streams', function () {
   after(async () => t.close());
 
   it(`${STREAMS} streams each get a write's event once, within a second of it`, async () => {
-    const streams = [];
+    const streams: Array<Awaited<ReturnType<typeof openStream>>> = [];
     try {
       for (let i = 0; i < STREAMS; i += 20)
         streams.push(
