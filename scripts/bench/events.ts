@@ -7,7 +7,10 @@
  *   without   no webhook subscription and no open stream;
  *   with      10 webhook subscriptions (created by the admin through POST /v1/webhooks, each
  *             pointing at its own local receiver that answers 204 at once) and 200 open SSE
- *             streams on GET /v1/events (`eventsource` clients that read every event).
+ *             streams on GET /v1/events: 10 `eventsource` clients that parse every event (the
+ *             latency figures) and 190 light readers (raw HTTP requests that take every byte
+ *             but look only for the last `id:` line), so the ratio measures what 200 open
+ *             streams cost the server, not what 200 parsers on the same 2 cores cost.
  *
  * Before each "with" block the subscriptions are created and the streams opened, after it the
  * block's events are awaited at every stream and receiver, then the subscriptions are deleted
@@ -27,6 +30,7 @@
  * Env: BENCH_EVENTS_QUICK=1 (or the argument `quick`) for a smoke run with small sizes;
  * BENCH_EVENTS_N (writes per block, default 100), BENCH_EVENTS_ROUNDS (default 3),
  * BENCH_EVENTS_CLIENTS (concurrent writers, default 4), BENCH_EVENTS_STREAMS (default 200),
+ * BENCH_EVENTS_TIMED (of those, full `eventsource` clients, default 10, at least 1),
  * BENCH_EVENTS_HOOKS (default 10), BENCH_EVENTS_NODES (fixture size, default 2,000).
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -58,6 +62,8 @@ const N = num('BENCH_EVENTS_N', 100, 20);
 const ROUNDS = Math.max(1, num('BENCH_EVENTS_ROUNDS', 3, 1));
 const CLIENTS = Math.max(1, num('BENCH_EVENTS_CLIENTS', 4, 2));
 const STREAMS = num('BENCH_EVENTS_STREAMS', 200, 20);
+/** streams that parse every event and time it; the rest are light readers */
+const TIMED = Math.min(STREAMS, Math.max(1, num('BENCH_EVENTS_TIMED', 10, 5)));
 const HOOKS = num('BENCH_EVENTS_HOOKS', 10, 2);
 const NODES = num('BENCH_EVENTS_NODES', 2000, 200);
 const WARMUP = 20;
@@ -205,7 +211,8 @@ export async function main(): Promise<void> {
   console.log(machineNote());
   console.log(
     `  ${QUICK ? 'QUICK smoke run; ' : ''}${NODES} existing nodes, fsync on; ${ROUNDS} rounds of ${N} POST /v1/nodes updates by ${CLIENTS} clients ` +
-      `without, then with ${HOOKS} webhook subscriptions and ${STREAMS} open SSE streams (order alternating per round)`,
+      `without, then with ${HOOKS} webhook subscriptions and ${STREAMS} open SSE streams ` +
+      `(${TIMED} timed eventsource clients, ${STREAMS - TIMED} light readers; order alternating per round)`,
   );
   const base = await fixture(NODES);
   const f = copyFixture(base, 'events');
@@ -240,6 +247,8 @@ export async function main(): Promise<void> {
   const hook: { ack: number[]; sent: number[] } = { ack: [], sent: [] };
   let missing = 0;
   let cutStreams = 0;
+  /** bytes the light readers took (a check that they really read every event) */
+  let lightBytes = 0;
   try {
     await writer.load(ids);
     await writer.run(take(WARMUP), CLIENTS); // JIT, the sandbox child, ajv
@@ -258,11 +267,13 @@ export async function main(): Promise<void> {
         };
         hookIds.push(created.webhook.id);
       }
-      await listeners.ask({ cmd: 'streams', url: server.url, token: f.token, n: STREAMS }, 'streams');
+      await listeners.ask({ cmd: 'streams', url: server.url, token: f.token, n: STREAMS, full: TIMED }, 'streams');
       const r = await timed('with', take(N));
       const got = await listeners.ask({ cmd: 'await', revisions: r.revisions, timeoutMs: AWAIT_MS }, 'await');
       collect(got.receipts);
       cutStreams += got.cut;
+      missing += got.lightBehind;
+      lightBytes += got.lightBytes;
       if (!got.complete) console.log(`  (some events did not reach every stream and receiver within ${AWAIT_MS / 1000} s)`);
       for (const id of hookIds) await api(server, f.token, 'DELETE', `/v1/webhooks/${id}`);
       await listeners.ask({ cmd: 'detach' }, 'detach');
@@ -272,7 +283,7 @@ export async function main(): Promise<void> {
       for (const [revision, got] of Object.entries(receipts)) {
         const st = writer.stamps.get(revision);
         if (!st) throw new Error(`a receipt for revision ${revision} that no write made`);
-        missing += Math.max(0, STREAMS - got.stream.length) + Math.max(0, HOOKS - got.hook.length);
+        missing += Math.max(0, TIMED - got.stream.length) + Math.max(0, HOOKS - got.hook.length);
         for (const t of got.stream) {
           stream.ack.push(t - st.acked);
           stream.sent.push(t - st.sent);
@@ -325,6 +336,10 @@ export async function main(): Promise<void> {
   console.log(
     `  ack -> webhook receiver p50 ${ms(h50)}  p99 ${ms(h99)}  max ${ms(pct(hook.ack, 100))}  (send -> receiver p50 ${ms(pct(hook.sent, 50))}, p99 ${ms(pct(hook.sent, 99))}; ${hook.ack.length} receipts)`,
   );
+  if (STREAMS > TIMED)
+    console.log(
+      `  light readers took ${(lightBytes / 1e6).toFixed(1)} MB in all (${(lightBytes / (STREAMS - TIMED) / rate.with.writes).toFixed(0)} bytes a stream and write)`,
+    );
   if (missing || cutStreams) console.log(`  ${missing} expected receipts missing, ${cutStreams} stream cuts or errors`);
   const complete = missing === 0 && cutStreams === 0;
   console.log(
@@ -343,6 +358,8 @@ export async function main(): Promise<void> {
     rounds: ROUNDS,
     clients: CLIENTS,
     streams: STREAMS,
+    timed_streams: TIMED,
+    light_reader_bytes: lightBytes,
     webhooks: HOOKS,
     writes_without_per_s: rWithout,
     writes_with_per_s: rWith,
