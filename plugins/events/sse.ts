@@ -46,21 +46,53 @@ export interface StreamOptions {
 
 interface Queued {
   id: number | null;
-  text: string;
-  bytes: number;
+  chunk: Buffer;
 }
 
-/** Frames by event: the log hands every listener the same object, so 200 streams serialize an event once. */
-const frames = new WeakMap<WorkEvent, string>();
+/**
+ * Frames by event, encoded to bytes once: the log hands every listener the same object, so 200
+ * streams share one Buffer (pushing a string would UTF-8 encode it again for every stream).
+ */
+const frames = new WeakMap<WorkEvent, Buffer>();
 
-export function frame(event: WorkEvent): string {
-  let text = frames.get(event);
-  if (text === undefined) {
+export function frame(event: WorkEvent): Buffer {
+  let chunk = frames.get(event);
+  if (chunk === undefined) {
     // JSON.stringify never emits a raw newline, so the data is one `data:` line
-    text = `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
-    frames.set(event, text);
+    chunk = Buffer.from(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+    frames.set(event, chunk);
   }
-  return text;
+  return chunk;
+}
+
+/**
+ * Most bytes one flush hands the response at once (coalesced frames), and the queue at which
+ * enqueue flushes at once instead of waiting for the shared flush: a big burst in one turn
+ * (a batch commit's events) goes out as before rather than piling up against the buffer limits.
+ */
+const COALESCE_BYTES = 16 * 1024;
+const COALESCE_EVENTS = 32;
+
+/**
+ * Streams with queued bytes, flushed together once the current turn (the log's append and its
+ * synchronous fan-out) is over: the events of one append, or of appends in the same turn, leave
+ * in one socket write per stream, and the appending write does not pay for 200 socket writes
+ * before it answers. One shared immediate, not a timer or closure per stream and event.
+ */
+const dirty = new Set<EventStream>();
+let flushScheduled = false;
+function flushDirty(): void {
+  flushScheduled = false;
+  const streams = [...dirty];
+  dirty.clear();
+  for (const s of streams) s.flushNow();
+}
+function scheduleFlush(stream: EventStream): void {
+  dirty.add(stream);
+  if (!flushScheduled) {
+    flushScheduled = true;
+    setImmediate(flushDirty);
+  }
 }
 
 export class EventStream extends Readable {
@@ -120,6 +152,11 @@ export class EventStream extends Readable {
     this.flush();
   }
 
+  /** the shared flush (scheduleFlush): hands the queue on if the response wants it */
+  flushNow(): void {
+    if (this.wanting) this.flush();
+  }
+
   override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
     this.cleanup();
     callback(err);
@@ -128,6 +165,7 @@ export class EventStream extends Readable {
   private cleanup(): void {
     clearInterval(this.heartbeat);
     this.unsubscribe();
+    dirty.delete(this);
     this.o.stopSignal.removeEventListener('abort', this.onStop);
     this.queue = [];
     this.queuedBytes = 0;
@@ -137,12 +175,15 @@ export class EventStream extends Readable {
     this.o.onClose();
   }
 
-  private enqueue(id: number | null, text: string): void {
+  private enqueue(id: number | null, data: string | Buffer): void {
     if (this.ended || this.destroyed) return;
-    const bytes = Buffer.byteLength(text);
-    this.queue.push({ id, text, bytes });
-    this.queuedBytes += bytes;
-    if (this.wanting) this.flush();
+    const chunk = typeof data === 'string' ? Buffer.from(data) : data;
+    this.queue.push({ id, chunk });
+    this.queuedBytes += chunk.length;
+    if (this.wanting) {
+      if (this.queuedBytes >= COALESCE_BYTES || this.queue.length >= COALESCE_EVENTS) this.flush();
+      else scheduleFlush(this);
+    }
     if (this.queuedBytes > 0) this.o.onBacklog(this.queuedBytes);
     // live events are pushed at us: too many waiting means a client that does not read (catch-up
     // instead waits for room before its next page, so its queue is one page at most)
@@ -152,10 +193,26 @@ export class EventStream extends Readable {
 
   private flush(): void {
     while (this.queue.length > 0 && this.wanting && !this.destroyed) {
-      const item = this.queue.shift()!;
-      this.queuedBytes -= item.bytes;
-      if (item.id !== null) this.pushedId = item.id;
-      this.wanting = this.push(item.text);
+      // coalesce queued frames into one push (one socket write) up to COALESCE_BYTES
+      let n = 0;
+      let bytes = 0;
+      for (const item of this.queue) {
+        if (n > 0 && bytes + item.chunk.length > COALESCE_BYTES) break;
+        bytes += item.chunk.length;
+        n++;
+        if (item.id !== null) this.pushedId = item.id;
+      }
+      const items = this.queue.splice(0, n);
+      this.queuedBytes -= bytes;
+      const first = items[0];
+      const chunk =
+        n === 1 && first
+          ? first.chunk
+          : Buffer.concat(
+              items.map((q) => q.chunk),
+              bytes,
+            );
+      this.wanting = this.push(chunk);
     }
     if (this.queue.length === 0 && this.roomWaiter) {
       const wake = this.roomWaiter;
@@ -244,7 +301,10 @@ export class EventStream extends Readable {
       const resume = this.pushedId;
       tail = `id: ${resume}\nevent: overflow\ndata: ${JSON.stringify({ resume_id: resume, reason: 'the client did not keep up; reconnect with this id' })}\n\n`;
     } else {
-      tail = this.queue.map((q) => q.text).join('') + ': stream ended by the server; reconnect with your last event id\n\n';
+      tail = Buffer.concat([
+        ...this.queue.map((q) => q.chunk),
+        Buffer.from(': stream ended by the server; reconnect with your last event id\n\n'),
+      ]).toString();
       this.queue = [];
       this.queuedBytes = 0;
     }
