@@ -61,8 +61,11 @@ export function engineOf(tenant: Tenant, services: KernelServices): TenantEngine
   return engine;
 }
 
-export function stopAllEngines(): void {
-  for (const engine of engines.values()) engine.stop();
+/** Stops every engine; what they delivered is written out before the tenants' stores close (server close runs plugins first). */
+export async function stopAllEngines(): Promise<void> {
+  const all = [...engines.values()];
+  for (const engine of all) engine.stop();
+  await Promise.all(all.map((e) => Promise.all([e.cursors.settled(), e.deliveryLog.settled()])));
 }
 
 export class TenantEngine {
