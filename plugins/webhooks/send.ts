@@ -103,7 +103,8 @@ export class ReceiverConnections {
     const key = `${target.protocol}//${target.host}@${pinned.address}`;
     if (this.agent && this.key === key) return this.agent;
     this.agent?.destroy();
-    const options = { keepAlive: true, maxSockets: 1 };
+    // noDelay: a small request goes out at once, not after the peer's delayed ACK (Nagle)
+    const options = { keepAlive: true, maxSockets: 1, noDelay: true };
     this.agent = target.protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
     this.key = key;
     return this.agent;

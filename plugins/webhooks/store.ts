@@ -16,6 +16,8 @@ import type { Collection } from '../../kernel/state-store.js';
 import type { Tenant } from '../../kernel/tenant.js';
 
 export const DELIVERY_LOG_SIZE = 100;
+/** the least time between two durable writes of one subscription's cursor (or delivery log) while it moves */
+export const CURSOR_WRITE_MS = 200;
 /** subscriptions per tenant at most (each has its own ordered delivery loop) */
 export const MAX_WEBHOOKS = 50;
 
@@ -104,9 +106,10 @@ export function newSecret(): string {
 
 /**
  * The delivery logs, written behind the deliveries: an attempt is in the log (memory) at once,
- * and each subscription's log goes to the store with at most one write in flight, the attempts
- * made meanwhile coalesced into the next one. The log is a record for admins, not part of the
- * delivery guarantee (the cursor is), so it never holds a delivery turn up for a durable write.
+ * and each subscription's log goes to the store with at most one write in flight and at most
+ * one write per CURSOR_WRITE_MS, the attempts made meanwhile coalesced into the next one. The
+ * log is a record for admins, not part of the delivery guarantee (the cursor is), so it never
+ * holds a delivery turn up for a durable write.
  */
 export class DeliveryLog {
   /** logs newer than what was handed to the store */
@@ -131,6 +134,8 @@ export class DeliveryLog {
         this.unwritten.delete(id);
         // a subscription deleted meanwhile gets no log back
         if (this.stores.hooks.has(id)) await this.stores.deliveries.set(id, log);
+        // a busy subscription rewrites its log (up to 100 attempts) at most every CURSOR_WRITE_MS, not per delivery
+        if (this.unwritten.has(id)) await new Promise<void>((resolve) => setTimeout(resolve, CURSOR_WRITE_MS).unref());
       }
     };
     const p = run()
@@ -150,9 +155,6 @@ export class DeliveryLog {
     await this.stores.deliveries.delete(id);
   }
 }
-
-/** the least time between two durable writes of one subscription's cursor while it moves */
-export const CURSOR_WRITE_MS = 200;
 
 /**
  * The subscriptions' cursors, written behind the deliveries: the engine's view of a cursor is
