@@ -103,8 +103,7 @@ export class ReceiverConnections {
     const key = `${target.protocol}//${target.host}@${pinned.address}`;
     if (this.agent && this.key === key) return this.agent;
     this.agent?.destroy();
-    // noDelay: a small request goes out at once, not after the peer's delayed ACK (Nagle)
-    const options = { keepAlive: true, maxSockets: 1, noDelay: true };
+    const options = { keepAlive: true, maxSockets: 1 };
     this.agent = target.protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
     this.key = key;
     return this.agent;
