@@ -11,6 +11,10 @@
  * - Backoff: exponential with full jitter (a random delay between 0 and min(1 h, 5 s x 2^n)),
  *   retried until the event has failed for a day; then the subscription is disabled and a
  *   `webhook.disabled` admin event is emitted. Re-enabling resumes at the same event.
+ * - Latency: a subscription's loop wakes at once when the log announces an event (subscribe), the
+ *   cursor is written behind the deliveries (CursorBook: a send never waits for a durable write;
+ *   after a crash the events since the last durable cursor go out again, same `webhook-id`),
+ *   and connections to the receiver are kept alive (ReceiverConnections).
  * - Time is the kernel's clock (`services.clock`): the wait before a retry is re-checked at
  *   least every TICK_MS, so a test that moves the clock sees the retry within a tick.
  */
@@ -19,8 +23,9 @@ import type { WorkEvent } from '../../kernel/events/types.js';
 import type { KernelServices } from '../../kernel/plugin.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { jsonBody, messageIdOf, signedHeaders, slackBody } from './format.js';
-import { send, type SendResult } from './send.js';
+import { ReceiverConnections, send, type SendResult } from './send.js';
 import {
+  CursorBook,
   DeliveryLog,
   eventsOf,
   filterOf,
@@ -56,13 +61,18 @@ export function engineOf(tenant: Tenant, services: KernelServices): TenantEngine
   return engine;
 }
 
-export function stopAllEngines(): void {
-  for (const engine of engines.values()) engine.stop();
+/** Stops every engine; what they delivered is written out before the tenants' stores close (server close runs plugins first). */
+export async function stopAllEngines(): Promise<void> {
+  const all = [...engines.values()];
+  for (const engine of all) engine.stop();
+  await Promise.all(all.map((e) => Promise.all([e.cursors.settled(), e.deliveryLog.settled()])));
 }
 
 export class TenantEngine {
   readonly stores: WebhookStores;
   readonly deliveryLog: DeliveryLog;
+  /** the cursors as the engine moves them (newest first in memory, written behind) */
+  readonly cursors: CursorBook;
   private readonly workers = new Map<string, Worker>();
   private unsubscribe: (() => void) | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -75,6 +85,9 @@ export class TenantEngine {
     this.stores = storesOf(tenant);
     this.deliveryLog = new DeliveryLog(this.stores, (err) =>
       services.log.warn('webhook delivery log write failed', { org: tenant.org, error: String(err) }),
+    );
+    this.cursors = new CursorBook(this.stores, (err) =>
+      services.log.warn('webhook cursor write failed', { org: tenant.org, error: String(err) }),
     );
   }
 
@@ -91,6 +104,7 @@ export class TenantEngine {
     this.stopped = true;
     this.unsubscribe?.();
     if (this.timer) clearInterval(this.timer);
+    for (const w of this.workers.values()) w.connections.close();
     engines.delete(this.tenant);
   }
 
@@ -115,6 +129,7 @@ export class TenantEngine {
 
   forget(id: string): void {
     this.workers.get(id)?.cancel();
+    this.workers.get(id)?.connections.close();
     this.workers.delete(id);
   }
 
@@ -134,7 +149,7 @@ export class TenantEngine {
     const now = this.services.clock.now();
     for (const hook of this.stores.hooks.values()) {
       if (!hook.enabled) continue;
-      const cursor = this.stores.cursors.get(hook.id);
+      const cursor = this.cursors.get(hook.id);
       if (cursor?.next_attempt_ms != null && cursor.next_attempt_ms <= now) this.worker(hook.id).kick();
     }
   }
@@ -152,6 +167,7 @@ export class TenantEngine {
       result = await send(hook.url, message.body, signedHeaders(hook, message.messageId, at, message.body), {
         allowPrivate: this.services.config.webhookAllowPrivate,
         timeoutMs: this.services.config.webhookTimeoutMs,
+        connections: this.worker(hook.id).connections,
       });
     } catch (err) {
       result = { ok: false, status: null, latency_ms: 0, error: err instanceof Error ? err.message : String(err) };
@@ -182,6 +198,8 @@ class Worker {
   private turn: Promise<unknown> = Promise.resolve();
   /** a retry is scheduled: events arriving meanwhile do not wake the loop */
   waiting = false;
+  /** kept-alive connections to this subscription's receiver */
+  readonly connections = new ReceiverConnections();
 
   constructor(
     private readonly engine: TenantEngine,
@@ -223,10 +241,10 @@ class Worker {
 
   /** One delivery attempt at the head event. True: go on at once; false: caught up, or waiting for a retry. */
   private async step(): Promise<boolean> {
-    const { stores, services } = this.engine;
+    const { stores, services, cursors } = this.engine;
     const hook = stores.hooks.get(this.id);
     if (!hook || !hook.enabled) return false;
-    const state: WebhookCursor = stores.cursors.get(this.id) ?? {
+    const state: WebhookCursor = cursors.get(this.id) ?? {
       cursor: 0,
       attempts: 0,
       failing_since: null,
@@ -253,7 +271,8 @@ class Worker {
     if (!current || !current.enabled || this.cancelled) return false;
     const after = services.clock.now();
     if (record.ok) {
-      await stores.cursors.set(this.id, {
+      // written behind: the next send does not wait for it
+      cursors.set(this.id, {
         cursor: event.id,
         attempts: 0,
         failing_since: null,
@@ -268,13 +287,13 @@ class Worker {
       return false;
     }
     const attempts = state.attempts + 1;
-    await stores.cursors.set(this.id, { ...state, attempts, failing_since: failingSince, next_attempt_ms: after + backoffMs(attempts) });
+    cursors.set(this.id, { ...state, attempts, failing_since: failingSince, next_attempt_ms: after + backoffMs(attempts) });
     this.waiting = true;
     return false;
   }
 
   private async disable(hook: StoredWebhook, state: WebhookCursor, failingSince: number, last: DeliveryAttempt): Promise<void> {
-    const { stores, services, tenant } = this.engine;
+    const { stores, services, tenant, cursors } = this.engine;
     const since = new Date(failingSince).toISOString();
     const reason = `every delivery failed since ${since} (last: ${last.error ?? 'failed'})`;
     await stores.hooks.set(hook.id, {
@@ -284,7 +303,7 @@ class Worker {
       updated: new Date(services.clock.now()).toISOString(),
     });
     // the failing event stays next: re-enabling resumes there, nothing is skipped
-    await stores.cursors.set(this.id, { ...state, attempts: state.attempts + 1, failing_since: failingSince, next_attempt_ms: null });
+    await cursors.setDurably(this.id, { ...state, attempts: state.attempts + 1, failing_since: failingSince, next_attempt_ms: null });
     this.waiting = false;
     services.log.warn('webhook disabled after a day of failed deliveries', { org: tenant.org, webhook: hook.id, since });
     await emitEvent(tenant, {

@@ -29,7 +29,7 @@ export const webhooksPlugin = definePlugin({
     // only the process serving the tenant delivers (in cluster mode: its owner); the engine stops when the tenant closes here
     engineOf(tenant, services);
   },
-  close() {
-    stopAllEngines();
+  async close() {
+    await stopAllEngines();
   },
 });

@@ -57,7 +57,8 @@ function normalizeTypes(types: string[] | undefined): string[] {
 }
 
 export function view(ctx: OpContext, hook: StoredWebhook): WebhookViewT {
-  const cursor = storesOf(ctx.tenant).cursors.get(hook.id);
+  // the engine's cursor: the newest, ahead of what is durable
+  const cursor = engineOf(ctx.tenant, ctx.services).cursors.get(hook.id);
   const failing = cursor?.failing_since != null;
   return {
     id: hook.id,
@@ -164,8 +165,9 @@ export async function updateWebhook(ctx: OpContext, input: Static<typeof UpdateW
   await stores.hooks.set(hook.id, next);
   if (reenabled) {
     // the event it stopped on is tried again at once, with a fresh day before the next disable
-    const cursor = stores.cursors.get(hook.id);
-    if (cursor) await stores.cursors.set(hook.id, { ...cursor, attempts: 0, failing_since: null, next_attempt_ms: null });
+    const cursors = engineOf(ctx.tenant, ctx.services).cursors;
+    const cursor = cursors.get(hook.id);
+    if (cursor) await cursors.setDurably(hook.id, { ...cursor, attempts: 0, failing_since: null, next_attempt_ms: null });
   }
   const changed = Object.keys(input).filter((k) => k !== 'id');
   await emitAdmin(ctx, 'webhook.updated', next, { changed, enabled: next.enabled });
@@ -180,7 +182,7 @@ export async function deleteWebhook(ctx: OpContext, input: Static<typeof Webhook
   const engine = engineOf(ctx.tenant, ctx.services);
   engine.forget(hook.id);
   await stores.hooks.delete(hook.id);
-  await stores.cursors.delete(hook.id);
+  await engine.cursors.delete(hook.id);
   await engine.deliveryLog.delete(hook.id);
   await emitAdmin(ctx, 'webhook.deleted', hook);
   return { id: hook.id, deleted: true };

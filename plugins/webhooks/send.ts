@@ -8,11 +8,16 @@
  * No redirect is followed (a 3xx is a failed attempt), the answer is read to at most
  * RESPONSE_MAX_BYTES, and the whole exchange has one deadline.
  *
+ * Connections are kept alive per subscription (ReceiverConnections): a burst of deliveries
+ * does not pay a TCP (and TLS) handshake per event. A kept connection is reused only while the
+ * target still resolves, and passes the check, to the address it was opened to; a new checked
+ * address gets new connections.
+ *
  * `allowPrivate` (SVC_WEBHOOK_ALLOW_PRIVATE=1, tests and closed networks) lifts the address check.
  */
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
@@ -85,10 +90,37 @@ export async function resolveTarget(
   return addresses[0]!;
 }
 
+/**
+ * The kept-alive connections of one subscription: one socket at most (one request in flight
+ * per subscription), reused while the target and its checked address stay the same.
+ */
+export class ReceiverConnections {
+  private agent: HttpAgent | null = null;
+  private key = '';
+
+  agentFor(target: URL, pinned: { address: string; family: number }): HttpAgent {
+    // the host is part of the key: TLS names and Host headers belong to it
+    const key = `${target.protocol}//${target.host}@${pinned.address}`;
+    if (this.agent && this.key === key) return this.agent;
+    this.agent?.destroy();
+    const options = { keepAlive: true, maxSockets: 1 };
+    this.agent = target.protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
+    this.key = key;
+    return this.agent;
+  }
+
+  close(): void {
+    this.agent?.destroy();
+    this.agent = null;
+  }
+}
+
 export interface SendOptions {
   allowPrivate: boolean;
   timeoutMs: number;
   resolve?: Resolver;
+  /** keep-alive connections to reuse; without: one connection for this request alone */
+  connections?: ReceiverConnections;
 }
 
 export interface SendResult {
@@ -124,6 +156,7 @@ export async function send(url: string, body: string, headers: Record<string, st
       (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [pinned]);
     else callback(null, pinned.address, pinned.family);
   };
+  const agent = opts.connections?.agentFor(target, pinned) ?? false;
   return new Promise<SendResult>((resolve) => {
     let settled = false;
     const finish = (status: number | null, error: string | null) => {
@@ -132,37 +165,48 @@ export async function send(url: string, body: string, headers: Record<string, st
       resolve(done(status, error));
     };
     const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = request(
-      target,
-      {
-        method: 'POST',
-        lookup,
-        signal: deadline,
-        agent: false,
-        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-      },
-      (res: IncomingMessage) => {
-        const status = res.statusCode ?? 0;
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          if (size < RESPONSE_MAX_BYTES) chunks.push(chunk);
-          size += chunk.length;
-          // the rest of a large answer is not read: the status is what counts
-          if (size >= RESPONSE_MAX_BYTES) res.destroy();
-        });
-        const conclude = () => {
-          if (status >= 200 && status < 300) return finish(status, null);
-          if (status >= 300 && status < 400) return finish(status, `answered ${status} (redirects are not followed; give the final URL)`);
-          const text = Buffer.concat(chunks).toString('utf8').slice(0, 200).replace(/\s+/g, ' ').trim();
-          finish(status, `answered ${status}${text ? `: ${text}` : ''}`);
-        };
-        res.on('end', conclude);
-        res.on('close', conclude);
-        res.on('error', () => conclude());
-      },
-    );
-    req.on('error', (err) => finish(null, deadline.aborted ? `no answer within ${opts.timeoutMs} ms` : err.message));
-    req.end(body);
+    const go = (retry: boolean) => {
+      let answered = false;
+      const req: ClientRequest = request(
+        target,
+        {
+          method: 'POST',
+          lookup,
+          signal: deadline,
+          agent,
+          headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        },
+        (res: IncomingMessage) => {
+          answered = true;
+          const status = res.statusCode ?? 0;
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            if (size < RESPONSE_MAX_BYTES) chunks.push(chunk);
+            size += chunk.length;
+            // the rest of a large answer is not read: the status is what counts
+            if (size >= RESPONSE_MAX_BYTES) res.destroy();
+          });
+          const conclude = () => {
+            if (status >= 200 && status < 300) return finish(status, null);
+            if (status >= 300 && status < 400) return finish(status, `answered ${status} (redirects are not followed; give the final URL)`);
+            const text = Buffer.concat(chunks).toString('utf8').slice(0, 200).replace(/\s+/g, ' ').trim();
+            finish(status, `answered ${status}${text ? `: ${text}` : ''}`);
+          };
+          res.on('end', conclude);
+          res.on('close', conclude);
+          res.on('error', () => conclude());
+        },
+      );
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        // a kept-alive connection the receiver closed while idle fails at once: once more on a new one
+        // (the receiver may have seen the request; a repeat is at-least-once, same webhook-id)
+        if (retry && req.reusedSocket && !answered && !deadline.aborted && (err.code === 'ECONNRESET' || err.code === 'EPIPE'))
+          return go(false);
+        finish(null, deadline.aborted ? `no answer within ${opts.timeoutMs} ms` : err.message);
+      });
+      req.end(body);
+    };
+    go(true);
   });
 }

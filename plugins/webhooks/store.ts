@@ -6,7 +6,7 @@
  * - `webhooks`: the subscriptions (what an admin set, and the signing secret);
  * - `webhook-cursors`: per subscription, the last event delivered and the state of the attempt
  *   at the next one (kept apart from the subscription so an admin's update and the engine's
- *   progress never overwrite each other);
+ *   progress never overwrite each other), written behind the deliveries (CursorBook);
  * - `webhook-deliveries`: per subscription, the last DELIVERY_LOG_SIZE attempts (one record
  *   per subscription, one file each: an attempt rewrites only its subscription's log).
  */
@@ -16,6 +16,8 @@ import type { Collection } from '../../kernel/state-store.js';
 import type { Tenant } from '../../kernel/tenant.js';
 
 export const DELIVERY_LOG_SIZE = 100;
+/** the least time between two durable writes of one subscription's cursor (or delivery log) while it moves */
+export const CURSOR_WRITE_MS = 200;
 /** subscriptions per tenant at most (each has its own ordered delivery loop) */
 export const MAX_WEBHOOKS = 50;
 
@@ -104,9 +106,10 @@ export function newSecret(): string {
 
 /**
  * The delivery logs, written behind the deliveries: an attempt is in the log (memory) at once,
- * and each subscription's log goes to the store with at most one write in flight, the attempts
- * made meanwhile coalesced into the next one. The log is a record for admins, not part of the
- * delivery guarantee (the cursor is), so it never holds a delivery turn up for a durable write.
+ * and each subscription's log goes to the store with at most one write in flight and at most
+ * one write per CURSOR_WRITE_MS, the attempts made meanwhile coalesced into the next one. The
+ * log is a record for admins, not part of the delivery guarantee (the cursor is), so it never
+ * holds a delivery turn up for a durable write.
  */
 export class DeliveryLog {
   /** logs newer than what was handed to the store */
@@ -131,6 +134,8 @@ export class DeliveryLog {
         this.unwritten.delete(id);
         // a subscription deleted meanwhile gets no log back
         if (this.stores.hooks.has(id)) await this.stores.deliveries.set(id, log);
+        // a busy subscription rewrites its log (up to 100 attempts) at most every CURSOR_WRITE_MS, not per delivery
+        if (this.unwritten.has(id)) await new Promise<void>((resolve) => setTimeout(resolve, CURSOR_WRITE_MS).unref());
       }
     };
     const p = run()
@@ -148,5 +153,76 @@ export class DeliveryLog {
     this.unwritten.delete(id);
     await this.writing.get(id);
     await this.stores.deliveries.delete(id);
+  }
+}
+
+/**
+ * The subscriptions' cursors, written behind the deliveries: the engine's view of a cursor is
+ * the newest value (memory) at once, and each subscription's cursor goes to the store with at
+ * most one write in flight and at most one write per CURSOR_WRITE_MS while it keeps moving, the
+ * values set meanwhile coalesced into the next write. A delivery never waits for the write
+ * (a burst of events would otherwise cost a durable write per event before the next send);
+ * after a crash the loop resumes at the last durable cursor, so the events delivered since are
+ * sent again with the same `webhook-id` (at-least-once, docs/events.md "Delivery guarantees").
+ */
+export class CursorBook {
+  /** values newer than what the store holds durably, until written */
+  private readonly unwritten = new Map<string, WebhookCursor>();
+  private readonly writing = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly stores: WebhookStores,
+    private readonly onError: (err: unknown) => void,
+    private readonly intervalMs = CURSOR_WRITE_MS,
+  ) {}
+
+  get(id: string): WebhookCursor | undefined {
+    return this.unwritten.get(id) ?? this.stores.cursors.get(id);
+  }
+
+  set(id: string, cursor: WebhookCursor): void {
+    this.unwritten.set(id, cursor);
+    if (this.writing.has(id)) return;
+    const run = async () => {
+      for (let value = this.unwritten.get(id); value; value = this.unwritten.get(id)) {
+        // a subscription deleted meanwhile gets no cursor back
+        if (!this.stores.hooks.has(id)) {
+          this.unwritten.delete(id);
+          return;
+        }
+        await this.stores.cursors.set(id, value);
+        // newer values keep their place until their own write
+        if (this.unwritten.get(id) === value) {
+          this.unwritten.delete(id);
+          return;
+        }
+        await new Promise<void>((resolve) => setTimeout(resolve, this.intervalMs).unref());
+      }
+    };
+    const p = run()
+      .catch(this.onError)
+      .finally(() => this.writing.delete(id));
+    this.writing.set(id, p);
+  }
+
+  /** Sets and waits until the value is durable (an admin's change answers once it is). */
+  async setDurably(id: string, cursor: WebhookCursor): Promise<void> {
+    this.set(id, cursor);
+    await this.settled(id);
+  }
+
+  /** Written out (one subscription, or all: tests, shutdown). */
+  async settled(id?: string): Promise<void> {
+    if (id !== undefined) {
+      while (this.writing.has(id)) await this.writing.get(id);
+      return;
+    }
+    while (this.writing.size) await Promise.all(this.writing.values());
+  }
+
+  async delete(id: string): Promise<void> {
+    this.unwritten.delete(id);
+    await this.writing.get(id);
+    await this.stores.cursors.delete(id);
   }
 }

@@ -33,6 +33,8 @@ export class Receiver {
   private server: Server | null = null;
   port = 0;
   private readonly sockets = new Set<Socket>();
+  /** TCP connections accepted so far (kept-alive connections are reused across deliveries) */
+  connections = 0;
 
   get url(): string {
     return `http://127.0.0.1:${this.port}/hook`;
@@ -41,6 +43,7 @@ export class Receiver {
   async start(port = 0): Promise<this> {
     const server = createServer((req, res) => void this.handle(req, res));
     server.on('connection', (s) => {
+      this.connections++;
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
     });
