@@ -93,9 +93,9 @@ export async function testStoreConfig(dataDir: string): Promise<Partial<ServerCo
   // delayed 1.25 s by a loaded machine (seen at load 25 on 2 cores) lost the tenant mid-test
   // ("this process no longer serves tenant local"); at 10 s it still happened at load 17. One
   // process serves each data directory here (no fail-over to bound; the cluster tests set their
-  // own leases) and servers the tests stop release at once, so the lease only has to outlast a
-  // stalled renewal.
-  return { databaseUrl: url, clusterLeaseMs: 60_000 };
+  // own leases) and servers the tests stop release at once. The bound above: the cluster tick
+  // (every third of the lease) also follows operator settings, which tests wait 10 s for.
+  return { databaseUrl: url, clusterLeaseMs: 20_000 };
 }
 
 /**
