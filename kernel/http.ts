@@ -397,7 +397,11 @@ export function createApp(services: KernelServices): Koa {
       }
       body = parseJsonBody(read.raw);
     }
-    const opctx: OpContext = { tenant, actor, via: 'mcp', services, headers: headersOf(ctx) };
+    // a client that leaves before the answer stops a waiting tool (wait_for_events), also when the
+    // call runs in a session whose transport outlives this request
+    const gone = new AbortController();
+    ctx.res.once('close', () => gone.abort());
+    const opctx: OpContext = { tenant, actor, via: 'mcp', services, headers: headersOf(ctx), signal: gone.signal };
     const log = (err: unknown) =>
       services.log.error('tool failed', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
     const build = (context: () => OpContext, subscriptions: boolean, valid?: () => boolean) =>

@@ -122,7 +122,8 @@ export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
     const tool = spec.tools().find((t) => t.name === request.params.name);
     if (!tool) return errorResult(errors.notFound(`tool ${request.params.name}`));
     // the SDK aborts it when the client cancels or its connection closes: a waiting tool (wait_for_events) stops
-    const ctx = { ...context(), signal: extra.signal };
+    const current = context();
+    const ctx = { ...current, signal: current.signal ? AbortSignal.any([extra.signal, current.signal]) : extra.signal };
     return callTool(tool, ctx, (request.params.arguments ?? {}) as Record<string, unknown>, spec.log);
   });
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({

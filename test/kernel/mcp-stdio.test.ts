@@ -15,6 +15,7 @@ import { generateToken } from '../../kernel/auth.js';
 import { configFromEnv, createLogger } from '../../kernel/config.js';
 import { startServer } from '../../kernel/server.js';
 import { corePlugin } from '../../plugins/core/index.js';
+import { eventsPlugin } from '../../plugins/events/index.js';
 import { addPerson, md, startTestServer, type TestServer } from '../helpers/harness.js';
 
 interface StdioSession {
@@ -121,8 +122,9 @@ describe('workgraph mcp over stdio', function () {
     let serverInstructions: string | undefined;
 
     before(async () => {
-      // a data directory made by a real first start, then the server is stopped
-      const t = await startTestServer({ plugins: [corePlugin], keepData: true });
+      // a data directory made by a real first start, then the server is stopped; events is on
+      // for every tenant (alwaysOn), so the local process lists its tool too
+      const t = await startTestServer({ plugins: [corePlugin, eventsPlugin], keepData: true });
       dataDir = t.dataDir;
       dirs.push(dataDir);
       adminToken = t.adminToken;
@@ -166,7 +168,9 @@ describe('workgraph mcp over stdio', function () {
 
     it('SVC_TOOLSETS selects toolsets; an unknown one fails clearly, naming the nearest', async () => {
       const s = await stdio({ SVC_DATA_DIR: dataDir, SVC_TOOLSETS: 'core' });
-      expect((await s.client.listTools()).tools.map((x) => x.name).sort()).to.deep.equal(serverTools);
+      expect((await s.client.listTools()).tools.map((x) => x.name).sort()).to.deep.equal(
+        serverTools.filter((n) => n !== 'wait_for_events'),
+      );
       await s.close();
       await expectConnectFailure({ SVC_DATA_DIR: dataDir, SVC_TOOLSETS: 'cor' }, /unknown toolset 'cor'; did you mean 'core'/);
     });
