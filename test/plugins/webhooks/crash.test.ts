@@ -140,7 +140,8 @@ describe('webhooks: kill -9 of the server during deliveries', function () {
     // the restarted server's view: the cursor reached the newest delivered event
     const view = await until(async () => {
       const v = await call('GET', `/v1/webhooks/${hookId}`);
-      return v.body.last_event === ids.at(-1) ? v : null;
+      // at least the newest delivered event (events the subscription does not take move it on too)
+      return typeof v.body.last_event === 'number' && v.body.last_event >= ids.at(-1)! ? v : null;
     }, 'the cursor');
     expect(view.body.state).to.equal('active');
     await killGroup(server.child, 'SIGTERM');
