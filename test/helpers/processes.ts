@@ -61,3 +61,37 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Cli
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
 }
+
+/**
+ * Starts `workgraph serve` through the CLI shim as its own process group (PORT=0 plus `env`),
+ * resolving once it prints its `listening on` line (60 s bound, a hang detector). `children`
+ * collects the process so a suite's `after` can kill what a failed test left running.
+ */
+export function startServeProcess(
+  env: Record<string, string>,
+  children?: Set<ChildProcess>,
+): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  const child = spawn(process.execPath, [SHIM, 'serve'], {
+    env: cleanEnv({ PORT: '0', ...env }),
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children?.add(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no listening line in 60 s: ${out}`)), 60_000);
+    child.stdout!.on('data', () => {
+      const m = /^listening on (http:\/\/\S+)$/m.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1]!, output: () => out });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited ${code}: ${out}`));
+    });
+  });
+}

@@ -5,11 +5,11 @@
  * acknowledged (a 200) reads back with the revision the acknowledgement named.
  */
 import { expect } from 'chai';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cleanEnv, groupAlive, killGroup, SHIM } from '../helpers/processes.js';
+import { groupAlive, killGroup, startServeProcess } from '../helpers/processes.js';
 
 /** SIGKILL to the CLI shim and the server it re-executed, then check that both are gone. */
 async function killHard(child: ChildProcess): Promise<void> {
@@ -19,29 +19,7 @@ async function killHard(child: ChildProcess): Promise<void> {
 
 function startServe(dataDir: string): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   // SVC_FSYNC is deliberately unset: durability on, as in production.
-  const child = spawn(process.execPath, [SHIM, 'serve'], {
-    env: cleanEnv({ PORT: '0', SVC_DATA_DIR: dataDir }),
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line in 60 s: ${out}`)), 60_000);
-    child.stdout!.on('data', () => {
-      const m = /^listening on (http:\/\/\S+)$/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1]!, output: () => out });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited ${code}: ${out}`));
-    });
-  });
+  return startServeProcess({ SVC_DATA_DIR: dataDir }, children);
 }
 
 function fsck(gitDir: string): { status: number | null; output: string } {

@@ -6,40 +6,18 @@
  * every acknowledged write has exactly one node.created.
  */
 import { expect } from 'chai';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WorkEvent } from '../../../kernel/events/types.js';
-import { cleanEnv, groupAlive, killGroup, SHIM } from '../../helpers/processes.js';
+import { groupAlive, killGroup, startServeProcess } from '../../helpers/processes.js';
 
 const children = new Set<ChildProcess>();
 let dataDir = '';
 
 function startServe(dir: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [SHIM, 'serve'], {
-    env: cleanEnv({ PORT: '0', SVC_DATA_DIR: dir }),
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line in 60 s: ${out}`)), 60_000);
-    child.stdout!.on('data', () => {
-      const m = /^listening on (http:\/\/\S+)$/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1]! });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited ${code}: ${out}`));
-    });
-  });
+  return startServeProcess({ SVC_DATA_DIR: dir }, children);
 }
 
 /** Every line of the tenant's event segments, in file order. */

@@ -7,12 +7,12 @@
  * events since the last durable cursor are repeated, with the same `webhook-id`).
  */
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runSecrets } from '../../helpers/harness.js';
-import { cleanEnv, groupAlive, killGroup, SHIM } from '../../helpers/processes.js';
+import { groupAlive, killGroup, startServeProcess } from '../../helpers/processes.js';
 import { Receiver, until } from './receiver.js';
 
 const children = new Set<ChildProcess>();
@@ -20,29 +20,7 @@ let dataDir = '';
 let receiver: Receiver | null = null;
 
 function startServe(dir: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [SHIM, 'serve'], {
-    env: cleanEnv({ PORT: '0', SVC_DATA_DIR: dir, SVC_WEBHOOK_ALLOW_PRIVATE: '1', SVC_WEBHOOK_TIMEOUT_MS: '2000' }),
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line in 60 s: ${out}`)), 60_000);
-    child.stdout!.on('data', () => {
-      const m = /^listening on (http:\/\/\S+)$/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1]! });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited ${code}: ${out}`));
-    });
-  });
+  return startServeProcess({ SVC_DATA_DIR: dir, SVC_WEBHOOK_ALLOW_PRIVATE: '1', SVC_WEBHOOK_TIMEOUT_MS: '2000' }, children);
 }
 
 after(async () => {
