@@ -17,7 +17,19 @@ export function messageIdOf(event: WorkEvent): string {
 }
 
 /** The JSON body of an event, at most BODY_MAX_BYTES. */
+/** an event's JSON body, shared by every subscription that delivers it (events are immutable) */
+const bodies = new WeakMap<WorkEvent, string>();
+
 export function jsonBody(event: WorkEvent): string {
+  let body = bodies.get(event);
+  if (body === undefined) {
+    body = encodeBody(event);
+    bodies.set(event, body);
+  }
+  return body;
+}
+
+function encodeBody(event: WorkEvent): string {
   const body = JSON.stringify({ type: event.type, timestamp: event.time, data: event });
   if (Buffer.byteLength(body) <= BODY_MAX_BYTES) return body;
   // the event's own fields stay; its payload (the only part that can grow) is replaced by where to read it
@@ -81,10 +93,22 @@ export function slackBody(event: WorkEvent, baseUrl: string | undefined): string
  * secret signs too: the header carries both signatures (space-separated, as the specification
  * allows), so a receiver still on the old secret keeps verifying.
  */
+/** signers by secret: decoding the secret once, not per delivery (bounded: cleared when full) */
+const signers = new Map<string, Webhook>();
+function signer(secret: string): Webhook {
+  let w = signers.get(secret);
+  if (!w) {
+    if (signers.size >= 1000) signers.clear();
+    w = new Webhook(secret);
+    signers.set(secret, w);
+  }
+  return w;
+}
+
 export function signedHeaders(hook: StoredWebhook, messageId: string, at: Date, body: string): Record<string, string> {
-  const signatures = [new Webhook(hook.secret).sign(messageId, at, body)];
+  const signatures = [signer(hook.secret).sign(messageId, at, body)];
   if (hook.previous_secret && hook.previous_until && Date.parse(hook.previous_until) > at.getTime())
-    signatures.push(new Webhook(hook.previous_secret).sign(messageId, at, body));
+    signatures.push(signer(hook.previous_secret).sign(messageId, at, body));
   return {
     'content-type': 'application/json',
     'user-agent': 'workgraph-webhooks/1.0',

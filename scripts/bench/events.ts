@@ -14,9 +14,13 @@
  *
  * Before each "with" block the subscriptions are created and the streams opened, after it the
  * block's events are awaited at every stream and receiver, then the subscriptions are deleted
- * and the streams closed (none of that is timed). The receivers and stream clients run in a
- * child process (scripts/bench/_events-listeners.ts), so the writers' process does the same
- * work in both blocks. The write-rate ratio is total "with" rate / total "without" rate.
+ * and the streams closed (none of that is timed). The receivers and the stream clients run in
+ * two child processes (scripts/bench/_events-listeners.ts, one instance each), so the writers'
+ * process does the same work in both blocks and a receiver's answer does not wait behind 200
+ * streams' reads. On a machine with 2 cores or more the server is pinned to core 0 and every
+ * client process to core 1 (taskset; BENCH_EVENTS_PIN=0 turns it off): the clients' CPU is not
+ * taken from the server, as with a client fleet on other machines. The write-rate ratio is
+ * total "with" rate / total "without" rate.
  *
  * Latency: each write's revision (from its answer) ties it to the `node.updated` event carrying
  * that revision. The writer stamps when it sent the request and when its answer arrived (the
@@ -33,8 +37,9 @@
  * BENCH_EVENTS_TIMED (of those, full `eventsource` clients, default 10, at least 1),
  * BENCH_EVENTS_HOOKS (default 10), BENCH_EVENTS_NODES (fixture size, default 2,000).
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -67,6 +72,8 @@ const TIMED = Math.min(STREAMS, Math.max(1, num('BENCH_EVENTS_TIMED', 10, 5)));
 const HOOKS = num('BENCH_EVENTS_HOOKS', 10, 2);
 const NODES = num('BENCH_EVENTS_NODES', 2000, 200);
 const WARMUP = 20;
+/** BENCH_EVENTS_PIN=0 lets every process run on every core (default: server on core 0, clients on core 1) */
+const PIN = process.env.BENCH_EVENTS_PIN !== '0' && availableParallelism() >= 2;
 /** how long a block's events may take to reach everyone before the run counts them missing */
 const AWAIT_MS = 60_000;
 
@@ -188,6 +195,13 @@ class Listeners {
   }
 }
 
+/** Pins every thread of `pid` to the cores in `cpus` (taskset from util-linux); a failure only warns. */
+function pin(pid: number | undefined, cpus: string): void {
+  if (pid === undefined) return;
+  const r = spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { encoding: 'utf8' });
+  if (r.status !== 0) console.log(`  (could not pin ${pid} to core ${cpus}: ${(r.stderr || r.error?.message || '').trim()})`);
+}
+
 function pct(xs: number[], p: number): number {
   if (!xs.length) return NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -209,6 +223,7 @@ async function api(server: ServerChild, token: string, method: string, path: str
 
 export async function main(): Promise<void> {
   console.log(machineNote());
+  if (PIN) console.log('  server pinned to core 0; writers, webhook receivers and stream clients to core 1 (BENCH_EVENTS_PIN=0: unpinned)');
   console.log(
     `  ${QUICK ? 'QUICK smoke run; ' : ''}${NODES} existing nodes, fsync on; ${ROUNDS} rounds of ${N} POST /v1/nodes updates by ${CLIENTS} clients ` +
       `without, then with ${HOOKS} webhook subscriptions and ${STREAMS} open SSE streams ` +
@@ -224,7 +239,17 @@ export async function main(): Promise<void> {
     // one admin token holds every stream here; the default (20) guards a real tenant's fleet
     SVC_EVENTS_STREAMS_PER_TOKEN: String(STREAMS + 10),
   });
+  // webhook receivers and stream clients in two processes: a receiver is its own service, and
+  // one event loop reading 200 streams would answer the webhook POSTs late (the delivery loops
+  // of the server would then wait on the bench, not on the server)
+  const receivers = Listeners.start();
   const listeners = Listeners.start();
+  if (PIN) {
+    // the server gets core 0, every client (writers, receivers, stream readers) core 1: what a
+    // server on its own machine with its clients elsewhere sees, on a 2-core machine
+    pin(server.child.pid, '0');
+    for (const pid of [process.pid, receivers.pid, listeners.pid]) pin(pid, '1');
+  }
   const writer = new Writer(server.url, f.token);
   const ids = Array.from({ length: total }, (_, k) => benchId(k));
   let next = 0;
@@ -234,12 +259,12 @@ export async function main(): Promise<void> {
   const rate = { without: { writes: 0, ms: 0, serverCpu: 0, listenersCpu: 0 }, with: { writes: 0, ms: 0, serverCpu: 0, listenersCpu: 0 } };
   const timed = async (which: 'without' | 'with', ids: string[]): Promise<{ ms: number; revisions: string[] }> => {
     const s0 = processCpuMs(server.child.pid);
-    const l0 = processCpuMs(listeners.pid);
+    const l0 = processCpuMs(listeners.pid) + processCpuMs(receivers.pid);
     const r = await writer.run(ids, CLIENTS);
     rate[which].writes += ids.length;
     rate[which].ms += r.ms;
     rate[which].serverCpu += processCpuMs(server.child.pid) - s0;
-    rate[which].listenersCpu += processCpuMs(listeners.pid) - l0;
+    rate[which].listenersCpu += processCpuMs(listeners.pid) + processCpuMs(receivers.pid) - l0;
     return r;
   };
   const perRound: Array<{ without: number; with: number }> = [];
@@ -259,7 +284,7 @@ export async function main(): Promise<void> {
       return (N * 1000) / r.ms;
     };
     const blockWith = async (): Promise<number> => {
-      const { urls } = await listeners.ask({ cmd: 'hooks', n: HOOKS }, 'hooks');
+      const { urls } = await receivers.ask({ cmd: 'hooks', n: HOOKS }, 'hooks');
       const hookIds: string[] = [];
       for (const url of urls) {
         const created = (await api(server, f.token, 'POST', '/v1/webhooks', { url, description: 'events bench receiver' })) as {
@@ -269,14 +294,23 @@ export async function main(): Promise<void> {
       }
       await listeners.ask({ cmd: 'streams', url: server.url, token: f.token, n: STREAMS, full: TIMED }, 'streams');
       const r = await timed('with', take(N));
-      const got = await listeners.ask({ cmd: 'await', revisions: r.revisions, timeoutMs: AWAIT_MS }, 'await');
+      const [got, hooksGot] = await Promise.all([
+        listeners.ask({ cmd: 'await', revisions: r.revisions, timeoutMs: AWAIT_MS }, 'await'),
+        receivers.ask({ cmd: 'await', revisions: r.revisions, timeoutMs: AWAIT_MS }, 'await'),
+      ]);
+      // the stream times from one process, the receivers' from the other
+      for (const [revision, h] of Object.entries(hooksGot.receipts)) {
+        const entry = got.receipts[revision] ?? (got.receipts[revision] = { stream: [], hook: [] });
+        entry.hook.push(...h.hook);
+      }
+      if (!hooksGot.complete) got.complete = false;
       collect(got.receipts);
       cutStreams += got.cut;
       missing += got.lightBehind;
       lightBytes += got.lightBytes;
       if (!got.complete) console.log(`  (some events did not reach every stream and receiver within ${AWAIT_MS / 1000} s)`);
       for (const id of hookIds) await api(server, f.token, 'DELETE', `/v1/webhooks/${id}`);
-      await listeners.ask({ cmd: 'detach' }, 'detach');
+      await Promise.all([listeners.ask({ cmd: 'detach' }, 'detach'), receivers.ask({ cmd: 'detach' }, 'detach')]);
       return (N * 1000) / r.ms;
     };
     const collect = (receipts: Receipts): void => {
@@ -311,7 +345,7 @@ export async function main(): Promise<void> {
       );
     }
   } finally {
-    await listeners.stop();
+    await Promise.all([listeners.stop(), receivers.stop()]);
     await server.stop();
   }
 
@@ -353,6 +387,7 @@ export async function main(): Promise<void> {
   );
   recordResult('events', {
     quick: QUICK,
+    pinned: PIN,
     nodes: NODES,
     writes_per_block: N,
     rounds: ROUNDS,
