@@ -29,8 +29,7 @@ export const capturePlugin = definePlugin({
       operation: api.capture,
     },
     {
-      description:
-        'Correct digests: target a node id, project:<slug> or global; pin/exclude node ids (<=40); guidance <=4 KB.',
+      description: 'Correct digests: target a node id, project:<slug> or global; pin/exclude node ids (<=40); guidance <=4 KB.',
       operation: api.proposeCorrection,
     },
     {

@@ -92,8 +92,7 @@ export const corePlugin = definePlugin({
   ],
   tools: [
     {
-      description:
-        'Read a node: frontmatter, body, revision (echo it to update). include_markdown: the raw file too.',
+      description: 'Read a node: frontmatter, body, revision (echo it to update). include_markdown: the raw file too.',
       operation: api.getNode,
       annotations: { readOnlyHint: true },
     },
@@ -118,15 +117,13 @@ export const corePlugin = definePlugin({
       annotations: { idempotentHint: true },
     },
     {
-      description:
-        'Move a node to a status of its type (schema tool); in-progress also claims it. 409 transition_denied.',
+      description: 'Move a node to a status of its type (schema tool); in-progress also claims it. 409 transition_denied.',
       operation: api.setStatus,
     },
     { description: 'priority: p1 (highest), p2, p3, or null to clear.', operation: api.setPriority },
     { description: 'readiness: agent (agents may pick it up) or null; human is derived.', operation: api.setReadiness },
     {
-      description:
-        'Batch add_edge: items [{id, type, to, attrs?}].',
+      description: 'Batch add_edge: items [{id, type, to, attrs?}].',
       operation: api.addEdges,
     },
     {

@@ -57,8 +57,7 @@ export const identityPlugin = definePlugin({
   tools: [
     { description: 'Your agents (all: every agent, admin only).', operation: api.listAgents, annotations: { readOnlyHint: true } },
     {
-      description:
-        'Create an agent you own: label; id agent-<slug> unless given. 409 id taken.',
+      description: 'Create an agent you own: label; id agent-<slug> unless given. 409 id taken.',
       operation: api.createAgent,
     },
     {
@@ -67,8 +66,7 @@ export const identityPlugin = definePlugin({
       operation: api.mintAgentToken,
     },
     {
-      description:
-        'Admin only: make a person an admin (a stewards edge to proj-root; history names the granter).',
+      description: 'Admin only: make a person an admin (a stewards edge to proj-root; history names the granter).',
       operation: api.grantAdmin,
       annotations: { destructiveHint: false, idempotentHint: true },
     },
@@ -84,8 +82,7 @@ export const identityPlugin = definePlugin({
       annotations: { readOnlyHint: true },
     },
     {
-      description:
-        'Per-session agent token minted without a session: bind it to session once (same again: unchanged; another: 409).',
+      description: 'Per-session agent token minted without a session: bind it to session once (same again: unchanged; another: 409).',
       operation: api.bindSession,
       annotations: { idempotentHint: true },
     },

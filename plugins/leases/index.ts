@@ -37,8 +37,7 @@ export const leasesPlugin = definePlugin({
       operation: api.claim,
     },
     {
-      description:
-        'Heartbeat {id}, {ids}, or all your leases (of session). No commit. 409 lease_lost when gone.',
+      description: 'Heartbeat {id}, {ids}, or all your leases (of session). No commit. 409 lease_lost when gone.',
       operation: api.renew,
     },
     {

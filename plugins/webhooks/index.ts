@@ -35,7 +35,11 @@ export const webhooksPlugin = definePlugin({
         "POST the tenant's events to url, signed (Standard Webhooks), in order, retried a day. types: exact or 'prefix.*'; project; format json|slack. Answers the secret once. 422 url_refused.",
       operation: api.createWebhook,
     },
-    { description: 'All subscriptions: state, cursor, next retry; no secrets.', operation: api.listWebhooks, annotations: { readOnlyHint: true } },
+    {
+      description: 'All subscriptions: state, cursor, next retry; no secrets.',
+      operation: api.listWebhooks,
+      annotations: { readOnlyHint: true },
+    },
     { description: 'One subscription by id.', operation: api.getWebhook, annotations: { readOnlyHint: true } },
     {
       description: 'Change the given fields; enabled: true resumes; rotate_secret: a new secret, once (the old one signs 24 h).',

@@ -41,8 +41,7 @@ export const workflowsPlugin = definePlugin({
       annotations: { readOnlyHint: true },
     },
     {
-      description:
-        'Claim step sid of run id (again: renews). 409 not claimable, 403 approval step.',
+      description: 'Claim step sid of run id (again: renews). 409 not claimable, 403 approval step.',
       operation: api.claimStep,
     },
     {
