@@ -117,6 +117,10 @@ describe('webhooks: the MCP tools', function () {
     expect(resent).to.have.length.at.least(2);
     expect(resent.at(-1)!.headers['webhook-id']).to.equal(delivered.headers['webhook-id']);
     expect(resent.at(-1)!.verified).to.equal(true);
+    // the same redelivery over REST answers the same bytes but for the attempt's time and latency
+    const restAgain = await t.api('POST', `/v1/webhooks/${hook.id}/redeliver`, { body: { event } });
+    expect(restAgain.status, restAgain.text).to.equal(200);
+    expect(stable(again.text)).to.equal(stable(restAgain.text));
   });
 
   it('every tool answers the same bytes as its REST route for the same state, errors as tool errors', async () => {
