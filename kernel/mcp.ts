@@ -196,7 +196,11 @@ const listed = new WeakMap<object, JsonSchema>();
  * list is held to 20 KB): per-field descriptions (each tool's description names its arguments,
  * limits and errors; the OpenAPI document keeps the field texts), regex `pattern`s, empty
  * `required` lists, `additionalProperties: false` (an unknown field is still a 422 naming it),
- * and the integer-or-digits unions REST query strings need (a tool sends the integer).
+ * the integer-or-digits unions REST query strings need (a tool sends the integer), and the
+ * bounds every argument of its kind has (`minLength: 1` and `maxLength` up to SHORT_STRING for
+ * ids, names, types and keys; `minItems: 1`; an integer's `minimum` of 0 or 1): the core
+ * plugin's instructions state that rule once, and breaking it is a 422 naming the field and the
+ * bound. Other limits (texts, bodies, URLs, list and page sizes) stay listed.
  * Arguments are validated against the full schema.
  */
 export function listingSchema(schema: JsonSchema): JsonSchema {
@@ -207,6 +211,9 @@ export function listingSchema(schema: JsonSchema): JsonSchema {
   }
   return out;
 }
+
+/** The longest `maxLength` the listing leaves out: the bound of ids, names, types and keys (200 for ids, 255 for idempotency keys, 300 for inbox item ids). */
+export const SHORT_STRING = 300;
 
 function compact(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(compact);
@@ -223,6 +230,10 @@ function compact(value: unknown): unknown {
     if (k === 'pattern' && typeof v === 'string') continue;
     if (k === 'description' && typeof v === 'string') continue;
     if (k === 'required' && Array.isArray(v) && v.length === 0) continue;
+    if (k === 'maxLength' && typeof v === 'number' && v <= SHORT_STRING) continue;
+    if (k === 'minLength' && v === 1) continue;
+    if (k === 'minItems' && v === 1) continue;
+    if (k === 'minimum' && (v === 0 || v === 1) && src.type === 'integer') continue;
     if (k === 'additionalProperties' && v === false) continue;
     if (k === 'type' && digits) {
       out.type = (type as string[]).find((x) => x !== 'string');

@@ -29,7 +29,7 @@ export const analyticsPlugin = definePlugin({
   tools: [
     {
       description:
-        'Flow over whole ISO weeks: created/completed, throughput, cycle and lead time, aging WIP, bottlenecks. project, type, weeks 1-52 (12), top 1-100, aging 1-365 days; format json|text.',
+        'Flow by ISO week: created/completed, throughput, cycle/lead time, aging WIP, bottlenecks. project, type, weeks 1-52 (12), top 1-100, aging 1-365 d, format.',
       operation: api.analytics,
       annotations: { title: 'Analytics', readOnlyHint: true },
     },

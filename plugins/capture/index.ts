@@ -25,17 +25,16 @@ export const capturePlugin = definePlugin({
   tools: [
     {
       description:
-        "Text to draft nodes: each line '<type>: <summary>' (task, issue, dec, spec, question) starts one, lines below are its body; the rest waits as a pending capture. text <=8 KB. project; during: node id (relates-to); blocks: node id (needs project), needed_by YYYY-MM-DD; idempotency_key.",
+        "Text to draft nodes: a '<type>: <summary>' line (task, issue, dec, spec, question) starts one, lines below are its body; the rest is pending. text <=8 KB; project; during/blocks: node id; needed_by YYYY-MM-DD.",
       operation: api.capture,
     },
     {
-      description:
-        'Correct digests: target a node id, project:<slug> or global; pin/exclude node ids (<=40 each); guidance <=4 KB. The id is generated.',
+      description: 'Correct digests: target a node id, project:<slug> or global; pin/exclude node ids (<=40); guidance <=4 KB.',
       operation: api.proposeCorrection,
     },
     {
       description:
-        "Digest for a question: full-text matches (min_sim 0-1, default 0.3) with links, or root_id's neighborhood; mode full adds bodies. found false is normal.",
+        "Digest for a question: full-text matches (min_sim 0-1, 0.3) or root_id's neighborhood; mode full adds bodies. found false is normal.",
       operation: api.queryGraph,
       annotations: { readOnlyHint: true },
     },

@@ -85,31 +85,30 @@ export const corePlugin = definePlugin({
   ],
   instructions: [
     'Every node needs a standalone `summary` (at most 500 characters); ids carry their type prefix (task-, issue-, dec-, spec-, ...). The `schema` tool lists the types, their statuses and the edge vocabulary.',
-    'Limits: body 8192 bytes, 40 edges per node, 1 MB per request (413 too_large). Edges in frontmatter are a YAML list: `edges: [{type: blocks, to: task-release}, {type: relates-to, to: spec-x, kind: note}]`. The server stamps author, authored_via, created and updated (sent values are ignored with a warning); priority and readiness have their own tools (set_priority, set_readiness; batch: set_priorities, add_edges).',
-    'Errors are {error: {code, message, details}}: 404 not_found names the nearest ids, 409 conflict / transition_denied / lease_lost say who holds what, 422 validation_failed names the first reason and the allowed values. me tells who your token acts for.',
+    'Limits: body 8192 bytes, 40 edges per node, 1 MB per request (413 too_large); node ids and names at most 200 characters, types, statuses and revisions 100, other ids and keys at most 300, none empty; lists at least one item (tool schemas leave these bounds out: a 422 names the one broken). Edges in frontmatter are a YAML list: `edges: [{type: blocks, to: task-release}, {type: relates-to, to: spec-x, kind: note}]`. The server stamps author, authored_via, created and updated (sent values are ignored with a warning); priority and readiness have their own tools (set_priority, set_readiness; batch: set_priorities, add_edges).',
+    'Errors are {error: {code, message, details}}: 404 not_found names the nearest ids, 409 conflict / transition_denied / lease_lost say who holds what, 422 validation_failed names the first reason and the allowed values. me tells who your token acts for. Batch tools (add_edges, remove_edges, set_priorities; items 1-100) run each item as the single tool, one commit each, and answer {ok, status, results, failed: [{index, id, code, message}]}, an error only when none landed; put_node answers each entry in results (a failed one with its error) and the failed count.',
     'get_node returns the node with its `revision`. To change a node, echo that revision: patch_node {id, revision, set?, unset?, add_edges?, remove_edges?, body?, append_body?} changes only what it names; put_node {nodes: [{node, if_exists: "update", revision}]} replaces the whole node (what you do not repeat is removed, and listed in warnings). A stale revision is a 409 conflict carrying the current one, never a silent overwrite; read again and retry.',
     'Finish work with set_status (task: done; issue: resolved), or write the node that resolves it with a `resolves` edge. add_edge links nodes (blocks, part-of, relates-to, ...).',
   ],
   tools: [
     {
-      description:
-        'Read a node: frontmatter (edges: [{type, to, ...attrs}]), body, revision (echo it to update). include_markdown: also the raw file. 404 names the nearest ids.',
+      description: 'Read a node: frontmatter, body, revision (echo it to update). include_markdown: the raw file too.',
       operation: api.getNode,
       annotations: { readOnlyHint: true },
     },
     {
       description:
-        'Create or update nodes. nodes (1-500, in order): markdown strings (--- YAML frontmatter --- body) or {node, if_exists, revision}. Frontmatter: id with its type prefix (task-x), summary (standalone, <=500 chars), edges: [{type, to, ...attrs}] (<=40); body <=8192 bytes. if_exists: error (default), skip, update (needs the revision read, else 409). Ignored, with a warning: author, created, updated, priority, readiness (own tools). Failed entries in failed (207); 422 gives the first reason.',
+        'Create or update nodes. nodes (1-500): markdown (--- YAML frontmatter --- body) or {node, if_exists, revision}. Frontmatter: id with type prefix, summary (<=500 chars), edges: [{type, to, ...attrs}] (<=40); body <=8192 bytes. if_exists: error, skip, update (needs the read revision, else 409). author, created, updated, priority, readiness: ignored.',
       operation: api.putNode,
     },
     {
       description:
-        'Change only the named fields, edges or body of a node: {id, revision, set?, unset?, add_edges?, remove_edges?, body?, append_body?}; null in set removes a field. Stale revision 409 conflict; status in set passes the transition gate and lease rules; 403 person nodes or force without admin.',
+        'Change only what is named: {id, revision, set?, unset?, add_edges?, remove_edges?, body?, append_body?}; null in set removes a field. Stale revision: 409. 403: person nodes, force without admin.',
       operation: api.patchNode,
     },
     {
       description:
-        'Add edge id -type-> to. type: canonical, alias or inverse form (schema tool); attrs: flat [A-Za-z0-9_-] tokens. 404 unknown node, 422 unknown type (nearest named).',
+        'Add edge id -type-> to. type: canonical, alias or inverse (schema tool); attrs: flat tokens. 404 unknown node, 422 unknown type.',
       operation: api.addEdge,
     },
     {
@@ -118,37 +117,36 @@ export const corePlugin = definePlugin({
       annotations: { idempotentHint: true },
     },
     {
-      description:
-        'Move a node to a status of its type (schema tool). in-progress also claims it. Finish with done (task) or resolved (issue). 409 transition_denied, 422 unknown status (allowed listed).',
+      description: 'Move a node to a status of its type (schema tool); in-progress also claims it. 409 transition_denied.',
       operation: api.setStatus,
     },
-    { description: 'priority: p1 (highest), p2, p3; null/none/clear clears. 422 lists the allowed values.', operation: api.setPriority },
-    { description: 'readiness: agent (an agent may pick it up) or null to clear; human is derived, not set.', operation: api.setReadiness },
+    { description: 'priority: p1 (highest), p2, p3, or null to clear.', operation: api.setPriority },
+    { description: 'readiness: agent (agents may pick it up) or null; human is derived.', operation: api.setReadiness },
     {
-      description:
-        'Batch add_edge: items [{id, type, to, attrs?}] (1-100), each its own commit. Answer {ok, status, results, failed: [{index, id, code, message}]}.',
+      description: 'Batch add_edge: items [{id, type, to, attrs?}].',
       operation: api.addEdges,
     },
     {
-      description: 'Batch remove_edge: items [{id, type, to}] (1-100), each its own commit. Answer {ok, status, results, failed}.',
+      description: 'Batch remove_edge: items [{id, type, to}].',
       operation: api.removeEdges,
       annotations: { idempotentHint: true },
     },
     {
-      description: 'Batch set_priority: items [{id, priority}] (1-100), each its own commit. Answer {ok, status, results, failed}.',
+      description: 'Batch set_priority: items [{id, priority}].',
       operation: api.setPriorities,
     },
     {
-      description: 'Node types (prefix, statuses, transitions) and edge types (aliases, inverse forms). code: include hook sources.',
+      description: 'Node types (prefix, statuses, transitions), edge types (aliases, inverses). code: hook sources too.',
       operation: api.schema,
       annotations: { readOnlyHint: true },
     },
     {
-      description: 'Who this token acts for: person, name, org, is_admin, agent and session.',
+      description: 'Who this token acts for: person, org, is_admin, agent, session.',
       operation: api.me,
       annotations: { readOnlyHint: true },
     },
     {
+      description: 'Connectivity probe: a small widget.',
       operation: helloMcpApp,
       annotations: { readOnlyHint: true },
       _meta: { ui: { resourceUri: HELLO_URI }, [RESOURCE_URI_META_KEY]: HELLO_URI },

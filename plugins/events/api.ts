@@ -90,7 +90,7 @@ export const waitForEvents = defineOperation({
   name: 'wait_for_events',
   summary: 'Waits for the next matching events after a cursor',
   description:
-    'Block until a matching event (a question routed to you, a blocker done, your claim taken over): {events, last_id, more}; empty after wait s (30, max 60). Next call: since=last_id; none: from now. types: lease.* prefixes.',
+    'Wait for matching events (question routed to you, blocker done, claim taken): {events, last_id, more}; empty after wait s (30, max 60). Next: since=last_id. types: lease.* prefixes.',
   input: WaitForEventsInput,
   output: EventsAnswer,
   errors: [409, 410, 429],

@@ -41,14 +41,12 @@ export const historyPlugin = definePlugin({
   ],
   tools: [
     {
-      description:
-        "A node's versions, newest first (who, when, operation). sha (7-40 hex): that version with its diff and content. limit <=200.",
+      description: "A node's versions, newest first. sha (7-40 hex): that version with diff and content. limit <=200.",
       operation: api.nodeHistory,
       annotations: { title: 'Node history', readOnlyHint: true },
     },
     {
-      description:
-        "Newest change per node, newest first. since: commit sha, ISO date or a phrase ('3 days ago'); project; limit <=500 (100).",
+      description: "Newest change per node. since: sha, ISO date or '3 days ago'; project; limit <=500 (100).",
       operation: api.recentChanges,
       annotations: { title: 'Recent changes', readOnlyHint: true },
     },

@@ -57,35 +57,32 @@ export const identityPlugin = definePlugin({
   tools: [
     { description: 'Your agents (all: every agent, admin only).', operation: api.listAgents, annotations: { readOnlyHint: true } },
     {
-      description:
-        'Create an agent you own (an owner field is ignored): label <=200 chars; id agent-<slug of label> unless given. 409 id taken.',
+      description: 'Create an agent you own: label; id agent-<slug> unless given. 409 id taken.',
       operation: api.createAgent,
     },
     {
       description:
-        "A token for an agent you own, shown once. Per-session (default): session (null: bind later), expires <=7d ('8h', ISO). standing: true: up to a year, label. 403 not yours.",
+        "A token for your agent, shown once. Per-session: session (null: bind later), expires <=7d ('8h', ISO); standing: true: up to a year, label. 403 not yours.",
       operation: api.mintAgentToken,
     },
     {
-      description:
-        'Admin only: make a person an admin (a stewards edge to proj-root, written by the identity operation; history names who granted it).',
+      description: 'Admin only: make a person an admin (a stewards edge to proj-root; history names the granter).',
       operation: api.grantAdmin,
       annotations: { destructiveHint: false, idempotentHint: true },
     },
     {
-      description: "Admin only: revoke a person's admin rights; the last admin of a tenant cannot be removed (409 last_admin).",
+      description: "Admin only: revoke a person's admin rights. 409 last_admin.",
       operation: api.revokeAdmin,
       annotations: { destructiveHint: true, idempotentHint: true },
     },
     {
       description:
-        'Admin only: every change to an identity fact (admin, agent ownership, people) in the history, flagging those no identity operation made.',
+        'Admin only: identity changes (admin, agent ownership, people) in history, flagging those made outside identity operations.',
       operation: api.auditIdentity,
       annotations: { readOnlyHint: true },
     },
     {
-      description:
-        'With a per-session agent token minted without a session: bind it to session (write-once; the same again: unchanged; another: 409).',
+      description: 'Per-session agent token minted without a session: bind it to session once (same again: unchanged; another: 409).',
       operation: api.bindSession,
       annotations: { idempotentHint: true },
     },

@@ -1,6 +1,6 @@
 /**
- * The inbox plugin's operations, each declared once (routes and the OpenAPI document read
- * these; no MCP tools: agents wait on `wait_for_events` and read `show_queue`).
+ * The inbox plugin's operations, each declared once (routes, the MCP tools of the same name
+ * and the OpenAPI document read these).
  */
 import { defineOperation } from '../../kernel/operation.js';
 import * as ops from './operations.js';

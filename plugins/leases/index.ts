@@ -33,24 +33,23 @@ export const leasesPlugin = definePlugin({
   tools: [
     {
       description:
-        'Claim work: {id} one node or {ids} a batch (<=500, per-item failed). A heartbeat lease (renew while you work) plus an assigned edge. session binds it to a run; force: admin takeover. 409 names the holder.',
+        'Claim {id} or {ids} (<=500): a heartbeat lease plus an assigned edge. session binds it to a run; force: admin takeover. 409 names the holder.',
       operation: api.claim,
     },
     {
-      description:
-        'Heartbeat: {id}, {ids}, or nothing for all your live leases (of session, if given). No commit. 409 lease_lost when it is gone.',
+      description: 'Heartbeat {id}, {ids}, or all your leases (of session). No commit. 409 lease_lost when gone.',
       operation: api.renew,
     },
     {
-      description: 'Lengthen a lease you hold by ms, capped at the tenant maximum; never shortens. 409 when it is not yours.',
+      description: 'Lengthen your lease by ms, up to the tenant maximum. 409 when not yours.',
       operation: api.extend,
     },
     {
-      description: 'Park a node you hold for the grace window: still yours, atop your queue; claim or renew revives it.',
+      description: 'Park a node you hold for the grace window; claim or renew revives it.',
       operation: api.reserve,
     },
     {
-      description: 'Drop your lease on {id} or {ids} and its assigned edge; nothing: all yours (of session). 409 when another holds it.',
+      description: 'Drop your lease on {id}/{ids} (none: all, of session) and its assigned edge. 409 another holds it.',
       operation: api.release,
       annotations: { idempotentHint: true },
     },

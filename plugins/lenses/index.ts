@@ -33,8 +33,7 @@ export const lensesPlugin = definePlugin({
       annotations: { readOnlyHint: true },
     },
     {
-      description:
-        'Act on item_id of lens_id: action set_status or set_priority (value), claim or release. The item must be in the lens as rendered with params.',
+      description: 'Act on item_id of lens_id (as rendered with params): set_status or set_priority (value), claim, release.',
       operation: api.applyLensAction,
     },
   ],

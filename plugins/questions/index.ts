@@ -22,12 +22,12 @@ export const questionsPlugin = definePlugin({
   tools: [
     {
       description:
-        "Ask: routed to the steward nearest the mentioned nodes (<=20), else the project's, else unrouted. text <=8192 bytes, title <=500 chars; project derived unless given (bad slug 400). 404 unknown mention.",
+        "Ask: routed to the steward nearest the mentions (<=20), else the project's. text <=8192 bytes, title <=500; project derived unless given.",
       operation: api.askQuestion,
     },
     {
       description:
-        'Answer question id in one commit: the answer node (type dec unless set; answer_id optional) with an answers edge, and the question marked answered. summary <=500 chars, body <=8192 bytes. 404 unknown question, 409 answer_id taken.',
+        'Answer question id in one commit: an answer node (type dec unless set; answer_id) with an answers edge; the question becomes answered. summary <=500 chars, body <=8192 bytes.',
       operation: api.answerQuestion,
     },
   ],

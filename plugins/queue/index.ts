@@ -25,7 +25,7 @@ export const queuePlugin = definePlugin({
   tools: [
     {
       description:
-        'Ranked work: items with score, suggest (do/blocked/triage/close/approve) and why; plus questions for you, asked, findings, pending, reviews. Filters: project, assignee (id or me), type, exclude_type, readiness (agent/human/untriaged). limit 1-100 (20); page with offset=next_offset. include_policy: the weights.',
+        'Ranked work (score, suggest: do/blocked/triage/close/approve, why) plus questions, findings, pending, reviews. project, assignee (id|me), type, exclude_type, readiness (agent/human/untriaged); limit 1-100 (20), offset=next_offset; include_policy.',
       operation: api.showQueue,
       annotations: { readOnlyHint: true },
     },

@@ -31,23 +31,22 @@ export const workflowsPlugin = definePlugin({
   tools: [
     {
       description:
-        'Start a run of an active wf- node: records a run- node, executes nothing. inputs: JSON <=8192 bytes; a repeated idempotency_key returns the first answer. 409 not active.',
+        'Start a run of an active wf- node (records a run- node). inputs: JSON <=8192 bytes; a repeated idempotency_key: the first answer. 409 not active.',
       operation: api.runWorkflow,
     },
     {
       description:
-        'Claimable workflow steps (approval steps excluded), oldest run first. capability: only steps needing one of these or none; limit <=500.',
+        'Claimable workflow steps, oldest run first (no approvals). capability: steps needing one of these or none; limit <=500.',
       operation: api.listWork,
       annotations: { readOnlyHint: true },
     },
     {
-      description:
-        'Claim step sid of run id: a lease with a new generation (claiming again renews). 409 not claimable (holder named), 403 approval step.',
+      description: 'Claim step sid of run id (again: renews). 409 not claimable, 403 approval step.',
       operation: api.claimStep,
     },
     {
       description:
-        "Report step sid of run id: status succeeded|failed under lease (the claim's lease_id); result JSON <=4096 bytes, log <=4000 chars. 409 lease_expired or outcome_conflict; a same retry answers replayed.",
+        "Report step sid of run id: status succeeded|failed, lease (the claim's lease_id); result JSON <=4096 bytes, log. 409 lease_expired/outcome_conflict; a same retry: replayed.",
       operation: api.completeStep,
     },
     { description: 'A run: status, lineage, step states.', operation: api.getRun, annotations: { readOnlyHint: true } },

@@ -1,7 +1,8 @@
 /**
  * The tool surface as a client sees it (docs/decisions.md, "tools"): tools/list within 20 KB for
  * the full set, toolsets, instructions that name no REST-only route, an over-limit request as
- * a tool error, and the new tool twins answering the same bytes as their REST routes.
+ * a tool error, and the new tool twins answering the same bytes as their REST routes (the
+ * webhooks and inbox twins: test/plugins/webhooks/mcp.test.ts, test/plugins/inbox/mcp.test.ts).
  */
 import { expect } from 'chai';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -56,6 +57,16 @@ describe('MCP tool surface', function () {
       'bind_session',
       'list_agents',
       'wait_for_events',
+      'create_webhook',
+      'list_webhooks',
+      'get_webhook',
+      'update_webhook',
+      'delete_webhook',
+      'ping_webhook',
+      'list_webhook_deliveries',
+      'redeliver_webhook',
+      'show_inbox',
+      'mark_inbox_read',
     ]) {
       expect(names, name).to.include(name);
     }
@@ -66,6 +77,24 @@ describe('MCP tool surface', function () {
     // the rules an agent trips on are in the tool text
     const put = tools.find((x) => x.name === 'put_node')!.description!;
     for (const needle of ['500', '8192', 'edges: [{type, to', 'author', 'revision', '409']) expect(put, needle).to.include(needle);
+    // the listing form leaves out the bounds every id, name and list has (the instructions state them once) and keeps the others
+    const listed = JSON.stringify(tools.map((x) => x.inputSchema));
+    expect(listed).to.not.match(/"maxLength":(100|200|255|300)\b/);
+    expect(listed).to.not.include('"minItems":1,');
+    const url = (tools.find((x) => x.name === 'create_webhook')!.inputSchema.properties as Record<string, { maxLength?: number }>).url;
+    expect(url.maxLength).to.equal(2048);
+    expect(client.getInstructions()).to.include('at most 200 characters');
+  });
+
+  it('a bound the listing leaves out is still enforced: the 422 names the field and its limit, as over REST', async () => {
+    const long = `task-${'x'.repeat(200)}`;
+    const tool = await t.tool(client, 'get_node', { id: long });
+    expect(tool.isError).to.equal(true);
+    expect(tool.json.error.code).to.equal('validation_failed');
+    expect(tool.text).to.include('200');
+    const empty = await t.tool(client, 'add_edges', { items: [] });
+    expect(empty.json.error.code).to.equal('validation_failed');
+    expect((await t.api('POST', '/v1/edges', { body: { items: [] } })).text).to.equal(empty.text);
   });
 
   it("toolsets: ?toolsets=core,leases lists those plugins' tools and instructions; an unknown name is 400 naming the nearest", async () => {
@@ -74,6 +103,13 @@ describe('MCP tool surface', function () {
     expect(names).to.include.members(['get_node', 'put_node', 'claim', 'release']);
     expect(names).to.not.include('show_queue');
     expect(names).to.not.include('run_workflow');
+    expect(names).to.not.include('create_webhook');
+    const inbox = await connect(t, '?toolsets=inbox,webhooks');
+    const inboxNames = (await inbox.listTools()).tools.map((x) => x.name);
+    expect(inboxNames).to.include.members(['show_inbox', 'mark_inbox_read', 'create_webhook', 'redeliver_webhook']);
+    expect(inboxNames).to.not.include('get_node');
+    expect(inbox.getInstructions()).to.include('create_webhook').and.not.include('show_queue');
+    await inbox.close();
     expect(subset.getInstructions()).to.include('claim').and.not.include('show_queue');
     const all = await connect(t, '?toolsets=all');
     expect((await all.listTools()).tools.length).to.equal((await client.listTools()).tools.length);
