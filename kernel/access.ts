@@ -8,6 +8,7 @@
  * and the table in docs/authorization.md and the `x-callers` of the OpenAPI document are
  * generated from them.
  */
+import type { TokenKind } from './auth.js';
 
 /**
  * The credential kinds a request can present (docs/spec.md "Authentication"; kernel/auth.ts, kernel/actor.ts):
@@ -230,4 +231,28 @@ export function openApiCallers(access: OperationAccess): Record<string, unknown>
         }
       : {}),
   };
+}
+
+/** The credential kind of a token record, as access declarations name it. */
+export function credentialKindOf(kind: TokenKind): CredentialKind {
+  switch (kind) {
+    case 'pat':
+    case 'agent-standing':
+    case 'agent-session':
+    case 'connector-jwt':
+      return kind;
+    default:
+      // an OAuth access token (grants and refresh tokens never authenticate a request)
+      return 'oauth';
+  }
+}
+
+/**
+ * Whether some input lets `kind` call the operation: its own gate or one of its conditions
+ * (`when`). tools/list shows a caller the tools that pass (an agent does not see the admin
+ * tools it could only ever get 403 from); calling a tool still runs the operation's own check.
+ */
+export function mayEverCall(access: OperationAccess, kind: CredentialKind, personIsAdmin: boolean, personBound: boolean): boolean {
+  if (allows(access, kind, personIsAdmin, personBound)) return true;
+  return (access.when ?? []).some((c) => allows(underCondition(access, c), kind, personIsAdmin, personBound));
 }

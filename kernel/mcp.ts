@@ -9,6 +9,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { credentialKindOf, mayEverCall } from './access.js';
+import type { Actor } from './actor.js';
 import { errors, isSvcError, type SvcError } from './errors.js';
 import { RawResponse, serialize, StatusPayload, type OpContext, type ResourceDef, type ResourceTemplateDef, type Tool } from './plugin.js';
 import { ResourceSubscriptions, resolveResource } from './mcp-subscriptions.js';
@@ -92,6 +94,17 @@ async function sdk() {
   return { ServerClass, ...types };
 }
 
+/**
+ * The tools tools/list shows `actor`: those some input lets its credential call (kernel/access.ts
+ * `mayEverCall`), so an agent's or a member's list carries no admin-only tool and stays small.
+ * A call by name still reaches any tool of the tenant and gets the operation's own 403.
+ */
+export function listedFor(tools: Tool[], actor: Actor): Tool[] {
+  const kind = credentialKindOf(actor.token.kind);
+  const admin = actor.isAdmin && actor.agent === null;
+  return tools.filter((t) => !t.access || mayEverCall(t.access, kind, admin, actor.bound));
+}
+
 export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
   const {
     ServerClass,
@@ -110,7 +123,7 @@ export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
   );
   const context = () => requestContext.getStore() ?? spec.ctx();
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: spec.tools().map((t) => ({
+    tools: listedFor(spec.tools(), context().actor).map((t) => ({
       name: t.name,
       description: t.description,
       inputSchema: listingSchema(t.inputSchema) as { type: 'object'; properties?: Record<string, object> },

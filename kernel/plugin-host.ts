@@ -25,7 +25,15 @@ export class PluginHost {
   constructor(plugins: PluginDef[]) {
     checkManifests(plugins);
     this.plugins = orderPlugins(plugins);
-    for (const p of this.plugins) this.tools.set(p, (p.tools ?? []).map(resolveTool));
+    for (const p of this.plugins)
+      this.tools.set(
+        p,
+        (p.tools ?? []).map((def) => {
+          const tool = resolveTool(def);
+          const access = p.access?.[tool.name];
+          return access ? { ...tool, access } : tool;
+        }),
+      );
   }
 
   /** A plugin is usable by a tenant when it and everything it depends on is enabled there. */

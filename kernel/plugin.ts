@@ -20,7 +20,7 @@ import type { IdentityAuthority } from './identity-guard.js';
 import type { WorkEvent } from './events/types.js';
 import { FileStateStore, type StateStore } from './state-store.js';
 import { invoke, isOperationDef, type JsonSchema, type OperationDef } from './operation.js';
-import { CREDENTIAL_KINDS, type AccessMap } from './access.js';
+import { CREDENTIAL_KINDS, type AccessMap, type OperationAccess } from './access.js';
 
 export type Via = 'rest' | 'mcp';
 
@@ -181,6 +181,8 @@ export interface Tool {
   _meta?: Record<string, unknown>;
   /** validates the arguments against the input schema (422 with ajv's errors), then runs the operation */
   call: (ctx: OpContext, args: Record<string, unknown>) => Promise<unknown>;
+  /** who may call it (the plugin's access.ts entry): tools/list leaves out what the caller never may (kernel/mcp.ts) */
+  access?: OperationAccess;
 }
 
 export function resolveTool(def: ToolDef): Tool {

@@ -614,16 +614,24 @@ describe('authorization matrix: every operation x every credential kind, REST an
     expect(checked).to.be.above(100);
   });
 
-  it("tools/list per credential: the tenant's tools, each declared; a ticket or no credential cannot open /mcp", async () => {
+  it("tools/list per credential: the tenant's tools that some input lets it call, each declared; a ticket or no credential cannot open /mcp", async () => {
     const tenant = t.server.services.tenants.get(t.org)!;
-    const expected = t.server.services.host
-      .toolsFor(tenant)
-      .map((x) => x.name)
-      .sort();
+    const all = t.server.services.host.toolsFor(tenant).map((x) => x.name);
     const declared = new Set(cases.flatMap((c) => c.tools));
+    const accessOf = new Map(cases.flatMap((c) => c.tools.map((name) => [name, c.access] as const)));
+    // its own gate or one of its conditions (`when`) lets the credential through
+    const mayCall = (name: string, cred: Cred): boolean => {
+      const access = accessOf.get(name);
+      if (!access) return true;
+      return allowedFor(access, cred) || (access.when ?? []).some((w) => allowedFor(underCondition(access, w), cred));
+    };
     for (const [label, client] of clients) {
+      const cred = creds.find((c) => c.label === label)!;
+      const expected = all.filter((name) => mayCall(name, cred)).sort();
       const names = (await client.listTools()).tools.map((x) => x.name).sort();
       expect(names, label).to.deep.equal(expected);
+      // the admin-only tools are not shown to anyone but an admin's own credentials
+      if (!cred.admin) expect(names, label).to.not.include('grant_admin');
       for (const n of names) expect(declared.has(n), `${n} has an access declaration`).to.equal(true);
     }
     const init = {

@@ -11,7 +11,10 @@ import { addPerson, md, putNodes, startTestServer, type TestServer } from '../he
 import { corePlugin } from '../../plugins/core/index.js';
 import { leasesPlugin } from '../../plugins/leases/index.js';
 
+/** what a member or an agent is shown: every tool it may call */
 const LIST_BUDGET = 20 * 1024;
+/** an admin's list adds the admin-only tools (people, tokens, webhooks, plugins) */
+const ADMIN_LIST_BUDGET = 28 * 1024;
 
 async function connect(t: TestServer, query: string, token = t.adminToken): Promise<Client> {
   const client = new Client({ name: 'test', version: '0.0.0' });
@@ -35,11 +38,37 @@ describe('MCP tool surface', function () {
   });
   after(async () => t.close());
 
-  it('tools/list of the full set is at most 20 KB, every tool described with its arguments', async () => {
+  it("tools/list: a member's and an agent's full set at most 20 KB without the admin-only tools; an admin's at most 28 KB", async () => {
+    const member = await addPerson(t, 'Budget Member');
+    const agent = await t.tool(client, 'create_agent', { label: 'Budget Agent' });
+    const minted = await t.tool(client, 'mint_agent_token', { id: agent.json.id, standing: true, label: 'budget' });
+    expect(minted.isError, minted.text).to.equal(false);
+    let agentNames: string[] = [];
+    const adminOnly = ['create_webhook', 'list_webhooks', 'grant_admin', 'revoke_admin', 'audit_identity'];
+    for (const [who, token] of [
+      ['member', member.token],
+      ['agent', minted.json.token as string],
+    ] as const) {
+      const c = await connect(t, '', token);
+      const listed = (await c.listTools()).tools;
+      if (who === 'agent') agentNames = listed.map((x) => x.name);
+      const size = Buffer.byteLength(JSON.stringify({ tools: listed }));
+      if (process.env.WG_PRINT_SIZES) console.log(`tools/list (${who}): ${size} bytes for ${listed.length} tools`);
+      expect(size, `${who}: tools/list is ${size} bytes`).to.be.at.most(LIST_BUDGET);
+      const names = listed.map((x) => x.name);
+      for (const name of adminOnly) expect(names, `${who} is not shown ${name}`).to.not.include(name);
+      expect(names).to.include.members(['get_node', 'put_node', 'claim', 'wait_for_events']);
+      // not listed is not unreachable: the call gets the operation's own 403
+      const refused = await c.callTool({ name: 'list_webhooks', arguments: {} });
+      expect(refused.isError, who).to.equal(true);
+      expect(JSON.parse((refused.content as Array<{ text: string }>)[0]!.text).error.code, who).to.equal('forbidden');
+      await c.close();
+    }
     const { tools } = await client.listTools();
     const bytes = Buffer.byteLength(JSON.stringify({ tools }));
-    if (process.env.WG_PRINT_SIZES) console.log(`tools/list: ${bytes} bytes for ${tools.length} tools`);
-    expect(bytes, `tools/list is ${bytes} bytes`).to.be.at.most(LIST_BUDGET);
+    if (process.env.WG_PRINT_SIZES) console.log(`tools/list (admin): ${bytes} bytes for ${tools.length} tools`);
+    expect(bytes, `tools/list is ${bytes} bytes`).to.be.at.most(ADMIN_LIST_BUDGET);
+    for (const name of adminOnly) expect(tools.map((x) => x.name)).to.include(name);
     const names = tools.map((x) => x.name);
     for (const name of [
       'set_readiness',
@@ -54,7 +83,6 @@ describe('MCP tool surface', function () {
       'get_run',
       'create_agent',
       'mint_agent_token',
-      'bind_session',
       'list_agents',
       'wait_for_events',
       'create_webhook',
@@ -70,6 +98,10 @@ describe('MCP tool surface', function () {
     ]) {
       expect(names, name).to.include(name);
     }
+    // a per-session agent token's own tool: an admin's PAT or a standing agent token could only get 403 from it
+    expect(names).to.not.include('bind_session');
+    expect(agentNames).to.not.include('bind_session');
+    expect(agentNames).to.include('claim');
     for (const tool of tools) {
       expect(tool.description, tool.name).to.be.a('string').and.have.length.above(15);
       expect(JSON.stringify(tool.inputSchema), tool.name).to.not.include('"pattern"');
