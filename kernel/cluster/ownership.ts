@@ -82,6 +82,8 @@ export class Cluster {
   private readonly pending = new Map<string, Promise<Tenant | null>>();
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
+  /** the slower part of a tick (settings, claims, rebalance), run beside the renewals, never in their way */
+  private housekeeping: Promise<void> | null = null;
   private stopped = false;
   private members: MemberRow[] = [];
   private configVersions = new Map<string, string>();
@@ -199,8 +201,18 @@ export class Cluster {
     if (this.stopped) return;
     this.timer = setTimeout(
       () => {
-        this.ticking = this.tick()
-          .catch((err) => this.opts.log.warn('cluster tick failed', { error: String(err) }))
+        // the renewal is on its own beat: a slow settings read or claim (a loaded database, a
+        // tenant being opened) must not let this process's leases run out while it still serves
+        this.ticking = this.renew()
+          .then(() => {
+            if (this.housekeeping || this.stopped) return;
+            this.housekeeping = this.keepHouse()
+              .catch((err) => this.opts.log.warn('cluster tick failed', { error: String(err) }))
+              .finally(() => {
+                this.housekeeping = null;
+              });
+          })
+          .catch((err) => this.opts.log.warn('cluster lease renewal failed', { error: String(err) }))
           .finally(() => {
             this.ticking = null;
             this.arm();
@@ -213,6 +225,12 @@ export class Cluster {
 
   /** Heartbeat, renew leases (dropping lost ones), follow settings, claim free tenants, rebalance. */
   async tick(): Promise<void> {
+    await this.renew();
+    await this.keepHouse();
+  }
+
+  /** Heartbeat and lease renewal (dropping lost leases, adopting handed-over ones). */
+  private async renew(): Promise<void> {
     if (this.stopped) return;
     const { pool, leaseMs } = this.opts;
     const sent = performance.now();
@@ -229,7 +247,12 @@ export class Cluster {
     }
     // tenants handed to this process by another member
     for (const [org, fence] of held) if (!this.owned.has(org) && !this.pending.has(org)) void this.adopt(org, fence);
+  }
 
+  /** Follow settings, claim free tenants, rebalance. */
+  private async keepHouse(): Promise<void> {
+    if (this.stopped) return;
+    const { pool, leaseMs } = this.opts;
     const live = await this.liveMembers();
     const ids = live.map((m) => m.id);
     await this.followSettings();
@@ -478,6 +501,7 @@ export class Cluster {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.ticking?.catch(() => undefined);
+    await this.housekeeping?.catch(() => undefined);
     await Promise.allSettled([...this.pending.values()]);
     const { pool, tenants } = this.opts;
     for (const [org, o] of [...this.owned]) {
