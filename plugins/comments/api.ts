@@ -6,7 +6,8 @@
 import { answer, defineOperation, extend, NodeId, object, s } from '../../kernel/operation.js';
 import * as ops from './operations.js';
 
-const CommentId = s.string('comment id, e.g. comment-3f2a9c0d1e4b5a6c', { pattern: '^comment-[a-z0-9-]+$', maxLength: 200 });
+/** any node id: one that is no comment of this tenant is 404, as an unknown node is */
+const CommentId = { ...NodeId, description: 'comment id, e.g. comment-3f2a9c0d1e4b5a6c' };
 const Body = s.string(`markdown, at most ${ops.COMMENT_MAX_BYTES} bytes; @name mentions a person`, {
   minLength: 1,
   maxLength: ops.COMMENT_MAX_BYTES,

@@ -20,15 +20,12 @@ export const commentsPlugin = definePlugin({
     { method: 'PATCH', path: '/v1/comments/:id', operation: api.editComment },
     { method: 'DELETE', path: '/v1/comments/:id', operation: api.deleteComment },
   ],
+  // short: tools/list has a 20 KB budget; the operations' own descriptions carry the detail
   tools: [
-    { description: 'Comment on node id: markdown body; @name tells that person. 404 unknown node.', operation: api.addComment },
-    {
-      description: "Comments on node id, oldest first; after: the last page's next.",
-      operation: api.listComments,
-      annotations: { readOnlyHint: true },
-    },
-    { description: 'Rewrite your own comment (revision: 409 if stale).', operation: api.editComment },
-    { description: 'Delete your comment (admins: any).', operation: api.deleteComment, annotations: { destructiveHint: true } },
+    { description: 'Comment on node id; markdown, @name notifies.', operation: api.addComment },
+    { description: "Node id's comments, oldest first; paged by after.", operation: api.listComments, annotations: { readOnlyHint: true } },
+    { description: 'Rewrite your own comment (stale revision: 409).', operation: api.editComment },
+    { description: 'Delete your comment (admins: any).', operation: api.deleteComment },
   ],
   nodeWriteChecks: [commentWriteCheck],
 });

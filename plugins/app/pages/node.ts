@@ -8,6 +8,7 @@ import { isSvcError, SvcError } from '../../../kernel/errors.js';
 import { csrfField, html, layout, raw, type Html } from '../html.js';
 import type { AppRequest, AppResult, Signed } from '../host.js';
 import { markdownToSafeHtml } from '../markdown.js';
+import { commentsSection } from './comments.js';
 import { nodeLink } from './queue.js';
 
 const HIDDEN_FIELDS = new Set(['edges', 'summary', 'title', 'id']);
@@ -46,7 +47,11 @@ function when(iso: string): Html {
   return html`<time datetime="${iso}">${iso.replace('T', ' ').slice(0, 16)} UTC</time>`;
 }
 
-async function nodePage(s: Signed, id: string, opts: { error?: SvcError; conflict?: Conflict; status?: number } = {}): Promise<AppResult> {
+export async function nodePage(
+  s: Signed,
+  id: string,
+  opts: { error?: SvcError; conflict?: Conflict; status?: number; commentDraft?: string } = {},
+): Promise<AppResult> {
   const b = s.bridge;
   const node = nodeFields(await b.getNode(id));
   const record = b.tenant.index.get(id)!;
@@ -66,6 +71,7 @@ async function nodePage(s: Signed, id: string, opts: { error?: SvcError; conflic
   const action = (name: string) => `/app/nodes/${encodeURIComponent(id)}/${name}`;
   const err = opts.error;
   const resolution = node.resolution;
+  const comments = await commentsSection(s, id, opts.commentDraft);
 
   const body = html`<nav class="crumbs" aria-label="Breadcrumb"><a href="/app/queue">My queue</a> › <code>${id}</code></nav>
 <h1>${title}</h1>
@@ -110,6 +116,7 @@ ${
 ${history.total > history.count ? html`<p class="muted">${history.total - history.count} older change(s) not shown.</p>` : ''}</section>`
     : ''
 }
+${comments}
 </div>
 <aside class="node-side" aria-label="Actions">
 <section aria-labelledby="lease-h" data-live="lease"><h2 id="lease-h">Lease</h2>
