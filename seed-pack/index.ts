@@ -197,7 +197,8 @@ const seeds: TypeSeed[] = [
     statuses: ['posted'],
     terminal: [],
     moves: { posted: [] },
-    // a comment is talk about work, never work: out of the queue, not a resolver, not a hop in traversals
+    // talk about work, never work: out of the queue and no resolver; traversable, so search and
+    // a node's digest find the discussion
     flags: { non_resolving: true },
   },
   {
@@ -217,7 +218,7 @@ const seeds: TypeSeed[] = [
 ];
 
 const alwaysOn = new Set(['task', 'issue', 'dec', 'spec', 'person', 'agent', 'proj', 'repo', 'schema']);
-const notTraversable = new Set(['capture', 'correction', 'run', 'comment']);
+const notTraversable = new Set(['capture', 'correction', 'run']);
 
 function transitionSource(seed: TypeSeed): string {
   const table = { type: seed.type, statuses: seed.statuses, moves: seed.moves, self_approval: Boolean(seed.selfApproval) };

@@ -227,6 +227,17 @@ describe('comments: discussion on any node, with @mentions', function () {
     expect((await list('task-cm-a')).body.comments.map((c: Comment) => c.id)).to.not.include(adas.id);
   });
 
+  it('search and the discussed node’s digest find the discussion', async () => {
+    const res = await comment('task-cm-a', 'The zanzibar rollout needs a feature flag', ada.token);
+    expect(res.status, res.text).to.equal(201);
+    const found = await t.api('POST', '/v1/digest', { body: { query: 'zanzibar rollout' } });
+    expect(found.status, found.text).to.equal(200);
+    expect(found.body.text).to.include(res.body.id);
+    const digest = await t.api('POST', '/v1/digest', { body: { root: 'task-cm-a' } });
+    expect(digest.status, digest.text).to.equal(200);
+    expect(digest.body.text).to.include(`discussed-in <- ${res.body.id}`);
+  });
+
   it('comments never enter the queue', async () => {
     const queue = await t.api('GET', '/v1/queue?limit=200', { token: bob.token });
     expect(queue.status, queue.text).to.equal(200);
