@@ -45,6 +45,13 @@ ${page.total > page.count ? html`<p class="muted">${page.total - page.count} lat
 <button type="submit">Post comment</button></form></section>`;
 }
 
+/** A comment's own page is its place in the discussion of the node it discusses (search results and history link to it). */
+export function commentRedirect(s: Signed, id: string): AppResult | null {
+  const record = s.bridge.tenant.index.get(id);
+  const node = record?.type === 'comment' ? record.edges.find((e) => e.type === 'discusses')?.to : undefined;
+  return node && s.bridge.tenant.index.has(node) ? { redirect: `/app/nodes/${encodeURIComponent(node)}#${id}` } : null;
+}
+
 /** POST /app/nodes/:id/comments: add_comment; a refusal re-renders the node page with the error and the text kept. */
 export async function postComment(req: AppRequest, s: Signed): Promise<AppResult> {
   const id = req.params.id!;

@@ -8,7 +8,7 @@ import { isSvcError, SvcError } from '../../../kernel/errors.js';
 import { csrfField, html, layout, raw, type Html } from '../html.js';
 import type { AppRequest, AppResult, Signed } from '../host.js';
 import { markdownToSafeHtml } from '../markdown.js';
-import { commentsSection } from './comments.js';
+import { commentRedirect, commentsSection } from './comments.js';
 import { nodeLink } from './queue.js';
 
 const HIDDEN_FIELDS = new Set(['edges', 'summary', 'title', 'id']);
@@ -170,8 +170,9 @@ Their version is below; your text is kept in the form. Merge what you need and s
 <button type="submit">Save over their version</button></form></section>`;
 }
 
-export function showNode(req: AppRequest, s: Signed): Promise<AppResult> {
-  return nodePage(s, req.params.id!);
+export async function showNode(req: AppRequest, s: Signed): Promise<AppResult> {
+  // a comment is read where it was said: on its node's page (pages/comments.ts)
+  return commentRedirect(s, req.params.id!) ?? nodePage(s, req.params.id!);
 }
 
 /** Runs one core operation for a node form; its error re-renders the page inline. */

@@ -74,6 +74,11 @@ describe('comments in the web app (node page)', function () {
     expect(section).to.not.include('<script>alert');
     expect(section).to.not.include('javascript:');
     expect(section).to.include('>Delete</button>');
+    // the comment's own page is its place on the discussed node's page
+    const id = /#(comment-[0-9a-f]{16})$/.exec(posted.location!)![1]!;
+    const own = await s.request('GET', `/app/nodes/${id}`);
+    expect(own.status).to.equal(303);
+    expect(own.location).to.equal(`/app/nodes/task-cm-page#${id}`);
   });
 
   it('a blank comment is 422 inline with nothing written; another person sees no delete button and cannot delete', async () => {
