@@ -34,10 +34,10 @@ export async function commentsSection(s: Signed, id: string, draft = ''): Promis
     const author = c.author ? nodeLink(c.author, c.author_name ?? c.author) : html`<span>unknown</span>`;
     return html`<li class="comment" id="${c.id}"><p class="meta">${author}${c.agent ? html` <span class="muted small">(agent ${c.agent})</span>` : ''} · ${when(c.created)}${c.edited ? html` · <span class="muted small">edited ${when(c.updated)}</span>` : ''}</p>
 <div class="markdown">${raw(markdownWithMentionsToSafeHtml(c.body, mentionPattern(), targets))}</div>
-${mayDelete(c.author) ? html`<form method="post" action="/app/comments/${encodeURIComponent(c.id)}/delete">${csrf}<button type="submit" class="small" aria-label="Delete this comment by ${c.author_name ?? 'unknown'}">Delete</button></form>` : ''}</li>`;
+${mayDelete(c.author) ? html`<form method="post" action="/app/comments/${encodeURIComponent(c.id)}/delete">${csrf}<button type="submit" class="link" aria-label="Delete this comment by ${c.author_name ?? 'unknown'}">Delete</button></form>` : ''}</li>`;
   });
   return html`<section aria-labelledby="comments-h" id="comments"><h2 id="comments-h">Comments (${page.total})</h2>
-<div data-live="comments">${items.length ? html`<ol class="comments plain">${items}</ol>` : html`<p class="muted">No comments yet.</p>`}
+<div data-live="comments">${items.length ? html`<ul class="comments plain">${items}</ul>` : html`<p class="muted">No comments yet.</p>`}
 ${page.total > page.count ? html`<p class="muted">${page.total - page.count} later comment(s) not shown.</p>` : ''}</div>
 <form method="post" action="/app/nodes/${encodeURIComponent(id)}/comments" class="stack">${csrf}
 <label for="comment-body">Add a comment (markdown; @name mentions a person)</label>

@@ -62,7 +62,8 @@ export async function nodePage(
   const lease = b.lease(id);
   const mine = lease && lease.by === s.viewer.personId;
   const history = b.has('history') ? await b.getNodeHistory(id, 20) : null;
-  const inbound = b.tenant.index.inboundOf(id);
+  // comments have their own section (pages/comments.ts), not a line each among the edges
+  const inbound = b.tenant.index.inboundOf(id).filter((e) => e.edge.type !== 'discusses');
   const outbound = record.edges;
   const moves = typeDef ? (typeDef.moves[node.frontmatter.status as string] ?? typeDef.statuses) : [];
   const statusChoices = [...new Set([String(fm.status), ...moves])];
