@@ -6,6 +6,7 @@ import type { PluginDef } from '../kernel/plugin.js';
 import { analyticsPlugin } from '../plugins/analytics/index.js';
 import { appPlugin } from '../plugins/app/index.js';
 import { capturePlugin } from '../plugins/capture/index.js';
+import { commentsPlugin } from '../plugins/comments/index.js';
 import { corePlugin } from '../plugins/core/index.js';
 import { eventsPlugin } from '../plugins/events/index.js';
 import { exportPlugin } from '../plugins/export/index.js';
@@ -31,6 +32,7 @@ export const allPlugins: PluginDef[] = [
   historyPlugin,
   exportPlugin,
   questionsPlugin,
+  commentsPlugin,
   gardenerPlugin,
   workflowsPlugin,
   lensesPlugin,

@@ -192,6 +192,16 @@ const seeds: TypeSeed[] = [
     moves: { running: ['succeeded', 'failed', 'cancelled'], succeeded: [], failed: [], cancelled: [] },
   },
   {
+    type: 'comment',
+    description: 'A comment in a discussion: markdown body, a discusses edge to its node, mentions edges to people.',
+    statuses: ['posted'],
+    terminal: [],
+    moves: { posted: [] },
+    // talk about work, never work: out of the queue and no resolver; traversable, so search and
+    // a node's digest find the discussion
+    flags: { non_resolving: true },
+  },
+  {
     type: 'schema',
     description: 'A graph-resident schema node; activation needs another identity (self-approval ban).',
     statuses: ['proposed', 'active', 'retired'],
@@ -282,6 +292,7 @@ export const seedEdgeTypes: EdgeTypeDef[] = [
   edge('reviewed-by', 'reviewer-of', 0.3, 'The node was reviewed by a person.', { review_family: true }),
   edge('changes-requested-by', 'requested-changes-on', 0.5, 'A person requested changes on the node.', { review_family: true }),
   edge('approved-by', 'approver-of', 0.3, 'A person approved the node.', { review_family: true }),
+  edge('discusses', 'discussed-in', 0.1, 'A comment discusses the target node (written by add_comment).'),
   edge('mentions', 'mentioned-by', 0.2, 'The source mentions the target.', { capturable: true }),
   edge('relates-to', 'related-from', 0.2, 'A loose relation.', { capturable: true }),
 ];

@@ -184,6 +184,7 @@ function meaningEvents(
       },
     });
   }
+  if ((after ?? before)?.type === 'comment') out.push(...commentEvents(change, base));
   if (after?.type === 'run') {
     const was = stepStates(before);
     const workflow = str((after.frontmatter.lineage as Record<string, unknown> | undefined)?.workflow);
@@ -216,6 +217,44 @@ function meaningEvents(
           payload: { ...payload, outcome: step.state, attempts: step.attempts },
         });
     }
+  }
+  return out;
+}
+
+/**
+ * A comment (plugins/comments) added, edited or deleted, told about the node it discusses (so
+ * `node=` filters and the node's live page hear it), and `comment.mentioned` for each person a
+ * new `mentions` edge names: the event the mentioned person's inbox shows. Never for a mention
+ * of the comment's own author.
+ */
+function commentEvents(change: IndexChange, base: Omit<NewEvent, 'type' | 'nodes' | 'project' | 'payload'>): NewEvent[] {
+  const { id, before, after } = change;
+  const main = (after ?? before)!;
+  const on = main.edges.find((e) => e.type === 'discusses')?.to ?? null;
+  const nodes = on ? [on, id] : [id];
+  // the actor is the author of an added or edited comment; no `author` field, so an `assignee=me`
+  // filter (a payload field equal to me) does not hand the author their own mentions of others
+  const facts = { comment: id, node: on, excerpt: main.title, link: link(on ?? id) };
+  const mentioned = (r: NodeRecord | null) => (r ? r.edges.filter((e) => e.type === 'mentions').map((e) => e.to) : []);
+  const out: NewEvent[] = [];
+  if (!after)
+    return [
+      { ...base, type: 'comment.deleted', nodes, project: main.project, payload: { ...facts, author: str(main.frontmatter.author) } },
+    ];
+  if (!before)
+    out.push({ ...base, type: 'comment.added', nodes, project: after.project, payload: { ...facts, mentions: mentioned(after) } });
+  else if (before.body !== after.body)
+    out.push({ ...base, type: 'comment.edited', nodes, project: after.project, payload: { ...facts, mentions: mentioned(after) } });
+  const had = new Set(mentioned(before));
+  for (const person of new Set(mentioned(after))) {
+    if (had.has(person) || person === base.actor?.person) continue;
+    out.push({
+      ...base,
+      type: 'comment.mentioned',
+      nodes: on ? [on, person, id] : [id, person],
+      project: after.project,
+      payload: { ...facts, person },
+    });
   }
   return out;
 }

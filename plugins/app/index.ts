@@ -22,6 +22,7 @@ import {
   showNode,
   statusNode,
 } from './pages/node.js';
+import { postComment, removeComment } from './pages/comments.js';
 import { streamEvents } from './pages/events.js';
 import { markRead, showInbox } from './pages/inbox.js';
 import { showQueue } from './pages/queue.js';
@@ -51,6 +52,8 @@ function buildHost(host: AppHost): AppHost {
   host.postSigned('/app/nodes/:id/readiness', readinessNode);
   host.postSigned('/app/nodes/:id/edges', edgeNode);
   host.postSigned('/app/nodes/:id/edit', editNode);
+  host.postSigned('/app/nodes/:id/comments', postComment);
+  host.postSigned('/app/comments/:id/delete', removeComment);
   host.getSigned('/app/nodes/:id/history/:sha', showHistoryEntry);
   host.getSigned('/app/nodes/:id/graph', showGraph);
   host.getSigned('/app/programs', showPrograms);
@@ -68,7 +71,7 @@ export const appPlugin = definePlugin({
   version: '1.0.0',
   dependsOn: ['core'],
   // each page asks the bridge whether its plugin is usable for the tenant (404 otherwise)
-  optionalDependsOn: ['analytics', 'capture', 'events', 'history', 'inbox', 'leases', 'lenses', 'queue'],
+  optionalDependsOn: ['analytics', 'capture', 'comments', 'events', 'history', 'inbox', 'leases', 'lenses', 'queue'],
   init(services) {
     services.requestRouters.push(appRouter(services));
   },

@@ -13,6 +13,7 @@ import { RawResponse, StatusPayload, type KernelServices, type OpContext } from 
 import type { Tenant } from '../../kernel/tenant.js';
 import * as analyticsApi from '../analytics/api.js';
 import * as captureApi from '../capture/api.js';
+import * as commentsApi from '../comments/api.js';
 import * as coreApi from '../core/api.js';
 import * as eventsApi from '../events/api.js';
 import * as historyApi from '../history/api.js';
@@ -176,6 +177,18 @@ export class Bridge {
     if (!this.has('inbox') || !this.ctx.actor.bound) return undefined;
     return (await call(inboxApi.showInbox, this.ctx, { limit: 1 })).unread_count;
   }
+  listComments(id: string, limit: number) {
+    this.need('comments', 'comments');
+    return call(commentsApi.listComments, this.ctx, { id, limit });
+  }
+  addComment(id: string, body: string) {
+    this.need('comments', 'comments');
+    return call(commentsApi.addComment, this.ctx, { id, body });
+  }
+  deleteComment(id: string) {
+    this.need('comments', 'comments');
+    return call(commentsApi.deleteComment, this.ctx, { id });
+  }
   listLenses() {
     this.need('lenses', 'views');
     return call(lensesApi.listLenses, this.ctx, {});
@@ -213,3 +226,5 @@ export async function ticketBridge(services: KernelServices, lensId: string, blo
 }
 
 export { TICKET_COOKIE };
+/** the comments plugin's `@mention` pattern, so the node page links exactly the handles it resolved */
+export { mentionPattern } from '../comments/public.js';

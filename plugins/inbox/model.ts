@@ -41,6 +41,8 @@ export interface InboxItem {
   event_type: string | null;
   link: string;
   read: boolean;
+  /** a `mention` in a comment: the comment (the item is about the node it discusses) */
+  comment?: string;
 }
 
 /** What is kept per person: everything up to `through` is read, and the listed item ids above it. */
@@ -63,11 +65,11 @@ const strings = (v: unknown): string[] =>
   Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : typeof v === 'string' ? [v] : [];
 
 /** What one event means for the people it concerns: [person, kind] pairs (the actor never gets an item for their own change). */
-export function itemsOf(event: WorkEvent, tenant: Tenant): Array<{ person: string; kind: InboxKind; node: string }> {
+export function itemsOf(event: WorkEvent, tenant: Tenant): Array<{ person: string; kind: InboxKind; node: string; comment?: string }> {
   const node = event.nodes[0];
   if (!node) return [];
   const actor = event.actor?.person ?? null;
-  const out: Array<{ person: string; kind: InboxKind; node: string }> = [];
+  const out: Array<{ person: string; kind: InboxKind; node: string; comment?: string }> = [];
   const add = (persons: string[], kind: InboxKind) => {
     // people only: a question's `mentions` lists nodes of any type
     for (const person of new Set(persons))
@@ -90,10 +92,20 @@ export function itemsOf(event: WorkEvent, tenant: Tenant): Array<{ person: strin
     add(strings(event.payload.routed_to), 'question_routed');
     return out;
   }
+  // A comment naming me (plugins/comments): the item is about the node it discusses, one per comment.
+  if (event.type === 'comment.mentioned') {
+    const before = out.length;
+    add(strings(event.payload.person), 'mention');
+    const discussed = typeof event.payload.node === 'string' ? event.payload.node : node;
+    for (const item of out.slice(before)) Object.assign(item, { node: discussed, comment: String(event.payload.comment ?? '') });
+    return out;
+  }
   // An edge added (node created with it, or added later): the event names it (kernel/events/derive.ts).
   if (event.type === 'edge.added') {
     const to = typeof event.payload.to === 'string' ? [event.payload.to] : [];
     const kind = EDGE_KINDS[String(event.payload.type)];
+    // a comment's mentions edge is told by its comment.mentioned event (about the discussed node)
+    if (kind === 'mention' && tenant.registry.typeForId(String(event.payload.from))?.type === 'comment') return out;
     if (kind) add(to, kind);
     return out;
   }
@@ -163,16 +175,20 @@ export class Inboxes {
     if (event.id <= this.cursor) return;
     this.cursor = event.id;
     try {
-      for (const { person, kind, node } of itemsOf(event, this.tenant)) {
+      for (const { person, kind, node, comment } of itemsOf(event, this.tenant)) {
         const box = this.boxOf(person);
-        const graphKind = kind === 'assigned' || kind === 'review_requested' || kind === 'question_routed' || kind === 'mention';
+        // every comment that names me is an item of its own (it says something new)
+        const graphKind =
+          comment === undefined && (kind === 'assigned' || kind === 'review_requested' || kind === 'question_routed' || kind === 'mention');
         if (graphKind) {
           if (box.seen.has(`${kind}:${node}`)) continue;
           // a question routed to me that also mentions me is one item, the routing
           if (kind === 'mention' && box.seen.has(`question_routed:${node}`)) continue;
           box.seen.add(`${kind}:${node}`);
         }
-        box.items.push(this.item(event, kind, node));
+        const item = this.item(event, kind, node);
+        if (comment) item.comment = comment;
+        box.items.push(item);
         if (box.items.length > MAX_ITEMS) box.items.splice(0, box.items.length - MAX_ITEMS);
       }
     } catch {

@@ -2,19 +2,23 @@
 import { answer, object, s } from '../../kernel/operation.js';
 import { INBOX_KINDS } from './model.js';
 
-export const InboxItemSchema = answer({
-  id: s.string('`ev-<event id>`, or `exp-<node>-<expiry ms>` for a claim about to expire'),
-  kind: s.enum(INBOX_KINDS),
-  node: s.string(),
-  title: s.string(),
-  project: s.stringOrNull(),
-  time: s.string('ISO-8601 UTC'),
-  actor: s.nullable(answer({ person: s.stringOrNull(), agent: s.stringOrNull(), name: s.string() })),
-  event_id: s.integerOrNull('the event behind the item (GET /v1/events); null for a claim about to expire'),
-  event_type: s.stringOrNull(),
-  link: s.string('the node, relative to the API'),
-  read: s.boolean(),
-});
+export const InboxItemSchema = answer(
+  {
+    id: s.string('`ev-<event id>`, or `exp-<node>-<expiry ms>` for a claim about to expire'),
+    kind: s.enum(INBOX_KINDS),
+    node: s.string(),
+    title: s.string(),
+    project: s.stringOrNull(),
+    time: s.string('ISO-8601 UTC'),
+    actor: s.nullable(answer({ person: s.stringOrNull(), agent: s.stringOrNull(), name: s.string() })),
+    event_id: s.integerOrNull('the event behind the item (GET /v1/events); null for a claim about to expire'),
+    event_type: s.stringOrNull(),
+    link: s.string('the node, relative to the API'),
+    read: s.boolean(),
+    comment: s.string('a mention in a comment: the comment id (GET /v1/nodes/{id}/comments lists it)'),
+  },
+  ['id', 'kind', 'node', 'title', 'project', 'time', 'actor', 'event_id', 'event_type', 'link', 'read'],
+);
 
 export const ShowInboxInput = object({
   unread: s.boolean('only unread items'),

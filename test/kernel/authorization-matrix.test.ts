@@ -114,6 +114,8 @@ function inputFor(op: OperationDef, cred: Cred, fx: Fixture): Record<string, unk
     wait_for_events: () => ({ wait: 0, limit: 5 }),
     get_briefing: () => ({ project: 'proj-root' }),
     ask_question: () => ({ text: 'Is the matrix allowed to ask?' }),
+    add_comment: () => ({ id: task, body: 'The matrix comments, @matrix-member' }),
+    list_comments: () => ({ id: task }),
     run_workflow: () => ({ id: 'wf-authz-missing' }),
     claim_step: () => ({ id: 'run-authz-missing', sid: 'build' }),
     complete_step: () => ({ id: 'run-authz-missing', sid: 'build', lease: 'run-authz-missing:build:1', status: 'succeeded' }),

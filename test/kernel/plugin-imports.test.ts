@@ -158,6 +158,7 @@ describe('plugin imports match declared dependencies', () => {
     expect([...(report.imports.get('app') ?? [])].sort()).to.deep.equal([
       'analytics',
       'capture',
+      'comments',
       'core',
       'events',
       'history',

@@ -50,8 +50,8 @@ ${
     ? html`<p>${unreadOnly ? 'You have read everything.' : 'Nothing here yet: questions routed to you, reviews requested of you, mentions and your claims will show up here.'}</p>`
     : html`<ul class="inbox plain">${inbox.items.map(
         (item) => html`<li class="inbox-item${item.read ? '' : ' unread'}" data-item="${item.id}">
-<div><span class="badge kind">${KIND_TEXT[item.kind] ?? item.kind}</span>${item.read ? '' : html` <span class="badge unread-mark">unread</span>`}
-${nodeLink(item.node, item.title)}</div>
+<div><span class="badge kind">${item.comment ? 'Mentioned you in a comment' : (KIND_TEXT[item.kind] ?? item.kind)}</span>${item.read ? '' : html` <span class="badge unread-mark">unread</span>`}
+${item.comment ? html`<a href="/app/nodes/${encodeURIComponent(item.node)}#${item.comment}">${item.title}</a>` : nodeLink(item.node, item.title)}</div>
 <div class="muted small">${item.actor ? html`by ${item.actor.name} · ` : ''}${when(item.time)}${item.project ? ` · ${item.project}` : ''} · <code>${item.node}</code></div>
 ${
   item.read

@@ -8,6 +8,7 @@ import { isSvcError, SvcError } from '../../../kernel/errors.js';
 import { csrfField, html, layout, raw, type Html } from '../html.js';
 import type { AppRequest, AppResult, Signed } from '../host.js';
 import { markdownToSafeHtml } from '../markdown.js';
+import { commentRedirect, commentsSection } from './comments.js';
 import { nodeLink } from './queue.js';
 
 const HIDDEN_FIELDS = new Set(['edges', 'summary', 'title', 'id']);
@@ -46,7 +47,11 @@ function when(iso: string): Html {
   return html`<time datetime="${iso}">${iso.replace('T', ' ').slice(0, 16)} UTC</time>`;
 }
 
-async function nodePage(s: Signed, id: string, opts: { error?: SvcError; conflict?: Conflict; status?: number } = {}): Promise<AppResult> {
+export async function nodePage(
+  s: Signed,
+  id: string,
+  opts: { error?: SvcError; conflict?: Conflict; status?: number; commentDraft?: string } = {},
+): Promise<AppResult> {
   const b = s.bridge;
   const node = nodeFields(await b.getNode(id));
   const record = b.tenant.index.get(id)!;
@@ -57,7 +62,8 @@ async function nodePage(s: Signed, id: string, opts: { error?: SvcError; conflic
   const lease = b.lease(id);
   const mine = lease && lease.by === s.viewer.personId;
   const history = b.has('history') ? await b.getNodeHistory(id, 20) : null;
-  const inbound = b.tenant.index.inboundOf(id);
+  // comments have their own section (pages/comments.ts), not a line each among the edges
+  const inbound = b.tenant.index.inboundOf(id).filter((e) => e.edge.type !== 'discusses');
   const outbound = record.edges;
   const moves = typeDef ? (typeDef.moves[node.frontmatter.status as string] ?? typeDef.statuses) : [];
   const statusChoices = [...new Set([String(fm.status), ...moves])];
@@ -66,6 +72,7 @@ async function nodePage(s: Signed, id: string, opts: { error?: SvcError; conflic
   const action = (name: string) => `/app/nodes/${encodeURIComponent(id)}/${name}`;
   const err = opts.error;
   const resolution = node.resolution;
+  const comments = await commentsSection(s, id, opts.commentDraft);
 
   const body = html`<nav class="crumbs" aria-label="Breadcrumb"><a href="/app/queue">My queue</a> › <code>${id}</code></nav>
 <h1>${title}</h1>
@@ -110,6 +117,7 @@ ${
 ${history.total > history.count ? html`<p class="muted">${history.total - history.count} older change(s) not shown.</p>` : ''}</section>`
     : ''
 }
+${comments}
 </div>
 <aside class="node-side" aria-label="Actions">
 <section aria-labelledby="lease-h" data-live="lease"><h2 id="lease-h">Lease</h2>
@@ -163,8 +171,9 @@ Their version is below; your text is kept in the form. Merge what you need and s
 <button type="submit">Save over their version</button></form></section>`;
 }
 
-export function showNode(req: AppRequest, s: Signed): Promise<AppResult> {
-  return nodePage(s, req.params.id!);
+export async function showNode(req: AppRequest, s: Signed): Promise<AppResult> {
+  // a comment is read where it was said: on its node's page (pages/comments.ts)
+  return commentRedirect(s, req.params.id!) ?? nodePage(s, req.params.id!);
 }
 
 /** Runs one core operation for a node form; its error re-renders the page inline. */

@@ -1,0 +1,110 @@
+/**
+ * The node page's discussion over plain HTTP (plugins/app/pages/comments.ts): comments listed
+ * with author names and times, markdown sanitized, a mention a link to the person; posting
+ * needs the session's CSRF token; a blank comment comes back inline (422) with nothing
+ * written; the delete button is the author's (or an admin's), and another person's delete is
+ * refused.
+ */
+import { expect } from 'chai';
+import { addPerson, putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
+
+class Session {
+  cookies = new Map<string, string>();
+  constructor(readonly base: string) {}
+  async request(method: string, path: string, form?: Record<string, string>) {
+    const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
+    if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
+    const res = await fetch(this.base + path, {
+      method,
+      headers,
+      body: form ? new URLSearchParams(form).toString() : undefined,
+      redirect: 'manual',
+    });
+    for (const c of res.headers.getSetCookie()) {
+      const [k, v] = c.split(';')[0]!.split('=');
+      if (v) this.cookies.set(k!, v);
+      else this.cookies.delete(k!);
+    }
+    return { status: res.status, location: res.headers.get('location'), text: await res.text() };
+  }
+  csrfOf(html: string): string {
+    return /name="csrf" value="([^"]+)"/.exec(html)![1]!;
+  }
+  async signIn(token: string) {
+    const page = await this.request('GET', '/app/signin');
+    const res = await this.request('POST', '/app/signin', { csrf: this.csrfOf(page.text), token, next: '/app/queue' });
+    expect(res.status, res.text.slice(0, 300)).to.equal(303);
+  }
+}
+
+describe('comments in the web app (node page)', function () {
+  this.timeout(60_000);
+  let t: TestServer;
+  let ada: { id: string; token: string };
+  let bob: { id: string; token: string };
+
+  before(async () => {
+    t = await startTestServer();
+    ada = await addPerson(t, 'Ada Lovelace');
+    bob = await addPerson(t, 'Bob Builder');
+    await putNodes(t, [{ id: 'task-cm-page', type: 'task', title: 'Discuss the page', summary: 'Talk about it' }]);
+  });
+  after(async () => t?.close());
+
+  it('posts a comment with a mention: listed with the author’s name, sanitized, the mention a link to the person', async () => {
+    const s = new Session(t.url);
+    await s.signIn(ada.token);
+    const page = await s.request('GET', '/app/nodes/task-cm-page');
+    expect(page.text).to.include('No comments yet.');
+    const noCsrf = await s.request('POST', '/app/nodes/task-cm-page/comments', { body: 'Sneaky' });
+    expect(noCsrf.status).to.equal(403);
+    const body = 'Can you **check** this, @bob-builder? <script>alert(1)</script> [click](javascript:alert(1)) and @nobody';
+    const posted = await s.request('POST', '/app/nodes/task-cm-page/comments', { csrf: s.csrfOf(page.text), body });
+    expect(posted.status, posted.text.slice(0, 500)).to.equal(303);
+    expect(posted.location).to.match(/^\/app\/nodes\/task-cm-page#comment-[0-9a-f]{16}$/);
+    const after = await s.request('GET', '/app/nodes/task-cm-page');
+    expect(after.text).to.include('Comment posted; mentioned Bob Builder');
+    expect(after.text).to.include('Comments (1)');
+    const section = after.text.slice(after.text.indexOf('id="comments-h"'));
+    expect(section).to.include(`<a href="/app/nodes/${bob.id}" title="Bob Builder">@bob-builder</a>`);
+    expect(section).to.include(`<a href="/app/nodes/${ada.id}">Ada Lovelace</a>`);
+    expect(section).to.include('<strong>check</strong>');
+    expect(section).to.include('@nobody');
+    expect(section).to.match(/<time datetime="\d{4}-\d\d-\d\dT/);
+    expect(section).to.not.include('<script>alert');
+    expect(section).to.not.include('javascript:');
+    expect(section).to.include('>Delete</button>');
+    // the comment's own page is its place on the discussed node's page
+    const id = /#(comment-[0-9a-f]{16})$/.exec(posted.location!)![1]!;
+    const own = await s.request('GET', `/app/nodes/${id}`);
+    expect(own.status).to.equal(303);
+    expect(own.location).to.equal(`/app/nodes/task-cm-page#${id}`);
+  });
+
+  it('a blank comment is 422 inline with nothing written; another person sees no delete button and cannot delete', async () => {
+    const s = new Session(t.url);
+    await s.signIn(bob.token);
+    const page = await s.request('GET', '/app/nodes/task-cm-page');
+    expect(page.text).to.not.include('>Delete</button>');
+    const head = t.server.services.tenants.get(t.org)!.head;
+    const blank = await s.request('POST', '/app/nodes/task-cm-page/comments', { csrf: s.csrfOf(page.text), body: '   ' });
+    expect(blank.status).to.equal(422);
+    expect(blank.text).to.include('a comment needs some text').and.include('validation_failed');
+    expect(t.server.services.tenants.get(t.org)!.head).to.equal(head);
+    const id = /id="(comment-[0-9a-f]{16})"/.exec(page.text)![1]!;
+    const del = await s.request('POST', `/app/comments/${id}/delete`, { csrf: s.csrfOf(page.text) });
+    expect(del.status).to.equal(303);
+    const back = await s.request('GET', del.location!);
+    expect(back.text).to.include('Could not delete the comment').and.include(id);
+    // the admin may
+    const admin = new Session(t.url);
+    await admin.signIn(t.adminToken);
+    const adminPage = await admin.request('GET', '/app/nodes/task-cm-page');
+    expect(adminPage.text).to.include('>Delete</button>');
+    const gone = await admin.request('POST', `/app/comments/${id}/delete`, { csrf: admin.csrfOf(adminPage.text) });
+    expect(gone.status).to.equal(303);
+    expect((await admin.request('GET', '/app/nodes/task-cm-page')).text)
+      .to.include('Comment deleted')
+      .and.include('No comments yet.');
+  });
+});
