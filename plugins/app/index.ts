@@ -22,6 +22,7 @@ import {
   showNode,
   statusNode,
 } from './pages/node.js';
+import { moveCard, showBoard } from './pages/board.js';
 import { streamEvents } from './pages/events.js';
 import { markRead, showInbox } from './pages/inbox.js';
 import { showQueue } from './pages/queue.js';
@@ -40,6 +41,8 @@ function buildHost(host: AppHost): AppHost {
   host.getSigned('/app/orgs', showOrgs);
   host.postSigned('/app/orgs', switchOrg);
   host.getSigned('/app/queue', showQueue);
+  host.getSigned('/app/board', showBoard);
+  host.postSigned('/app/board/move', moveCard);
   host.getSigned('/app/inbox', showInbox);
   host.getSigned('/app/events', streamEvents);
   host.postSigned('/app/inbox/read', markRead);
