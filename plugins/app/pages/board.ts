@@ -48,7 +48,8 @@ export function parseFilters(s: Signed, query: URLSearchParams): BoardFilters {
     assignee: query.get('assignee') ?? '',
     priority: query.get('priority') ?? '',
   };
-  if (f.project && !SLUG.test(f.project)) throw errors.badRequest(`'${f.project}' is not a project name (lowercase letters, digits and dashes)`);
+  if (f.project && !SLUG.test(f.project))
+    throw errors.badRequest(`'${f.project}' is not a project name (lowercase letters, digits and dashes)`);
   if (f.type && !boardTypes(s).includes(f.type))
     throw errors.badRequest(`the board shows work types only (${boardTypes(s).join(', ')}), not '${f.type}'`);
   if (f.priority && f.priority !== 'none' && !(PRIORITIES as readonly string[]).includes(f.priority))
@@ -258,14 +259,25 @@ export async function moveCard(req: AppRequest, s: Signed): Promise<AppResult> {
   const id = (req.form.get('id') ?? '').trim();
   const status = (req.form.get('status') ?? '').trim();
   const revision = (req.form.get('revision') ?? '').trim();
-  const json = (code: number, data: Record<string, unknown>): AppResult => ({ status: code, body: JSON.stringify(data), type: 'application/json' });
+  const json = (code: number, data: Record<string, unknown>): AppResult => ({
+    status: code,
+    body: JSON.stringify(data),
+    type: 'application/json',
+  });
+  const card = s.bridge.tenant.index.get(id);
+  const invalid =
+    !id || !status || !revision
+      ? errors.badRequest('a move names the card (id), the new status and the revision the board showed')
+      : !card || !boardTypes(s).includes(card.type)
+        ? errors.notFound(`work item ${id}`)
+        : null;
+  if (invalid) {
+    if (wantsJson) return json(invalid.status, { ok: false, ...invalid.envelope() });
+    throw invalid;
+  }
   let notice: CardNotice;
   let code = 200;
   try {
-    if (!id || !status || !revision) throw errors.badRequest('a move names the card (id), the new status and the revision the board showed');
-    const index = s.bridge.tenant.index;
-    const before = index.get(id);
-    if (!before || !boardTypes(s).includes(before.type)) throw errors.notFound(`work item ${id}`);
     const result = await s.bridge.setStatus(id, status, revision);
     const released = result.warnings.some((w) => /lease .*released/.test(w));
     notice = {
@@ -274,15 +286,11 @@ export async function moveCard(req: AppRequest, s: Signed): Promise<AppResult> {
     };
   } catch (err) {
     if (!isSvcError(err) || err.status >= 500) throw err;
-    const now = s.bridge.tenant.index.get(id);
-    if (!now) {
-      if (wantsJson) return json(err.status, { ok: false, ...err.envelope() });
-      throw err;
-    }
     code = err.status;
-    notice = { kind: 'error', text: await refusal(s, id, status, err, now) };
+    notice = { kind: 'error', text: await refusal(s, id, status, err, s.bridge.tenant.index.get(id) ?? card!) };
   }
-  const now = s.bridge.tenant.index.get(id)!;
+  // the card as it is now (moved, or where the other change put it); a node removed meanwhile keeps the last one seen
+  const now = s.bridge.tenant.index.get(id) ?? card!;
   if (wantsJson) {
     return json(code, {
       ok: code === 200,
@@ -296,9 +304,14 @@ export async function moveCard(req: AppRequest, s: Signed): Promise<AppResult> {
     s.setFlash('ok', `${now.title}: ${notice.text}`);
     return { redirect: boardHref(f.project ? f : { ...f, project: now.project ?? '' }) };
   }
-  const page = f.project ? boardPage(s, f, new Map([[id, notice]])) : html`<h1>Board</h1><p class="flash error" role="alert">${notice.text}</p>`;
+  const page = f.project
+    ? boardPage(s, f, new Map([[id, notice]]))
+    : html`<h1>Board</h1><p class="flash error" role="alert">${notice.text}</p>`;
   return {
     status: code,
-    html: layout({ title: 'Board', viewer: s.viewer, nav: 'board', flash: { kind: 'error', text: notice.text }, scripts: ['/app/static/board.js'] }, page),
+    html: layout(
+      { title: 'Board', viewer: s.viewer, nav: 'board', flash: { kind: 'error', text: notice.text }, scripts: ['/app/static/board.js'] },
+      page,
+    ),
   };
 }
