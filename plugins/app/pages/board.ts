@@ -40,7 +40,7 @@ function boardTypes(s: Signed): string[] {
   return [...s.bridge.tenant.registry.nodeTypes.values()].filter((t) => t.queueable).map((t) => t.type);
 }
 
-/** The filters of the address, checked: a value the board cannot mean is a 400 page, never an empty board that looks right. */
+/** The filters of the address, checked: a value the board cannot mean is a 422 page (as the queue's filters), never an empty board that looks right. */
 export function parseFilters(s: Signed, query: URLSearchParams): BoardFilters {
   const f: BoardFilters = {
     project: (query.get('project') ?? '').trim(),
@@ -48,14 +48,15 @@ export function parseFilters(s: Signed, query: URLSearchParams): BoardFilters {
     assignee: query.get('assignee') ?? '',
     priority: query.get('priority') ?? '',
   };
+  const bad = (field: string, message: string) => errors.validation(message, [{ field, message }]);
   if (f.project && !SLUG.test(f.project))
-    throw errors.badRequest(`'${f.project}' is not a project name (lowercase letters, digits and dashes)`);
+    throw bad('project', `'${f.project}' is not a project name (lowercase letters, digits and dashes)`);
   if (f.type && !boardTypes(s).includes(f.type))
-    throw errors.badRequest(`the board shows work types only (${boardTypes(s).join(', ')}), not '${f.type}'`);
+    throw bad('type', `the board shows work types only (${boardTypes(s).join(', ')}), not '${f.type}'`);
   if (f.priority && f.priority !== 'none' && !(PRIORITIES as readonly string[]).includes(f.priority))
-    throw errors.badRequest(`priority is p1, p2, p3 or none, not '${f.priority}'`);
+    throw bad('priority', `priority is p1, p2, p3 or none, not '${f.priority}'`);
   if (f.assignee && f.assignee !== 'me' && f.assignee !== 'none' && s.bridge.tenant.index.get(f.assignee)?.type !== 'person')
-    throw errors.badRequest(`'${f.assignee}' is not a person of this tenant`);
+    throw bad('assignee', `'${f.assignee}' is not a person of this tenant`);
   return f;
 }
 
@@ -267,7 +268,9 @@ export async function moveCard(req: AppRequest, s: Signed): Promise<AppResult> {
   const card = s.bridge.tenant.index.get(id);
   const invalid =
     !id || !status || !revision
-      ? errors.badRequest('a move names the card (id), the new status and the revision the board showed')
+      ? errors.validation('a move names the card (id), the new status and the revision the board showed', [
+          { field: !id ? 'id' : !status ? 'status' : 'revision', message: 'required' },
+        ])
       : !card || !boardTypes(s).includes(card.type)
         ? errors.notFound(`work item ${id}`)
         : null;

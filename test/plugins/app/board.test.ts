@@ -240,7 +240,7 @@ describe('app: the board (Chromium)', function () {
     }
   });
 
-  it('answers bad input with 4xx pages and JSON, never a 500, and changes nothing', async () => {
+  it('answers bad input with 422/404 pages and JSON, never a 500, and changes nothing', async () => {
     const page = await signIn(t, context, bob.token);
     for (const q of [
       'project=Bad%20Name',
@@ -249,7 +249,7 @@ describe('app: the board (Chromium)', function () {
       'project=proj-board&assignee=task-b-key',
     ]) {
       const res = await page.goto(`${t.url}/app/board?${q}`);
-      expect(res?.status(), q).to.equal(400);
+      expect(res?.status(), q).to.equal(422);
     }
     const revision = (await t.api('GET', '/v1/nodes/task-b-nojs')).body.revision as string;
     const post = (form: Record<string, string>, accept = 'application/json') =>
@@ -267,8 +267,9 @@ describe('app: the board (Chromium)', function () {
       );
     await page.goto(`${t.url}/app/board?project=proj-board`);
     const missing = await post({ id: 'task-b-nojs', status: 'review' });
-    expect(missing.status, 'no revision').to.equal(400);
-    expect(JSON.parse(missing.text).error.code).to.equal('bad_request');
+    expect(missing.status, 'no revision').to.equal(422);
+    expect(JSON.parse(missing.text).error).to.deep.include({ code: 'validation_failed' });
+    expect(JSON.parse(missing.text).error.details.errors[0].field).to.equal('revision');
     const unknown = await post({ id: 'task-nowhere', status: 'done', revision });
     expect(unknown.status).to.equal(404);
     expect(JSON.parse(unknown.text).error.code).to.equal('not_found');
