@@ -265,19 +265,19 @@ export async function moveCard(req: AppRequest, s: Signed): Promise<AppResult> {
     body: JSON.stringify(data),
     type: 'application/json',
   });
+  // an incomplete form or a card that is not a work item: the error itself (JSON for board.js), nothing written
+  const refuse = (err: SvcError): AppResult => {
+    if (wantsJson) return json(err.status, { ok: false, ...err.envelope() });
+    throw err;
+  };
+  if (!id || !status || !revision)
+    return refuse(
+      errors.validation('a move names the card (id), the new status and the revision the board showed', [
+        { field: !id ? 'id' : !status ? 'status' : 'revision', message: 'required' },
+      ]),
+    );
   const card = s.bridge.tenant.index.get(id);
-  const invalid =
-    !id || !status || !revision
-      ? errors.validation('a move names the card (id), the new status and the revision the board showed', [
-          { field: !id ? 'id' : !status ? 'status' : 'revision', message: 'required' },
-        ])
-      : !card || !boardTypes(s).includes(card.type)
-        ? errors.notFound(`work item ${id}`)
-        : null;
-  if (invalid) {
-    if (wantsJson) return json(invalid.status, { ok: false, ...invalid.envelope() });
-    throw invalid;
-  }
+  if (!card || !boardTypes(s).includes(card.type)) return refuse(errors.notFound(`work item ${id}`));
   let notice: CardNotice;
   let code = 200;
   try {
@@ -290,10 +290,10 @@ export async function moveCard(req: AppRequest, s: Signed): Promise<AppResult> {
   } catch (err) {
     if (!isSvcError(err) || err.status >= 500) throw err;
     code = err.status;
-    notice = { kind: 'error', text: await refusal(s, id, status, err, s.bridge.tenant.index.get(id) ?? card!) };
+    notice = { kind: 'error', text: await refusal(s, id, status, err, s.bridge.tenant.index.get(id) ?? card) };
   }
   // the card as it is now (moved, or where the other change put it); a node removed meanwhile keeps the last one seen
-  const now = s.bridge.tenant.index.get(id) ?? card!;
+  const now = s.bridge.tenant.index.get(id) ?? card;
   if (wantsJson) {
     return json(code, {
       ok: code === 200,
@@ -309,7 +309,7 @@ export async function moveCard(req: AppRequest, s: Signed): Promise<AppResult> {
   }
   const page = f.project
     ? boardPage(s, f, new Map([[id, notice]]))
-    : html`<h1>Board</h1><p class="flash error" role="alert">${notice.text}</p>`;
+    : html`<h1>Board</h1><p><a href="${boardHref({ ...f, project: now.project ?? '' })}">Back to the board</a></p>`;
   return {
     status: code,
     html: layout(
