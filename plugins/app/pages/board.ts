@@ -126,7 +126,7 @@ export function renderCard(s: Signed, r: NodeRecord, f: BoardFilters, notice?: C
   const who = assigneesOf(r);
   const prio = priorityOf(r);
   const domId = `card-${r.id}`;
-  return html`<li class="card${notice?.kind === 'error' ? ' has-error' : ''}" id="${domId}" draggable="true" data-id="${r.id}" data-status="${r.status}" data-moves="${moves.join(' ')}" aria-labelledby="${domId}-t">
+  return html`<li class="card${notice?.kind === 'error' ? ' has-error' : ''}" id="${domId}" draggable="${moves.length ? 'true' : 'false'}" data-id="${r.id}" data-status="${r.status}" data-moves="${moves.join(' ')}" aria-labelledby="${domId}-t">
 <p class="card-title" id="${domId}-t"><a href="/app/nodes/${encodeURIComponent(r.id)}">${r.title}</a></p>
 <p class="card-meta small">${f.type ? '' : html`<span class="badge">${r.type}</span> `}${prio ? html`<span class="badge prio-${prio}">${prio}</span> ` : ''}<span class="assignee">${who.length ? who.map((p) => personName(s, p)).join(', ') : html`<span class="muted">unassigned</span>`}</span></p>
 ${notice ? html`<p class="card-notice ${notice.kind}">${notice.text}</p>` : ''}

@@ -125,6 +125,7 @@ describe('app: the board (Chromium)', function () {
     await page.mouse.up();
     expect(await column(page, 'accepted').locator('#card-dec-b-choice').count(), 'a refused drop leaves the card').to.equal(1);
     expect(await statusOf('dec-b-choice')).to.equal('accepted');
+    expect(await page.locator('#card-task-b-drag').getAttribute('draggable')).to.equal('true');
 
     await page.dragAndDrop('#card-task-b-drag', '.column[data-status="in-progress"]');
     await column(page, 'in-progress').locator('#card-task-b-drag').waitFor();
