@@ -54,7 +54,7 @@ export interface LayoutOptions {
   title: string;
   viewer: Viewer | null;
   /** which navigation entry is current */
-  nav?: 'inbox' | 'queue' | 'programs' | 'analytics' | 'views' | 'search' | 'orgs';
+  nav?: 'inbox' | 'queue' | 'board' | 'programs' | 'analytics' | 'views' | 'search' | 'orgs';
   flash?: { kind: 'ok' | 'error'; text: string } | null;
   scripts?: string[];
   banner?: Html;
@@ -68,6 +68,7 @@ export interface LayoutOptions {
 const NAV: Array<{ key: NonNullable<LayoutOptions['nav']>; href: string; label: string }> = [
   { key: 'inbox', href: '/app/inbox', label: 'Inbox' },
   { key: 'queue', href: '/app/queue', label: 'My queue' },
+  { key: 'board', href: '/app/board', label: 'Board' },
   { key: 'programs', href: '/app/programs', label: 'Programs' },
   { key: 'analytics', href: '/app/analytics', label: 'Analytics' },
   { key: 'views', href: '/app/views', label: 'Views' },

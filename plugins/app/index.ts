@@ -23,6 +23,7 @@ import {
   statusNode,
 } from './pages/node.js';
 import { postComment, removeComment } from './pages/comments.js';
+import { moveCard, showBoard } from './pages/board.js';
 import { streamEvents } from './pages/events.js';
 import { markRead, showInbox } from './pages/inbox.js';
 import { showQueue } from './pages/queue.js';
@@ -41,6 +42,8 @@ function buildHost(host: AppHost): AppHost {
   host.getSigned('/app/orgs', showOrgs);
   host.postSigned('/app/orgs', switchOrg);
   host.getSigned('/app/queue', showQueue);
+  host.getSigned('/app/board', showBoard);
+  host.postSigned('/app/board/move', moveCard);
   host.getSigned('/app/inbox', showInbox);
   host.getSigned('/app/events', streamEvents);
   host.postSigned('/app/inbox/read', markRead);

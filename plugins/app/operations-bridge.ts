@@ -118,8 +118,9 @@ export class Bridge {
     this.need('leases', 'leases');
     return call(leasesApi.releaseNode, this.ctx, { id });
   }
-  setStatus(id: string, status: string) {
-    return call(coreApi.setStatus, this.ctx, { id, status });
+  /** With `revision` (the board's move), a stale view is 409 conflict instead of a move over someone else's change. */
+  setStatus(id: string, status: string, revision?: string) {
+    return call(coreApi.setStatus, this.ctx, dropUndefined({ id, status, revision }));
   }
   setPriority(id: string, priority: string) {
     return call(coreApi.setPriority, this.ctx, { id, priority });

@@ -246,6 +246,7 @@ export const SetStatusInput = object(
   {
     id: NodeId,
     status: s.string("target status (GET /v1/schema lists each type's statuses)", { minLength: 1, maxLength: 100 }),
+    revision: s.string('optional: the revision you read; stale is 409 conflict', { minLength: 1, maxLength: 100 }),
     force: Force,
   },
   ['id', 'status'],

@@ -357,6 +357,9 @@ export async function setStatus(ctx: OpContext, input: Static<typeof SetStatusIn
       id,
       async (draft) => {
         const node = existing(draft, id);
+        // the optional revision echo (a board's drop): checked inside the write queue, before the skip, so a stale view always hears of the other change
+        if (input.revision !== undefined && node.revision !== input.revision)
+          throw errors.revisionConflict(id, node.revision, input.revision);
         if (node.frontmatter.status === status) return { skip: true };
         node.frontmatter.status = status;
         draft.put(node);

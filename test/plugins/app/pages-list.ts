@@ -1,6 +1,7 @@
 /** Every signed-in page of the app with the heading it must show (tests and screenshots walk the same list). */
 export const PAGES: Array<{ name: string; path: string; heading: RegExp }> = [
   { name: 'queue', path: '/app/queue', heading: /My queue/ },
+  { name: 'board', path: '/app/board?project=proj-web', heading: /Board: Web relaunch/ },
   { name: 'inbox', path: '/app/inbox', heading: /Inbox/ },
   { name: 'node', path: '/app/nodes/task-login', heading: /Fix the login redirect loop/ },
   { name: 'graph', path: '/app/nodes/task-launch/graph?depth=2', heading: /Neighborhood of Launch the new site/ },

@@ -35,6 +35,7 @@ async function main(): Promise<void> {
       { file: 'history-entry', path: '', width: 1280, height: 800, signedIn: true },
       { file: 'phone-queue', path: '/app/queue', width: 390, height: 844, signedIn: true },
       { file: 'phone-node', path: '/app/nodes/task-login', width: 390, height: 844, signedIn: true },
+      { file: 'phone-board', path: '/app/board?project=proj-web&type=task', width: 390, height: 844, signedIn: true },
     ];
     const history = await t.api('GET', '/v1/nodes/task-login/history', { token: bob.token });
     shots.find((s) => s.file === 'history-entry')!.path = `/app/nodes/task-login/history/${history.body.history[0].sha}`;

@@ -109,6 +109,27 @@ describe('core: edges, status, priority, readiness, commit links', () => {
       expect((await t.api('POST', '/v1/nodes/task-nope/status', { body: { status: 'done' } })).status).to.equal(404);
       expect((await t.api('POST', '/v1/nodes/dec-x/status', { body: {} })).status).to.equal(422);
     });
+    it('an optional revision echo: the one read moves the node; a stale one is 409 conflict over REST and MCP and changes nothing', async () => {
+      await putNodes(t, [{ id: 'task-rev', type: 'task', summary: 'Revision echo' }]);
+      const read = (await t.api('GET', '/v1/nodes/task-rev')).body;
+      const ok = await t.api('POST', '/v1/nodes/task-rev/status', { body: { status: 'review', revision: read.revision } });
+      expect(ok.body).to.include({ status: 'updated', id: 'task-rev' });
+      const stale = await t.api('POST', '/v1/nodes/task-rev/status', { body: { status: 'done', revision: read.revision } });
+      expect(stale.status).to.equal(409);
+      expect(stale.body.error.code).to.equal('conflict');
+      expect(stale.body.error.details).to.include({ current_revision: ok.body.revision, supplied_revision: read.revision });
+      // even a move to the status it already has: the caller's view was stale
+      const same = await t.api('POST', '/v1/nodes/task-rev/status', { body: { status: 'review', revision: read.revision } });
+      expect(same.status).to.equal(409);
+      const client = await t.mcp();
+      const viaMcp = await t.tool(client, 'set_status', { id: 'task-rev', status: 'done', revision: read.revision });
+      await client.close();
+      expect(viaMcp.isError).to.equal(true);
+      expect(viaMcp.text).to.contain('conflict');
+      const after = (await t.api('GET', '/v1/nodes/task-rev')).body;
+      expect(after.frontmatter.status).to.equal('review');
+      expect(after.revision).to.equal(ok.body.revision);
+    });
     it('a full put that changes the status goes through the same gate', async () => {
       const read = await t.api('GET', '/v1/nodes/dec-x');
       const markdown = read.body.markdown.replace('status: accepted', 'status: proposed');
