@@ -35,6 +35,9 @@ export class Receiver {
   private readonly sockets = new Set<Socket>();
   /** TCP connections accepted so far (kept-alive connections are reused across deliveries) */
   connections = 0;
+  /** requests open now (until their answer went out or their connection closed), and the most at once */
+  inFlight = 0;
+  maxInFlight = 0;
 
   get url(): string {
     return `http://127.0.0.1:${this.port}/hook`;
@@ -66,6 +69,9 @@ export class Receiver {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    res.once('close', () => this.inFlight--);
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');
