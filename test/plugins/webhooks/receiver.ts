@@ -16,6 +16,9 @@ export interface Received {
   /** the signature verified with the secret the test set (null: no secret set yet) */
   verified: boolean | null;
   verifyError: string | null;
+  /** when it arrived (performance.now()) and from which port (tells senders' connections apart) */
+  at: number;
+  port: number;
 }
 
 export interface Reply {
@@ -94,7 +97,16 @@ export class Receiver {
     } catch {
       json = undefined;
     }
-    const rec: Received = { n: this.received.length + 1, headers, body, json, verified, verifyError };
+    const rec: Received = {
+      n: this.received.length + 1,
+      headers,
+      body,
+      json,
+      verified,
+      verifyError,
+      at: performance.now(),
+      port: req.socket.remotePort ?? 0,
+    };
     this.received.push(rec);
     const reply = this.reply(rec.n, rec);
     if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
