@@ -82,6 +82,8 @@ export class TenantEngine {
   readonly cursors: CursorBook;
   private readonly workers = new Map<string, Worker>();
   private unsubscribe: (() => void) | null = null;
+  /** aborted at stop: cuts the requests in flight, which must not outlive this process's turn as owner */
+  private readonly cut = new AbortController();
   private timer: NodeJS.Timeout | null = null;
   stopped = false;
 
@@ -121,6 +123,7 @@ export class TenantEngine {
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.cut.abort();
     this.unsubscribe?.();
     if (this.timer) clearInterval(this.timer);
     for (const w of this.workers.values()) w.connections.close();
@@ -189,6 +192,7 @@ export class TenantEngine {
         allowPrivate: this.services.config.webhookAllowPrivate,
         timeoutMs: this.services.config.webhookTimeoutMs,
         connections: this.worker(hook.id).connections,
+        signal: this.cut.signal,
       });
     } catch (err) {
       result = { ok: false, status: null, latency_ms: 0, error: err instanceof Error ? err.message : String(err) };

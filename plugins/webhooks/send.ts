@@ -121,6 +121,8 @@ export interface SendOptions {
   resolve?: Resolver;
   /** keep-alive connections to reuse; without: one connection for this request alone */
   connections?: ReceiverConnections;
+  /** aborted: the request is cut and not tried again (the tenant closed in this process) */
+  signal?: AbortSignal;
 }
 
 export interface SendResult {
@@ -150,6 +152,8 @@ export async function send(url: string, body: string, headers: Record<string, st
     return done(null, err instanceof Error ? err.message : String(err));
   }
   const deadline = AbortSignal.timeout(opts.timeoutMs);
+  if (opts.signal?.aborted) return done(null, 'cut: the tenant closed in this process');
+  const signal = opts.signal ? AbortSignal.any([deadline, opts.signal]) : deadline;
   // every connection attempt of this request gets the checked address, never a fresh DNS answer
   const lookup: LookupFunction = (_hostname, options, callback) => {
     if ((options as { all?: boolean }).all)
@@ -172,7 +176,7 @@ export async function send(url: string, body: string, headers: Record<string, st
         {
           method: 'POST',
           lookup,
-          signal: deadline,
+          signal,
           agent,
           headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
         },
@@ -201,8 +205,9 @@ export async function send(url: string, body: string, headers: Record<string, st
       req.on('error', (err: NodeJS.ErrnoException) => {
         // a kept-alive connection the receiver closed while idle fails at once: once more on a new one
         // (the receiver may have seen the request; a repeat is at-least-once, same webhook-id)
-        if (retry && req.reusedSocket && !answered && !deadline.aborted && (err.code === 'ECONNRESET' || err.code === 'EPIPE'))
+        if (retry && req.reusedSocket && !answered && !signal.aborted && (err.code === 'ECONNRESET' || err.code === 'EPIPE'))
           return go(false);
+        if (opts.signal?.aborted) return finish(null, 'cut: the tenant closed in this process');
         finish(null, deadline.aborted ? `no answer within ${opts.timeoutMs} ms` : err.message);
       });
       req.end(body);
