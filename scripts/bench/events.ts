@@ -17,9 +17,9 @@
  * and the streams closed (none of that is timed). The receivers and the stream clients run in
  * two child processes (scripts/bench/_events-listeners.ts, one instance each), so the writers'
  * process does the same work in both blocks and a receiver's answer does not wait behind 200
- * streams' reads. On a machine with 2 cores or more the server is pinned to core 0 and every
- * client process to core 1 (taskset; BENCH_EVENTS_PIN=0 turns it off): the clients' CPU is not
- * taken from the server, as with a client fleet on other machines. The write-rate ratio is
+ * streams' reads. On a machine with 2 cores or more the server and the writers are pinned to
+ * core 0 and the receivers and stream readers to core 1 (taskset; BENCH_EVENTS_PIN=0 turns it
+ * off): the listeners' CPU is not taken from the server, as with listeners on other machines. The write-rate ratio is
  * total "with" rate / total "without" rate.
  *
  * Latency: each write's revision (from its answer) ties it to the `node.updated` event carrying
@@ -223,7 +223,8 @@ async function api(server: ServerChild, token: string, method: string, path: str
 
 export async function main(): Promise<void> {
   console.log(machineNote());
-  if (PIN) console.log('  server pinned to core 0; writers, webhook receivers and stream clients to core 1 (BENCH_EVENTS_PIN=0: unpinned)');
+  if (PIN)
+    console.log('  server and writers pinned to core 0, webhook receivers and stream clients to core 1 (BENCH_EVENTS_PIN=0: unpinned)');
   console.log(
     `  ${QUICK ? 'QUICK smoke run; ' : ''}${NODES} existing nodes, fsync on; ${ROUNDS} rounds of ${N} POST /v1/nodes updates by ${CLIENTS} clients ` +
       `without, then with ${HOOKS} webhook subscriptions and ${STREAMS} open SSE streams ` +
@@ -245,10 +246,11 @@ export async function main(): Promise<void> {
   const receivers = Listeners.start();
   const listeners = Listeners.start();
   if (PIN) {
-    // the server gets core 0, every client (writers, receivers, stream readers) core 1: what a
-    // server on its own machine with its clients elsewhere sees, on a 2-core machine
-    pin(server.child.pid, '0');
-    for (const pid of [process.pid, receivers.pid, listeners.pid]) pin(pid, '1');
+    // the server and the writers (the same work in both blocks) get core 0, the webhook receivers
+    // and stream readers core 1: what a server sees whose listeners run on other machines, on a
+    // 2-core machine (the writers beside the listeners were starved by them, not by the server)
+    for (const pid of [server.child.pid, process.pid]) pin(pid, '0');
+    for (const pid of [receivers.pid, listeners.pid]) pin(pid, '1');
   }
   const writer = new Writer(server.url, f.token);
   const ids = Array.from({ length: total }, (_, k) => benchId(k));
