@@ -555,8 +555,8 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
     });
   }
 
-  spawn();
-  updateRef();
+  // no child until a hook first runs (run or ready): a server whose graph has no hook never
+  // pays the worker's memory (about 49 MB) or its start
   return { run, stats: () => ({ restarts, isolates }), ready, close };
 }
 
