@@ -163,6 +163,9 @@ export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
     if (!resource) throw new McpError(-32002, `resource ${uri} not found`, { uri });
     let text: string;
     try {
+      // durability before visibility, as for read operations (kernel/operation.ts `invoke`)
+      const barrier = context().tenant.readBarrier();
+      if (barrier) await barrier;
       text = await resource.read(context());
     } catch (err) {
       if (!isSvcError(err)) spec.log(err);

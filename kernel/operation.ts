@@ -107,6 +107,14 @@ export function validatorOf(schema: JsonSchema): ValidateFunction {
  */
 export const answerChecks = { enabled: false };
 
+/**
+ * The operations that only read (every REST route a GET; a tool-only operation marked
+ * `readOnlyHint`), marked by the plugin host (kernel/plugin-host.ts): `invoke` holds them at the
+ * tenant's read barrier, so no answer reveals a commit before it is durable. A write needs no
+ * barrier: it answers only once its own commits, and so every earlier one, are durable.
+ */
+export const readOperations = new WeakSet<object>();
+
 /** Validates `input` against the operation's schema, then runs it. */
 export async function invoke<Op extends OperationDef<never, unknown>>(
   op: Op,
@@ -115,6 +123,10 @@ export async function invoke<Op extends OperationDef<never, unknown>>(
 ): Promise<Awaited<ReturnType<Op['run']>>> {
   const validate = validatorOf(op.input);
   if (!validate(input)) throw validationError(op.name, validate.errors ?? []);
+  if (readOperations.has(op)) {
+    const barrier = ctx.tenant.readBarrier();
+    if (barrier) await barrier;
+  }
   let result: Awaited<ReturnType<Op['run']>>;
   try {
     // the input passed its schema: it is the operation's declared input type

@@ -16,6 +16,7 @@ import {
 import type { Tenant } from './tenant.js';
 import { errors } from './errors.js';
 import { didYouMean, nearest } from './error-hints.js';
+import { isOperationDef, readOperations } from './operation.js';
 
 export class PluginHost {
   readonly plugins: PluginDef[];
@@ -25,6 +26,7 @@ export class PluginHost {
   constructor(plugins: PluginDef[]) {
     checkManifests(plugins);
     this.plugins = orderPlugins(plugins);
+    markReadOperations(this.plugins);
     for (const p of this.plugins)
       this.tools.set(
         p,
@@ -123,4 +125,21 @@ export class PluginHost {
   nodeWriteChecksFor(tenant: Tenant): NodeWriteCheck[] {
     return this.enabledFor(tenant).flatMap((p) => p.nodeWriteChecks ?? []);
   }
+}
+
+/** Marks the operations that only read (kernel/operation.ts `readOperations`): all their routes are GETs, or, without a route, their tool says `readOnlyHint`. */
+function markReadOperations(plugins: PluginDef[]): void {
+  const methods = new Map<object, Set<string>>();
+  const readOnlyTools = new Set<object>();
+  for (const p of plugins) {
+    for (const r of p.routes ?? []) {
+      if (!isOperationDef(r.operation)) continue;
+      const set = methods.get(r.operation) ?? new Set<string>();
+      set.add(r.method);
+      methods.set(r.operation, set);
+    }
+    for (const t of p.tools ?? []) if (isOperationDef(t.operation) && t.annotations?.readOnlyHint) readOnlyTools.add(t.operation);
+  }
+  for (const [op, set] of methods) if (set.size === 1 && set.has('GET')) readOperations.add(op);
+  for (const op of readOnlyTools) if (!methods.has(op)) readOperations.add(op);
 }

@@ -17,6 +17,7 @@ import { errors } from './errors.js';
 import { eventsOfCommit, type DeriveContext } from './events/derive.js';
 import { DEFAULT_RETENTION, FileEventLog, type EventRetention } from './events/log.js';
 import { commitsSince } from './events/recover.js';
+import type { NewEvent } from './events/types.js';
 import { runGit } from './git/cli.js';
 import { openGitStore } from './git/open.js';
 import type { GitStore, StoreFence } from './git/types.js';
@@ -312,16 +313,34 @@ export class Tenant {
       events.restoreAnnounced();
     }
     this.index.subscribe((c) => {
+      const append = (derived: NewEvent[]) => {
+        try {
+          events.appendCommit(c.commit, derived);
+        } catch (err) {
+          // never throws into the commit path: the next open recovers what was not written
+          deps.log.error('events of a commit not written', { org: this.org, commit: c.commit, error: String(err) });
+        }
+      };
+      let derived: NewEvent[];
       try {
         const actor = { person: c.actor.person, agent: c.actor.agent ?? null, name: c.actor.name, via: c.via };
-        events.appendCommit(
-          c.commit,
-          eventsOfCommit({ commit: c.commit, changes: c.changes, actor, op: c.op, date: c.date }, this.deriveContext),
-        );
+        // derived now, from the index as this commit left it
+        derived = eventsOfCommit({ commit: c.commit, changes: c.changes, actor, op: c.op, date: c.date }, this.deriveContext);
       } catch (err) {
-        // never throws into the commit path: the next open recovers what was not written
-        deps.log.error('events of a commit not written', { org: this.org, commit: c.commit, error: String(err) });
+        deps.log.error('events of a commit not derived', { org: this.org, commit: c.commit, error: String(err) });
+        return;
       }
+      // durability before visibility: a commit's events reach the log (and so streams, waits and
+      // webhooks) once the commit is durable, in commit order
+      const barrier = this.undurable;
+      if (!barrier && this.appendsPending === 0) return append(derived);
+      this.appendsPending++;
+      this.eventAppends = this.eventAppends
+        .then(() => barrier ?? undefined)
+        .then(() => append(derived))
+        .finally(() => {
+          this.appendsPending--;
+        });
     });
   }
 
@@ -361,13 +380,16 @@ export class Tenant {
         return result;
       });
       // acknowledged only once durable, whether `fn` succeeded or threw after committing
+      // and once the commits' events are in the log (a client that heard the answer finds them)
       return job.then(
         async (result) => {
           await Promise.all(durable);
+          await this.eventsAppended();
           return result;
         },
         async (err: unknown) => {
           await Promise.all(durable);
+          await this.eventsAppended();
           throw err;
         },
       );
@@ -375,6 +397,42 @@ export class Tenant {
     const tracked = this.deps.metrics ? this.deps.metrics.trackWrite(this.org, queued) : queued();
     this.queue = job.catch(() => undefined);
     return tracked;
+  }
+
+  /**
+   * The newest commit not yet durable (its journal fdatasync; in cluster mode also the fence's
+   * acknowledgement), null once every commit is. The index shows a commit as soon as its journal
+   * record is written (the next write in the queue builds on it); an answer must not reveal it
+   * before it is durable, so reads wait here (kernel/operation.ts `invoke`, MCP resources): at
+   * most one fdatasync, and only while a write is in flight.
+   */
+  private undurable: Promise<void> | null = null;
+  /** commit-derived events waiting for their commit's durability, appended in commit order */
+  private eventAppends: Promise<void> = Promise.resolve();
+  private appendsPending = 0;
+
+  /** A commit was journaled (kernel/write-draft.ts): reads wait for `durable` until it settles. */
+  noteUndurable(durable: Promise<void>): void {
+    const settled: Promise<void> = durable
+      .catch(() => undefined)
+      .then(() => {
+        if (this.undurable === settled) this.undurable = null;
+      });
+    this.undurable = settled;
+  }
+
+  /** reads that waited at the barrier (observability; the read-barrier test watches it) */
+  readWaits = 0;
+
+  /** Resolves once every commit made so far is durable; null (no wait) when they all are. */
+  readBarrier(): Promise<void> | null {
+    if (this.undurable) this.readWaits++;
+    return this.undurable;
+  }
+
+  /** Resolves once the events of every durable commit so far are in the log. */
+  eventsAppended(): Promise<void> | null {
+    return this.appendsPending > 0 ? this.eventAppends : null;
   }
 
   /** Waits for queued writes to finish. */

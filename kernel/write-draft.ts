@@ -344,10 +344,14 @@ export class WriteDraft {
     };
     // The index follows the store's head at once (the journal record is written: a process
     // crash no longer loses the commit); the acknowledgement waits for the fdatasync.
+    tenant.noteUndurable(result.durable);
     tenant.index.applyCommit(event);
     tenant.noteCommit();
     if (options.deferDurability) this.durable.push(result.durable);
-    else await result.durable;
+    else {
+      await result.durable;
+      await tenant.eventsAppended();
+    }
     return out;
   }
 }

@@ -19,6 +19,8 @@ export const SYSTEM_ACTOR: EventActor = { person: null, agent: null, name: 'syst
 /** Appends `event` to the tenant's log and waits until it is durable; null when the log failed (logged). */
 export async function emitEvent(tenant: Tenant, event: NewEvent): Promise<WorkEvent | null> {
   try {
+    // after the events of the commits already made (they wait for their commit's durability)
+    await tenant.eventsAppended();
     return await tenant.events.emit(event);
   } catch (err) {
     tenant.log.error('event not recorded', { org: tenant.org, type: event.type, error: String(err) });
