@@ -16,7 +16,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { readCpuMs, wallBackstopMs } from './limits.js';
-import type { HookCall, HookFailureKind, HookOutcome, Sandbox, SandboxEvent, SandboxLimits, SandboxOptions } from './types.js';
+import type { HookCall, HookFailureKind, HookOutcome, HookUsage, Sandbox, SandboxEvent, SandboxLimits, SandboxOptions } from './types.js';
 
 export { wallBackstopMs };
 
@@ -46,10 +46,21 @@ interface WorkerRequest {
   /** wall-time backstop, ms */
   wb: number;
   mb: number;
+  /** 1: answer the call's CPU time and the isolate's heap (HookCall.measure) */
+  u?: 1;
+}
+
+/** `c`, `hu`, `hl`: what a measured call used (HookUsage), present only when it asked */
+interface Measured {
+  c?: number;
+  hu?: number;
+  hl?: number;
 }
 
 type WorkerReply =
-  { ready: true } | { i: number; k: 'ok'; v: string; n?: number } | { i: number; k: HookFailureKind; m: string; n?: number };
+  | { ready: true }
+  | ({ i: number; k: 'ok'; v: string; n?: number } & Measured)
+  | ({ i: number; k: HookFailureKind; m: string; n?: number } & Measured);
 
 interface Pending {
   request: WorkerRequest;
@@ -190,17 +201,18 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
       headStartedAt = performance.now();
       armWatchdog();
     }
+    const usage = usageOf(reply);
     if (reply.k === 'ok') {
       let value: unknown;
       try {
         value = JSON.parse(reply.v);
       } catch {
-        settle(pending, { ok: false, kind: 'malformed', message: 'hook result is not JSON data' });
+        settle(pending, { ok: false, kind: 'malformed', message: 'hook result is not JSON data', ...usage });
         return;
       }
-      settle(pending, { ok: true, value });
+      settle(pending, { ok: true, value, ...usage });
     } else if (FAILURE_KINDS.has(reply.k)) {
-      settle(pending, { ok: false, kind: reply.k, message: String(reply.m) });
+      settle(pending, { ok: false, kind: reply.k, message: String(reply.m), ...usage });
     } else {
       settle(pending, { ok: false, kind: 'crashed', message: 'sandbox process sent an unreadable answer' });
     }
@@ -510,6 +522,7 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
           to: timeoutMs,
           wb: wallBackstopMs(timeoutMs),
           mb: memoryMb,
+          ...(call.measure === true ? { u: 1 as const } : {}),
         },
         attempts: 0,
         resolve,
@@ -572,6 +585,18 @@ function definedOnly<T extends object>(value: Partial<T> | undefined): Partial<T
 /** Quarantine key: a digest, so remembering 1,000 incidents never holds 1,000 sources. */
 function incidentKey(tenant: string, source: string): string {
   return createHash('sha256').update(tenant).update('\0').update(source).digest('base64url');
+}
+
+/** The usage figures of a measured call's reply, as a HookOutcome carries them (nothing when it did not ask). */
+function usageOf(reply: Measured): { usage?: HookUsage } {
+  if (typeof reply.c !== 'number') return {};
+  return {
+    usage: {
+      cpuMs: reply.c,
+      heapUsedBytes: typeof reply.hu === 'number' ? reply.hu : null,
+      heapLimitBytes: typeof reply.hl === 'number' ? reply.hl : null,
+    },
+  };
 }
 
 function clamp(value: number, min: number, max: number): number {
