@@ -157,7 +157,7 @@ function verdictOf(hook: string, outcome: HookOutcome): Pick<RunResult, 'verdict
   return { verdict: 'invalid', reason: list.length > 0 ? list.join('; ') : 'rejected (no errors given)', failure: null };
 }
 
-export async function dryRunSchema(ctx: OpContext, input: Static<typeof DryRunInput>) {
+export async function runDryRun(ctx: OpContext, input: Static<typeof DryRunInput>) {
   const { tenant } = ctx;
   // the people who may propose a schema (a write needs a person node) may try one
   if (!ctx.actor.bound) throw errors.noPersonForbidden('a schema dry run needs a token bound to a person node, as proposing one does');
@@ -215,7 +215,7 @@ export async function dryRunSchema(ctx: OpContext, input: Static<typeof DryRunIn
   };
 }
 
-export const dryRunSchemaOp = defineOperation({
+export const dryRunSchema = defineOperation({
   name: 'dry_run_schema',
   summary: "Run a schema's hooks against chosen nodes without writing",
   description:
@@ -224,5 +224,5 @@ export const dryRunSchemaOp = defineOperation({
   output: DryRunOutput,
   errors: [404],
   example: { schema_id: 'schema-task-review-gate', node_ids: ['task-fix-login'] },
-  run: dryRunSchema,
+  run: runDryRun,
 });
