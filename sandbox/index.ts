@@ -15,8 +15,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { readCpuMs, wallBackstopMs } from './limits.js';
-import type { HookCall, HookFailureKind, HookOutcome, HookUsage, Sandbox, SandboxEvent, SandboxLimits, SandboxOptions } from './types.js';
+import { readCpuMs, usageOf, wallBackstopMs, type Measured } from './limits.js';
+import type { HookCall, HookFailureKind, HookOutcome, Sandbox, SandboxEvent, SandboxLimits, SandboxOptions } from './types.js';
 
 export { wallBackstopMs };
 
@@ -48,13 +48,6 @@ interface WorkerRequest {
   mb: number;
   /** 1: answer the call's CPU time and the isolate's heap (HookCall.measure) */
   u?: 1;
-}
-
-/** `c`, `hu`, `hl`: what a measured call used (HookUsage), present only when it asked */
-interface Measured {
-  c?: number;
-  hu?: number;
-  hl?: number;
 }
 
 type WorkerReply =
@@ -585,18 +578,6 @@ function definedOnly<T extends object>(value: Partial<T> | undefined): Partial<T
 /** Quarantine key: a digest, so remembering 1,000 incidents never holds 1,000 sources. */
 function incidentKey(tenant: string, source: string): string {
   return createHash('sha256').update(tenant).update('\0').update(source).digest('base64url');
-}
-
-/** The usage figures of a measured call's reply, as a HookOutcome carries them (nothing when it did not ask). */
-function usageOf(reply: Measured): { usage?: HookUsage } {
-  if (typeof reply.c !== 'number') return {};
-  return {
-    usage: {
-      cpuMs: reply.c,
-      heapUsedBytes: typeof reply.hu === 'number' ? reply.hu : null,
-      heapLimitBytes: typeof reply.hl === 'number' ? reply.hl : null,
-    },
-  };
 }
 
 function clamp(value: number, min: number, max: number): number {
