@@ -147,6 +147,18 @@ describe('app: schema pages over HTTP', function () {
     expect(stale.text).to.include('your text is kept').and.include('// again');
   });
 
+  it('a workflow proposal shows its diff and approve/reject, without a dry run (workflows have no hooks)', async () => {
+    await putNodes(t, [
+      { id: 'wf-sh-flow', type: 'wf', title: 'Release flow', summary: 'Build then ship', steps: [{ id: 'build', title: 'Build' }] },
+    ]);
+    const page = await bob.request('GET', '/app/schema/proposals/wf-sh-flow');
+    expect(page.status).to.equal(200);
+    expect(page.text).to.include('<h1>Release flow</h1>').and.include('workflow <code>wf-sh-flow</code>').and.include('Approve');
+    expect(page.text).to.include('<span class="add">+steps:</span>').and.not.include('Dry run');
+    const reg = await bob.request('GET', '/app/schema');
+    expect(reg.text).to.include('href="/app/schema/proposals/wf-sh-flow"');
+  });
+
   it('bad input is a 4xx page, never a 500, and writes nothing', async () => {
     const head = (await t.api('GET', '/v1/status')).body.head;
     expect((await ada.request('GET', '/app/schema/nosuchtype')).status).to.equal(404);
