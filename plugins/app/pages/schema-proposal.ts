@@ -69,7 +69,7 @@ async function lastActive(s: Signed, id: string): Promise<{ text: string; sha: s
 function diffBlock(label: string, before: string, after: string): Html {
   const patch = createTwoFilesPatch(`${label} (active)`, `${label} (proposed)`, before, after, '', '', { context: 3 });
   const lines = patch.split('\n').filter((l) => !l.startsWith('====') && !l.startsWith('Index:'));
-  return html`<pre class="diff" tabindex="0" aria-label="Changes against the active version">${lines.map((l) => {
+  return html`<pre class="diff" tabindex="0" role="region" aria-label="Changes against the active version">${lines.map((l) => {
     const cls =
       l.startsWith('+++') || l.startsWith('---')
         ? 'file'
@@ -103,7 +103,7 @@ export function dryRunTable(run: DryRun): Html {
   );
   return html`<section aria-labelledby="dry-h" id="dry-run-result"><h2 id="dry-h">Dry run result</h2>
 <p class="muted small">Ran in the sandbox under this tenant's limits (${run.limits.timeout_ms} ms of CPU per call, ${run.limits.memory_mb} MB heap); nothing was written.${run.skipped_hooks.length ? ` Not run (the kernel never calls them): ${run.skipped_hooks.join(', ')}.` : ''}</p>
-<div class="table-wrap"><table class="dry-run"><caption class="sr-only">Verdict, CPU time and heap per node and hook</caption>
+<div class="table-wrap" tabindex="0" role="region" aria-label="Verdict, CPU time and heap per node and hook"><table class="dry-run"><caption class="sr-only">Verdict, CPU time and heap per node and hook</caption>
 <thead><tr><th scope="col">Node</th><th scope="col">Hook</th><th scope="col">Verdict</th><th scope="col">CPU</th><th scope="col">Heap in use</th></tr></thead>
 <tbody>${rows}</tbody></table></div></section>`;
 }

@@ -105,7 +105,7 @@ export async function showSchema(_req: AppRequest, s: Signed): Promise<AppResult
 <p class="muted">The live registry of this tenant: the built-in pack, plugin types and the active schema nodes of the graph. A change is proposed as a schema node and goes live when another person approves it.</p>
 ${proposals(s)}
 <section aria-labelledby="types-h"><h2 id="types-h">Node types (${types.length})</h2>
-<div class="table-wrap"><table><caption class="sr-only">Node types</caption>
+<div class="table-wrap" tabindex="0" role="region" aria-label="Node types"><table><caption class="sr-only">Node types</caption>
 <thead><tr><th scope="col">Type</th><th scope="col">Prefix</th><th scope="col">Statuses</th><th scope="col">Hooks</th><th scope="col">Source</th></tr></thead>
 <tbody>${types.map(
     (t) =>
@@ -114,7 +114,7 @@ ${proposals(s)}
 <td>${t.source}${t.source === 'graph' ? html`<br><a class="small" href="/app/nodes/${encodeURIComponent(t.schema_id)}">${t.schema_id}</a>` : ''}</td></tr>`,
   )}</tbody></table></div></section>
 <section aria-labelledby="edges-h"><h2 id="edges-h">Edge types (${edges.length})</h2>
-<div class="table-wrap"><table><caption class="sr-only">Edge types with their inverse labels and aliases</caption>
+<div class="table-wrap" tabindex="0" role="region" aria-label="Edge types with their inverse labels and aliases"><table><caption class="sr-only">Edge types with their inverse labels and aliases</caption>
 <thead><tr><th scope="col">Type</th><th scope="col">Inverse</th><th scope="col">Aliases</th><th scope="col">Weight</th><th scope="col">Source</th></tr></thead>
 <tbody>${edges.map(
     (e) =>
@@ -130,7 +130,7 @@ ${proposals(s)}
 export function hookBlock(name: string, source: string, owner: string): Html {
   const graph = owner !== 'seed' && owner !== 'native';
   return html`<figure class="hook"><figcaption><strong>${name}</strong> · ${graph ? html`from <a href="/app/schema/proposals/${encodeURIComponent(owner)}">${owner}</a>` : html`built-in (${owner})`}</figcaption>
-<pre class="code" tabindex="0" aria-label="Code of the ${name} hook of ${owner}"><code>${source}</code></pre></figure>`;
+<pre class="code" tabindex="0" role="region" aria-label="Code of the ${name} hook of ${owner}"><code>${source}</code></pre></figure>`;
 }
 
 /** GET /app/schema/:type: one type's fields, statuses and moves, and its hooks with their code. */
@@ -159,12 +159,12 @@ export async function showSchemaType(req: AppRequest, s: Signed): Promise<AppRes
 <p class="muted small">Every node has <code>id</code>, <code>type</code>, <code>status</code> and <code>summary</code>; <code>title</code>, <code>project</code>, <code>priority</code> and <code>edges</code> are optional.</p>
 ${
   fields.length
-    ? html`<div class="table-wrap"><table><caption class="sr-only">Fields of ${t.type}</caption><thead><tr><th scope="col">Field</th><th scope="col">Kind</th><th scope="col">Required</th></tr></thead>
+    ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Fields of ${t.type}"><table><caption class="sr-only">Fields of ${t.type}</caption><thead><tr><th scope="col">Field</th><th scope="col">Kind</th><th scope="col">Required</th></tr></thead>
 <tbody>${fields.map((f) => html`<tr><th scope="row"><code>${f.field}</code></th><td>${f.kind}${f.names ? html` (${f.names.join(', ')})` : ''}</td><td>${f.required ? 'required' : 'optional'}</td></tr>`)}</tbody></table></div>`
     : html`<p class="muted">No fields of its own.</p>`
 }</section>
 <section aria-labelledby="moves-h"><h2 id="moves-h">Statuses and legal moves</h2>
-<div class="table-wrap"><table><caption class="sr-only">Legal moves between the statuses of ${t.type}</caption><thead><tr><th scope="col">From</th><th scope="col">May move to</th></tr></thead>
+<div class="table-wrap" tabindex="0" role="region" aria-label="Legal moves between the statuses of ${t.type}"><table><caption class="sr-only">Legal moves between the statuses of ${t.type}</caption><thead><tr><th scope="col">From</th><th scope="col">May move to</th></tr></thead>
 <tbody>${t.statuses.map((st) => html`<tr><th scope="row">${statusLabel(st)}</th><td>${(t.transitions[st] ?? []).length ? (t.transitions[st] ?? []).map((to, i) => html`${i ? ', ' : ''}<code>${to}</code>`) : html`<span class="muted">nothing (final)</span>`}</td></tr>`)}</tbody></table></div></section>
 <section aria-labelledby="hooks-h"><h2 id="hooks-h">Hooks (${hooks.length})</h2>
 <p class="muted small">They run in the sandbox in this order on every write of a ${t.type}; the first denial wins.</p>
