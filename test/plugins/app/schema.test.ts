@@ -44,8 +44,9 @@ describe('app: a schema author ships a hook (Chromium)', function () {
     await page.goto(`${t.url}/app/schema/editor?applies_to=task`);
     expect(await page.textContent('h1')).to.equal('Write a new schema');
     // CodeMirror replaced both hook textareas (kept hidden in the form) with highlighted editors
+    // each editor in its own shadow root (playwright's CSS locators pierce open ones)
     await page.locator('.cm-editor').first().waitFor();
-    expect(await page.locator('.schema-editor .cm-editor').count()).to.equal(2);
+    expect(await page.locator('.schema-editor .code-editor .cm-editor').count()).to.equal(2);
     expect(await page.locator('#hook-transition').isHidden()).to.equal(true);
     expect(serious(await axe(page)), 'editor page').to.deep.equal([]);
 
@@ -56,7 +57,7 @@ describe('app: a schema author ships a hook (Chromium)', function () {
     await page.keyboard.type(HOOK);
     expect(await page.locator('#hook-transition').inputValue()).to.equal(HOOK);
     // highlighted: the string and keyword tokens are spans with CodeMirror's highlight classes
-    const tokens = await page.locator('.cm-editor[data-for="hook-transition"] .cm-line span').count();
+    const tokens = await page.locator('.code-editor[data-for="hook-transition"] .cm-line span').count();
     expect(tokens).to.be.greaterThan(3);
 
     // a dry run of the draft as typed: nothing saved
