@@ -21,6 +21,8 @@ const theme = EditorView.theme({
   '.cm-scroller': { minHeight: '8rem', fontFamily: 'ui-monospace, SFMono-Regular, Menlo, monospace' },
   // the host shows the focus ring (app.css), so the editor draws none of its own
   '&.cm-focused': { outline: 'none' },
+  // the placeholder (an example hook) readable at WCAG AA contrast
+  '.cm-placeholder': { color: '#545b66' },
 });
 
 function enhance(textarea) {
@@ -51,6 +53,8 @@ function enhance(textarea) {
         keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
         placeholder(textarea.getAttribute('placeholder') ?? ''),
         theme,
+        // long lines wrap: the editor never scrolls sideways (a phone's width; a scroll region with no focus stop of its own)
+        EditorView.lineWrapping,
         EditorView.contentAttributes.of({ 'aria-label': help ? `${label}. ${help}` : label }),
         EditorView.updateListener.of((update) => {
           if (update.docChanged) textarea.value = update.state.doc.toString();

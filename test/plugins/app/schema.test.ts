@@ -115,15 +115,21 @@ describe('app: a schema author ships a hook (Chromium)', function () {
     expect(serious(await axe(page))).to.deep.equal([]);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     expect(overflow).to.be.at.most(0);
+    // the editor with the focus: its host's textarea id, when the focus is in an editor's content
+    const focusedEditor = () =>
+      page.evaluate(() => {
+        const host = document.activeElement as HTMLElement | null;
+        return host?.shadowRoot?.activeElement?.classList.contains('cm-content') ? (host.dataset.for ?? null) : null;
+      });
     await page.focus('#schema-applies');
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.classList.contains('cm-content'))).to.equal(true);
+    expect(await focusedEditor()).to.equal('hook-transition');
+    // Tab indents inside the editor; Escape then Tab moves on to the next editor
+    await page.keyboard.press('Tab');
+    expect(await focusedEditor()).to.equal('hook-transition');
     await page.keyboard.press('Escape');
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.classList.contains('cm-content'))).to.equal(true);
-    expect(await page.evaluate(() => (document.activeElement?.closest('.cm-editor') as HTMLElement | null)?.dataset.for)).to.equal(
-      'hook-validate',
-    );
+    expect(await focusedEditor()).to.equal('hook-validate');
     expect(w.problems).to.deep.equal([]);
   });
 });
