@@ -6,7 +6,7 @@
  * identical questions do not cross into the sandbox again.
  */
 import { createHash } from 'node:crypto';
-import type { Sandbox, SandboxLimits } from '../sandbox/types.js';
+import type { HookOutcome, Sandbox, SandboxLimits } from '../sandbox/types.js';
 import { errors } from './errors.js';
 import type { HookRef, Registry } from './registry.js';
 
@@ -49,6 +49,28 @@ export class HookRunner {
     if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(key, outcome.value);
     return outcome;
+  }
+
+  /**
+   * One measured call for a schema dry run: the tenant's sandbox under the tenant's own limits,
+   * never cached and never retried (the author sees what this very call used), answered as the
+   * sandbox's outcome with its CPU time and heap. Writes nothing: a hook gets copied data only.
+   */
+  measure(ref: HookRef, input: unknown): Promise<HookOutcome> {
+    return this.sandbox.run({
+      tenant: this.tenant,
+      owner: ref.owner,
+      hook: ref.hook,
+      source: ref.source,
+      input,
+      limits: this.limits(),
+      measure: true,
+    });
+  }
+
+  /** The limits every hook call of this tenant runs under. */
+  get callLimits(): Partial<SandboxLimits> {
+    return this.limits();
   }
 
   /** Every transition hook for the type must allow; the first denial wins. */

@@ -15,7 +15,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { readCpuMs, wallBackstopMs } from './limits.js';
+import { readCpuMs, usageOf, wallBackstopMs, type Measured } from './limits.js';
 import type { HookCall, HookFailureKind, HookOutcome, Sandbox, SandboxEvent, SandboxLimits, SandboxOptions } from './types.js';
 
 export { wallBackstopMs };
@@ -46,10 +46,14 @@ interface WorkerRequest {
   /** wall-time backstop, ms */
   wb: number;
   mb: number;
+  /** 1: answer the call's CPU time and the isolate's heap (HookCall.measure) */
+  u?: 1;
 }
 
 type WorkerReply =
-  { ready: true } | { i: number; k: 'ok'; v: string; n?: number } | { i: number; k: HookFailureKind; m: string; n?: number };
+  | { ready: true }
+  | ({ i: number; k: 'ok'; v: string; n?: number } & Measured)
+  | ({ i: number; k: HookFailureKind; m: string; n?: number } & Measured);
 
 interface Pending {
   request: WorkerRequest;
@@ -190,17 +194,18 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
       headStartedAt = performance.now();
       armWatchdog();
     }
+    const usage = usageOf(reply);
     if (reply.k === 'ok') {
       let value: unknown;
       try {
         value = JSON.parse(reply.v);
       } catch {
-        settle(pending, { ok: false, kind: 'malformed', message: 'hook result is not JSON data' });
+        settle(pending, { ok: false, kind: 'malformed', message: 'hook result is not JSON data', ...usage });
         return;
       }
-      settle(pending, { ok: true, value });
+      settle(pending, { ok: true, value, ...usage });
     } else if (FAILURE_KINDS.has(reply.k)) {
-      settle(pending, { ok: false, kind: reply.k, message: String(reply.m) });
+      settle(pending, { ok: false, kind: reply.k, message: String(reply.m), ...usage });
     } else {
       settle(pending, { ok: false, kind: 'crashed', message: 'sandbox process sent an unreadable answer' });
     }
@@ -510,6 +515,7 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
           to: timeoutMs,
           wb: wallBackstopMs(timeoutMs),
           mb: memoryMb,
+          ...(call.measure === true ? { u: 1 as const } : {}),
         },
         attempts: 0,
         resolve,

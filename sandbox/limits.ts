@@ -2,9 +2,10 @@
  * The time rule a hook call lives under, host side: its limit is CPU time, its wall time is
  * bounded by a backstop (sandbox/README.md "Limits"). The child applies the same rule to
  * itself (sandbox/worker.mjs); sandbox/index.ts's watchdog applies it from outside, reading
- * the child's CPU time here.
+ * the child's CPU time here. Also the figures a measured call (a schema dry run) answers with.
  */
 import { readFileSync, readdirSync } from 'node:fs';
+import type { HookUsage } from './types.js';
 
 /**
  * The wall-time backstop of a call with CPU limit `timeoutMs`: 20x the limit, at least the
@@ -38,4 +39,23 @@ export function readCpuMs(pid: number | undefined): number | null {
   } catch {
     return null;
   }
+}
+
+/** `c`, `hu`, `hl`: what a measured call used (HookUsage), present only when it asked */
+export interface Measured {
+  c?: number;
+  hu?: number;
+  hl?: number;
+}
+
+/** The usage figures of a measured call's reply, as a HookOutcome carries them (nothing when it did not ask). */
+export function usageOf(reply: Measured): { usage?: HookUsage } {
+  if (typeof reply.c !== 'number') return {};
+  return {
+    usage: {
+      cpuMs: reply.c,
+      heapUsedBytes: typeof reply.hu === 'number' ? reply.hu : null,
+      heapLimitBytes: typeof reply.hl === 'number' ? reply.hl : null,
+    },
+  };
 }

@@ -28,11 +28,28 @@ export interface HookCall {
   source: string;
   input: unknown;
   limits?: Partial<SandboxLimits>;
+  /**
+   * Answer what the call used (`HookOutcome.usage`): a schema dry run shows it to the hook's
+   * author. Off for the kernel's own calls, which do not pay for the heap reading.
+   */
+  measure?: boolean;
+}
+
+/** What a measured call used. */
+export interface HookUsage {
+  /** CPU time of the call in the child, compile included; a call cut at its limit counts the limit */
+  cpuMs: number;
+  /** the tenant isolate's heap in use after the call (its hooks share it; the memory limit applies to it), bytes */
+  heapUsedBytes: number | null;
+  /** that heap's limit, bytes */
+  heapLimitBytes: number | null;
 }
 
 export type HookFailureKind = 'timeout' | 'memory' | 'threw' | 'compile' | 'crashed' | 'malformed';
 
-export type HookOutcome = { ok: true; value: unknown } | { ok: false; kind: HookFailureKind; message: string };
+/** `usage` only on a call that asked (`measure`) and reached the child: a watchdog kill or a refused call has none. */
+export type HookOutcome =
+  { ok: true; value: unknown; usage?: HookUsage } | { ok: false; kind: HookFailureKind; message: string; usage?: HookUsage };
 
 /** Supervision events, for the kernel's log. */
 export type SandboxEvent =

@@ -7,9 +7,12 @@
 // Protocol (JSON over the IPC channel, answered strictly in arrival order: calls run one
 // at a time from a queue; the parent's watchdog relies on that order):
 //   parent -> child  {i, t: tenant, o: owner, h: hook, s: source, in: input JSON text,
-//                     to: CPU time limit ms, wb: wall-time backstop ms, mb: memory MB}
-//   child -> parent  {i, k: 'ok', v: result JSON text, n?: live isolate count}
-//                    {i, k: 'timeout'|'memory'|'threw'|'compile'|'malformed'|'crashed', m: message, n?}
+//                     to: CPU time limit ms, wb: wall-time backstop ms, mb: memory MB,
+//                     u?: 1 to measure the call (a schema dry run)}
+//   child -> parent  {i, k: 'ok', v: result JSON text, n?: live isolate count, c?, hu?, hl?}
+//                    {i, k: 'timeout'|'memory'|'threw'|'compile'|'malformed'|'crashed', m: message, n?, c?, hu?, hl?}
+//                    c: CPU ms the call used (compile included), hu/hl: the isolate's heap in
+//                    use after the call and its limit, bytes (only when the call asked with u)
 //   child -> parent  {ready: true} once, after isolated-vm loaded.
 import { createRequire } from 'node:module';
 
@@ -460,7 +463,7 @@ function block(msg) {
   return { k: 'ok', v: 'null' };
 }
 
-async function runHook(msg) {
+async function runHook(msg, measured) {
   if (TEST_MODE && msg.o === '__test:block') return block(msg);
   const budget = {
     cpuLimitMs: msg.to,
@@ -469,7 +472,9 @@ async function runHook(msg) {
     wallEnd: performance.now() + msg.wb,
     slow: false,
   };
+  measured.budget = budget;
   const isolateEntry = getIsolate(msg.t, msg.mb);
+  measured.isolateEntry = isolateEntry;
   let ctx;
   try {
     ctx = getContext(isolateEntry, msg.o, msg.wb);
@@ -499,16 +504,41 @@ async function runHook(msg) {
   return { k: 'threw', m: clip(body) };
 }
 
+/**
+ * What a measured call (a schema dry run) used: its CPU time (a call cut at its limit counts
+ * the whole limit) and the isolate's heap after it. The heap is the tenant's isolate, shared
+ * by its hooks: the figure a call is held to by the memory limit.
+ */
+function usageOf(measured, reply) {
+  // the process's CPU over the call (calls run one at a time here, so it is this call's), rather
+  // than the budget's count, which skips the last step on the fast path
+  const used = cpuMsSince(measured.cpuStart);
+  const budget = measured.budget;
+  reply.c = Math.round((reply.k === 'timeout' && budget ? Math.max(used, budget.cpuLimitMs) : used) * 100) / 100;
+  const isolate = measured.isolateEntry?.isolate;
+  if (isolate && !isolate.isDisposed) {
+    try {
+      const heap = isolate.getHeapStatisticsSync();
+      reply.hu = heap.used_heap_size;
+      reply.hl = heap.heap_size_limit;
+    } catch {
+      // disposed in between: no heap figure for this call
+    }
+  }
+}
+
 async function serve(msg) {
   let reply;
+  const measured = { cpuStart: process.cpuUsage() };
   try {
-    reply = await runHook(msg);
+    reply = await runHook(msg, measured);
   } catch (error) {
     reply =
       error instanceof HookFailure
         ? { k: error.kind, m: error.message }
         : { k: 'crashed', m: `sandbox internal error: ${clip(error instanceof Error ? error.message : String(error))}` };
   }
+  if (msg.u === 1) usageOf(measured, reply);
   reply.i = msg.i;
   if (isolates.size !== reportedIsolates) {
     reportedIsolates = isolates.size;

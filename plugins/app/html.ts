@@ -54,7 +54,7 @@ export interface LayoutOptions {
   title: string;
   viewer: Viewer | null;
   /** which navigation entry is current */
-  nav?: 'inbox' | 'queue' | 'board' | 'programs' | 'analytics' | 'views' | 'search' | 'orgs';
+  nav?: 'inbox' | 'queue' | 'board' | 'programs' | 'analytics' | 'views' | 'search' | 'orgs' | 'schema';
   flash?: { kind: 'ok' | 'error'; text: string } | null;
   scripts?: string[];
   banner?: Html;
@@ -73,6 +73,7 @@ const NAV: Array<{ key: NonNullable<LayoutOptions['nav']>; href: string; label: 
   { key: 'analytics', href: '/app/analytics', label: 'Analytics' },
   { key: 'views', href: '/app/views', label: 'Views' },
   { key: 'search', href: '/app/search', label: 'Search' },
+  { key: 'schema', href: '/app/schema', label: 'Schema' },
 ];
 
 export function layout(opts: LayoutOptions, body: Html): string {

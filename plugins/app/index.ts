@@ -25,6 +25,9 @@ import {
 import { postComment, removeComment } from './pages/comments.js';
 import { moveCard, showBoard } from './pages/board.js';
 import { streamEvents } from './pages/events.js';
+import { dryRunEditor, saveEditor, showEditor } from './pages/schema-editor.js';
+import { approveProposal, dryRunProposal, rejectProposal, showProposal } from './pages/schema-proposal.js';
+import { showSchema, showSchemaType } from './pages/schema.js';
 import { markRead, showInbox } from './pages/inbox.js';
 import { showQueue } from './pages/queue.js';
 import { showLensCatalog, showView } from './pages/views.js';
@@ -64,6 +67,16 @@ function buildHost(host: AppHost): AppHost {
   host.getSigned('/app/analytics', showAnalytics);
   host.getSigned('/app/search', showSearch);
   host.getSigned('/app/views', showLensCatalog);
+  // schema authors (issue 25 item 5); the editor before /app/schema/:type, which would take its name
+  host.getSigned('/app/schema', showSchema);
+  host.getSigned('/app/schema/editor', showEditor);
+  host.postSigned('/app/schema/editor', saveEditor);
+  host.postSigned('/app/schema/editor/dry-run', dryRunEditor);
+  host.getSigned('/app/schema/proposals/:id', showProposal);
+  host.postSigned('/app/schema/proposals/:id/dry-run', dryRunProposal);
+  host.postSigned('/app/schema/proposals/:id/approve', approveProposal);
+  host.postSigned('/app/schema/proposals/:id/reject', rejectProposal);
+  host.getSigned('/app/schema/:type', showSchemaType);
   host.get('/app/views/:id', showView);
   host.get('/views/:id', showView);
   return host;

@@ -190,6 +190,20 @@ export class Bridge {
     this.need('comments', 'comments');
     return call(commentsApi.deleteComment, this.ctx, { id });
   }
+  /** The registry as GET /v1/schema answers it; `code` embeds the hook sources (the schema pages). */
+  schema(code: boolean) {
+    return call(coreApi.schema, this.ctx, { code });
+  }
+  /** A schema's hooks run against nodes in the sandbox, nothing written (the proposal page and the hook editor). */
+  dryRunSchema(input: InputOf<typeof coreApi.dryRunSchema>) {
+    return call(coreApi.dryRunSchema, this.ctx, dropUndefined(input));
+  }
+  /** The hook editor's save: a new schema node (`revision` null: 409 if the id exists) or a change with the revision echo. */
+  proposeSchema(markdown: string, revision: string | null) {
+    const entry =
+      revision === null ? { node: markdown, if_exists: 'error' as const } : { node: markdown, if_exists: 'update' as const, revision };
+    return call(coreApi.putNode, this.ctx, { nodes: [entry] });
+  }
   listLenses() {
     this.need('lenses', 'views');
     return call(lensesApi.listLenses, this.ctx, {});

@@ -18,6 +18,11 @@ export const coreAccess: AccessMap = {
   me: { callers: callers.anyPerson, scope: "the caller's own identity, read-only" },
   get_org_choices: { callers: callers.anyPerson, scope: "the orgs the caller's person may choose (identity provider), read-only" },
   schema: { callers: callers.anyPerson, scope: "the tenant's live schema, read-only" },
+  dry_run_schema: {
+    callers: callers.anyPerson,
+    person: true,
+    scope: "a schema node or draft run against nodes of the caller's tenant in the sandbox, read-only (the people who may propose schemas)",
+  },
   get_node: { callers: callers.anyPerson, scope: `${ANY_NODE}, read-only` },
   put_node: {
     callers: callers.anyPerson,

@@ -115,6 +115,9 @@ export const getOrgChoices = defineOperation({
   run: orgChoices.getOrgChoices,
 });
 
+/** POST /v1/schema/dry-run: declared beside its run (plugins/core/dry-run.ts). */
+export { dryRunSchema } from './dry-run.js';
+
 export const SchemaInput = object({ code: s.boolean('embed hook sources') });
 
 export const schema = defineOperation({

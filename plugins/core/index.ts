@@ -10,6 +10,7 @@ import { answer, defineOperation, object, s } from '../../kernel/operation.js';
 import { definePlugin, type OpContext } from '../../kernel/plugin.js';
 import { coreAccess } from './access.js';
 import * as api from './api.js';
+
 import { nodeResource } from './resources.js';
 
 const HELLO_URI = 'ui://workgraph/hello.html';
@@ -70,6 +71,7 @@ export const corePlugin = definePlugin({
     { method: 'GET', path: '/v1/me', operation: api.me },
     { method: 'GET', path: '/v1/me/org-choices', operation: api.getOrgChoices },
     { method: 'GET', path: '/v1/schema', operation: api.schema },
+    { method: 'POST', path: '/v1/schema/dry-run', operation: api.dryRunSchema },
     { method: 'GET', path: '/v1/nodes/:id', operation: api.getNode },
     { method: 'POST', path: '/v1/nodes', operation: api.putNode },
     { method: 'PATCH', path: '/v1/nodes/:id', operation: api.patchNode },
@@ -138,6 +140,12 @@ export const corePlugin = definePlugin({
     {
       description: 'Node types (prefix, statuses, transitions), edge types (aliases, inverses). code: hook sources too.',
       operation: api.schema,
+      annotations: { readOnlyHint: true },
+    },
+    {
+      description:
+        "Run a schema's hooks (schema_id or draft markdown) on up to 10 nodes in the sandbox; verdicts, CPU, heap. Writes nothing.",
+      operation: api.dryRunSchema,
       annotations: { readOnlyHint: true },
     },
     {

@@ -115,6 +115,16 @@ function inputFor(op: OperationDef, cred: Cred, fx: Fixture): Record<string, unk
     get_briefing: () => ({ project: 'proj-root' }),
     ask_question: () => ({ text: 'Is the matrix allowed to ask?' }),
     add_comment: () => ({ id: task, body: 'The matrix comments, @matrix-member' }),
+    dry_run_schema: () => ({
+      markdown: md({
+        id: 'schema-authz-dry',
+        type: 'schema',
+        summary: 'Matrix dry run',
+        applies_to: 'task',
+        hooks: { validate: '(input) => ({ ok: true, errors: [] })' },
+      }),
+      node_ids: [task],
+    }),
     list_comments: () => ({ id: task }),
     run_workflow: () => ({ id: 'wf-authz-missing' }),
     claim_step: () => ({ id: 'run-authz-missing', sid: 'build' }),

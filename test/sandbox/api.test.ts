@@ -205,6 +205,28 @@ describe('sandbox: hook calls', () => {
     });
   });
 
+  describe('measured calls (a schema dry run)', () => {
+    it('answers the CPU time and the isolate heap only when asked', async () => {
+      expect(await t.run('() => 1')).to.deep.equal({ ok: true, value: 1 });
+      const measured = await t.run('() => { let n = 0; for (let i = 0; i < 1e5; i++) n += i; return n > 0 }', {}, { measure: true });
+      expect(measured).to.deep.include({ ok: true, value: true });
+      expect(measured.usage?.cpuMs).to.be.a('number').and.at.least(0);
+      expect(measured.usage?.heapUsedBytes).to.be.a('number').and.above(0);
+      expect(measured.usage?.heapLimitBytes)
+        .to.be.a('number')
+        .and.above(measured.usage?.heapUsedBytes ?? 0);
+    });
+
+    it('a loop cut at its limit counts the whole limit; a failure carries its usage too', async () => {
+      const loop = await t.run('() => { for (;;) {} }', {}, { measure: true, limits: { timeoutMs: 30 } });
+      expect(loop).to.deep.include({ ok: false, kind: 'timeout' });
+      expect(loop.usage?.cpuMs).to.be.at.least(30);
+      const threw = await t.run("() => { throw new Error('no') }", {}, { measure: true });
+      expect(threw).to.deep.include({ ok: false, kind: 'threw' });
+      expect(threw.usage?.cpuMs).to.be.a('number');
+    });
+  });
+
   describe('start-up', () => {
     it('answers calls made while the child is still booting, once it is up', async () => {
       const s = scope.make();

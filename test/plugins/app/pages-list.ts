@@ -12,5 +12,9 @@ export const PAGES: Array<{ name: string; path: string; heading: RegExp }> = [
   { name: 'view', path: '/app/views/lens-open-work', heading: /Open work/ },
   { name: 'search', path: '/app/search?q=login+redirect', heading: /Search/ },
   { name: 'orgs', path: '/app/orgs', heading: /Tenants/ },
+  { name: 'schema', path: '/app/schema', heading: /^Schema$/ },
+  { name: 'schema-type', path: '/app/schema/task', heading: /Type: task/ },
+  { name: 'schema-proposal', path: '/app/schema/proposals/schema-task-review-gate', heading: /Tasks go through review/ },
+  { name: 'schema-editor', path: '/app/schema/editor?id=schema-task-review-gate', heading: /Edit schema-task-review-gate/ },
   { name: 'not-found', path: '/app/nodes/task-nowhere', heading: /Not found/ },
 ];

@@ -1,6 +1,7 @@
 /**
  * A small, realistic graph for the app's tests and screenshots: a program with a gating
- * tree, tasks and issues with markdown bodies and edges, a proposed decision, a lens.
+ * tree, tasks and issues with markdown bodies and edges, a proposed decision, a lens, a
+ * proposed schema node.
  */
 import { putNodes, type TestServer } from '../../helpers/harness.js';
 
@@ -52,6 +53,21 @@ export async function seedGraph(t: TestServer): Promise<void> {
       columns: ['id', 'title', 'status', 'priority'],
       group_by: 'status',
       sort: ['-priority', 'id'],
+    },
+  ]);
+  // a schema proposal by the admin (issue 25 item 5): the schema pages show it, another person may approve it
+  await putNodes(t, [
+    {
+      id: 'schema-task-review-gate',
+      type: 'schema',
+      title: 'Tasks go through review',
+      summary: 'Tasks may only move to done from review',
+      applies_to: 'task',
+      hooks: {
+        transition:
+          "(input) => input.to !== 'done' || input.from === 'review'\n  ? { allow: true }\n  : { allow: false, reason: 'move to review first' }",
+      },
+      body: 'Work is reviewed before it is done.\n',
     },
   ]);
   await t.api('POST', '/v1/nodes/task-login/edges', { body: { type: 'blocks', to: 'task-launch' } });
