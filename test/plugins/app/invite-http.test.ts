@@ -148,6 +148,14 @@ describe('app: one-time sign-in links (invite_person, POST /app/invite/{org})', 
     expect(denied.text).to.contain('forbidden');
   });
 
+  it('without SVC_OIDC_* the sign-in page offers no single sign-on and its address is a 404 page', async () => {
+    const w = new Browserless(t.url);
+    expect((await w.request('GET', '/app/signin')).text).not.to.contain('/app/signin/oidc');
+    const res = await w.request('GET', '/app/signin/oidc');
+    expect(res.status).to.equal(404);
+    expect(res.text).to.contain('Single sign-on is not set up');
+  });
+
   it('a form not from this app (no CSRF cookie) is refused and uses nothing up', async () => {
     const link = new URL((await invite(ada.id)).body.url as string);
     const stranger = new Browserless(t.url);

@@ -88,6 +88,11 @@ describe('app: OpenID Connect sign-in (GET /app/signin/oidc, /app/signin/oidc/ca
     expect(page.text).to.contain('Ada Lovelace');
     const own = (await t.api('GET', '/v1/me/tokens', { token: ada.token })).body.tokens as Array<{ label: string | null }>;
     expect(own.map((o) => o.label)).to.include('app sign-in (OpenID Connect)');
+    // the server logs route patterns only: neither the code nor the state reaches a log line
+    for (const line of t.logs) {
+      expect(line).not.to.contain(url.searchParams.get('code'));
+      expect(line).not.to.contain(url.searchParams.get('state'));
+    }
     // the code is single use: the same answer again is refused and signs no one in
     const replay = new Walker();
     replay.jar(t.url).set('svc_app_oidc', url.searchParams.get('state')!);
