@@ -54,6 +54,12 @@ function sameHash(a: string, b: string): boolean {
   return x.length === 32 && y.length === 32 && timingSafeEqual(x, y);
 }
 
+/** Where people reach the app: SVC_APP_URL (`{public base}/app`, docs/operator.md) when set, else this server's /app. */
+function appBase(ctx: OpContext): string {
+  const configured = ctx.services.config.appUrl;
+  return configured ? configured.replace(/\/+$/, '') : `${ctx.services.baseUrl}/app`;
+}
+
 export async function invitePerson(ctx: OpContext, input: Static<typeof InvitePersonInput>): Promise<Static<typeof SigninLink>> {
   requireAdmin(ctx);
   // a link is a credential: only a person's own credential makes one (like minting a token)
@@ -76,7 +82,7 @@ export async function invitePerson(ctx: OpContext, input: Static<typeof InvitePe
   if (marksOf(ctx.tenant).has(input.id)) await marksOf(ctx.tenant).delete(input.id);
   return {
     person: input.id,
-    url: `${ctx.services.baseUrl}/app/invite/${encodeURIComponent(ctx.tenant.org)}#${secret}`,
+    url: `${appBase(ctx)}/invite/${encodeURIComponent(ctx.tenant.org)}#${secret}`,
     expires_at: new Date(expires).toISOString(),
   };
 }
