@@ -164,7 +164,6 @@ function providerOf(services: KernelServices): Promise<oidc.Configuration> | nul
   return found;
 }
 
-
 const pendingStores = new WeakMap<KernelServices, Collection<PendingSignin>>();
 
 /**
