@@ -5,6 +5,8 @@
  * The browser walk is test/plugins/app/invite.test.ts.
  */
 import { expect } from 'chai';
+import type { IncomingMessage } from 'node:http';
+import { appRouter } from '../../../plugins/app/router.js';
 import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
 
 class Browserless {
@@ -154,6 +156,17 @@ describe('app: one-time sign-in links (invite_person, POST /app/invite/{org})', 
     const res = await w.request('GET', '/app/signin/oidc');
     expect(res.status).to.equal(404);
     expect(res.text).to.contain('Single sign-on is not set up');
+  });
+
+  it("cluster mode routes a link's form, and a provider sign-in naming a tenant, to that tenant's owner", async () => {
+    const router = appRouter(t.server.services);
+    const req = (method: string, url: string) => ({ method, url, headers: {} }) as IncomingMessage;
+    expect(router.applies(req('POST', '/app/invite/acme'))).to.equal('headers');
+    expect(await router.route(req('POST', '/app/invite/acme'), null)).to.deep.equal({ org: 'acme' });
+    expect(await router.route(req('GET', '/app/signin/oidc?org=acme&next=%2Fapp%2Fqueue'), null)).to.deep.equal({ org: 'acme' });
+    // the link's page itself holds nothing of the tenant's: any process serves it
+    expect(router.applies(req('GET', '/app/invite/acme'))).to.equal(false);
+    expect(router.applies(req('GET', '/app/signin/oidc'))).to.equal(false);
   });
 
   it('a form not from this app (no CSRF cookie) is refused and uses nothing up', async () => {
