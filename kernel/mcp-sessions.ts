@@ -52,6 +52,8 @@ export interface NewSession {
 export class McpSessions {
   private readonly sessions = new Map<string, Session>();
   private readonly timer: NodeJS.Timeout;
+  /** tenants whose close ends their sessions here (one hook each) */
+  private readonly watched = new WeakSet<Tenant>();
 
   constructor(private readonly services: KernelServices) {
     this.timer = setInterval(() => this.sweep(), SWEEP_MS);
@@ -151,6 +153,14 @@ export class McpSessions {
       throw err;
     }
     this.sessions.set(id, session);
+    if (!this.watched.has(tenant)) {
+      // a tenant leaving this process (cluster hand-off, lost lease) ends its sessions at once, not
+      // at the next sweep: the client's next request gets 404 and it starts anew at the new owner
+      this.watched.add(tenant);
+      tenant.onClose(async () => {
+        for (const s of [...this.sessions.values()]) if (s.tenant === tenant) this.end(s, 'tenant closed here');
+      });
+    }
     try {
       await server.connect(session.transport);
       await withRequestContext(spec.ctx, () => session.transport.handleRequest(req, res, body));

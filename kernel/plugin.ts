@@ -72,6 +72,13 @@ export interface KernelServices {
    * answer wins; none: the request is served where it arrived. Unused by a single process.
    */
   requestRouters: RequestRouter[];
+  /**
+   * Cluster mode: whether this process still surely owns `org` (its lease counted on by the
+   * local monotonic clock, kernel/cluster/ownership.ts `fenceOf`). A process paused or cut off
+   * past its lease answers false at once, before it learns it lost the tenant, so what it would
+   * do unasked (deliver webhooks) waits. Unset (one process): every open tenant is served here.
+   */
+  serves?: (org: string) => boolean;
 }
 
 export interface RequestRouter {

@@ -214,6 +214,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     registeredRoutes: [],
     requestRouters: [],
     globalStore: runtime ? pgGlobalStores(runtime.db) : undefined,
+    serves: runtime ? (org) => runtime.cluster.fenceOf(org) !== null : undefined,
     stopSignal: stopping.signal,
   };
   // the capability to change identity facts goes to the identity plugin and nowhere else

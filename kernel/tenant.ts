@@ -162,6 +162,16 @@ export class Tenant {
   private queue: Promise<unknown> = Promise.resolve();
   private commitsSinceSnapshot = 0;
   private closed = false;
+  private readonly closing: Array<() => Promise<void>> = [];
+
+  /**
+   * Runs `fn` when the tenant closes in this process (a hand-off, a lost lease, a stop), after
+   * its writes drained and before its stores close: what a plugin still holds for the tenant
+   * (webhook cursors written behind deliveries) goes out under this process's fence.
+   */
+  onClose(fn: () => Promise<void>): void {
+    this.closing.push(fn);
+  }
 
   private constructor(
     readonly org: string,
@@ -419,6 +429,8 @@ export class Tenant {
   async close(): Promise<void> {
     await this.drain();
     this.closed = true;
+    for (const fn of this.closing.splice(0))
+      await fn().catch((err: unknown) => this.deps.log.warn('a close hook failed', { org: this.org, error: String(err) }));
     await this.events?.close();
     await this.tokens
       .flush()

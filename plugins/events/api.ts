@@ -2,10 +2,12 @@
  * The events plugin's operations, each declared once: GET /v1/events (a Server-Sent Events
  * stream, or the `wait` JSON form) and the MCP tool `wait_for_events` (the JSON form).
  */
+import { setMaxListeners } from 'node:events';
 import { isLive } from '../../kernel/auth.js';
 import { answer, defineOperation, NodeId, object, s } from '../../kernel/operation.js';
 import { RawResponse } from '../../kernel/plugin.js';
 import type { OpContext } from '../../kernel/plugin.js';
+import type { Tenant } from '../../kernel/tenant.js';
 import { missedBefore, selectionFor, startCursor, type EventQuery } from './select.js';
 import { EventStream } from './sse.js';
 import { acquireSlot, streamCounts } from './slots.js';
@@ -97,6 +99,25 @@ export const waitForEvents = defineOperation({
   run: (ctx, input) => answerAfter(ctx, input, 30),
 });
 
+/**
+ * Aborted when `tenant` closes in this process (cluster mode: a hand-off or a lost lease): its
+ * streams end then rather than at their next heartbeat, so their clients reconnect to the new
+ * owner with Last-Event-ID within the retry delay. One signal (and one close hook) per tenant.
+ */
+const tenantClosed = new WeakMap<Tenant, AbortSignal>();
+function closedSignalOf(tenant: Tenant): AbortSignal {
+  let signal = tenantClosed.get(tenant);
+  if (!signal) {
+    const controller = new AbortController();
+    // every stream of the tenant listens to it: many listeners are expected, not a leak
+    setMaxListeners(0, controller.signal);
+    tenant.onClose(async () => controller.abort());
+    signal = controller.signal;
+    tenantClosed.set(tenant, signal);
+  }
+  return signal;
+}
+
 /** The caller's credential still holds and this process still serves the tenant. */
 function streamMayGoOn(ctx: OpContext): boolean {
   const { tenant, actor, services } = ctx;
@@ -128,6 +149,7 @@ export function openEventStream(ctx: OpContext, input: EventQuery): RawResponse 
     gap: missedBefore(sel.log, cursor) ? { since: cursor, first_id: sel.log.firstId } : null,
     config: ctx.services.config.events,
     stopSignal: ctx.services.stopSignal,
+    endSignal: closedSignalOf(ctx.tenant),
     log: ctx.services.log,
     onClose: release,
     alive: () => streamMayGoOn(ctx),

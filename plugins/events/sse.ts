@@ -29,6 +29,8 @@ export interface StreamOptions {
   gap: { since: number; first_id: number } | null;
   config: EventStreamConfig;
   stopSignal: AbortSignal;
+  /** aborted when the tenant closes in this process (cluster hand-off, lost lease): the stream ends at once, the reconnect reaches the new owner */
+  endSignal?: AbortSignal;
   log: Logger;
   /** called once when the stream is gone (its slot is released) */
   onClose: () => void;
@@ -134,6 +136,8 @@ export class EventStream extends Readable {
     this.heartbeat.unref();
     if (o.stopSignal.aborted) queueMicrotask(this.onStop);
     else o.stopSignal.addEventListener('abort', this.onStop, { once: true });
+    if (o.endSignal?.aborted) queueMicrotask(this.onStop);
+    else o.endSignal?.addEventListener('abort', this.onStop, { once: true });
     void this.catchUp();
   }
 
@@ -167,6 +171,7 @@ export class EventStream extends Readable {
     this.unsubscribe();
     dirty.delete(this);
     this.o.stopSignal.removeEventListener('abort', this.onStop);
+    this.o.endSignal?.removeEventListener('abort', this.onStop);
     this.queue = [];
     this.queuedBytes = 0;
     this.pending = [];

@@ -15,6 +15,11 @@
  *   cursor is written behind the deliveries (CursorBook: a send never waits for a durable write;
  *   after a crash the events since the last durable cursor go out again, same `webhook-id`),
  *   and connections to the receiver are kept alive (ReceiverConnections).
+ * - One sender (cluster mode): a send waits while this process does not surely hold the tenant's
+ *   lease (`services.serves`: a process paused or cut off past its lease knows it by its own
+ *   clock before it hears it lost the tenant), and a tenant closing here (hand-off, lost lease,
+ *   stop) cuts the request in flight and writes the cursor out under this process's fence
+ *   before its stores close, so the next owner starts where this one stopped.
  * - Time is the kernel's clock (`services.clock`): the wait before a retry is re-checked at
  *   least every TICK_MS, so a test that moves the clock sees the retry within a tick.
  */
@@ -54,9 +59,11 @@ const engines = new Map<Tenant, TenantEngine>();
 export function engineOf(tenant: Tenant, services: KernelServices): TenantEngine {
   let engine = engines.get(tenant);
   if (!engine) {
-    engine = new TenantEngine(tenant, services);
+    const started = new TenantEngine(tenant, services);
+    engine = started;
     engines.set(tenant, engine);
     engine.start();
+    tenant.onClose(() => started.shutdown());
   }
   return engine;
 }
@@ -75,6 +82,8 @@ export class TenantEngine {
   readonly cursors: CursorBook;
   private readonly workers = new Map<string, Worker>();
   private unsubscribe: (() => void) | null = null;
+  /** aborted at stop: cuts the requests in flight, which must not outlive this process's turn as owner */
+  private readonly cut = new AbortController();
   private timer: NodeJS.Timeout | null = null;
   stopped = false;
 
@@ -99,9 +108,22 @@ export class TenantEngine {
     for (const id of this.stores.hooks.entries()) this.worker(id[0]).kick();
   }
 
+  /** Stops, waits for the turn in flight (its request cut by stop), and writes cursors and logs out. */
+  async shutdown(): Promise<void> {
+    this.stop();
+    await Promise.all([...this.workers.values()].map((w) => w.idle()));
+    await Promise.all([this.cursors.settled(), this.deliveryLog.settled()]);
+  }
+
+  /** Cluster mode: this process surely holds the tenant's lease now; one process: always. */
+  serving(): boolean {
+    return this.services.serves ? this.services.serves(this.tenant.org) : true;
+  }
+
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.cut.abort();
     this.unsubscribe?.();
     if (this.timer) clearInterval(this.timer);
     for (const w of this.workers.values()) w.connections.close();
@@ -150,7 +172,9 @@ export class TenantEngine {
     for (const hook of this.stores.hooks.values()) {
       if (!hook.enabled) continue;
       const cursor = this.cursors.get(hook.id);
-      if (cursor?.next_attempt_ms != null && cursor.next_attempt_ms <= now) this.worker(hook.id).kick();
+      const w = this.worker(hook.id);
+      // held while the lease was not counted on (a renewal came back late): go on once it is
+      if (w.held || (cursor?.next_attempt_ms != null && cursor.next_attempt_ms <= now)) w.kick();
     }
   }
 
@@ -168,6 +192,7 @@ export class TenantEngine {
         allowPrivate: this.services.config.webhookAllowPrivate,
         timeoutMs: this.services.config.webhookTimeoutMs,
         connections: this.worker(hook.id).connections,
+        signal: this.cut.signal,
       });
     } catch (err) {
       result = { ok: false, status: null, latency_ms: 0, error: err instanceof Error ? err.message : String(err) };
@@ -181,7 +206,8 @@ export class TenantEngine {
       kind,
       ...result,
     };
-    if (this.stores.hooks.has(hook.id)) this.deliveryLog.append(hook.id, record);
+    // a request cut because the tenant closed here is not a failure of the receiver: the next owner sends it again
+    if (this.stores.hooks.has(hook.id) && !(this.stopped && !record.ok)) this.deliveryLog.append(hook.id, record);
     return record;
   }
 
@@ -198,6 +224,8 @@ class Worker {
   private turn: Promise<unknown> = Promise.resolve();
   /** a retry is scheduled: events arriving meanwhile do not wake the loop */
   waiting = false;
+  /** the last step found the lease not surely held: the engine's tick tries again */
+  held = false;
   /** kept-alive connections to this subscription's receiver */
   readonly connections = new ReceiverConnections();
 
@@ -213,6 +241,11 @@ class Worker {
 
   cancel(): void {
     this.cancelled = true;
+  }
+
+  /** Resolves once the turn in flight (if any) is over. */
+  idle(): Promise<unknown> {
+    return this.turn;
   }
 
   /** Runs `fn` in this subscription's turn: one request in flight per subscription. */
@@ -257,6 +290,9 @@ class Worker {
       return false;
     }
     this.waiting = false;
+    // a former owner (paused, partitioned) sends nothing once its lease may have been taken over
+    this.held = !this.engine.serving();
+    if (this.held) return false;
     const [event] = await eventsOf(this.engine.tenant).read(state.cursor, filterOf(hook), 1);
     if (!event) return false;
     const body = this.engine.bodyOf(hook, event);
@@ -270,6 +306,8 @@ class Worker {
     const current = stores.hooks.get(this.id);
     if (!current || !current.enabled || this.cancelled) return false;
     const after = services.clock.now();
+    // cut by the tenant closing here (shutdown): no failure recorded, the next owner sends it again
+    if (this.engine.stopped && !record.ok) return false;
     if (record.ok) {
       // written behind: the next send does not wait for it
       cursors.set(this.id, {

@@ -115,12 +115,16 @@ export class ReceiverConnections {
   }
 }
 
+const CUT = 'cut: the tenant closed in this process';
+
 export interface SendOptions {
   allowPrivate: boolean;
   timeoutMs: number;
   resolve?: Resolver;
   /** keep-alive connections to reuse; without: one connection for this request alone */
   connections?: ReceiverConnections;
+  /** aborted: the request is cut and not tried again (the tenant closed in this process) */
+  signal?: AbortSignal;
 }
 
 export interface SendResult {
@@ -149,6 +153,7 @@ export async function send(url: string, body: string, headers: Record<string, st
   } catch (err) {
     return done(null, err instanceof Error ? err.message : String(err));
   }
+  if (opts.signal?.aborted) return done(null, CUT);
   // every connection attempt of this request gets the checked address, never a fresh DNS answer
   const lookup: LookupFunction = (_hostname, options, callback) => {
     if ((options as { all?: boolean }).all)
@@ -167,10 +172,17 @@ export async function send(url: string, body: string, headers: Record<string, st
       finish(null, `no answer within ${opts.timeoutMs} ms`);
       current?.destroy(new Error('timed out'));
     }, opts.timeoutMs);
+    // the engine's stop (the tenant closed in this process) cuts the request in flight
+    const onCut = () => {
+      finish(null, CUT);
+      current?.destroy(new Error('cut'));
+    };
+    opts.signal?.addEventListener('abort', onCut, { once: true });
     const finish = (status: number | null, error: string | null) => {
       if (settled) return;
       settled = true;
       clearTimeout(deadline);
+      opts.signal?.removeEventListener('abort', onCut);
       resolve(done(status, error));
     };
     const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -209,7 +221,16 @@ export async function send(url: string, body: string, headers: Record<string, st
       req.on('error', (err: NodeJS.ErrnoException) => {
         // a kept-alive connection the receiver closed while idle fails at once: once more on a new one
         // (the receiver may have seen the request; a repeat is at-least-once, same webhook-id)
-        if (retry && req.reusedSocket && !answered && !timedOut && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) return go(false);
+        if (
+          retry &&
+          req.reusedSocket &&
+          !answered &&
+          !timedOut &&
+          !opts.signal?.aborted &&
+          (err.code === 'ECONNRESET' || err.code === 'EPIPE')
+        )
+          return go(false);
+        if (opts.signal?.aborted) return finish(null, CUT);
         finish(null, timedOut ? `no answer within ${opts.timeoutMs} ms` : err.message);
       });
       current = req;

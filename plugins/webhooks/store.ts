@@ -105,124 +105,141 @@ export function newSecret(): string {
 }
 
 /**
- * The delivery logs, written behind the deliveries: an attempt is in the log (memory) at once,
- * and each subscription's log goes to the store with at most one write in flight and at most
- * one write per CURSOR_WRITE_MS, the attempts made meanwhile coalesced into the next one. The
- * log is a record for admins, not part of the delivery guarantee (the cursor is), so it never
- * holds a delivery turn up for a durable write.
+ * Values written behind: the newest value of a key is in memory at once (`get`), and the
+ * collection gets the values set meanwhile in ONE batch, with one batch in flight and at most
+ * one every `intervalMs` while values keep changing (the first after a quiet spell goes at
+ * once). One writer per tenant and collection, not one per subscription: ten busy subscriptions
+ * cost one durable write per interval, not ten (every durable write is an fsync that waits in
+ * the same disk queue as the graph's commits). A failed batch keeps its values for the next set.
  */
-export class DeliveryLog {
-  /** logs newer than what was handed to the store */
-  private readonly unwritten = new Map<string, DeliveryAttempt[]>();
-  private readonly writing = new Map<string, Promise<void>>();
+class WrittenBehind<T> {
+  private readonly unwritten = new Map<string, T>();
+  private loop: Promise<void> | null = null;
 
   constructor(
-    private readonly stores: WebhookStores,
+    private readonly collection: Collection<T>,
+    /** keys still wanted (a subscription deleted meanwhile gets nothing written back) */
+    private readonly keep: (key: string) => boolean,
     private readonly onError: (err: unknown) => void,
+    private readonly intervalMs: number,
   ) {}
 
-  entries(id: string): DeliveryAttempt[] {
-    return this.unwritten.get(id) ?? this.stores.deliveries.get(id) ?? [];
+  get(key: string): T | undefined {
+    return this.unwritten.has(key) ? this.unwritten.get(key) : this.collection.get(key);
   }
 
-  append(id: string, attempt: DeliveryAttempt): void {
-    // newest first, bounded
-    this.unwritten.set(id, [attempt, ...this.entries(id)].slice(0, DELIVERY_LOG_SIZE));
-    if (this.writing.has(id)) return;
-    const run = async () => {
-      for (let log = this.unwritten.get(id); log; log = this.unwritten.get(id)) {
-        this.unwritten.delete(id);
-        // a subscription deleted meanwhile gets no log back
-        if (this.stores.hooks.has(id)) await this.stores.deliveries.set(id, log);
-        // a busy subscription rewrites its log (up to 100 attempts) at most every CURSOR_WRITE_MS, not per delivery
-        if (this.unwritten.has(id)) await new Promise<void>((resolve) => setTimeout(resolve, CURSOR_WRITE_MS).unref());
-      }
-    };
-    const p = run()
-      .catch(this.onError)
-      .finally(() => this.writing.delete(id));
-    this.writing.set(id, p);
+  set(key: string, value: T): void {
+    this.unwritten.set(key, value);
+    if (!this.loop)
+      this.loop = this.run()
+        .catch(this.onError)
+        .finally(() => {
+          this.loop = null;
+        });
+  }
+
+  private async run(): Promise<void> {
+    while (this.unwritten.size > 0) {
+      for (const key of [...this.unwritten.keys()]) if (!this.keep(key)) this.unwritten.delete(key);
+      const changes = [...this.unwritten].map(([key, value]) => ({ key, value }));
+      if (changes.length === 0) return;
+      await this.collection.batch(changes);
+      // values set during the write keep their place until the next one
+      for (const { key, value } of changes) if (this.unwritten.get(key) === value) this.unwritten.delete(key);
+      if (this.unwritten.size > 0) await new Promise<void>((resolve) => setTimeout(resolve, this.intervalMs).unref());
+    }
+  }
+
+  /** Sets and waits until the value is durable; a failed write rejects (an admin's change answers once it is durable). */
+  async setDurably(key: string, value: T): Promise<void> {
+    this.unwritten.set(key, value);
+    await this.settled();
+    if (this.unwritten.get(key) !== value) return;
+    await this.collection.set(key, value);
+    if (this.unwritten.get(key) === value) this.unwritten.delete(key);
   }
 
   /** Written out (tests, shutdown). */
   async settled(): Promise<void> {
-    while (this.writing.size) await Promise.all(this.writing.values());
+    while (this.loop) await this.loop;
   }
 
-  async delete(id: string): Promise<void> {
-    this.unwritten.delete(id);
-    await this.writing.get(id);
-    await this.stores.deliveries.delete(id);
+  async delete(key: string): Promise<void> {
+    this.unwritten.delete(key);
+    await this.settled();
+    await this.collection.delete(key);
+  }
+}
+
+/** how often a busy tenant's delivery logs are written: a record for admins, not part of the guarantee */
+export const DELIVERY_LOG_WRITE_MS = 1000;
+
+/**
+ * The delivery logs, written behind the deliveries (WrittenBehind): an attempt is in the log
+ * (memory) at once and reaches the store at most DELIVERY_LOG_WRITE_MS later. The log is a
+ * record for admins, not part of the delivery guarantee (the cursor is), so it never holds a
+ * delivery turn up for a durable write.
+ */
+export class DeliveryLog {
+  private readonly logs: WrittenBehind<DeliveryAttempt[]>;
+
+  constructor(stores: WebhookStores, onError: (err: unknown) => void) {
+    this.logs = new WrittenBehind(stores.deliveries, (id) => stores.hooks.has(id), onError, DELIVERY_LOG_WRITE_MS);
+  }
+
+  entries(id: string): DeliveryAttempt[] {
+    return this.logs.get(id) ?? [];
+  }
+
+  append(id: string, attempt: DeliveryAttempt): void {
+    // newest first, bounded
+    const log = this.entries(id);
+    this.logs.set(id, [attempt, ...log.slice(0, DELIVERY_LOG_SIZE - 1)]);
+  }
+
+  settled(): Promise<void> {
+    return this.logs.settled();
+  }
+
+  delete(id: string): Promise<void> {
+    return this.logs.delete(id);
   }
 }
 
 /**
- * The subscriptions' cursors, written behind the deliveries: the engine's view of a cursor is
- * the newest value (memory) at once, and each subscription's cursor goes to the store with at
- * most one write in flight and at most one write per CURSOR_WRITE_MS while it keeps moving, the
- * values set meanwhile coalesced into the next write. A delivery never waits for the write
- * (a burst of events would otherwise cost a durable write per event before the next send);
- * after a crash the loop resumes at the last durable cursor, so the events delivered since are
- * sent again with the same `webhook-id` (at-least-once, docs/events.md "Delivery guarantees").
+ * The subscriptions' cursors, written behind the deliveries (WrittenBehind): the engine's view
+ * of a cursor is the newest value (memory) at once, and the tenant's moved cursors go to the
+ * store together, at most one write per CURSOR_WRITE_MS while they keep moving. A delivery
+ * never waits for the write (a burst of events would otherwise cost a durable write per event
+ * before the next send); after a crash the loop resumes at the last durable cursor, so the
+ * events delivered since are sent again with the same `webhook-id` (at-least-once,
+ * docs/events.md "Delivery guarantees").
  */
 export class CursorBook {
-  /** values newer than what the store holds durably, until written */
-  private readonly unwritten = new Map<string, WebhookCursor>();
-  private readonly writing = new Map<string, Promise<void>>();
+  private readonly cursors: WrittenBehind<WebhookCursor>;
 
-  constructor(
-    private readonly stores: WebhookStores,
-    private readonly onError: (err: unknown) => void,
-    private readonly intervalMs = CURSOR_WRITE_MS,
-  ) {}
+  constructor(stores: WebhookStores, onError: (err: unknown) => void, intervalMs = CURSOR_WRITE_MS) {
+    this.cursors = new WrittenBehind(stores.cursors, (id) => stores.hooks.has(id), onError, intervalMs);
+  }
 
   get(id: string): WebhookCursor | undefined {
-    return this.unwritten.get(id) ?? this.stores.cursors.get(id);
+    return this.cursors.get(id);
   }
 
   set(id: string, cursor: WebhookCursor): void {
-    this.unwritten.set(id, cursor);
-    if (this.writing.has(id)) return;
-    const run = async () => {
-      for (let value = this.unwritten.get(id); value; value = this.unwritten.get(id)) {
-        // a subscription deleted meanwhile gets no cursor back
-        if (!this.stores.hooks.has(id)) {
-          this.unwritten.delete(id);
-          return;
-        }
-        await this.stores.cursors.set(id, value);
-        // newer values keep their place until their own write
-        if (this.unwritten.get(id) === value) {
-          this.unwritten.delete(id);
-          return;
-        }
-        await new Promise<void>((resolve) => setTimeout(resolve, this.intervalMs).unref());
-      }
-    };
-    const p = run()
-      .catch(this.onError)
-      .finally(() => this.writing.delete(id));
-    this.writing.set(id, p);
+    this.cursors.set(id, cursor);
   }
 
-  /** Sets and waits until the value is durable (an admin's change answers once it is). */
-  async setDurably(id: string, cursor: WebhookCursor): Promise<void> {
-    this.set(id, cursor);
-    await this.settled(id);
+  setDurably(id: string, cursor: WebhookCursor): Promise<void> {
+    return this.cursors.setDurably(id, cursor);
   }
 
-  /** Written out (one subscription, or all: tests, shutdown). */
-  async settled(id?: string): Promise<void> {
-    if (id !== undefined) {
-      while (this.writing.has(id)) await this.writing.get(id);
-      return;
-    }
-    while (this.writing.size) await Promise.all(this.writing.values());
+  /** Written out (tests, shutdown). */
+  settled(): Promise<void> {
+    return this.cursors.settled();
   }
 
-  async delete(id: string): Promise<void> {
-    this.unwritten.delete(id);
-    await this.writing.get(id);
-    await this.stores.cursors.delete(id);
+  delete(id: string): Promise<void> {
+    return this.cursors.delete(id);
   }
 }

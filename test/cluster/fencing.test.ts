@@ -3,7 +3,9 @@
  * forking the history. Two members in one process on one data directory and one real
  * PostgreSQL: A owns a tenant; its lease is taken (the fence moves on) while A still runs;
  * A's next commit and operational write fail with 503 `not_owner`, A never moves the ref,
- * and the member that takes the tenant over serves exactly the acknowledged history.
+ * and the member that takes the tenant over serves exactly the acknowledged history. The
+ * webhooks' cursors and delivery state (issue 24, item 6) are such operational writes: a former
+ * owner can move neither, and the next owner resumes from the cursor the fence last accepted.
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
@@ -23,6 +25,14 @@ import { createSandbox } from '../../sandbox/index.js';
 import type { Sandbox } from '../../sandbox/types.js';
 import { seedPack } from '../../seed-pack/index.js';
 import { allPlugins } from '../../scripts/plugins.js';
+import {
+  CursorBook,
+  DeliveryLog,
+  storesOf,
+  type DeliveryAttempt,
+  type StoredWebhook,
+  type WebhookCursor,
+} from '../../plugins/webhooks/store.js';
 import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
 
 const quiet = createLogger(() => undefined, true);
@@ -143,5 +153,90 @@ describe('cluster: fencing a former owner', function () {
       { encoding: 'utf8' },
     );
     expect(fsck.status, fsck.stdout + fsck.stderr).to.equal(0);
+  });
+
+  it('a former owner cannot move a webhook cursor or write delivery state; the next owner resumes from the accepted cursor', async () => {
+    const a = member();
+    await a.tenants.create({ org: 'hooks', adminName: 'Admin', adminEmail: 'admin@hooks.test', plugins: allPlugins.map((p) => p.name) });
+    const tenantA = (await a.cluster.claim('hooks'))!;
+    expect(tenantA).to.not.equal(null);
+    const stores = storesOf(tenantA);
+    const now = new Date().toISOString();
+    const hook: StoredWebhook = {
+      id: 'wh_fence',
+      url: 'https://hooks.example.com/in',
+      types: [],
+      project: null,
+      description: '',
+      format: 'json',
+      enabled: true,
+      secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      previous_secret: null,
+      previous_until: null,
+      disabled_reason: null,
+      created: now,
+      created_by: 'person-admin',
+      updated: now,
+    };
+    const accepted: WebhookCursor = { cursor: 3, attempts: 0, failing_since: null, next_attempt_ms: null, last_success: now };
+    const attempt = (event: number): DeliveryAttempt => ({
+      at: now,
+      event,
+      type: 'node.created',
+      message_id: `evt_hooks_${event}`,
+      attempt: 1,
+      kind: 'delivery',
+      ok: true,
+      status: 200,
+      latency_ms: 3,
+      error: null,
+    });
+    // written by the owner under its fence
+    await stores.hooks.set(hook.id, hook);
+    await stores.cursors.set(hook.id, accepted);
+    await stores.deliveries.set(hook.id, [attempt(3)]);
+    const rows = async () =>
+      (
+        await db.pool.query(
+          `SELECT collection, key, value FROM wg_state WHERE org = 'hooks' AND collection LIKE 'webhook%' ORDER BY collection, key`,
+        )
+      ).rows;
+    const before = await rows();
+    expect(before.map((r) => r.collection)).to.deep.equal(['webhook-cursors', 'webhook-deliveries', 'webhooks']);
+
+    // another process takes the lease over while A still runs (and still believes it owns the tenant)
+    await db.pool.query(
+      `UPDATE wg_owners SET owner = 'intruder', fence = fence + 1, expires_at = now() + interval '1 minute' WHERE org = 'hooks'`,
+    );
+    const refused = (err: unknown) => isSvcError(err) && err.status === 503 && err.code === 'not_owner';
+
+    // the engine's paths: the cursor written behind a delivery, the delivery log after an attempt
+    const failures: unknown[] = [];
+    const book = new CursorBook(stores, (err) => failures.push(err));
+    book.set(hook.id, { ...accepted, cursor: 9 });
+    await book.settled();
+    const log = new DeliveryLog(stores, (err) => failures.push(err));
+    log.append(hook.id, attempt(9));
+    await log.settled();
+    expect(failures.length, failures.map(String).join('; ')).to.equal(2);
+    expect(failures.every(refused), failures.map(String).join('; ')).to.equal(true);
+    // a durable write (an admin's re-enable, a disable after a day of failures)
+    let direct: unknown = null;
+    await stores.cursors.set(hook.id, { ...accepted, cursor: 12, attempts: 4 }).catch((err: unknown) => (direct = err));
+    expect(direct, 'a direct cursor write').to.not.equal(null);
+
+    // nothing changed in PostgreSQL, and A's memory is back to what PostgreSQL holds
+    expect(await rows()).to.deep.equal(before);
+    expect(stores.cursors.get(hook.id)).to.deep.equal(accepted);
+
+    // the next owner resumes from the accepted cursor
+    await db.pool.query(`UPDATE wg_owners SET expires_at = now() - interval '1 second' WHERE org = 'hooks'`);
+    const b = member();
+    const tenantB = (await b.cluster.claim('hooks'))!;
+    expect(tenantB).to.not.equal(null);
+    expect(storesOf(tenantB).cursors.get(hook.id)).to.deep.equal(accepted);
+    expect(storesOf(tenantB).deliveries.get(hook.id)).to.deep.equal([attempt(3)]);
+    await storesOf(tenantB).cursors.set(hook.id, { ...accepted, cursor: 9 });
+    expect((await rows()).find((r) => r.collection === 'webhook-cursors')!.value.cursor).to.equal(9);
   });
 });

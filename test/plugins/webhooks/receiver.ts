@@ -16,6 +16,9 @@ export interface Received {
   /** the signature verified with the secret the test set (null: no secret set yet) */
   verified: boolean | null;
   verifyError: string | null;
+  /** when it arrived (performance.now()) and from which port (tells senders' connections apart) */
+  at: number;
+  port: number;
 }
 
 export interface Reply {
@@ -35,6 +38,9 @@ export class Receiver {
   private readonly sockets = new Set<Socket>();
   /** TCP connections accepted so far (kept-alive connections are reused across deliveries) */
   connections = 0;
+  /** requests open now (until their answer went out or their connection closed), and the most at once */
+  inFlight = 0;
+  maxInFlight = 0;
 
   get url(): string {
     return `http://127.0.0.1:${this.port}/hook`;
@@ -66,6 +72,9 @@ export class Receiver {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    res.once('close', () => this.inFlight--);
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');
@@ -88,7 +97,16 @@ export class Receiver {
     } catch {
       json = undefined;
     }
-    const rec: Received = { n: this.received.length + 1, headers, body, json, verified, verifyError };
+    const rec: Received = {
+      n: this.received.length + 1,
+      headers,
+      body,
+      json,
+      verified,
+      verifyError,
+      at: performance.now(),
+      port: req.socket.remotePort ?? 0,
+    };
     this.received.push(rec);
     const reply = this.reply(rec.n, rec);
     if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));

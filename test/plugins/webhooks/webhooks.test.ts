@@ -203,12 +203,27 @@ describe('webhooks: management and signed delivery', function () {
     for (const res of answers) expect(res.status, res.text).to.equal(200);
     const ids = (await log.read(before, { types: ['node.created'] }, 1000)).filter((e) => names.includes(e.nodes[0]!)).map((e) => e.id);
     expect(ids).to.have.length(50);
-    await until(() => r.eventIds().length >= ids.length, 'the burst at the receiver');
-    // no failure, no restart: each event exactly once, in the log's order
-    expect(r.eventIds()).to.deep.equal(ids);
+    const distinct = (): number[] => [...new Set(r.eventIds())];
+    await until(() => distinct().length >= ids.length, 'the burst at the receiver');
+    // each event in the log's order; again only after an attempt the server saw fail: the
+    // receiver runs in this process, so on a loaded machine the burst's own writes can hold its
+    // answer past this suite's 500 ms delivery timeout (at-least-once, same webhook-id)
+    expect(distinct()).to.deep.equal(ids);
+    const attempts = (await t.api('GET', `/v1/webhooks/${hook.id}/deliveries?limit=100`)).body.deliveries as Array<{
+      ok: boolean;
+      event: number;
+    }>;
+    const failed = attempts.filter((a) => !a.ok);
+    const seen = r.eventIds();
+    const repeated = [...new Set(seen.filter((id, i) => seen.indexOf(id) !== i))];
+    for (const id of repeated)
+      expect(
+        failed.map((a) => a.event),
+        `event ${id} came again without a failed attempt`,
+      ).to.include(id);
     for (const rec of r.received) expect(rec.verified, rec.verifyError ?? '').to.equal(true);
-    // one kept-alive connection carried the burst, not a handshake per event
-    expect(r.connections).to.be.at.most(2);
+    // one kept-alive connection carried the burst, not a handshake per event (a timed-out attempt's connection is not reused)
+    expect(r.connections).to.be.at.most(2 + failed.length);
     // the cursor written behind the deliveries reaches the store
     const stored = t.server.services.tenants.get(t.org)!.state.collection<{ cursor: number }>('webhook-cursors');
     await until(() => stored.get(hook.id)?.cursor === ids.at(-1), 'the durable cursor');
