@@ -143,9 +143,15 @@ export const NON_OPERATION_ROUTES: readonly RouteAccess[] = [
     scope: 'exchanges or revokes OAuth tokens of that grant only',
   },
   {
+    route: 'GET|POST /app/invite/:org, GET /app/signin/oidc, GET /app/signin/oidc/callback',
+    plugin: 'app',
+    callers: ['a one-time sign-in link (invite_person)', "an OpenID Connect provider's verified email"],
+    scope: "signs the link's person, or the person of that email, in to the app (a new session); nothing else",
+  },
+  {
     route: 'GET|POST /app, /app/*',
     plugin: 'app',
-    callers: ['app session cookie (signed in with a PAT)'],
+    callers: ['app session cookie (signed in with a PAT, a sign-in link or OpenID Connect)'],
     scope: "the signed-in person's pages; each page calls the operations below with that person's rights",
   },
   {

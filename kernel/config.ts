@@ -100,6 +100,11 @@ export interface ServerConfig {
   captureMetrics: boolean;
   appUrl: string | null;
   idpUrl: string | null;
+  /**
+   * The app's OpenID Connect sign-in (SVC_OIDC_ISSUER, SVC_OIDC_CLIENT_ID, SVC_OIDC_CLIENT_SECRET):
+   * all three or none; null = off
+   */
+  oidc: { issuer: string; clientId: string; clientSecret: string } | null;
   ingestUrl: string | null;
   /** how often the server looks for tenants and plugin changes made by the CLI */
   tenantPollMs: number;
@@ -183,6 +188,30 @@ export interface EventStreamConfig {
   cutGraceMs: number;
 }
 
+/** The three OIDC settings together, or none: half a configuration is a start-up error, not a sign-in failing later. */
+function oidcOf(e: NodeJS.ProcessEnv): ServerConfig['oidc'] {
+  const issuer = env(e, 'OIDC_ISSUER');
+  const clientId = env(e, 'OIDC_CLIENT_ID');
+  const clientSecret = env(e, 'OIDC_CLIENT_SECRET');
+  if (issuer === undefined && clientId === undefined && clientSecret === undefined) return null;
+  if (issuer === undefined || clientId === undefined || clientSecret === undefined)
+    throw new Error('SVC_OIDC_ISSUER, SVC_OIDC_CLIENT_ID and SVC_OIDC_CLIENT_SECRET are set together or not at all');
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    throw new Error(`SVC_OIDC_ISSUER must be a URL, got '${issuer}'`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackName(url.hostname)))
+    throw new Error('SVC_OIDC_ISSUER must be https (http only on a loopback address)');
+  return { issuer, clientId, clientSecret };
+}
+
+/** localhost, 127.0.0.0/8 or [::1]: a provider on the same machine may speak plain http. */
+export function isLoopbackName(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
 /** Reads SVC_* names, falling back to the legacy WORKGRAPH_* spellings. */
 function env(e: NodeJS.ProcessEnv, name: string): string | undefined {
   const v = e[`SVC_${name}`] ?? e[`WORKGRAPH_${name}`];
@@ -206,6 +235,7 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     captureMetrics: env(e, 'CAPTURE_METRICS') === '1',
     appUrl: env(e, 'APP_URL') ?? null,
     idpUrl: env(e, 'IDP_URL') ?? null,
+    oidc: oidcOf(e),
     ingestUrl: env(e, 'INGEST_URL') ?? null,
     tenantPollMs: 500,
     fsync: env(e, 'FSYNC') !== '0',

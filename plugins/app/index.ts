@@ -24,6 +24,7 @@ import {
 } from './pages/node.js';
 import { postComment, removeComment } from './pages/comments.js';
 import { moveCard, showBoard } from './pages/board.js';
+import { finishOidc, redeemInvite, showInvite, startOidc } from './pages/signin-links.js';
 import { streamEvents } from './pages/events.js';
 import { dryRunEditor, saveEditor, showEditor } from './pages/schema-editor.js';
 import { approveProposal, dryRunProposal, rejectProposal, showProposal } from './pages/schema-proposal.js';
@@ -41,6 +42,10 @@ function buildHost(host: AppHost): AppHost {
   host.get('/app', async (req, h) => ({ redirect: (await h.sessions.resolve(req.cookie(SESSION_COOKIE))) ? '/app/queue' : '/app/signin' }));
   host.get('/app/signin', showSignin);
   host.post('/app/signin', doSignin);
+  host.get('/app/signin/oidc', startOidc);
+  host.get('/app/signin/oidc/callback', finishOidc);
+  host.get('/app/invite/:org', showInvite);
+  host.post('/app/invite/:org', redeemInvite);
   host.postSigned('/app/signout', doSignout);
   host.getSigned('/app/orgs', showOrgs);
   host.postSigned('/app/orgs', switchOrg);
@@ -87,7 +92,8 @@ export const appPlugin = definePlugin({
   version: '1.0.0',
   dependsOn: ['core'],
   // each page asks the bridge whether its plugin is usable for the tenant (404 otherwise)
-  optionalDependsOn: ['analytics', 'capture', 'comments', 'events', 'history', 'inbox', 'leases', 'lenses', 'queue'],
+  // identity: sign-in links and OpenID Connect (pages/signin-links.ts)
+  optionalDependsOn: ['analytics', 'capture', 'comments', 'events', 'history', 'identity', 'inbox', 'leases', 'lenses', 'queue'],
   init(services) {
     services.requestRouters.push(appRouter(services));
   },

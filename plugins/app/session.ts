@@ -1,7 +1,8 @@
 /**
  * Browser sessions of the app. A session is a random id in an HttpOnly cookie; the server
  * keeps only its SHA-256, with the hash of the personal access token the person signed in
- * with (never the token) for each tenant signed in to, the current tenant, and a CSRF token.
+ * with (never the token; for a sign-in link or OpenID Connect, of the token record made for the
+ * session, plugins/identity/signin-links.ts) for each tenant signed in to, the current tenant, and a CSRF token.
  * Every request re-checks the token record, so revoking the token, offboarding, or its expiry
  * ends the session at once. Stored server-wide (a person signs in before a tenant is known)
  * in the global store `app` (SVC_DATA_DIR/app/sessions.json, or PostgreSQL in cluster mode).
@@ -114,11 +115,13 @@ export class SessionStore {
     previous: Pick<LiveSession, 'key' | 'record'> | null,
     org: string,
     patHash: string,
+    /** further tenants signed in to at once (an OpenID Connect email that is a person in several) */
+    others: Record<string, string> = {},
   ): Promise<{ id: string; record: StoredSession }> {
     const id = randomToken();
     const now = this.now();
     const record: StoredSession = {
-      tenants: { ...(previous?.record.tenants ?? {}), [org]: patHash },
+      tenants: { ...(previous?.record.tenants ?? {}), ...others, [org]: patHash },
       current: org,
       csrf: randomToken(),
       created_ms: now,

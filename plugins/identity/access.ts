@@ -30,6 +30,11 @@ export const identityAccess: AccessMap = {
   revoke_admin: { callers: callers.humans, admin: true, scope: 'any admin of the tenant but the last one (409 last_admin)' },
   audit_identity: { callers: callers.humans, admin: true, scope: "every change to an identity fact in the tenant's history, read-only" },
   create_person: { callers: callers.humans, admin: true, scope: 'a new person node of the tenant (never an admin)' },
+  invite_person: {
+    callers: callers.patOnly,
+    admin: true,
+    scope: 'a one-time app sign-in link for any person of the tenant (replaces their older link)',
+  },
   offboard_person: { callers: callers.humans, admin: true, scope: 'any other person of the tenant (self-offboarding is 422)' },
   list_agents: {
     callers: callers.anyPerson,

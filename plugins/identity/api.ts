@@ -13,6 +13,7 @@ import { ORG_PATTERN } from '../../kernel/tenants.js';
 import * as agents from './agents.js';
 import { SESSION_PATTERN } from './gates.js';
 import * as ops from './operations.js';
+import * as signin from './signin-links.js';
 
 // ---------------------------------------------------------------- field schemas
 
@@ -324,6 +325,25 @@ export const offboardPerson = defineOperation({
   errors: [403],
   example: { id: 'person-alice' },
   run: ops.offboardPerson,
+});
+
+export const InvitePersonInput = PersonIdInput;
+export const SigninLink = answer({
+  person: s.string(),
+  url: s.string('the one-time sign-in link, shown once: the secret is in its #fragment; only its hash is kept'),
+  expires_at: s.string('the link works once, until this moment (24 hours)', { format: 'date-time' }),
+});
+
+export const invitePerson = defineOperation({
+  name: 'invite_person',
+  summary: 'A one-time app sign-in link for a person (admin)',
+  description:
+    'Admin only. A sign-in link for the web app, shown once, valid 24 hours and for one use; it signs the person in without a token. A new invite replaces the older link; offboarding kills it. 409 when the app plugin is not enabled.',
+  input: InvitePersonInput,
+  output: SigninLink,
+  errors: [403, 409],
+  example: { id: 'person-alice' },
+  run: signin.invitePerson,
 });
 
 // ---------------------------------------------------------------- admin rights and audit

@@ -32,6 +32,7 @@ export const identityPlugin = definePlugin({
     { method: 'GET', path: '/v1/admin/people', operation: api.listPeople },
     { method: 'POST', path: '/v1/admin/people', operation: api.createPerson, status: 201 },
     { method: 'DELETE', path: '/v1/admin/people/:id', operation: api.offboardPerson },
+    { method: 'POST', path: '/v1/admin/people/:id/invite', operation: api.invitePerson, status: 201 },
     { method: 'POST', path: '/v1/admin/people/:id/admin', operation: api.grantAdmin },
     { method: 'DELETE', path: '/v1/admin/people/:id/admin', operation: api.revokeAdmin },
     { method: 'GET', path: '/v1/admin/audit/identity', operation: api.auditIdentity },
@@ -69,6 +70,10 @@ export const identityPlugin = definePlugin({
       description: 'Admin only: make a person an admin (a stewards edge to proj-root; history names the granter).',
       operation: api.grantAdmin,
       annotations: { destructiveHint: false, idempotentHint: true },
+    },
+    {
+      description: 'Admin only: a one-time app sign-in link for a person (24 h, shown once; replaces older links).',
+      operation: api.invitePerson,
     },
     {
       description: "Admin only: revoke a person's admin rights. 409 last_admin.",

@@ -50,6 +50,7 @@ import {
   UNBOUND_ORG,
 } from './gates.js';
 import { IdpCallError, issueInvitation } from './idp.js';
+import { forgetSignin } from './signin-links.js';
 import {
   byCreated,
   currentRecords,
@@ -397,6 +398,8 @@ export async function offboardPerson(ctx: OpContext, input: Static<typeof Person
     .filter((r) => r.person === id && r.revoked_at === null)
     .map((r) => r.hash);
   const { tokens, grants } = await revokeWithCascade(ctx.tenant, hashes, nowIso(ctx));
+  // a pending sign-in link dies with the tokens, and a provider's email no longer signs them in
+  await forgetSignin(ctx.tenant, id, nowIso(ctx));
   await emitAdminEvent(ctx, 'person.updated', [id], { id, change: 'offboarded', tokens_revoked: tokens, oauth_grants_revoked: grants });
   // Share tickets are signed, not stored, and cannot be revoked (docs/spec.md Lenses rule 3: expiry is
   // their only bound), so offboarding cannot end them: the answer tells the admin so, with the

@@ -5,3 +5,4 @@
  */
 export { writeImportedPerson } from './operations.js';
 export { revokeWithCascade } from './tokens.js';
+export { mintAppSessionCredential, personOfEmail, redeemSigninLink, type RedeemResult } from './signin-links.js';

@@ -83,6 +83,7 @@ function inputFor(op: OperationDef, cred: Cred, fx: Fixture): Record<string, unk
     admin_mint_token: () => ({ person: fx.member.id, expires: '30d', label: 'matrix' }),
     create_person: () => ({ name: 'Matrix Person', email: `matrix-${unique()}@example.test` }),
     offboard_person: () => ({ id: fx.victim.id }),
+    invite_person: () => ({ id: fx.member.id }),
     create_agent: () => ({ label: `Matrix Bot ${unique()}` }),
     admin_create_agent: () => ({ label: `Matrix Fleet ${unique()}`, owner: fx.member.id }),
     mint_agent_token: () => ({ id: own, standing: true, label: 'matrix' }),

@@ -162,6 +162,7 @@ describe('plugin imports match declared dependencies', () => {
       'core',
       'events',
       'history',
+      'identity',
       'inbox',
       'leases',
       'lenses',

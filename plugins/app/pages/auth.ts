@@ -35,7 +35,7 @@ export function safeNext(raw: string | null): string {
   return /^[\x21-\x7e]+$/.test(next) ? next : DEFAULT_NEXT;
 }
 
-function signinPage(csrf: string, next: string, error: string | null, org: string | null): string {
+function signinPage(csrf: string, next: string, error: string | null, org: string | null, sso = false): string {
   return layout(
     { title: 'Sign in', viewer: null },
     html`<h1>Sign in</h1>
@@ -46,16 +46,22 @@ ${error ? html`<p class="flash error" role="alert">${error}</p>` : ''}
 ${csrfField(csrf)}<input type="hidden" name="next" value="${next}">
 <label for="token">Personal access token</label>
 <input id="token" name="token" type="password" autocomplete="off" required aria-describedby="token-help" spellcheck="false">
-<p id="token-help" class="muted">It starts with <code>svc_pat_</code>. Make one with <code>POST /v1/me/tokens</code> or ask an administrator.</p>
+<p id="token-help" class="muted">It starts with <code>svc_pat_</code>. No token? Ask an administrator for a sign-in link: it signs you in once, and you can make tokens after that.</p>
 <button type="submit">Sign in</button>
-</form>`,
+</form>
+${
+  sso
+    ? html`<h2>Single sign-on</h2>
+<p><a class="button" href="/app/signin/oidc?next=${encodeURIComponent(next)}${org ? `&org=${encodeURIComponent(org)}` : ''}">Sign in with your identity provider</a></p>`
+    : ''
+}`,
   );
 }
 
 export async function showSignin(req: AppRequest, host: AppHost): Promise<AppResult> {
   const csrf = randomToken();
   return {
-    html: signinPage(csrf, safeNext(req.query.get('next')), null, req.query.get('org')),
+    html: signinPage(csrf, safeNext(req.query.get('next')), null, req.query.get('org'), host.services.config.oidc !== null),
     cookies: [host.cookie(SIGNIN_CSRF_COOKIE, csrf, { path: '/app/signin', sameSite: 'Strict', maxAge: 3600 })],
   };
 }

@@ -47,6 +47,9 @@ async function main(): Promise<void> {
       height: 800,
       signedIn: false,
     });
+    // the one-time sign-in link's page (its secret in the fragment, as an invited person opens it)
+    const invite = new URL((await t.api('POST', `/v1/admin/people/${bob.id}/invite`)).body.url);
+    shots.push({ file: 'invite', path: `${invite.pathname}${invite.hash}`, width: 1280, height: 800, signedIn: false });
     for (const s of shots) {
       const context = await browser.newContext({ viewport: { width: s.width, height: s.height } });
       const page = s.signedIn ? await signIn(t, context, bob.token) : await context.newPage();
