@@ -24,6 +24,7 @@ import {
 } from './pages/node.js';
 import { postComment, removeComment } from './pages/comments.js';
 import { moveCard, showBoard } from './pages/board.js';
+import { createNode, lookup, showNew } from './pages/create.js';
 import { streamEvents } from './pages/events.js';
 import { markRead, showInbox } from './pages/inbox.js';
 import { showQueue } from './pages/queue.js';
@@ -42,6 +43,9 @@ function buildHost(host: AppHost): AppHost {
   host.getSigned('/app/orgs', showOrgs);
   host.postSigned('/app/orgs', switchOrg);
   host.getSigned('/app/queue', showQueue);
+  host.getSigned('/app/new', showNew);
+  host.postSigned('/app/new', createNode);
+  host.getSigned('/app/lookup', lookup);
   host.getSigned('/app/board', showBoard);
   host.postSigned('/app/board/move', moveCard);
   host.getSigned('/app/inbox', showInbox);

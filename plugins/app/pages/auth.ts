@@ -46,7 +46,7 @@ ${error ? html`<p class="flash error" role="alert">${error}</p>` : ''}
 ${csrfField(csrf)}<input type="hidden" name="next" value="${next}">
 <label for="token">Personal access token</label>
 <input id="token" name="token" type="password" autocomplete="off" required aria-describedby="token-help" spellcheck="false">
-<p id="token-help" class="muted">It starts with <code>svc_pat_</code>. Make one with <code>POST /v1/me/tokens</code> or ask an administrator.</p>
+<p id="token-help" class="muted">It starts with <code>svc_pat_</code>. No token yet? Ask an administrator of your team for an invite or a token.</p>
 <button type="submit">Sign in</button>
 </form>`,
   );
