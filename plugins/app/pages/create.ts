@@ -25,7 +25,9 @@ const TITLE_MAX = 200;
 /** The edge types a person picks from: the list above, then any the tenant's graph schemas added (never the features' own). */
 export function personEdgeTypes(s: Signed): string[] {
   const registry = s.bridge.tenant.registry;
-  const extra = [...registry.edgeTypes.values()].filter((e) => e.source === 'graph' && !PERSON_EDGE_TYPES.includes(e.type)).map((e) => e.type);
+  const extra = [...registry.edgeTypes.values()]
+    .filter((e) => e.source === 'graph' && !PERSON_EDGE_TYPES.includes(e.type))
+    .map((e) => e.type);
   return [...PERSON_EDGE_TYPES.filter((t) => registry.edgeTypes.has(t)), ...extra.sort()];
 }
 
@@ -98,7 +100,8 @@ export function resolvePick(s: Signed, text: string, candidates: Iterable<string
     return (r?.title ?? '').toLowerCase() === lower || String(r?.frontmatter.name ?? '').toLowerCase() === lower;
   });
   if (byTitle.length === 1) return { id: byTitle[0]! };
-  if (byTitle.length > 1) return { error: `several ${what}s are called “${wanted}”: type the id of the one you mean (${byTitle.slice(0, 5).join(', ')})` };
+  if (byTitle.length > 1)
+    return { error: `several ${what}s are called “${wanted}”: type the id of the one you mean (${byTitle.slice(0, 5).join(', ')})` };
   return { error: `no ${what} is called “${wanted}”: pick one from the suggestions, or type its id` };
 }
 
@@ -129,21 +132,24 @@ export async function lookup(req: AppRequest, s: Signed): Promise<AppResult> {
   const q = (req.query.get('q') ?? '').trim().toLowerCase().slice(0, 200);
   const index = s.bridge.tenant.index;
   const pool =
-    kind === 'person'
-      ? s.bridge.people().map((p) => p.id)
-      : kind === 'project'
-        ? projectIds(s)
-        : kind === 'node'
-          ? linkableIds(s)
-          : null;
-  if (!pool) return { status: 422, type: 'application/json', body: JSON.stringify({ error: { code: 'validation_failed', message: 'kind is node, project or person', details: {} } }) };
+    kind === 'person' ? s.bridge.people().map((p) => p.id) : kind === 'project' ? projectIds(s) : kind === 'node' ? linkableIds(s) : null;
+  if (!pool)
+    return {
+      status: 422,
+      type: 'application/json',
+      body: JSON.stringify({ error: { code: 'validation_failed', message: 'kind is node, project or person', details: {} } }),
+    };
   const titleOf = (id: string) => {
     const r = index.get(id);
     return String((r?.type === 'person' ? r.frontmatter.name : undefined) ?? r?.title ?? id);
   };
   const hits = pool
     .filter((id) => !q || titleOf(id).toLowerCase().includes(q) || id.includes(q))
-    .sort((a, b) => Number(!titleOf(a).toLowerCase().startsWith(q)) - Number(!titleOf(b).toLowerCase().startsWith(q)) || titleOf(a).localeCompare(titleOf(b)))
+    .sort(
+      (a, b) =>
+        Number(!titleOf(a).toLowerCase().startsWith(q)) - Number(!titleOf(b).toLowerCase().startsWith(q)) ||
+        titleOf(a).localeCompare(titleOf(b)),
+    )
     .slice(0, 10);
   if (kind === 'node' && hits.length < 10 && q.length >= 3 && s.bridge.has('capture')) {
     const allowed = new Set(pool);
@@ -169,7 +175,8 @@ function chooserPage(s: Signed, types: TypeChoice[]): AppResult {
   const body = html`<h1>New node</h1>
 <p>What are you creating?</p>
 <ul class="type-choices">${types.map(
-    (t) => html`<li><a href="/app/new?type=${encodeURIComponent(t.type)}"><strong>${label(t.type)}</strong></a> <span class="muted small"><code>${t.prefix}</code></span><p class="small">${t.description}</p></li>`,
+    (t) =>
+      html`<li><a href="/app/new?type=${encodeURIComponent(t.type)}"><strong>${label(t.type)}</strong></a> <span class="muted small"><code>${t.prefix}</code></span><p class="small">${t.description}</p></li>`,
   )}</ul>`;
   return { html: layout({ title: 'New node', viewer: s.viewer, nav: 'new', flash: s.flash }, body) };
 }
@@ -297,6 +304,9 @@ function fieldOfError(err: SvcError): { field: string; message: string } | null 
     const rec = e as Record<string, unknown>;
     const raw = String(rec.field ?? rec.path ?? rec.instancePath ?? '').replace(/^\/?(node\.|nodes\/\d+\/)?/, '');
     if (raw) return { field: raw.split(/[./[]/)[0]!, message: String(rec.message ?? err.message) };
+    // a validate hook names the field at the start of its message ("hooks.bogus: unknown hook point")
+    const named = /^([a-z_][a-z0-9_-]*)[.:[]/.exec(String(rec.message ?? ''));
+    if (named) return { field: named[1]!, message: String(rec.message) };
   }
   const quoted = /^(id|title|summary|project|body|status)\b/.exec(err.message);
   return quoted ? { field: quoted[1]!, message: err.message } : null;
@@ -311,7 +321,8 @@ export async function createNode(req: AppRequest, s: Signed): Promise<AppResult>
   const draft: Draft = {};
   for (const key of ['title', 'summary', 'id', 'status', 'priority', 'project', 'assignee', 'edge_type', 'edge_to', 'body'])
     draft[key] = (form.get(key) ?? '').replace(/\r\n/g, '\n');
-  for (const f of t.fields) draft[`f_${f.field}`] = f.kind === 'type-list' ? form.getAll(`f_${f.field}`).join(',') : (form.get(`f_${f.field}`) ?? '');
+  for (const f of t.fields)
+    draft[`f_${f.field}`] = f.kind === 'type-list' ? form.getAll(`f_${f.field}`).join(',') : (form.get(`f_${f.field}`) ?? '');
   const errs: FieldErrors = {};
   const title = draft.title!.trim();
   const summary = draft.summary!.trim();
@@ -334,7 +345,8 @@ export async function createNode(req: AppRequest, s: Signed): Promise<AppResult>
     if ('error' in pick) {
       // a new project name is allowed: the value is a name, not a reference
       if (SLUG.test(draft.project!.trim())) node.project = draft.project!.trim();
-      else errs.project = `${pick.error.replace(/^no project/, 'No project')}; a new project name must ${SLUG_WORDS.replace(/^use/, 'use')}`;
+      else
+        errs.project = `${pick.error.replace(/^no project/, 'No project')}; a new project name must ${SLUG_WORDS.replace(/^use/, 'use')}`;
     } else node.project = pick.id;
   }
   for (const f of t.fields) {
@@ -382,7 +394,12 @@ export async function createNode(req: AppRequest, s: Signed): Promise<AppResult>
   const first = answer.results[0] as Record<string, unknown> | undefined;
   if (first?.status === 'failed') {
     const e = (first.error ?? {}) as { code?: string; message?: string; details?: Record<string, unknown> };
-    const err = { status: Number(first.http_status ?? 422), code: String(e.code), message: String(e.message), details: e.details ?? {} } as SvcError;
+    const err = {
+      status: Number(first.http_status ?? 422),
+      code: String(e.code),
+      message: String(e.message),
+      details: e.details ?? {},
+    } as SvcError;
     return formPage(s, t, draft, errorsFor(err), err.status >= 400 && err.status < 500 ? err.status : 422);
   }
   // priority has its own operation (put_node ignores it): set right after, as a person would
@@ -401,7 +418,8 @@ export async function createNode(req: AppRequest, s: Signed): Promise<AppResult>
 
 /** A refused put_node as messages next to the fields (the form's own names), or one message at the top. */
 function errorsFor(err: SvcError): FieldErrors {
-  if (err.status === 409 && err.code === 'conflict') return { id: 'A node with this id already exists: choose another id or change the title' };
+  if (err.status === 409 && err.code === 'conflict')
+    return { id: 'A node with this id already exists: choose another id or change the title' };
   if (err.status === 403) return { title: `Not allowed: ${err.message}` };
   const at = fieldOfError(err);
   if (at) {

@@ -1,0 +1,204 @@
+/**
+ * Issue 25 items 1-5 and 7 without a browser (the no-script paths): the create form (type
+ * chooser from the registry, a form from the type's fields, messages a person can act on
+ * next to their fields with what was typed kept, pickers that take a title or an id, nothing
+ * written on a refusal), the pickers' JSON lookup, the node page's title/summary/fields edit
+ * with the revision echo, assign and unassign by name, names instead of ids, history in
+ * words, a terminal status releasing the lease, the favicon and the sign-in help.
+ */
+import { expect } from 'chai';
+import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
+import { seedGraph } from './seed.js';
+
+/** A cookie-keeping client of the app's forms (the no-script path a browser without JS takes). */
+export class FormClient {
+  cookies = new Map<string, string>();
+  constructor(readonly base: string) {}
+  async request(method: string, path: string, form?: Record<string, string> | Array<[string, string]>) {
+    const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
+    if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
+    const res = await fetch(this.base + path, {
+      method,
+      headers,
+      body: form ? new URLSearchParams(form).toString() : undefined,
+      redirect: 'manual',
+    });
+    for (const c of res.headers.getSetCookie()) {
+      const [pair] = c.split(';');
+      const [k, v] = pair!.split('=');
+      if (v) this.cookies.set(k!, v);
+      else this.cookies.delete(k!);
+    }
+    return { status: res.status, location: res.headers.get('location'), headers: res.headers, text: await res.text() };
+  }
+  csrfOf(html: string): string {
+    return /name="csrf" value="([^"]+)"/.exec(html)![1]!;
+  }
+  async signIn(token: string) {
+    const page = await this.request('GET', '/app/signin');
+    const res = await this.request('POST', '/app/signin', { csrf: this.csrfOf(page.text), token, next: '/app/queue' });
+    this.csrf = this.csrfOf((await this.request('GET', '/app/queue')).text);
+    return res;
+  }
+  csrf = '';
+  post(path: string, form: Record<string, string>) {
+    return this.request('POST', path, { csrf: this.csrf, ...form });
+  }
+}
+
+/** The text of an element's error message tied to a field (the `err-<name>` paragraph). */
+const fieldError = (html: string, name: string): string | undefined => new RegExp(`id="err-${name}">([^<]*)<`).exec(html)?.[1];
+
+describe('app: create and edit without script (HTTP)', function () {
+  this.timeout(60_000);
+  let t: TestServer;
+  let bob: { id: string; token: string };
+  let b: FormClient;
+
+  before(async () => {
+    t = await startTestServer();
+    await seedGraph(t);
+    bob = await addPerson(t, 'Bob Builder');
+    b = new FormClient(t.url);
+    await b.signIn(t.adminToken);
+  });
+  after(async () => {
+    await t?.close();
+  });
+
+  it('the header links "New"; /app/new chooses a type from the registry (no identity or feature-written types)', async () => {
+    const res = await b.request('GET', '/app/new');
+    expect(res.status).to.equal(200);
+    expect(res.text).to.include('href="/app/new"');
+    for (const type of ['task', 'issue', 'dec', 'spec']) expect(res.text).to.include(`href="/app/new?type=${type}"`);
+    for (const type of ['person', 'agent', 'comment', 'run', 'capture']) expect(res.text).to.not.include(`href="/app/new?type=${type}"`);
+    expect((await b.request('GET', '/app/new?type=person')).status).to.equal(404);
+    expect((await b.request('GET', '/app/new?type=nonsense')).status).to.equal(404);
+  });
+
+  it('the form is built from the type: required ones marked, statuses and field choices as selects', async () => {
+    const task = await b.request('GET', '/app/new?type=task');
+    expect(task.status).to.equal(200);
+    expect(task.text).to.match(/<label for="title">Title <span class="req">\(required\)<\/span>/);
+    expect(task.text).to.match(/<label for="summary">Summary <span class="req">\(required\)/);
+    expect(task.text).to.match(
+      /<select id="status" name="status"><option value="open" selected>open<\/option><option value="in-progress">/,
+    );
+    expect(task.text).to.include('list="project-list" data-lookup="project"').and.include('data-lookup="node"');
+    expect(task.text).to.include('<option value="' + bob.id + '">Bob Builder</option>');
+    // the link types a person uses, blocks first; never the features' own
+    const linkTypes = [...task.text.matchAll(/<select id="edge_type" name="edge_type">(.*?)<\/select>/gs)][0]![1]!;
+    expect(linkTypes.indexOf('value="blocks" selected')).to.be.greaterThan(-1);
+    for (const hidden of ['assigned', 'discusses', 'owned-by', 'review-requested', 'mentions'])
+      expect(linkTypes).to.not.include(`value="${hidden}"`);
+    // a type with its own fields: schema's applies_to is a required choice of types, hooks JSON
+    const schema = await b.request('GET', '/app/new?type=schema');
+    expect(schema.text).to.match(/<legend>Applies to <span class="req">\(required\)<\/span><\/legend>/);
+    expect(schema.text).to.include('name="f_applies_to" value="task"');
+    expect(schema.text).to.include('<textarea id="f_hooks" name="f_hooks"');
+  });
+
+  it('a missing required field and a bad id come back next to their fields in words, with what was typed kept; nothing is written', async () => {
+    const res = await b.post('/app/new', {
+      type: 'task',
+      title: 'Ship the pricing page',
+      summary: '',
+      id: 'Task Pricing!',
+      body: 'Draft **body**',
+      project: 'Web relaunch',
+    });
+    expect(res.status).to.equal(422);
+    expect(fieldError(res.text, 'summary')).to.equal('Summary is required: one or two sentences saying what this is');
+    expect(fieldError(res.text, 'id')).to.equal(
+      'This id cannot be used: use lowercase letters, digits and dashes, starting with a letter or digit',
+    );
+    expect(res.text).to.not.match(/\^\[a-z0-9\]/);
+    expect(res.text).to.include('value="Ship the pricing page"').and.include('Draft **body**').and.include('value="Web relaunch"');
+    expect(res.text).to.include('aria-invalid="true" aria-describedby="err-summary hint-summary"');
+    expect((await t.api('GET', '/v1/nodes/task-pricing')).status).to.equal(404);
+  });
+
+  it('the schema’s own refusals are translated too: a type-list field left empty, bad JSON', async () => {
+    const res = await b.post('/app/new', { type: 'schema', title: 'Extra rules', summary: 'More rules for tasks', f_hooks: '{not json' });
+    expect(res.status).to.equal(422);
+    expect(fieldError(res.text, 'f_applies_to')).to.equal('Applies to is required: choose at least one type');
+    expect(fieldError(res.text, 'f_hooks')).to.equal('Hooks is not valid JSON: write it like {&quot;key&quot;: &quot;value&quot;}');
+    // a refusal of the server's own checks (the schema type's validate hook) lands next to its field too
+    const hook = await b.request('POST', '/app/new', [
+      ['csrf', b.csrf],
+      ['type', 'schema'],
+      ['title', 'Extra rules'],
+      ['summary', 'More rules for tasks'],
+      ['f_applies_to', 'task'],
+      ['f_hooks', '{"bogus": "x"}'],
+    ]);
+    expect(hook.status).to.equal(422);
+    expect(fieldError(hook.text, 'f_hooks')).to.equal('hooks.bogus: unknown hook point; known: transition, validate');
+    expect(hook.text).to.include('value="task" checked');
+    expect((await t.api('GET', '/v1/nodes/schema-extra-rules')).status).to.equal(404);
+  });
+
+  it('a project or link target that names nothing, or names several, says so', async () => {
+    await t.api('POST', '/v1/nodes', {
+      body: {
+        nodes: [
+          { id: 'task-twin-a', title: 'Twin', summary: 'one twin' },
+          { id: 'task-twin-b', title: 'Twin', summary: 'other twin' },
+        ],
+      },
+    });
+    const res = await b.post('/app/new', {
+      type: 'task',
+      title: 'Linked',
+      summary: 'Linked to nothing',
+      edge_type: 'blocks',
+      edge_to: 'Twin',
+      project: 'No Such Project',
+    });
+    expect(res.status).to.equal(422);
+    expect(fieldError(res.text, 'edge_to')).to.match(
+      /^Several nodes are called “Twin”: type the id of the one you mean \(task-twin-a, task-twin-b\)$/,
+    );
+    expect(fieldError(res.text, 'project')).to.match(/^No project is called “No Such Project”/);
+  });
+
+  it('a complete form creates the node by titles and names: project, link, assignee and priority', async () => {
+    const res = await b.post('/app/new', {
+      type: 'task',
+      title: 'Ship the pricing page',
+      summary: 'Publish the new pricing page',
+      project: 'Web relaunch',
+      edge_type: 'blocks',
+      edge_to: 'Launch the new site',
+      assignee: bob.id,
+      priority: 'p1',
+      body: 'Steps',
+    });
+    expect(res.status).to.equal(303);
+    expect(res.location).to.equal('/app/nodes/task-ship-the-pricing-page');
+    const node = (await t.api('GET', '/v1/nodes/task-ship-the-pricing-page')).body;
+    expect(node.frontmatter).to.include({ title: 'Ship the pricing page', project: 'proj-web', priority: 'p1', status: 'open' });
+    expect(node.frontmatter.edges).to.deep.include.members([
+      { type: 'blocks', to: 'task-launch' },
+      { type: 'assigned', to: bob.id },
+    ]);
+    const page = await b.request('GET', res.location!);
+    expect(page.text).to.include('Created task “Ship the pricing page”');
+    // the same title again: the id made from it exists, said next to the id
+    const again = await b.post('/app/new', { type: 'task', title: 'Ship the pricing page', summary: 'Again' });
+    expect(again.status).to.equal(422);
+    expect(fieldError(again.text, 'id')).to.equal('task-ship-the-pricing-page already exists: choose another id or change the title');
+  });
+
+  it('GET /app/lookup suggests by title for nodes, projects and people (JSON), and refuses an unknown kind', async () => {
+    const nodes = JSON.parse((await b.request('GET', '/app/lookup?kind=node&q=launch')).text);
+    expect(nodes.results[0]).to.deep.equal({ id: 'task-launch', title: 'Launch the new site', type: 'task' });
+    const projects = JSON.parse((await b.request('GET', '/app/lookup?kind=project&q=web')).text);
+    expect(projects.results.map((r: { id: string }) => r.id)).to.include('proj-web');
+    const people = JSON.parse((await b.request('GET', '/app/lookup?kind=person&q=bob')).text);
+    expect(people.results).to.deep.equal([{ id: bob.id, title: 'Bob Builder', type: 'person' }]);
+    expect((await b.request('GET', '/app/lookup?kind=secrets&q=x')).status).to.equal(422);
+    // signed out: no suggestions
+    expect((await new FormClient(t.url).request('GET', '/app/lookup?kind=node&q=launch')).status).to.equal(303);
+  });
+});
