@@ -380,9 +380,8 @@ export async function createNode(req: AppRequest, s: Signed): Promise<AppResult>
     else if (!personEdgeTypes(s).includes(draft.edge_type!)) errs.edge_to = 'Choose a link type from the list';
     else edges.push({ type: draft.edge_type!, to: pick.id });
   }
-  let assignee = '';
   if (draft.assignee) {
-    assignee = draft.assignee === 'me' ? s.viewer.personId : draft.assignee;
+    const assignee = draft.assignee === 'me' ? s.viewer.personId : draft.assignee;
     if (s.bridge.tenant.index.get(assignee)?.type !== 'person') errs.assignee = 'Choose a person from the list';
     else edges.push({ type: 'assigned', to: assignee });
   }
