@@ -55,7 +55,7 @@ async function typeChoices(s: Signed): Promise<TypeChoice[]> {
     .map(({ type, description, prefix }) => ({ type, description, prefix }));
 }
 
-const slugify = (text: string): string =>
+export const slugify = (text: string): string =>
   text
     .toLowerCase()
     .normalize('NFKD')
@@ -80,7 +80,7 @@ function kindHint(rule: FieldRule): string {
   }
 }
 
-function label(field: string): string {
+export function label(field: string): string {
   const words = field.replace(/[_-]+/g, ' ');
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
@@ -106,7 +106,7 @@ export function resolvePick(s: Signed, text: string, candidates: Iterable<string
 }
 
 /** Every node id a person may link to (the traversable, non-internal types). */
-function linkableIds(s: Signed): string[] {
+export function linkableIds(s: Signed): string[] {
   const registry = s.bridge.tenant.registry;
   const out: string[] = [];
   for (const t of registry.nodeTypes.values()) {
@@ -117,7 +117,7 @@ function linkableIds(s: Signed): string[] {
 }
 
 /** Project choices: the proj and repo nodes, and any project value already in use. */
-function projectIds(s: Signed): string[] {
+export function projectIds(s: Signed): string[] {
   const index = s.bridge.tenant.index;
   return [...new Set([...index.idsOfType('proj'), ...index.idsOfType('repo'), ...index.projects()])];
 }
@@ -181,7 +181,7 @@ function chooserPage(s: Signed, types: TypeChoice[]): AppResult {
   return { html: layout({ title: 'New node', viewer: s.viewer, nav: 'new', flash: s.flash }, body) };
 }
 
-function customField(rule: FieldRule, draft: Draft, errs: FieldErrors, types: string[]): Html {
+export function customField(rule: FieldRule, draft: Draft, errs: FieldErrors, types: string[]): Html {
   const name = `f_${rule.field}`;
   const hint = kindHint(rule);
   const req = rule.required ? html` <span class="req">(required)</span>` : '';

@@ -4,6 +4,7 @@
  */
 import { html, layout, type Html } from '../html.js';
 import type { AppRequest, AppResult, Signed } from '../host.js';
+import { namesIn } from './words.js';
 
 export const QUEUE_PAGE_SIZE = 50;
 const SECTIONS = ['questions', 'asked', 'findings', 'pending', 'reviews'] as const;
@@ -81,7 +82,7 @@ ${
 <td>${queue.offset + i + 1}</td>
 <td>${nodeLink(item.id, item.title)}<div class="muted small"><code>${item.id}</code>${item.project ? ` · ${item.project}` : ''}${item.lease ? ` · held by ${s.bridge.tenant.index.get(item.lease.by)?.title ?? item.lease.by}` : ''}</div></td>
 <td><span class="suggest suggest-${item.suggest}">${item.suggest}</span></td>
-<td class="why">${item.why}</td>
+<td class="why">${namesIn(s, item.why)}</td>
 <td>${item.status}</td>
 <td>${item.priority ?? ''}</td>
 <td>${item.readiness ?? ''}</td>
