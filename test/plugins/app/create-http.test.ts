@@ -201,4 +201,144 @@ describe('app: create and edit without script (HTTP)', function () {
     // signed out: no suggestions
     expect((await new FormClient(t.url).request('GET', '/app/lookup?kind=node&q=launch')).status).to.equal(303);
   });
+  it('edits title, summary and fields with the revision echo; a stale form is a 409 showing their values beside the typed ones', async () => {
+    const page = await b.request('GET', '/app/nodes/task-docs');
+    expect(page.text).to.include('Edit title, summary and fields');
+    const revision = /action="\/app\/nodes\/task-docs\/fields"[^]*?name="revision" value="([^"]+)"/.exec(page.text)![1]!;
+    const saved = await b.post('/app/nodes/task-docs/fields', {
+      revision,
+      title: 'Write the operator handbook',
+      summary: 'Document deployment and backups',
+      project: 'Web relaunch',
+    });
+    expect(saved.status).to.equal(303);
+    expect((await b.request('GET', '/app/nodes/task-docs')).text).to.include('Saved: Title');
+    const node = (await t.api('GET', '/v1/nodes/task-docs')).body;
+    expect(node.frontmatter).to.include({ title: 'Write the operator handbook', project: 'proj-web' });
+    // the same (now stale) revision: someone else saved meanwhile
+    await t.api('PATCH', '/v1/nodes/task-docs', {
+      token: bob.token,
+      body: { revision: node.revision, set: { title: 'Operator guide by Bob' } },
+    });
+    const stale = await b.post('/app/nodes/task-docs/fields', {
+      revision: node.revision,
+      title: 'Admin title',
+      summary: 'Document deployment and backups',
+      project: 'proj-web',
+    });
+    expect(stale.status).to.equal(409);
+    expect(stale.text).to.include('Someone else changed this node').and.include('<strong>Bob Builder</strong> saved');
+    expect(stale.text).to.match(/<th scope="row">Title<\/th><td>Operator guide by Bob<\/td><td>Admin title<\/td>/);
+    expect(stale.text).to.include('id="mine-title" name="title" value="Admin title"');
+    expect((await t.api('GET', '/v1/nodes/task-docs')).body.frontmatter.title).to.equal('Operator guide by Bob');
+    // an empty title is refused in words, nothing written
+    const fresh = (await t.api('GET', '/v1/nodes/task-docs')).body.revision;
+    const empty = await b.post('/app/nodes/task-docs/fields', { revision: fresh, title: ' ', summary: 'x', project: '' });
+    expect(empty.status).to.equal(422);
+    expect(empty.text).to.include('the title is required');
+    expect((await t.api('GET', '/v1/nodes/task-docs')).body.revision).to.equal(fresh);
+  });
+
+  it('assigns and unassigns by name; "Link to another node" offers person edge types only and takes a title', async () => {
+    const page = await b.request('GET', '/app/nodes/task-signup');
+    const picker = /<select id="assign-sel" name="person">(.*?)<\/select>/s.exec(page.text)![1]!;
+    expect(picker).to.include(`<option value="${bob.id}">Bob Builder</option>`);
+    expect(picker).to.not.match(/>person-/);
+    const edgeTypes = /<select id="edge-type" name="type">(.*?)<\/select>/s.exec(page.text)![1]!;
+    expect([...edgeTypes.matchAll(/value="([^"]+)"/g)].map((m) => m[1])).to.deep.equal([
+      'blocks',
+      'relates-to',
+      'part-of',
+      'resolves',
+      'supersedes',
+      'concerns',
+      'answers',
+    ]);
+    expect((await b.post('/app/nodes/task-signup/assign', { person: bob.id })).status).to.equal(303);
+    let after = await b.request('GET', '/app/nodes/task-signup');
+    expect(after.text).to.include('Assigned Bob Builder');
+    expect(after.text).to.match(/<ul class="plain assignees"><li><a href="\/app\/nodes\/person-[a-z0-9]+" class="person">Bob Builder<\/a>/);
+    expect((await t.api('GET', '/v1/nodes/task-signup')).body.frontmatter.edges).to.deep.include({ type: 'assigned', to: bob.id });
+    // the history says it in words
+    expect(after.text).to.match(
+      /class="person">Admin<\/a> assigned <a href="\/app\/nodes\/person-[a-z0-9]+" class="person">Bob Builder<\/a>/,
+    );
+    expect((await b.post('/app/nodes/task-signup/unassign', { person: bob.id })).status).to.equal(303);
+    after = await b.request('GET', '/app/nodes/task-signup');
+    expect(after.text).to.include('Unassigned Bob Builder');
+    expect((await t.api('GET', '/v1/nodes/task-signup')).body.frontmatter.edges ?? []).to.not.deep.include({
+      type: 'assigned',
+      to: bob.id,
+    });
+    const notPerson = await b.post('/app/nodes/task-signup/assign', { person: 'task-launch' });
+    expect(notPerson.status).to.equal(422);
+    expect(notPerson.text).to.include('choose a person from the list');
+    // a link by title
+    expect((await b.post('/app/nodes/task-signup/edges', { type: 'relates-to', to: 'crash on empty search' })).status).to.equal(303);
+    expect((await t.api('GET', '/v1/nodes/task-signup')).body.frontmatter.edges).to.deep.include({ type: 'relates-to', to: 'issue-crash' });
+    const internal = await b.post('/app/nodes/task-signup/edges', { type: 'owned-by', to: 'issue-crash' });
+    expect(internal.status).to.equal(422);
+  });
+
+  it('names instead of ids: fields, lease and queue; stamps behind Details; history entries in words', async () => {
+    await t.api('POST', '/v1/nodes/task-launch/priority', { body: { priority: 'p2' } });
+    const page = await b.request('GET', '/app/nodes/task-launch');
+    const shown = page.text.slice(page.text.indexOf('id="fields-h"'), page.text.indexOf('<details class="stamps">'));
+    expect(shown).to.not.match(/<dt>(author|priority_by|priority_via|authored_via)<\/dt>/);
+    const details = page.text.slice(page.text.indexOf('<details class="stamps">'));
+    expect(details).to.match(/<dt>author<\/dt><dd><a href="\/app\/nodes\/person-[a-z0-9]+" class="person">Admin<\/a><\/dd>/);
+    expect(details).to.include('<dt>revision</dt>');
+    const history = page.text.slice(
+      page.text.indexOf('<ol class="history">'),
+      page.text.indexOf('</ol>', page.text.indexOf('<ol class="history">')),
+    );
+    expect(history).to.include('set priority to p2').and.include('created task “Launch the new site”');
+    expect(history).to.not.match(/put_node:|set_priority:/);
+    // a body edit reads as one
+    const read = (await t.api('GET', '/v1/nodes/task-launch')).body;
+    await t.api('PATCH', '/v1/nodes/task-launch', { token: bob.token, body: { revision: read.revision, body: 'Announce on the blog.' } });
+    expect((await b.request('GET', '/app/nodes/task-launch')).text).to.match(/class="person">Bob Builder<\/a> edited the body/);
+    // the queue's "why" names the person, not the id
+    await t.api('POST', '/v1/nodes', {
+      token: bob.token,
+      body: { nodes: [{ id: 'dec-names', title: 'Name things', summary: 'A proposed decision' }] },
+    });
+    const queue = await b.request('GET', '/app/queue?type=dec');
+    expect(queue.text).to.match(/Proposed by <a href="\/app\/nodes\/person-[a-z0-9]+" class="person">Bob Builder<\/a>/);
+  });
+
+  it('a terminal status from the app releases the caller’s lease; the page no longer says “You hold it”', async () => {
+    expect((await b.post('/app/nodes/issue-crash/claim', {})).status).to.equal(303);
+    expect((await b.request('GET', '/app/nodes/issue-crash')).text).to.include('You hold it');
+    expect((await b.post('/app/nodes/issue-crash/status', { status: 'resolved' })).status).to.equal(303);
+    const page = await b.request('GET', '/app/nodes/issue-crash');
+    expect(page.text).to.not.include('You hold it');
+    expect(page.text).to.include('your lease on issue-crash was released');
+    expect(page.text).to.include('Nobody holds it.');
+    // the assigned edge stays: the record of who carried it (docs/decisions.md)
+    expect((await t.api('GET', '/v1/nodes/issue-crash')).body.frontmatter.edges).to.deep.include({ type: 'assigned', to: t.adminPerson });
+  });
+
+  it('analytics: open work by status shows the open statuses; the median counts started items only', async () => {
+    const page = await b.request('GET', '/app/analytics');
+    const data = JSON.parse(/<script type="application\/json" id="chart-data">(.*?)<\/script>/.exec(page.text)![1]!);
+    expect(data.wip.labels).to.include('open').and.include('proposed');
+    expect(data.wip.labels).to.not.include('done');
+    expect(data.wip.values.every((n: number) => n > 0)).to.equal(true);
+    expect(page.text).to.match(/median cycle time \(days\) of \d+ item\(s\) started and finished/);
+  });
+
+  it('favicon, graph legend, and sign-in help that does not ask for a token to get a token', async () => {
+    const page = await b.request('GET', '/app/queue');
+    expect(page.text).to.include('<link rel="icon" type="image/svg+xml" href="/app/static/favicon.svg">');
+    const icon = await b.request('GET', '/app/static/favicon.svg');
+    expect(icon.status).to.equal(200);
+    expect(icon.headers.get('content-type')).to.equal('image/svg+xml');
+    expect(icon.text).to.include('<svg');
+    const graph = await b.request('GET', '/app/nodes/task-launch/graph');
+    expect(graph.text).to.include('<ul class="legend" aria-label="Colour legend">').and.include('swatch done');
+    const signin = await new FormClient(t.url).request('GET', '/app/signin');
+    expect(signin.text).to.not.include('/v1/me/tokens');
+    expect(signin.text).to.include('Ask an administrator of your team for an invite or a token');
+  });
 });
