@@ -12,7 +12,7 @@ import { commentRedirect, commentsSection } from './comments.js';
 import { editFieldsForm, fieldsConflictPanel, type FieldsConflict } from './node-edit.js';
 import { assignSection, edgeForm } from './node-people.js';
 import { nodeLink } from './queue.js';
-import { describeHistory, fieldValueHtml, personLink, personName, STAMP_FIELDS } from './words.js';
+import { describeChange, describeHistory, fieldValueHtml, personLink, personName, STAMP_FIELDS } from './words.js';
 
 const HIDDEN_FIELDS = new Set(['edges', 'summary', 'title', 'id', 'body']);
 
@@ -251,8 +251,8 @@ export async function showHistoryEntry(req: AppRequest, s: Signed): Promise<AppR
   };
   const lines = d.patch.split('\n');
   const body = html`<nav class="crumbs" aria-label="Breadcrumb"><a href="/app/queue">My queue</a> › <a href="/app/nodes/${encodeURIComponent(id)}">${id}</a> › <code>${d.short}</code></nav>
-<h1>${d.message.split('\n')[0]}</h1>
-<p class="meta">${d.actor_name ?? d.actor} · ${when(d.date)} · change <code>${d.change}</code> · commit <code>${d.sha}</code>${d.internal ? ' · internal' : ''}</p>
+<h1>${personName(s, d.actor) ?? d.actor_name ?? d.actor} ${describeChange(s, id, d.message, d.patch, d.change)}</h1>
+<p class="meta">${personName(s, d.actor) ? personLink(s, d.actor) : (d.actor_name ?? d.actor)} · ${when(d.date)} · <code>${d.message.split('\n')[0]}</code> · change <code>${d.change}</code> · commit <code>${d.sha}</code>${d.internal ? ' · internal' : ''}</p>
 <h2>Diff</h2>
 <pre class="diff" tabindex="0" aria-label="Diff of this change">${lines.map((l) => {
     const cls =

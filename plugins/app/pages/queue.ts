@@ -63,7 +63,10 @@ export async function showQueue(req: AppRequest, s: Signed): Promise<AppResult> 
 <label>Project <input name="project" value="${filters.project}" placeholder="any" size="12"></label>
 <label>Type <select name="type">${option('', 'any', filters.type)}${types.map((t) => option(t, t, filters.type))}</select></label>
 <label>Readiness <select name="readiness">${option('', 'any', filters.readiness)}${['agent', 'human', 'untriaged'].map((r) => option(r, r, filters.readiness))}</select></label>
-<label>Assignee <input name="assignee" value="${filters.assignee}" placeholder="me or person-…" size="12"></label>
+<label>Assignee <select name="assignee">${option('', 'anyone', filters.assignee)}${option('me', 'me', filters.assignee)}${s.bridge
+    .people()
+    .filter((p) => p.id !== s.viewer.personId)
+    .map((p) => option(p.id, p.name, filters.assignee))}</select></label>
 <button type="submit">Filter</button> <a href="/app/queue">Clear</a>
 </form>
 <div data-live="queue">

@@ -60,6 +60,12 @@ const NEEDS_PATCH = new Set([
 ]);
 /** At most this many changes are read for their words per page (each is a git diff); older ones say what operation ran. */
 const PATCHES_READ = 12;
+/**
+ * Parsed changes by tenant, node and commit: a commit never changes, so a live page that
+ * reloads on every event reads each diff once. Names are resolved when the sentence is built.
+ */
+const changeCache = new Map<string, Change>();
+const CHANGE_CACHE_MAX = 5000;
 
 const FIELD_WORDS: Record<string, string> = { title: 'the title', summary: 'the summary', project: 'the project', body: 'the body' };
 
@@ -184,9 +190,15 @@ export async function describeHistory(
     const oldest = entries.length === total && i === entries.length - 1;
     let change: Change | null = null;
     if (oldest) change = { added: new Map(), removed: new Map(), edgesAdded: [], edgesRemoved: [], body: false, created: true };
-    else if (NEEDS_PATCH.has(op) && budget-- > 0) {
-      const d = await s.bridge.getHistoryEntry(id, entry.sha);
-      change = readPatch(String(d.patch), String(d.change));
+    else if (NEEDS_PATCH.has(op)) {
+      const key = `${s.bridge.tenant.org}\0${id}\0${entry.sha}`;
+      change = changeCache.get(key) ?? null;
+      if (!change && budget-- > 0) {
+        const d = await s.bridge.getHistoryEntry(id, entry.sha);
+        change = readPatch(String(d.patch), String(d.change));
+        if (changeCache.size >= CHANGE_CACHE_MAX) changeCache.delete(changeCache.keys().next().value!);
+        changeCache.set(key, change);
+      }
     }
     const who = personName(s, entry.actor) ? personLink(s, entry.actor) : html`${entry.actor_name ?? entry.actor}`;
     return { entry, who, what: sentence(s, op, change, nodeType, title) };
@@ -198,4 +210,11 @@ export async function describeHistory(
 export function namesIn(s: Signed, text: string): Html {
   const parts = text.split(/\b(person-[a-z0-9][a-z0-9-]*)/);
   return html`${parts.map((part, i) => (i % 2 === 1 && personName(s, part) ? personLink(s, part) : html`${part}`))}`;
+}
+
+/** The sentence of one change whose diff is at hand (the history entry page). */
+export function describeChange(s: Signed, id: string, message: string, patch: string, change: string): Html {
+  const record = s.bridge.tenant.index.get(id);
+  const op = message.split(':')[0]!.trim();
+  return sentence(s, op, readPatch(patch, change), record?.type ?? 'node', record?.title ?? id);
 }

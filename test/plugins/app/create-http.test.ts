@@ -298,6 +298,12 @@ describe('app: create and edit without script (HTTP)', function () {
     const read = (await t.api('GET', '/v1/nodes/task-launch')).body;
     await t.api('PATCH', '/v1/nodes/task-launch', { token: bob.token, body: { revision: read.revision, body: 'Announce on the blog.' } });
     expect((await b.request('GET', '/app/nodes/task-launch')).text).to.match(/class="person">Bob Builder<\/a> edited the body/);
+    // one change's page says it in words too
+    const sha = (await t.api('GET', '/v1/nodes/task-launch/history?limit=1')).body.history[0].sha;
+    const entry = await b.request('GET', `/app/nodes/task-launch/history/${sha}`);
+    expect(entry.text).to.match(/<h1>Bob Builder edited the body<\/h1>/);
+    // the queue's assignee filter offers names
+    expect((await b.request('GET', '/app/queue')).text).to.include(`<option value="${bob.id}">Bob Builder</option>`);
     // the queue's "why" names the person, not the id
     await t.api('POST', '/v1/nodes', {
       token: bob.token,
