@@ -244,7 +244,7 @@ ${fieldError('assignee', errs)}`
 }
 <fieldset class="edge-pick"><legend>Link it to another node (optional)</legend>
 <label for="edge_type">Link type</label>
-<select id="edge_type" name="edge_type">${personEdgeTypes(s).map((et) => option(et, `${et} (${registry.edgeTypes.get(et)?.description ?? ''})`.replace(' ()', ''), draft.edge_type ?? 'blocks'))}</select>
+<select id="edge_type" name="edge_type">${personEdgeTypes(s).map((et) => option(et, et, draft.edge_type ?? 'blocks'))}</select>
 <label for="edge_to">Node</label><p class="hint small" id="hint-edge_to">Type a title or an id; suggestions appear as you type.</p>
 <input id="edge_to" name="edge_to" value="${draft.edge_to ?? ''}" list="edge-list" data-lookup="node" autocomplete="off"${describedBy('edge_to', errs, true)}>
 <datalist id="edge-list"></datalist>
