@@ -232,7 +232,9 @@ ${
 </div>
 <label for="project">Project</label><p class="hint small" id="hint-project">Type a project's title or id; suggestions appear as you type.</p>
 <input id="project" name="project" value="${draft.project ?? ''}" list="project-list" data-lookup="project" autocomplete="off"${describedBy('project', errs, true)}>
-<datalist id="project-list"></datalist>
+<datalist id="project-list">${projectIds(s)
+    .slice(0, 200)
+    .map((p) => html`<option value="${s.bridge.tenant.index.get(p)?.title ?? p}" label="${p}"></option>`)}</datalist>
 ${fieldError('project', errs)}
 ${t.fields.filter((f) => !f.identity).map((f) => customField(f, draft, errs, types))}
 ${

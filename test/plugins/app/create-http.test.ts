@@ -8,6 +8,7 @@
  */
 import { expect } from 'chai';
 import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
+import { humanMessage } from '../../../plugins/app/pages/create.js';
 import { seedGraph } from './seed.js';
 
 /** A cookie-keeping client of the app's forms (the no-script path a browser without JS takes). */
@@ -85,6 +86,8 @@ describe('app: create and edit without script (HTTP)', function () {
       /<select id="status" name="status"><option value="open" selected>open<\/option><option value="in-progress">/,
     );
     expect(task.text).to.include('list="project-list" data-lookup="project"').and.include('data-lookup="node"');
+    // without script the project list is there already (titles, the id as the label)
+    expect(task.text).to.include('<option value="Web relaunch" label="proj-web"></option>');
     expect(task.text).to.include('<option value="' + bob.id + '">Bob Builder</option>');
     // the link types a person uses, blocks first; never the features' own
     const linkTypes = [...task.text.matchAll(/<select id="edge_type" name="edge_type">(.*?)<\/select>/gs)][0]![1]!;
@@ -113,6 +116,16 @@ describe('app: create and edit without script (HTTP)', function () {
       'This id cannot be used: use lowercase letters, digits and dashes, starting with a letter or digit',
     );
     expect(res.text).to.not.match(/\^\[a-z0-9\]/);
+    // the server's ajv and id messages read the same way (no regex shown)
+    expect(humanMessage('project', 'invalid task frontmatter at /project: must match pattern "^[a-z0-9][a-z0-9-]*$"')).to.equal(
+      'use lowercase letters, digits and dashes, starting with a letter or digit',
+    );
+    expect(humanMessage('id', 'id must match ^[a-z0-9][a-z0-9-]*$')).to.equal(
+      'use lowercase letters, digits and dashes, starting with a letter or digit',
+    );
+    expect(humanMessage('summary', 'summary must NOT have more than 500 characters')).to.equal(
+      'Summary is too long: at most 500 characters',
+    );
     expect(res.text).to.include('value="Ship the pricing page"').and.include('Draft **body**').and.include('value="Web relaunch"');
     expect(res.text).to.include('aria-invalid="true" aria-describedby="err-summary hint-summary"');
     expect((await t.api('GET', '/v1/nodes/task-pricing')).status).to.equal(404);
