@@ -4,6 +4,7 @@
  * entry reads as a sentence ("Ada set status to done", "Ada created task “Fix login”",
  * "Ada edited the body") built from the commit's operation and its change to the file.
  */
+import { isSvcError } from '../../../kernel/errors.js';
 import { html, type Html } from '../html.js';
 import type { Signed } from '../host.js';
 import type { AnswerOf } from '../operations-bridge.js';
@@ -194,10 +195,16 @@ export async function describeHistory(
       const key = `${s.bridge.tenant.org}\0${id}\0${entry.sha}`;
       change = changeCache.get(key) ?? null;
       if (!change && budget-- > 0) {
-        const d = await s.bridge.getHistoryEntry(id, entry.sha);
-        change = readPatch(String(d.patch), String(d.change));
-        if (changeCache.size >= CHANGE_CACHE_MAX) changeCache.delete(changeCache.keys().next().value!);
-        changeCache.set(key, change);
+        // a change the history cannot show (a file moved away) keeps its operation's name: the page still renders
+        const d = await s.bridge.getHistoryEntry(id, entry.sha).catch((err: unknown) => {
+          if (isSvcError(err) && err.status < 500) return null;
+          throw err;
+        });
+        if (d) {
+          change = readPatch(String(d.patch), String(d.change));
+          if (changeCache.size >= CHANGE_CACHE_MAX) changeCache.delete(changeCache.keys().next().value!);
+          changeCache.set(key, change);
+        }
       }
     }
     const who = personName(s, entry.actor) ? personLink(s, entry.actor) : html`${entry.actor_name ?? entry.actor}`;
