@@ -136,7 +136,7 @@ describe('app: create, assign and edit (Chromium)', function () {
     }
   });
 
-  it('the create form loads in well under a second (server and Chromium, median of 5)', async () => {
+  it('the create form loads in well under a second (HTTP median of 10, Chromium median of 5)', async () => {
     const page = await signIn(t, context, bob.token);
     const server: number[] = [];
     const dcl: number[] = [];
@@ -158,9 +158,23 @@ describe('app: create, assign and edit (Chromium)', function () {
       load.push(nav.load || performance.now() - t0);
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const size = (await page.content()).length;
+    // the page over plain HTTP with the browser's session cookie, against the JSON it is built from (GET /v1/schema), alternately
+    const cookie = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    const http: number[] = [];
+    const json: number[] = [];
+    let bytes = 0;
+    for (let i = 0; i < 11; i++) {
+      let t0 = performance.now();
+      const res = await fetch(`${t.url}/app/new?type=task`, { headers: { cookie } });
+      bytes = (await res.arrayBuffer()).byteLength;
+      if (i > 0) http.push(performance.now() - t0);
+      t0 = performance.now();
+      await t.api('GET', '/v1/schema');
+      if (i > 0) json.push(performance.now() - t0);
+    }
     console.log(
-      `      create form: server ${median(server).toFixed(1)} ms, ${(size / 1024).toFixed(0)} KB; Chromium DOMContentLoaded ${median(dcl).toFixed(0)} ms, load ${median(load).toFixed(0)} ms`,
+      `      create form: HTTP ${median(http).toFixed(1)} ms, ${(bytes / 1024).toFixed(0)} KB (GET /v1/schema ${median(json).toFixed(1)} ms); ` +
+        `Chromium TTFB ${median(server).toFixed(1)} ms, DOMContentLoaded ${median(dcl).toFixed(0)} ms, load ${median(load).toFixed(0)} ms`,
     );
     expect(median(load)).to.be.below(1000);
   });
