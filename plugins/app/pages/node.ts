@@ -77,7 +77,7 @@ export async function nodePage(
 <h1>${title}</h1>
 <p class="meta" data-live="meta"><span class="badge">${node.type}</span> <span class="badge status">${fm.status}</span>
 ${fm.priority ? html`<span class="badge">${fm.priority}</span>` : ''} ${fm.readiness ? html`<span class="badge">ready for ${fm.readiness}</span>` : ''}
-${fm.project ? html`<span class="muted">project ${fm.project}</span>` : ''}</p>
+${fm.project ? html`<span class="muted">project ${fieldValueHtml(s, fm.project)}</span>` : ''}</p>
 ${err ? html`<div class="flash error" role="alert"><strong>${err.status === 409 ? 'Not done: ' : 'Could not do that: '}</strong>${err.message} <span class="muted">(${err.status} ${err.code})</span></div>` : ''}
 ${resolution ? html`<p class="notice">Resolved by ${nodeLink(String(resolution.id ?? resolution.by ?? ''), String(resolution.title ?? resolution.id ?? ''))}${resolution.lagging ? ' (the status here still says open: the resolution wins)' : ''}</p>` : ''}
 ${node.superseded_by ? html`<p class="notice">Superseded by ${[node.superseded_by].flat().map((x) => (typeof x === 'string' ? nodeLink(x) : nodeLink(String((x as { id?: string }).id ?? ''))))}</p>` : ''}

@@ -25,12 +25,19 @@ export function personLink(s: Signed, id: string): Html {
   return name ? html`<a href="/app/nodes/${encodeURIComponent(id)}" class="person">${name}</a>` : html`${id}`;
 }
 
-/** A frontmatter value for people: person ids as linked names (also inside lists), other values as text. */
+/** A node id as its title linked (a person by name); any other text as written. */
+function refLink(s: Signed, v: string): Html {
+  if (personName(s, v)) return personLink(s, v);
+  const r = /^[a-z0-9][a-z0-9-]*$/.test(v) ? s.bridge.tenant.index.get(v) : undefined;
+  return r ? html`<a href="/app/nodes/${encodeURIComponent(v)}">${r.title}</a>` : html`${v}`;
+}
+
+/** A frontmatter value for people: node ids (a project, a person) as linked titles and names, also inside lists; other values as text. */
 export function fieldValueHtml(s: Signed, v: unknown): Html {
   if (v === null || v === undefined) return html``;
-  if (typeof v === 'string') return personName(s, v) ? personLink(s, v) : html`${v}`;
+  if (typeof v === 'string') return refLink(s, v);
   if (Array.isArray(v) && v.every((x) => typeof x === 'string'))
-    return html`${(v as string[]).map((x, i) => html`${i ? ', ' : ''}${personLink(s, x)}`)}`;
+    return html`${(v as string[]).map((x, i) => html`${i ? ', ' : ''}${refLink(s, x)}`)}`;
   return html`${typeof v === 'object' ? JSON.stringify(v) : String(v)}`;
 }
 

@@ -301,6 +301,7 @@ describe('app: create and edit without script (HTTP)', function () {
     const details = page.text.slice(page.text.indexOf('<details class="stamps">'));
     expect(details).to.match(/<dt>author<\/dt><dd><a href="\/app\/nodes\/person-[a-z0-9]+" class="person">Admin<\/a><\/dd>/);
     expect(details).to.include('<dt>revision</dt>');
+    expect(shown).to.include('<dt>project</dt><dd><a href="/app/nodes/proj-web">Web relaunch</a></dd>');
     const history = page.text.slice(
       page.text.indexOf('<ol class="history">'),
       page.text.indexOf('</ol>', page.text.indexOf('<ol class="history">')),
