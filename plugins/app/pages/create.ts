@@ -7,7 +7,7 @@
  * Posting calls put_node (if_exists error); a refusal comes back next to its field in words
  * a person can act on, with everything typed kept.
  */
-import { isSvcError, type SvcError } from '../../../kernel/errors.js';
+import { isSvcError, SvcError } from '../../../kernel/errors.js';
 import type { FieldRule, NodeTypeDef } from '../../../kernel/registry.js';
 import { csrfField, html, layout, type Html } from '../html.js';
 import type { AppRequest, AppResult, Signed } from '../host.js';
@@ -347,8 +347,7 @@ export async function createNode(req: AppRequest, s: Signed): Promise<AppResult>
     if ('error' in pick) {
       // a new project name is allowed: the value is a name, not a reference
       if (SLUG.test(draft.project!.trim())) node.project = draft.project!.trim();
-      else
-        errs.project = `${pick.error.replace(/^no project/, 'No project')}; a new project name must ${SLUG_WORDS.replace(/^use/, 'use')}`;
+      else errs.project = `${pick.error.replace(/^no project/, 'No project')}; a new project name must ${SLUG_WORDS}`;
     } else node.project = pick.id;
   }
   for (const f of t.fields) {
@@ -395,12 +394,7 @@ export async function createNode(req: AppRequest, s: Signed): Promise<AppResult>
   const first = answer.results[0] as Record<string, unknown> | undefined;
   if (first?.status === 'failed') {
     const e = (first.error ?? {}) as { code?: string; message?: string; details?: Record<string, unknown> };
-    const err = {
-      status: Number(first.http_status ?? 422),
-      code: String(e.code),
-      message: String(e.message),
-      details: e.details ?? {},
-    } as SvcError;
+    const err = new SvcError(Number(first.http_status ?? 422), String(e.code), String(e.message), e.details ?? {});
     return formPage(s, t, draft, errorsFor(err), err.status >= 400 && err.status < 500 ? err.status : 422);
   }
   // priority has its own operation (put_node ignores it): set right after, as a person would
