@@ -182,6 +182,7 @@ export function computeAnalytics(tenant: Tenant, timelines: Timelines, params: A
   const totals: AnalyticsPayload['totals'] = { nodes: 0, ...emptyPhases(), by_type: {}, by_status: {} };
   const throughput: AnalyticsPayload['throughput'] = { completed: 0, weekly_mean: 0, by_type: {}, by_status: {} };
   const cycle: number[] = [];
+  const startedCycle: number[] = [];
   const lead: number[] = [];
   let started = 0;
   const wipEntries: WipEntry[] = [];
@@ -211,7 +212,10 @@ export function computeAnalytics(tenant: Tenant, timelines: Timelines, params: A
       bump(throughput.by_type, record.type);
       bump(throughput.by_status, record.status);
       const completedAt = t.completedAt!;
-      if (t.startedAt !== null) started++;
+      if (t.startedAt !== null) {
+        started++;
+        startedCycle.push(Math.max(0, completedAt - t.startedAt) / DAY_MS);
+      }
       cycle.push(Math.max(0, completedAt - (t.startedAt ?? t.openedAt)) / DAY_MS);
       lead.push(Math.max(0, completedAt - t.createdAt) / DAY_MS);
       coverage.completed++;
@@ -257,7 +261,7 @@ export function computeAnalytics(tenant: Tenant, timelines: Timelines, params: A
     weekly,
     totals,
     throughput,
-    cycleTimeDays: { ...stats(cycle), started, never_started: cycle.length - started },
+    cycleTimeDays: { ...stats(cycle), started, never_started: cycle.length - started, started_median: stats(startedCycle).median },
     wip: {
       count: wipEntries.length,
       by_status: sortedCounts(wipByStatus),

@@ -101,7 +101,12 @@ export const AnalyticsPayload = answer(
       by_status: counts,
     }),
     throughput: answer({ completed: s.integer(), weekly_mean: s.number(), by_type: counts, by_status: counts }),
-    cycleTimeDays: extend(Stats, { started: s.integer(), never_started: s.integer() }, ['started', 'never_started']),
+    cycleTimeDays: extend(
+      Stats,
+      // the median over the items that were started (never-started ones measure from when they were opened)
+      { started: s.integer(), never_started: s.integer(), started_median: nullableNumber },
+      ['started', 'never_started'],
+    ),
     leadTimeDays: Stats,
     wip: answer({
       count: s.integer(),

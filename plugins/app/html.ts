@@ -54,7 +54,7 @@ export interface LayoutOptions {
   title: string;
   viewer: Viewer | null;
   /** which navigation entry is current */
-  nav?: 'inbox' | 'queue' | 'board' | 'programs' | 'analytics' | 'views' | 'search' | 'orgs' | 'schema';
+  nav?: 'new' | 'inbox' | 'queue' | 'board' | 'programs' | 'analytics' | 'views' | 'search' | 'orgs' | 'schema';
   flash?: { kind: 'ok' | 'error'; text: string } | null;
   scripts?: string[];
   banner?: Html;
@@ -74,6 +74,7 @@ const NAV: Array<{ key: NonNullable<LayoutOptions['nav']>; href: string; label: 
   { key: 'views', href: '/app/views', label: 'Views' },
   { key: 'search', href: '/app/search', label: 'Search' },
   { key: 'schema', href: '/app/schema', label: 'Schema' },
+  { key: 'new', href: '/app/new', label: 'New' },
 ];
 
 export function layout(opts: LayoutOptions, body: Html): string {
@@ -96,6 +97,7 @@ export function layout(opts: LayoutOptions, body: Html): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(opts.title)} · workgraph</title>
+<link rel="icon" type="image/svg+xml" href="/app/static/favicon.svg">
 <link rel="stylesheet" href="/app/static/app.css">
 ${scripts.map((s) => `<script src="${esc(s)}" defer></script>`).join('\n')}
 </head><body>

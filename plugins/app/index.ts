@@ -11,20 +11,13 @@ import { AppHost } from './host.js';
 import { appRouter } from './router.js';
 import { doSignin, doSignout, showOrgs, showSignin, switchOrg } from './pages/auth.js';
 import { showAnalytics, showGraph, showProgram, showPrograms, showSearch } from './pages/explore.js';
-import {
-  claimNode,
-  edgeNode,
-  editNode,
-  priorityNode,
-  readinessNode,
-  releaseNode,
-  showHistoryEntry,
-  showNode,
-  statusNode,
-} from './pages/node.js';
+import { claimNode, editNode, priorityNode, readinessNode, releaseNode, showHistoryEntry, showNode, statusNode } from './pages/node.js';
 import { postComment, removeComment } from './pages/comments.js';
 import { moveCard, showBoard } from './pages/board.js';
 import { finishOidc, redeemInvite, showInvite, startOidc } from './pages/signin-links.js';
+import { createNode, lookup, showNew } from './pages/create.js';
+import { editFields } from './pages/node-edit.js';
+import { assignNode, edgeNode, unassignNode } from './pages/node-people.js';
 import { streamEvents } from './pages/events.js';
 import { dryRunEditor, saveEditor, showEditor } from './pages/schema-editor.js';
 import { approveProposal, dryRunProposal, rejectProposal, showProposal } from './pages/schema-proposal.js';
@@ -50,6 +43,9 @@ function buildHost(host: AppHost): AppHost {
   host.getSigned('/app/orgs', showOrgs);
   host.postSigned('/app/orgs', switchOrg);
   host.getSigned('/app/queue', showQueue);
+  host.getSigned('/app/new', showNew);
+  host.postSigned('/app/new', createNode);
+  host.getSigned('/app/lookup', lookup);
   host.getSigned('/app/board', showBoard);
   host.postSigned('/app/board/move', moveCard);
   host.getSigned('/app/inbox', showInbox);
@@ -63,6 +59,9 @@ function buildHost(host: AppHost): AppHost {
   host.postSigned('/app/nodes/:id/readiness', readinessNode);
   host.postSigned('/app/nodes/:id/edges', edgeNode);
   host.postSigned('/app/nodes/:id/edit', editNode);
+  host.postSigned('/app/nodes/:id/fields', editFields);
+  host.postSigned('/app/nodes/:id/assign', assignNode);
+  host.postSigned('/app/nodes/:id/unassign', unassignNode);
   host.postSigned('/app/nodes/:id/comments', postComment);
   host.postSigned('/app/comments/:id/delete', removeComment);
   host.getSigned('/app/nodes/:id/history/:sha', showHistoryEntry);

@@ -96,6 +96,31 @@ export class Bridge {
   getNode(id: string) {
     return call(coreApi.getNode, this.ctx, { id });
   }
+  /**
+   * The people of the tenant by name, for pickers. list_people is an admin operation (it
+   * carries token counts); names are graph reads any member may make, so they come from the
+   * person nodes of the index, as the board's assignee filter reads them.
+   */
+  people(): Array<{ id: string; name: string }> {
+    const index = this.ctx.tenant.index;
+    return [...index.idsOfType('person')]
+      .map((id) => {
+        const r = index.get(id);
+        return { id, name: String(r?.frontmatter.name ?? r?.title ?? id) };
+      })
+      .sort((a, b) => a.name.localeCompare(b.name));
+  }
+  /** A new node: put_node with if_exists error (an existing id is a 409, never an overwrite). */
+  createNode(node: Record<string, unknown>) {
+    return call(coreApi.putNode, this.ctx, { nodes: [{ node, if_exists: 'error' }] });
+  }
+  /** Named fields only, with the revision echo (the node page's title, summary and fields form). */
+  patchNode(input: InputOf<typeof coreApi.patchNode>) {
+    return call(coreApi.patchNode, this.ctx, dropUndefined(input));
+  }
+  removeEdge(id: string, type: string, to: string) {
+    return call(coreApi.removeEdge, this.ctx, { id, type, to });
+  }
   /** The node's lease, if one is live or reserved (operational state, read like the queue shows holders; not an operation). */
   lease(id: string) {
     if (!this.has('leases')) return null;
@@ -190,9 +215,9 @@ export class Bridge {
     this.need('comments', 'comments');
     return call(commentsApi.deleteComment, this.ctx, { id });
   }
-  /** The registry as GET /v1/schema answers it; `code` embeds the hook sources (the schema pages). */
-  schema(code: boolean) {
-    return call(coreApi.schema, this.ctx, { code });
+  /** The registry as GET /v1/schema answers it; `code` embeds the hook sources (the schema pages; the create form's type chooser without). */
+  schema(code = false) {
+    return call(coreApi.schema, this.ctx, code ? { code } : {});
   }
   /** A schema's hooks run against nodes in the sandbox, nothing written (the proposal page and the hook editor). */
   dryRunSchema(input: InputOf<typeof coreApi.dryRunSchema>) {

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { errors } from '../../kernel/errors.js';
 import type { AppResult } from './host.js';
 
-const TYPES: Record<string, string> = { css: 'text/css; charset=utf-8', js: 'text/javascript; charset=utf-8' };
+const TYPES: Record<string, string> = { css: 'text/css; charset=utf-8', js: 'text/javascript; charset=utf-8', svg: 'image/svg+xml' };
 
 /** The plugin's static folder, from source (tsx) or from the bundle in dist/. */
 function ownDir(): string {
@@ -35,7 +35,7 @@ export class StaticFiles {
 
   serve(name: string): AppResult {
     const vendor = name.startsWith('vendor/') ? this.vendor[name.slice(7)] : undefined;
-    const own = /^[a-z0-9-]+\.(css|js)$/.test(name) ? join(this.own, name) : undefined;
+    const own = /^[a-z0-9-]+\.(css|js|svg)$/.test(name) ? join(this.own, name) : undefined;
     const file = vendor ?? own;
     if (!file || !existsSync(file)) throw errors.notFound(`file ${name}`);
     let body = this.cache.get(file);

@@ -55,9 +55,13 @@ export async function showAnalytics(req: AppRequest, s: Signed): Promise<AppResu
   const project = req.query.get('project') ?? '';
   const weeks = req.query.get('weeks') ?? '12';
   const a = await s.bridge.analytics({ project: project || undefined, weeks });
+  // open work is every item not in a finished status (open, blocked, proposed too), not only the active
+  // ones wip counts; a status is finished when a work type of the registry lists it as terminal
+  const finished = new Set([...s.bridge.tenant.registry.nodeTypes.values()].filter((t) => t.queueable).flatMap((t) => t.terminal));
+  const open = Object.entries(a.totals.by_status).filter(([st, n]) => n > 0 && !finished.has(st));
   const charts = {
     weekly: { labels: a.weekly.map((w) => w.week), created: a.weekly.map((w) => w.created), completed: a.weekly.map((w) => w.completed) },
-    wip: { labels: Object.keys(a.wip.by_status), values: Object.values(a.wip.by_status) },
+    wip: { labels: open.map(([st]) => st), values: open.map(([, n]) => n) },
   };
   const body = html`<h1>Analytics</h1>
 <form method="get" action="/app/analytics" class="filters" aria-label="Analytics scope">
@@ -68,7 +72,7 @@ ${a.project_warning ? html`<p class="flash error" role="alert">${a.project_warni
 <div class="stats">
 <div><strong>${a.throughput.completed}</strong><span>completed in ${a.window.weeks} weeks</span></div>
 <div><strong>${a.throughput.weekly_mean}</strong><span>per week</span></div>
-<div><strong>${a.cycleTimeDays.median ?? '–'}</strong><span>median cycle time (days)</span></div>
+<div><strong>${a.cycleTimeDays.started_median ?? '–'}</strong><span>median cycle time (days) of ${a.cycleTimeDays.started} item(s) started and finished</span></div>
 <div><strong>${a.wip.count}</strong><span>in progress</span></div>
 </div>
 <div class="charts">
@@ -141,6 +145,7 @@ export async function showGraph(req: AppRequest, s: Signed): Promise<AppResult> 
 <p>Depth: ${depth === 1 ? html`<strong>1</strong> · <a href="?depth=2">2</a>` : html`<a href="?depth=1">1</a> · <strong>2</strong>`}
  · ${n.nodes.length} node(s), ${n.edges.length} edge(s)${n.truncated ? ' (truncated)' : ''}</p>
 <div id="graph" class="graph" role="img" aria-label="Graph of ${n.nodes.length} nodes around ${id}; the same nodes are listed below"></div>
+<ul class="legend" aria-label="Colour legend"><li><span class="swatch root"></span>this node</li><li><span class="swatch other"></span>open or in progress</li><li><span class="swatch done"></span>finished (a terminal status)</li><li><span class="swatch edge"></span>an edge, labelled with its type</li></ul>
 <h2>Nodes in the picture</h2>
 <ul class="plain">${n.nodes.map((x) => html`<li>${nodeLink(x.id, x.title)} <span class="muted small">${x.type} · ${x.status} · ${x.distance} hop(s)</span></li>`)}</ul>
 ${jsonBlock('graph-data', { elements, root: id })}`;

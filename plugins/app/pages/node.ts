@@ -9,23 +9,20 @@ import { csrfField, html, layout, raw, type Html } from '../html.js';
 import type { AppRequest, AppResult, Signed } from '../host.js';
 import { markdownToSafeHtml } from '../markdown.js';
 import { commentRedirect, commentsSection } from './comments.js';
+import { editFieldsForm, fieldsConflictPanel, type FieldsConflict } from './node-edit.js';
+import { assignSection, edgeForm } from './node-people.js';
 import { nodeLink } from './queue.js';
+import { describeChange, describeHistory, fieldValueHtml, personLink, personName, STAMP_FIELDS } from './words.js';
 
-const HIDDEN_FIELDS = new Set(['edges', 'summary', 'title', 'id']);
-
-function fieldValue(v: unknown): string {
-  if (v === null || v === undefined) return '';
-  if (typeof v === 'string') return v;
-  return JSON.stringify(v);
-}
+const HIDDEN_FIELDS = new Set(['edges', 'summary', 'title', 'id', 'body']);
 
 /** A JSON object, or an empty one for anything else (answers are read defensively: a page never 500s on an odd value). */
-function asObject(v: unknown): Record<string, unknown> {
+export function asObject(v: unknown): Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 }
 
 /** The fields of get_node's answer this page shows, as values it can render. */
-function nodeFields(read: Record<string, unknown>) {
+export function nodeFields(read: Record<string, unknown>) {
   return {
     type: String(read.type),
     frontmatter: asObject(read.frontmatter),
@@ -50,7 +47,7 @@ function when(iso: string): Html {
 export async function nodePage(
   s: Signed,
   id: string,
-  opts: { error?: SvcError; conflict?: Conflict; status?: number; commentDraft?: string } = {},
+  opts: { error?: SvcError; conflict?: Conflict; fieldsConflict?: FieldsConflict; status?: number; commentDraft?: string } = {},
 ): Promise<AppResult> {
   const b = s.bridge;
   const node = nodeFields(await b.getNode(id));
@@ -67,26 +64,30 @@ export async function nodePage(
   const outbound = record.edges;
   const moves = typeDef ? (typeDef.moves[node.frontmatter.status as string] ?? typeDef.statuses) : [];
   const statusChoices = [...new Set([String(fm.status), ...moves])];
-  const edgeTypes = [...registry.edgeTypes.values()].map((e) => e.type).sort();
   const csrf = csrfField(s.viewer.csrf);
   const action = (name: string) => `/app/nodes/${encodeURIComponent(id)}/${name}`;
   const err = opts.error;
   const resolution = node.resolution;
   const comments = await commentsSection(s, id, opts.commentDraft);
+  const described = history ? await describeHistory(s, id, history.history, history.total) : [];
+  const fields = Object.entries(fm).filter(([k]) => !HIDDEN_FIELDS.has(k));
+  const stamps = fields.filter(([k]) => STAMP_FIELDS.has(k));
 
   const body = html`<nav class="crumbs" aria-label="Breadcrumb"><a href="/app/queue">My queue</a> › <code>${id}</code></nav>
 <h1>${title}</h1>
 <p class="meta" data-live="meta"><span class="badge">${node.type}</span> <span class="badge status">${fm.status}</span>
 ${fm.priority ? html`<span class="badge">${fm.priority}</span>` : ''} ${fm.readiness ? html`<span class="badge">ready for ${fm.readiness}</span>` : ''}
-${fm.project ? html`<span class="muted">project ${fm.project}</span>` : ''}</p>
+${fm.project ? html`<span class="muted">project ${fieldValueHtml(s, fm.project)}</span>` : ''}</p>
 ${err ? html`<div class="flash error" role="alert"><strong>${err.status === 409 ? 'Not done: ' : 'Could not do that: '}</strong>${err.message} <span class="muted">(${err.status} ${err.code})</span></div>` : ''}
 ${resolution ? html`<p class="notice">Resolved by ${nodeLink(String(resolution.id ?? resolution.by ?? ''), String(resolution.title ?? resolution.id ?? ''))}${resolution.lagging ? ' (the status here still says open: the resolution wins)' : ''}</p>` : ''}
 ${node.superseded_by ? html`<p class="notice">Superseded by ${[node.superseded_by].flat().map((x) => (typeof x === 'string' ? nodeLink(x) : nodeLink(String((x as { id?: string }).id ?? ''))))}</p>` : ''}
 ${node.open_findings.length ? html`<section class="notice" aria-labelledby="findings-h"><h2 id="findings-h">Open findings</h2><ul>${node.open_findings.map((f) => html`<li>${nodeLink(String(f.id), String(f.title ?? f.summary ?? f.id))} ${f.check ? html`<span class="muted">(${f.check})</span>` : ''}</li>`)}</ul></section>` : ''}
 ${opts.conflict ? conflictPanel(s, id, opts.conflict) : ''}
+${opts.fieldsConflict ? fieldsConflictPanel(s, id, opts.fieldsConflict) : ''}
 <div class="node-grid">
 <div class="node-main">
-<section aria-labelledby="summary-h"><h2 id="summary-h" class="sr-only">Summary</h2><p class="summary">${fm.summary}</p></section>
+<section aria-labelledby="summary-h"><h2 id="summary-h" class="sr-only">Summary</h2><p class="summary">${fm.summary}</p>
+${editFieldsForm(s, id, node.revision, typeDef, fm)}</section>
 <section aria-labelledby="body-h"><h2 id="body-h">Body</h2>
 <div class="markdown">${node.body.trim() ? raw(markdownToSafeHtml(node.body)) : html`<p class="muted">No body.</p>`}</div>
 <details><summary>Edit the body</summary>
@@ -97,22 +98,22 @@ ${opts.conflict ? conflictPanel(s, id, opts.conflict) : ''}
 <button type="submit">Save body</button></form></details>
 </section>
 <section aria-labelledby="edges-h" data-live="edges"><h2 id="edges-h">Edges</h2>
-<div class="two-col"><div><h3>From this node</h3>${outbound.length ? html`<ul class="plain">${outbound.map((e) => html`<li><span class="edge">${e.type}</span> ${nodeLink(e.to, b.tenant.index.get(e.to)?.title ?? e.to)}</li>`)}</ul>` : html`<p class="muted">None.</p>`}</div>
-<div><h3>To this node</h3>${inbound.length ? html`<ul class="plain">${inbound.map((e) => html`<li>${nodeLink(e.from, b.tenant.index.get(e.from)?.title ?? e.from)} <span class="edge">${registry.edgeTypes.get(e.edge.type)?.inverse_label ?? e.edge.type}</span> <span class="muted small">(${e.edge.type})</span></li>`)}</ul>` : html`<p class="muted">None.</p>`}</div></div>
+<div class="two-col"><div><h3>From this node</h3>${outbound.length ? html`<ul class="plain">${outbound.map((e) => html`<li><span class="edge">${e.type}</span> ${personName(s, e.to) ? personLink(s, e.to) : nodeLink(e.to, b.tenant.index.get(e.to)?.title ?? e.to)}</li>`)}</ul>` : html`<p class="muted">None.</p>`}</div>
+<div><h3>To this node</h3>${inbound.length ? html`<ul class="plain">${inbound.map((e) => html`<li>${personName(s, e.from) ? personLink(s, e.from) : nodeLink(e.from, b.tenant.index.get(e.from)?.title ?? e.from)} <span class="edge">${registry.edgeTypes.get(e.edge.type)?.inverse_label ?? e.edge.type}</span> <span class="muted small">(${e.edge.type})</span></li>`)}</ul>` : html`<p class="muted">None.</p>`}</div></div>
 <p><a href="/app/nodes/${encodeURIComponent(id)}/graph">Picture of the neighborhood</a>${b.has('analytics') ? html` · <a href="/app/programs/${encodeURIComponent(id)}">Program tree</a>` : ''}</p>
 </section>
 <section aria-labelledby="fields-h"><h2 id="fields-h">Fields</h2>
-<dl class="fields" data-live="fields">${Object.entries(fm)
-    .filter(([k]) => !HIDDEN_FIELDS.has(k))
-    .map(([k, v]) => html`<dt>${k}</dt><dd>${fieldValue(v)}</dd>`)}
-<dt>revision</dt><dd><code>${node.revision}</code></dd></dl>
+<div data-live="fields"><dl class="fields">${fields.filter(([k]) => !STAMP_FIELDS.has(k)).map(([k, v]) => html`<dt>${k}</dt><dd>${fieldValueHtml(s, v)}</dd>`)}</dl>
+<details class="stamps"><summary>Details</summary>
+<dl class="fields">${stamps.map(([k, v]) => html`<dt>${k}</dt><dd>${fieldValueHtml(s, v)}</dd>`)}
+<dt>revision</dt><dd><code>${node.revision}</code></dd></dl></details></div>
 </section>
 ${
   history
     ? html`<section aria-labelledby="history-h" data-live="history"><h2 id="history-h">History</h2>
-<ol class="history">${history.history.map(
-        (h) => html`<li><a href="/app/nodes/${encodeURIComponent(id)}/history/${h.sha}">${h.message.split('\n')[0]}</a>
-<span class="muted small">${h.actor_name ?? h.actor} · ${when(h.date)} · <code>${h.short}</code>${h.internal ? ' · internal' : ''}</span></li>`,
+<ol class="history">${described.map(
+        ({ entry: h, who, what }) =>
+          html`<li>${who} ${what} <span class="muted small">· ${when(h.date)} · <a href="/app/nodes/${encodeURIComponent(id)}/history/${h.sha}">the change <code>${h.short}</code></a>${h.internal ? ' · internal' : ''}</span></li>`,
       )}</ol>
 ${history.total > history.count ? html`<p class="muted">${history.total - history.count} older change(s) not shown.</p>` : ''}</section>`
     : ''
@@ -121,7 +122,7 @@ ${comments}
 </div>
 <aside class="node-side" aria-label="Actions">
 <section aria-labelledby="lease-h" data-live="lease"><h2 id="lease-h">Lease</h2>
-${lease ? html`<p>${mine ? 'You hold it' : html`Held by ${nodeLink(lease.by, b.tenant.index.get(lease.by)?.title ?? lease.by)}`}${lease.agent ? ` (agent ${lease.agent})` : ''}, ${lease.state}, until ${when(lease.expires_at)}.</p>` : html`<p class="muted">Nobody holds it.</p>`}
+${lease ? html`<p>${mine ? 'You hold it' : html`Held by ${personLink(s, lease.by)}`}${lease.agent ? ` (agent ${lease.agent})` : ''}, ${lease.state}, until ${when(lease.expires_at)}.</p>` : html`<p class="muted">Nobody holds it.</p>`}
 ${
   typeDef?.queueable && b.has('leases')
     ? html`<div class="actions">
@@ -143,18 +144,16 @@ ${mine ? html`<form method="post" action="${action('release')}">${csrf}<button t
 <section aria-labelledby="ready-h"><h2 id="ready-h">Readiness</h2>
 <form method="post" action="${action('readiness')}">${csrf}
 ${fm.readiness === 'agent' ? html`<input type="hidden" name="readiness" value="none"><button type="submit">Clear agent-ready</button>` : html`<input type="hidden" name="readiness" value="agent"><button type="submit">Mark agent-ready</button>`}</form></section>
-<section aria-labelledby="edge-h"><h2 id="edge-h">Add an edge</h2>
-<form method="post" action="${action('edges')}" class="stack">${csrf}
-<label for="edge-type">Edge type</label>
-<select id="edge-type" name="type">${edgeTypes.map((t) => html`<option value="${t}">${t}</option>`)}</select>
-<label for="edge-to">To node id</label>
-<input id="edge-to" name="to" required pattern="[a-z0-9][a-z0-9-]*" placeholder="task-…">
-<button type="submit">Add edge</button></form></section>
+${typeDef?.queueable ? assignSection(s, id, record) : ''}
+${edgeForm(s, id)}
 </aside>
 </div>`;
   return {
     status: opts.status ?? (err ? err.status : 200),
-    html: layout({ title, viewer: s.viewer, flash: s.flash, live: new URLSearchParams({ node: id }).toString() }, body),
+    html: layout(
+      { title, viewer: s.viewer, flash: s.flash, live: new URLSearchParams({ node: id }).toString(), scripts: ['/app/static/pickers.js'] },
+      body,
+    ),
   };
 }
 
@@ -177,7 +176,7 @@ export async function showNode(req: AppRequest, s: Signed): Promise<AppResult> {
 }
 
 /** Runs one core operation for a node form; its error re-renders the page inline. */
-async function act(s: Signed, id: string, done: string, run: () => Promise<unknown>): Promise<AppResult> {
+export async function act(s: Signed, id: string, done: string, run: () => Promise<unknown>): Promise<AppResult> {
   try {
     const result = (await run()) as { warnings?: string[]; status?: string } | undefined;
     const warnings = result?.warnings?.length ? ` (${result.warnings.join('; ')})` : '';
@@ -203,11 +202,6 @@ export const readinessNode = (req: AppRequest, s: Signed) =>
   act(s, req.params.id!, req.form.get('readiness') === 'agent' ? 'Marked agent-ready' : 'Readiness cleared', () =>
     s.bridge.setReadiness(req.params.id!, req.form.get('readiness') ?? ''),
   );
-export const edgeNode = (req: AppRequest, s: Signed) =>
-  act(s, req.params.id!, `Edge ${req.form.get('type') ?? ''} to ${req.form.get('to') ?? ''} added`, () =>
-    s.bridge.addEdge(req.params.id!, req.form.get('type') ?? '', (req.form.get('to') ?? '').trim()),
-  );
-
 /** Body edit: a full put of the node as read, with the new body and the revision echo. */
 export async function editNode(req: AppRequest, s: Signed): Promise<AppResult> {
   const id = req.params.id!;
@@ -257,8 +251,8 @@ export async function showHistoryEntry(req: AppRequest, s: Signed): Promise<AppR
   };
   const lines = d.patch.split('\n');
   const body = html`<nav class="crumbs" aria-label="Breadcrumb"><a href="/app/queue">My queue</a> › <a href="/app/nodes/${encodeURIComponent(id)}">${id}</a> › <code>${d.short}</code></nav>
-<h1>${d.message.split('\n')[0]}</h1>
-<p class="meta">${d.actor_name ?? d.actor} · ${when(d.date)} · change <code>${d.change}</code> · commit <code>${d.sha}</code>${d.internal ? ' · internal' : ''}</p>
+<h1>${personName(s, d.actor) ?? d.actor_name ?? d.actor} ${describeChange(s, id, d.message, d.patch, d.change)}</h1>
+<p class="meta">${personName(s, d.actor) ? personLink(s, d.actor) : (d.actor_name ?? d.actor)} · ${when(d.date)} · <code>${d.message.split('\n')[0]}</code> · change <code>${d.change}</code> · commit <code>${d.sha}</code>${d.internal ? ' · internal' : ''}</p>
 <h2>Diff</h2>
 <pre class="diff" tabindex="0" aria-label="Diff of this change">${lines.map((l) => {
     const cls =

@@ -4,6 +4,7 @@
  */
 import { html, layout, type Html } from '../html.js';
 import type { AppRequest, AppResult, Signed } from '../host.js';
+import { namesIn } from './words.js';
 
 export const QUEUE_PAGE_SIZE = 50;
 const SECTIONS = ['questions', 'asked', 'findings', 'pending', 'reviews'] as const;
@@ -62,7 +63,10 @@ export async function showQueue(req: AppRequest, s: Signed): Promise<AppResult> 
 <label>Project <input name="project" value="${filters.project}" placeholder="any" size="12"></label>
 <label>Type <select name="type">${option('', 'any', filters.type)}${types.map((t) => option(t, t, filters.type))}</select></label>
 <label>Readiness <select name="readiness">${option('', 'any', filters.readiness)}${['agent', 'human', 'untriaged'].map((r) => option(r, r, filters.readiness))}</select></label>
-<label>Assignee <input name="assignee" value="${filters.assignee}" placeholder="me or person-…" size="12"></label>
+<label>Assignee <select name="assignee">${option('', 'anyone', filters.assignee)}${option('me', 'me', filters.assignee)}${s.bridge
+    .people()
+    .filter((p) => p.id !== s.viewer.personId)
+    .map((p) => option(p.id, p.name, filters.assignee))}</select></label>
 <button type="submit">Filter</button> <a href="/app/queue">Clear</a>
 </form>
 <div data-live="queue">
@@ -81,7 +85,7 @@ ${
 <td>${queue.offset + i + 1}</td>
 <td>${nodeLink(item.id, item.title)}<div class="muted small"><code>${item.id}</code>${item.project ? ` · ${item.project}` : ''}${item.lease ? ` · held by ${s.bridge.tenant.index.get(item.lease.by)?.title ?? item.lease.by}` : ''}</div></td>
 <td><span class="suggest suggest-${item.suggest}">${item.suggest}</span></td>
-<td class="why">${item.why}</td>
+<td class="why">${namesIn(s, item.why)}</td>
 <td>${item.status}</td>
 <td>${item.priority ?? ''}</td>
 <td>${item.readiness ?? ''}</td>

@@ -19,7 +19,7 @@
   new Chart(document.getElementById('chart-wip'), {
     type: 'doughnut',
     data: {
-      labels: data.wip.labels.length ? data.wip.labels : ['none'],
+      labels: data.wip.labels.length ? data.wip.labels : ['no open work'],
       datasets: [
         {
           data: data.wip.values.length ? data.wip.values : [0],

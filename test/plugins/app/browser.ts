@@ -31,6 +31,8 @@ export function watch(page: Page): Watch {
   page.on('requestfailed', (r) => {
     // leaving a live page ends its event stream: the browser reports the open request as aborted
     if (r.resourceType() === 'eventsource' && r.failure()?.errorText === 'net::ERR_ABORTED') return;
+    // the browser fetches the favicon on its own after the load; leaving the page at once aborts it
+    if (r.url().endsWith('/app/static/favicon.svg') && r.failure()?.errorText === 'net::ERR_ABORTED') return;
     w.problems.push(`failed: ${r.url()} ${r.failure()?.errorText}`);
   });
   return w;

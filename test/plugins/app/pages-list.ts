@@ -3,6 +3,8 @@ export const PAGES: Array<{ name: string; path: string; heading: RegExp }> = [
   { name: 'queue', path: '/app/queue', heading: /My queue/ },
   { name: 'board', path: '/app/board?project=proj-web', heading: /Board: Web relaunch/ },
   { name: 'inbox', path: '/app/inbox', heading: /Inbox/ },
+  { name: 'new', path: '/app/new', heading: /New node/ },
+  { name: 'create', path: '/app/new?type=task', heading: /New task/ },
   { name: 'node', path: '/app/nodes/task-login', heading: /Fix the login redirect loop/ },
   { name: 'graph', path: '/app/nodes/task-launch/graph?depth=2', heading: /Neighborhood of Launch the new site/ },
   { name: 'programs', path: '/app/programs', heading: /Programs/ },

@@ -82,8 +82,10 @@ describe('app: the walk of a signed-in person (Chromium)', function () {
     expect(node.body.frontmatter.status).to.equal('done');
     expect(node.body.frontmatter.author).to.equal(bob.id);
 
-    const first = page.locator('ol.history li a').first();
-    expect(await first.textContent()).to.match(/set_status/);
+    // history in words, the person's name linked (issue 25)
+    expect((await page.locator('ol.history li').first().textContent())!.replace(/\s+/g, ' ')).to.match(/^Bob Builder set status to done/);
+    expect(await page.textContent('#lease-h + p')).to.not.include('You hold it');
+    const first = page.locator('ol.history li a[href*="/history/"]').first();
     await Promise.all([page.waitForURL(/\/history\/[0-9a-f]{40}$/), first.click()]);
     pages.push(await page.content());
     expect(await page.locator('pre.diff .del', { hasText: 'status: open' }).count()).to.equal(1);
@@ -116,9 +118,9 @@ describe('app: the walk of a signed-in person (Chromium)', function () {
       page.waitForResponse((r) => r.url().endsWith('/edges')),
       page.click('form[action$="/edges"] button'),
     ]);
-    expect(response.status()).to.equal(404);
-    expect(await page.textContent('h1')).to.equal('Not found');
-    expect(await page.textContent('main')).to.include('task-nowhere');
+    // a target that names no node is said on the node page; nothing is written
+    expect(response.status()).to.equal(422);
+    expect(await page.textContent('[role=alert]')).to.include('no node is called “task-nowhere”');
   });
 
   it('a stale body edit is a 409 that shows the other change and keeps both texts', async () => {
@@ -132,7 +134,7 @@ describe('app: the walk of a signed-in person (Chromium)', function () {
       },
     });
     expect(other.status).to.equal(200);
-    await page.click('details summary');
+    await page.click('details:has(#body-text) summary');
     await page.fill('#body-text', 'Bob: add a captcha.\n');
     const [response] = await Promise.all([
       page.waitForResponse((r) => r.url().endsWith('/edit')),
