@@ -71,6 +71,7 @@ function buildHost(host: AppHost): AppHost {
 
 export const appPlugin = definePlugin({
   name: 'app',
+  description: 'The web app for people under /app: queue, board, nodes, inbox, views and the operator console.',
   version: '1.0.0',
   dependsOn: ['core'],
   // each page asks the bridge whether its plugin is usable for the tenant (404 otherwise)

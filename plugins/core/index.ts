@@ -62,6 +62,7 @@ const helloMcpApp = defineOperation({
 
 export const corePlugin = definePlugin({
   name: 'core',
+  description: 'Nodes, edges, statuses and the schema: the work graph itself (always on).',
   access: coreAccess,
   version: '1.0.0',
   dependsOn: [],
@@ -82,6 +83,8 @@ export const corePlugin = definePlugin({
     { method: 'POST', path: '/v1/edges', operation: api.addEdges },
     { method: 'DELETE', path: '/v1/edges', operation: api.removeEdges },
     { method: 'POST', path: '/v1/priorities', operation: api.setPriorities },
+    { method: 'GET', path: '/v1/tenant/plugins', operation: api.listTenantPlugins },
+    { method: 'POST', path: '/v1/tenant/plugins/:name', operation: api.setTenantPlugin },
   ],
   instructions: [
     'Every node needs a standalone `summary` (at most 500 characters); ids carry their type prefix (task-, issue-, dec-, spec-, ...). The `schema` tool lists the types, their statuses and the edge vocabulary.',
@@ -139,6 +142,15 @@ export const corePlugin = definePlugin({
       description: 'Node types (prefix, statuses, transitions), edge types (aliases, inverses). code: hook sources too.',
       operation: api.schema,
       annotations: { readOnlyHint: true },
+    },
+    {
+      description: "The tenant's plugins: enabled, dependencies (admin).",
+      operation: api.listTenantPlugins,
+      annotations: { readOnlyHint: true },
+    },
+    {
+      description: 'Enable (with its dependencies) or disable a plugin for the tenant, live; app needs confirm (admin).',
+      operation: api.setTenantPlugin,
     },
     {
       description: 'Who this token acts for: person, org, is_admin, agent, session.',
