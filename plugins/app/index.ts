@@ -24,6 +24,7 @@ import {
 } from './pages/node.js';
 import { postComment, removeComment } from './pages/comments.js';
 import { moveCard, showBoard } from './pages/board.js';
+import { mountAdminConsole } from './pages/admin/routes.js';
 import { streamEvents } from './pages/events.js';
 import { markRead, showInbox } from './pages/inbox.js';
 import { showQueue } from './pages/queue.js';
@@ -66,6 +67,7 @@ function buildHost(host: AppHost): AppHost {
   host.getSigned('/app/views', showLensCatalog);
   host.get('/app/views/:id', showView);
   host.get('/views/:id', showView);
+  mountAdminConsole(host);
   return host;
 }
 
@@ -75,7 +77,19 @@ export const appPlugin = definePlugin({
   version: '1.0.0',
   dependsOn: ['core'],
   // each page asks the bridge whether its plugin is usable for the tenant (404 otherwise)
-  optionalDependsOn: ['analytics', 'capture', 'comments', 'events', 'history', 'inbox', 'leases', 'lenses', 'queue'],
+  optionalDependsOn: [
+    'analytics',
+    'capture',
+    'comments',
+    'events',
+    'history',
+    'identity',
+    'inbox',
+    'leases',
+    'lenses',
+    'queue',
+    'webhooks',
+  ],
   init(services) {
     services.requestRouters.push(appRouter(services));
   },
