@@ -162,10 +162,12 @@ describe('plugin imports match declared dependencies', () => {
       'core',
       'events',
       'history',
+      'identity',
       'inbox',
       'leases',
       'lenses',
       'queue',
+      'webhooks',
     ]);
     expect(report.imports.get('capture')?.has('analytics') ?? false).to.equal(false);
     expect(report.imports.get('analytics')?.has('capture')).to.equal(true);
