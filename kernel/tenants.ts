@@ -165,6 +165,9 @@ export class TenantManager {
    */
   async changePlugins(org: string, change: (plugins: string[]) => string[], actor: EventActor): Promise<TenantConfig> {
     const run = async (): Promise<TenantConfig> => {
+      // an operator's CLI change the poll has not seen yet is taken in first, never written over
+      if (!this.options.creation && statSync(join(this.tenantsDir, org, 'tenant.json')).mtimeMs !== this.configMtimes.get(org))
+        await this.scan();
       const tenant = this.tenants.get(org);
       if (!tenant) throw errors.notFound(`tenant ${org}`);
       const previous = tenant.config;

@@ -4,7 +4,7 @@
  * and tools leave the tenant's list at once), saved in tenant.json as the CLI saves it,
  * announced as the admin's `plugin.*` admin events; dependencies refused or enabled with it.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -152,6 +152,19 @@ describe('core: the tenant plugins (GET /v1/tenant/plugins, POST /v1/tenant/plug
     expect(refused.isError).to.equal(true);
     expect(refused.json.error.details.required_by).to.include.members(['import', 'oauth']);
     expect((await t.tool(client, 'set_tenant_plugin', { name: 'gardener', enabled: true })).json.changed).to.deep.equal(['gardener']);
+  });
+
+  it("never writes over an operator's CLI change the poll has not seen yet", async () => {
+    const file = join(t.dataDir, 'tenants', t.org, 'tenant.json');
+    const config = JSON.parse(readFileSync(file, 'utf8'));
+    writeFileSync(file, JSON.stringify({ ...config, plugins: config.plugins.filter((p: string) => p !== 'lenses') }, null, 2) + '\n');
+    const res = await set('gardener', { enabled: false });
+    expect(res.status, res.text).to.equal(200);
+    expect(onDisk()).to.not.include('lenses');
+    expect(onDisk()).to.not.include('gardener');
+    expect((await t.api('GET', '/v1/lens')).status).to.equal(404);
+    expect((await set('lenses', { enabled: true })).body.changed).to.deep.equal(['lenses']);
+    expect((await set('gardener', { enabled: true })).body.changed).to.deep.equal(['gardener']);
   });
 
   it('a change made by the poll of tenant.json is not announced twice', async () => {
