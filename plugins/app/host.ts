@@ -204,7 +204,13 @@ export class AppHost {
 
   errorResult(err: SvcError, session: LiveSession | null): AppResult {
     const viewer = session
-      ? { name: session.actor.name, org: session.tenant.org, personId: session.actor.personId, csrf: session.record.csrf }
+      ? {
+          name: session.actor.name,
+          org: session.tenant.org,
+          personId: session.actor.personId,
+          csrf: session.record.csrf,
+          admin: isConsoleAdmin(session),
+        }
       : null;
     return { status: err.status, html: errorPage(err, viewer) };
   }
