@@ -25,6 +25,11 @@ describe('app: the operator console in Chromium (/app/admin)', function () {
     const client = await t.mcp();
     return (await client.listTools()).tools.map((x) => x.name);
   };
+  /** clicks a form's button and waits for the page the form's answer (or its redirect) loads */
+  const submit = async (page: Page, selector: string) => {
+    await Promise.all([page.waitForEvent('framenavigated', (f) => f === page.mainFrame()), page.click(selector)]);
+    await page.waitForLoadState('load');
+  };
   const flashText = (page: Page) => page.locator('main .flash').first().textContent();
   const noSerious = async (page: Page, what: string) => {
     const bad = serious(await axe(page));
@@ -51,10 +56,10 @@ describe('app: the operator console in Chromium (/app/admin)', function () {
     expect(await toolNames()).to.include('show_queue');
 
     // a plugin another one needs: refused, naming it
-    await Promise.all([page.waitForLoadState('load'), page.click('#plugin-leases button:has-text("Disable")')]);
+    await submit(page, '#plugin-leases button:has-text("Disable")');
     expect(await flashText(page)).to.equal("'leases' is needed by queue: disable that first");
 
-    await Promise.all([page.waitForLoadState('load'), page.click('#plugin-queue button:has-text("Disable")')]);
+    await submit(page, '#plugin-queue button:has-text("Disable")');
     expect(await flashText(page)).to.equal('queue is off for this tenant');
     expect(await page.locator('#plugin-queue').textContent()).to.include('off');
     const gone = await page.goto(`${t.url}/app/queue`);
@@ -64,7 +69,7 @@ describe('app: the operator console in Chromium (/app/admin)', function () {
     expect((await t.api('GET', '/v1/queue')).status).to.equal(404);
 
     await page.goto(`${t.url}/app/admin/plugins`);
-    await Promise.all([page.waitForLoadState('load'), page.click('#plugin-queue button:has-text("Enable")')]);
+    await submit(page, '#plugin-queue button:has-text("Enable")');
     expect(await flashText(page)).to.equal('queue is on for this tenant');
     expect((await page.goto(`${t.url}/app/queue`))?.status()).to.equal(200);
     expect(await toolNames()).to.include('show_queue');
@@ -88,7 +93,7 @@ describe('app: the operator console in Chromium (/app/admin)', function () {
     await page.fill('#person-name', 'Dana Ops');
     await page.fill('#person-email', 'dana@example.test');
     await page.check('#person-token');
-    await Promise.all([page.waitForLoadState('load'), page.click('button:has-text("Add person")')]);
+    await submit(page, 'button:has-text("Add person")');
     expect(await flashText(page)).to.equal('Added Dana Ops (dana@example.test).');
     const secret = await page.inputValue('#secret-value');
     expect(secret).to.match(/^svc_pat_/);
@@ -97,7 +102,7 @@ describe('app: the operator console in Chromium (/app/admin)', function () {
     expect(me.body).to.include({ name: 'Dana Ops', is_admin: false });
     const dana = me.body.person as string;
 
-    await Promise.all([page.waitForLoadState('load'), page.click(`button[aria-label="Make Dana Ops an admin"]`)]);
+    await submit(page, `button[aria-label="Make Dana Ops an admin"]`);
     expect(await flashText(page)).to.equal('Dana Ops is now an admin');
     expect(await page.locator(`tr[id="${dana}"]`).textContent()).to.include('admin');
     expect(await page.content()).to.not.include(secret);
@@ -116,7 +121,7 @@ describe('app: the operator console in Chromium (/app/admin)', function () {
     await page.goto(`${t.url}/app/admin/tokens`);
     await noSerious(page, 'tokens at 390px');
     expect(await page.content()).to.not.include(victim.token);
-    await Promise.all([page.waitForLoadState('load'), page.click(`#token-${victim.hash_prefix} button:has-text("Revoke")`)]);
+    await submit(page, `#token-${victim.hash_prefix} button:has-text("Revoke")`);
     expect(await flashText(page)).to.equal(`Token ${victim.hash_prefix} is revoked`);
     expect(await page.locator(`#token-${victim.hash_prefix}`).count()).to.equal(0);
     expect((await t.api('GET', '/v1/me', { token: victim.token })).status).to.equal(401);
