@@ -102,7 +102,7 @@ describe('app: the operator console in Chromium (/app/admin)', function () {
     expect(me.body).to.include({ name: 'Dana Ops', is_admin: false });
     const dana = me.body.person as string;
 
-    await submit(page, `button[aria-label="Make Dana Ops an admin"]`);
+    await submit(page, `button[aria-label="Make admin: Dana Ops"]`);
     expect(await flashText(page)).to.equal('Dana Ops is now an admin');
     expect(await page.locator(`tr[id="${dana}"]`).textContent()).to.include('admin');
     expect(await page.content()).to.not.include(secret);

@@ -35,12 +35,12 @@ async function peopleBody(s: Signed, before: Html | '' = '', draft?: { name?: st
     const base = `/app/admin/people/${encodeURIComponent(p.id)}`;
     const self = p.id === s.viewer.personId;
     const adminForm = p.is_admin
-      ? html`<form method="post" action="${base}/revoke-admin" class="inline">${csrf}${confirmButton('Revoke admin', `Revoke admin rights of ${p.name}`)}</form>`
-      : html`<form method="post" action="${base}/grant-admin" class="inline">${csrf}${confirmButton('Make admin', `Make ${p.name} an admin`)}</form>`;
+      ? html`<form method="post" action="${base}/revoke-admin" class="inline">${csrf}${confirmButton('Revoke admin', `Revoke admin: ${p.name}`)}</form>`
+      : html`<form method="post" action="${base}/grant-admin" class="inline">${csrf}${confirmButton('Make admin', `Make admin: ${p.name}`)}</form>`;
     const offboard = self
       ? ''
-      : html`<form method="post" action="${base}/offboard" class="inline">${csrf}${confirmButton('Offboard', `Offboard ${p.name}: revoke every token`, true)}</form>`;
-    const mint = html`<form method="post" action="/app/admin/tokens" class="inline">${csrf}<input type="hidden" name="person" value="${p.id}">${confirmButton('New token', `Mint a sign-in token for ${p.name}`)}</form>`;
+      : html`<form method="post" action="${base}/offboard" class="inline">${csrf}${confirmButton('Offboard', `Offboard ${p.name}`, true)}</form>`;
+    const mint = html`<form method="post" action="/app/admin/tokens" class="inline">${csrf}<input type="hidden" name="person" value="${p.id}">${confirmButton('New token', `New token for ${p.name}`)}</form>`;
     return html`<tr id="${p.id}"><th scope="row">${nodeLink(p.id, p.name)}${self ? html` <span class="small muted">(you)</span>` : ''}<br><span class="small muted">${p.email ?? ''}</span></th>
 <td>${handleOf(p.email)}</td><td>${p.is_admin ? html`<span class="badge status ok">admin</span>` : 'member'}${p.status !== 'active' ? html` <span class="badge">${p.status}</span>` : ''}</td>
 <td>${own.length ? own.map((a, i) => html`${i ? ', ' : ''}${a.label}`) : html`<span class="muted">none</span>`}</td>
