@@ -293,6 +293,8 @@ export interface TenantSettingDef {
 export interface PluginDef {
   name: string;
   version?: string;
+  /** one line on what the plugin gives a tenant (the operator console and GET /v1/tenant/plugins show it) */
+  description?: string;
   /** on for every tenant, like core (the API description): tenant plugin lists do not switch it */
   alwaysOn?: boolean;
   /**

@@ -4,7 +4,7 @@
  * operator CLI while the server runs, and resolves a bearer token to its tenant and actor.
  */
 import { emitEvent } from './events/emit.js';
-import type { NewEvent } from './events/types.js';
+import type { EventActor, NewEvent } from './events/types.js';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -68,6 +68,8 @@ export interface TenantCreationHooks {
   register(config: TenantConfig): Promise<void>;
   /** creation failed or finished: let the org go (a finished tenant is claimed by its preferred member) */
   release(org: string): Promise<void>;
+  /** save a changed tenant config in the registry (an admin's plugin change); the other processes follow it */
+  saveConfig?(config: TenantConfig): Promise<void>;
 }
 
 export class TenantManager {
@@ -76,6 +78,8 @@ export class TenantManager {
   private readonly indexedTokenVersions = new Map<string, number>();
   private readonly configMtimes = new Map<string, number>();
   private readonly opening = new Map<string, Promise<Tenant>>();
+  /** plugin changes through the API, one at a time per tenant (a read-modify-write of its plugin list) */
+  private readonly configChanges = new Map<string, Promise<unknown>>();
   private readonly deps: TenantDeps;
   /** called when a tenant opens or its plugin set changes */
   onTenantChange: (tenant: Tenant, newlyEnabled: string[]) => Promise<void> = async () => undefined;
@@ -150,6 +154,46 @@ export class TenantManager {
     const added = tenant.config.plugins.filter((p) => !before.has(p));
     await this.onTenantChange(tenant, added);
     this.options.log.info('tenant plugins changed', { org, plugins: tenant.config.plugins });
+  }
+
+  /**
+   * An admin's plugin change through the API (plugins/core/tenant-plugins.ts): `change` maps the
+   * current plugin list to the next one (or throws to refuse). Saved where the operator CLI
+   * saves it (tenant.json; the cluster registry), then applied here at once, through the same
+   * path as a change the poll notices: the events announce it as the admin's, newly enabled
+   * plugins open for the tenant. Changes of one tenant run one after another.
+   */
+  async changePlugins(org: string, change: (plugins: string[]) => string[], actor: EventActor): Promise<TenantConfig> {
+    const run = async (): Promise<TenantConfig> => {
+      // an operator's CLI change the poll has not seen yet is taken in first, never written over
+      if (!this.options.creation && statSync(join(this.tenantsDir, org, 'tenant.json')).mtimeMs !== this.configMtimes.get(org))
+        await this.scan();
+      const tenant = this.tenants.get(org);
+      if (!tenant) throw errors.notFound(`tenant ${org}`);
+      const previous = tenant.config;
+      const plugins = change([...previous.plugins]);
+      const next: TenantConfig = { ...previous, plugins };
+      if (plugins.length === previous.plugins.length && plugins.every((p) => previous.plugins.includes(p))) return previous;
+      if (this.options.creation) {
+        if (!this.options.creation.saveConfig) throw errors.internal();
+        await this.options.creation.saveConfig(next);
+      } else {
+        await Tenant.writeConfig(tenant.dir, next);
+        // the poll must not take our own write for an operator's change and announce it twice
+        this.configMtimes.set(org, statSync(join(tenant.dir, 'tenant.json')).mtimeMs);
+      }
+      tenant.config = next;
+      await announceConfigChange(tenant, previous, next, actor);
+      await this.onTenantChange(
+        tenant,
+        plugins.filter((p) => !previous.plugins.includes(p)),
+      );
+      this.options.log.info('tenant plugins changed', { org, plugins, by: actor.person });
+      return next;
+    };
+    const pending = (this.configChanges.get(org) ?? Promise.resolve()).catch(() => undefined).then(run);
+    this.configChanges.set(org, pending);
+    return pending;
   }
 
   /** Re-read an open tenant's tokens now (cluster mode: a token minted by another process). */
@@ -351,8 +395,15 @@ export class TenantManager {
  * plugins|settings`, or the cluster registry): plugin.enabled / plugin.disabled per plugin and
  * one settings.changed naming each changed setting or limit with its old and new value.
  */
-async function announceConfigChange(tenant: Tenant, before: TenantConfig, after: TenantConfig): Promise<void> {
-  const actor = { person: null, agent: null, name: 'operator', via: 'cli' };
+/** The operator CLI's changes (tenant.json edited on disk, the cluster registry) are the operator's. */
+const OPERATOR: EventActor = { person: null, agent: null, name: 'operator', via: 'cli' };
+
+async function announceConfigChange(
+  tenant: Tenant,
+  before: TenantConfig,
+  after: TenantConfig,
+  actor: EventActor = OPERATOR,
+): Promise<void> {
   const was = new Set(before.plugins);
   const now = new Set(after.plugins);
   const events: NewEvent[] = [];

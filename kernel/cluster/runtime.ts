@@ -104,5 +104,9 @@ export function creationHooks(cluster: Cluster, db: Database): TenantCreationHoo
       await db.pool.query('INSERT INTO wg_tenants (org, config) VALUES ($1, $2)', [config.org, JSON.stringify(config)]);
     },
     release: (org) => cluster.releaseReserved(org),
+    async saveConfig(config: TenantConfig) {
+      // the owners follow wg_tenants (ownership.ts followSettings); this process applies it itself at once
+      await db.pool.query('UPDATE wg_tenants SET config = $2, updated_at = now() WHERE org = $1', [config.org, JSON.stringify(config)]);
+    },
   };
 }

@@ -11,6 +11,7 @@ import { timelinesOf } from './timeline.js';
 
 export const analyticsPlugin = definePlugin({
   name: 'analytics',
+  description: 'Flow analytics (throughput, cycle time, WIP) and program progress over the gating tree.',
   access: analyticsAccess,
   version: '1.0.0',
   dependsOn: ['core', 'history'],

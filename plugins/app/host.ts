@@ -14,6 +14,11 @@ import { errorPage, type Viewer } from './html.js';
 import { Bridge } from './operations-bridge.js';
 import { cookieOf, sameSecret, SESSION_COOKIE, sessionStoreOf, type LiveSession, type SessionStore } from './session.js';
 
+/** Whether the session's person may use the operator console: an admin, acting with their own credential (never an agent's). */
+export function isConsoleAdmin(session: LiveSession): boolean {
+  return session.actor.isAdmin && session.actor.agent === null;
+}
+
 /** Scripts only from this origin, never inline; no framing; forms post only here. */
 export const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -154,7 +159,13 @@ export class AppHost {
     this.flashes.delete(session.key);
     return {
       bridge: new Bridge(this.services, session.tenant, session.actor),
-      viewer: { name: session.actor.name, org: session.tenant.org, personId: session.actor.personId, csrf: session.record.csrf },
+      viewer: {
+        name: session.actor.name,
+        org: session.tenant.org,
+        personId: session.actor.personId,
+        csrf: session.record.csrf,
+        admin: isConsoleAdmin(session),
+      },
       session,
       flash,
       setFlash: (kind, text) => {
@@ -193,7 +204,13 @@ export class AppHost {
 
   errorResult(err: SvcError, session: LiveSession | null): AppResult {
     const viewer = session
-      ? { name: session.actor.name, org: session.tenant.org, personId: session.actor.personId, csrf: session.record.csrf }
+      ? {
+          name: session.actor.name,
+          org: session.tenant.org,
+          personId: session.actor.personId,
+          csrf: session.record.csrf,
+          admin: isConsoleAdmin(session),
+        }
       : null;
     return { status: err.status, html: errorPage(err, viewer) };
   }

@@ -48,13 +48,15 @@ export interface Viewer {
   unread?: number;
   /** the tenant has the event stream (plugins/events): live pages open it */
   live?: boolean;
+  /** an admin's own credential: the header links the operator console (pages/admin/) */
+  admin?: boolean;
 }
 
 export interface LayoutOptions {
   title: string;
   viewer: Viewer | null;
   /** which navigation entry is current */
-  nav?: 'new' | 'inbox' | 'queue' | 'board' | 'programs' | 'analytics' | 'views' | 'search' | 'orgs' | 'schema';
+  nav?: 'new' | 'inbox' | 'queue' | 'board' | 'programs' | 'analytics' | 'views' | 'search' | 'orgs' | 'schema' | 'admin';
   flash?: { kind: 'ok' | 'error'; text: string } | null;
   scripts?: string[];
   banner?: Html;
@@ -75,12 +77,13 @@ const NAV: Array<{ key: NonNullable<LayoutOptions['nav']>; href: string; label: 
   { key: 'search', href: '/app/search', label: 'Search' },
   { key: 'schema', href: '/app/schema', label: 'Schema' },
   { key: 'new', href: '/app/new', label: 'New' },
+  { key: 'admin', href: '/app/admin', label: 'Admin' },
 ];
 
 export function layout(opts: LayoutOptions, body: Html): string {
   const v = opts.viewer;
   const nav = v
-    ? html`<nav aria-label="Main"><ul>${NAV.filter((n) => n.key !== 'inbox' || v.unread !== undefined).map((n) => html`<li><a href="${n.href}"${n.key === opts.nav ? raw(' aria-current="page"') : ''}>${n.label}${n.key === 'inbox' ? unreadBadge(v.unread ?? 0) : ''}</a></li>`)}</ul></nav>
+    ? html`<nav aria-label="Main"><ul>${NAV.filter((n) => (n.key !== 'inbox' || v.unread !== undefined) && (n.key !== 'admin' || v.admin === true)).map((n) => html`<li><a href="${n.href}"${n.key === opts.nav ? raw(' aria-current="page"') : ''}>${n.label}${n.key === 'inbox' ? unreadBadge(v.unread ?? 0) : ''}</a></li>`)}</ul></nav>
 <div class="who"><a href="/app/orgs" title="Switch tenant">${v.org}</a> · <span>${v.name}</span>
 <form method="post" action="/app/signout" class="inline">${csrfField(v.csrf)}<button type="submit" class="link">Sign out</button></form></div>`
     : html``;

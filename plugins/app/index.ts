@@ -18,6 +18,7 @@ import { finishOidc, redeemInvite, showInvite, startOidc } from './pages/signin-
 import { createNode, lookup, showNew } from './pages/create.js';
 import { editFields } from './pages/node-edit.js';
 import { assignNode, edgeNode, unassignNode } from './pages/node-people.js';
+import { mountAdminConsole } from './pages/admin/routes.js';
 import { streamEvents } from './pages/events.js';
 import { dryRunEditor, saveEditor, showEditor } from './pages/schema-editor.js';
 import { approveProposal, dryRunProposal, rejectProposal, showProposal } from './pages/schema-proposal.js';
@@ -83,16 +84,29 @@ function buildHost(host: AppHost): AppHost {
   host.getSigned('/app/schema/:type', showSchemaType);
   host.get('/app/views/:id', showView);
   host.get('/views/:id', showView);
+  mountAdminConsole(host);
   return host;
 }
 
 export const appPlugin = definePlugin({
   name: 'app',
+  description: 'The web app for people under /app: queue, board, nodes, inbox, views and the operator console.',
   version: '1.0.0',
   dependsOn: ['core'],
   // each page asks the bridge whether its plugin is usable for the tenant (404 otherwise)
-  // identity: sign-in links and OpenID Connect (pages/signin-links.ts)
-  optionalDependsOn: ['analytics', 'capture', 'comments', 'events', 'history', 'identity', 'inbox', 'leases', 'lenses', 'queue'],
+  optionalDependsOn: [
+    'analytics',
+    'capture',
+    'comments',
+    'events',
+    'history',
+    'identity',
+    'inbox',
+    'leases',
+    'lenses',
+    'queue',
+    'webhooks',
+  ],
   init(services) {
     services.requestRouters.push(appRouter(services));
   },

@@ -17,12 +17,14 @@ import * as commentsApi from '../comments/api.js';
 import * as coreApi from '../core/api.js';
 import * as eventsApi from '../events/api.js';
 import * as historyApi from '../history/api.js';
+import * as identityApi from '../identity/api.js';
 import * as inboxApi from '../inbox/api.js';
 import * as leasesApi from '../leases/api.js';
 import { leasesOf, leaseView } from '../leases/public.js';
 import * as lensesApi from '../lenses/api.js';
 import { COOKIE_NAME as TICKET_COOKIE, ticketAuthenticator, verifyTicket } from '../lenses/public.js';
 import * as queueApi from '../queue/api.js';
+import * as webhooksApi from '../webhooks/api.js';
 
 /** An operation as the bridge calls it: any input, any answer (its own types flow through `AnswerOf`). */
 type AnyOperation = OperationDef<never, unknown>;
@@ -228,6 +230,81 @@ export class Bridge {
     const entry =
       revision === null ? { node: markdown, if_exists: 'error' as const } : { node: markdown, if_exists: 'update' as const, revision };
     return call(coreApi.putNode, this.ctx, { nodes: [entry] });
+  }
+  // ---- the operator console (pages/admin/): the admin operations, each gated by its own 403
+  listTenantPlugins() {
+    return call(coreApi.listTenantPlugins, this.ctx, {});
+  }
+  setTenantPlugin(name: string, enabled: boolean, confirm: boolean) {
+    return call(coreApi.setTenantPlugin, this.ctx, { name, enabled, confirm });
+  }
+  listPeople() {
+    this.need('identity', 'people');
+    return call(identityApi.listPeople, this.ctx, {});
+  }
+  createPerson(input: { name: string; email: string; roles?: string[] }) {
+    this.need('identity', 'people');
+    return call(identityApi.createPerson, this.ctx, dropUndefined(input));
+  }
+  grantAdmin(id: string) {
+    this.need('identity', 'people');
+    return call(identityApi.grantAdmin, this.ctx, { id });
+  }
+  revokeAdmin(id: string) {
+    this.need('identity', 'people');
+    return call(identityApi.revokeAdmin, this.ctx, { id });
+  }
+  offboardPerson(id: string) {
+    this.need('identity', 'people');
+    return call(identityApi.offboardPerson, this.ctx, { id });
+  }
+  listTeamTokens() {
+    this.need('identity', 'tokens');
+    return call(identityApi.listTeamTokens, this.ctx, {});
+  }
+  adminMintToken(input: { person: string; expires?: string; label?: string }) {
+    this.need('identity', 'tokens');
+    return call(identityApi.adminMintToken, this.ctx, dropUndefined(input));
+  }
+  adminRevokeToken(prefix: string) {
+    this.need('identity', 'tokens');
+    return call(identityApi.adminRevokeToken, this.ctx, { prefix });
+  }
+  listAllAgents() {
+    this.need('identity', 'agents');
+    return call(identityApi.listAgents, this.ctx, { all: true });
+  }
+  readCapabilities(id: string) {
+    this.need('identity', 'agents');
+    return call(identityApi.readCapabilities, this.ctx, { id });
+  }
+  auditIdentity(flagged: boolean) {
+    this.need('identity', 'the identity audit');
+    return call(identityApi.auditIdentity, this.ctx, { flagged });
+  }
+  listWebhooks() {
+    this.need('webhooks', 'webhooks');
+    return call(webhooksApi.listWebhooks, this.ctx, {});
+  }
+  createWebhook(input: InputOf<typeof webhooksApi.createWebhook>) {
+    this.need('webhooks', 'webhooks');
+    return call(webhooksApi.createWebhook, this.ctx, dropUndefined(input));
+  }
+  setWebhookEnabled(id: string, enabled: boolean) {
+    this.need('webhooks', 'webhooks');
+    return call(webhooksApi.updateWebhook, this.ctx, { id, enabled });
+  }
+  deleteWebhook(id: string) {
+    this.need('webhooks', 'webhooks');
+    return call(webhooksApi.deleteWebhook, this.ctx, { id });
+  }
+  pingWebhook(id: string) {
+    this.need('webhooks', 'webhooks');
+    return call(webhooksApi.pingWebhook, this.ctx, { id });
+  }
+  listWebhookDeliveries(id: string) {
+    this.need('webhooks', 'webhooks');
+    return call(webhooksApi.listWebhookDeliveries, this.ctx, { id, limit: 100 });
   }
   listLenses() {
     this.need('lenses', 'views');

@@ -10,6 +10,7 @@ import { searchOf } from './search.js';
 
 export const capturePlugin = definePlugin({
   name: 'capture',
+  description: 'Raw-text capture into typed nodes, distill reports, corrections, search and the digest.',
   access: captureAccess,
   version: '1.0.0',
   dependsOn: ['core'],

@@ -11,6 +11,7 @@ import { commentWriteCheck } from './operations.js';
 
 export const commentsPlugin = definePlugin({
   name: 'comments',
+  description: 'Markdown comments with @mentions on any node.',
   access: commentsAccess,
   version: '1.0.0',
   dependsOn: [],

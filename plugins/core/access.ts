@@ -50,5 +50,11 @@ export const coreAccess: AccessMap = {
   set_priority: { callers: callers.anyPerson, person: true, scope: ANY_NODE, when: [FORCE] },
   set_readiness: { callers: callers.anyPerson, person: true, scope: ANY_NODE, when: [FORCE] },
   link_commit: { callers: callers.anyPerson, person: true, scope: ANY_NODE, when: [FORCE] },
+  list_tenant_plugins: { callers: callers.humans, admin: true, scope: "the tenant's plugins with their dependencies, read-only" },
+  set_tenant_plugin: {
+    callers: callers.humans,
+    admin: true,
+    scope: "the tenant's plugin list (core and always-on plugins are 409; a plugin enabled ones need is 409)",
+  },
   hello_mcp_app: { callers: callers.anyPerson, scope: 'a connectivity probe, read-only' },
 };

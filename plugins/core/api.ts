@@ -446,3 +446,6 @@ export const setPriorities = batchOf(setPriority, 'set_priorities', 'Set or clea
   id: 'task-fix-login',
   priority: 'p1',
 });
+
+/** The tenant's plugins as an admin switches them (the operator console; tenant-plugins.ts). */
+export { listTenantPlugins, setTenantPlugin } from './tenant-plugins.js';

@@ -63,6 +63,7 @@ const helloMcpApp = defineOperation({
 
 export const corePlugin = definePlugin({
   name: 'core',
+  description: 'Nodes, edges, statuses and the schema: the work graph itself (always on).',
   access: coreAccess,
   version: '1.0.0',
   dependsOn: [],
@@ -84,6 +85,8 @@ export const corePlugin = definePlugin({
     { method: 'POST', path: '/v1/edges', operation: api.addEdges },
     { method: 'DELETE', path: '/v1/edges', operation: api.removeEdges },
     { method: 'POST', path: '/v1/priorities', operation: api.setPriorities },
+    { method: 'GET', path: '/v1/tenant/plugins', operation: api.listTenantPlugins },
+    { method: 'POST', path: '/v1/tenant/plugins/:name', operation: api.setTenantPlugin },
   ],
   instructions: [
     'Every node needs a standalone `summary` (at most 500 characters); ids carry their type prefix (task-, issue-, dec-, spec-, ...). The `schema` tool lists the types, their statuses and the edge vocabulary.',
@@ -147,6 +150,15 @@ export const corePlugin = definePlugin({
         "Run a schema's hooks (schema_id or draft markdown) on up to 10 nodes in the sandbox; verdicts, CPU, heap. Writes nothing.",
       operation: api.dryRunSchema,
       annotations: { readOnlyHint: true },
+    },
+    {
+      description: "The tenant's plugins: enabled, dependencies (admin).",
+      operation: api.listTenantPlugins,
+      annotations: { readOnlyHint: true },
+    },
+    {
+      description: 'Enable (with its dependencies) or disable a plugin for the tenant, live; app needs confirm (admin).',
+      operation: api.setTenantPlugin,
     },
     {
       description: 'Who this token acts for: person, org, is_admin, agent, session.',

@@ -11,6 +11,7 @@ import { streamCounts } from './slots.js';
 
 export const eventsPlugin = definePlugin({
   name: 'events',
+  description: "The tenant's event stream (Server-Sent Events and long-poll) and MCP event waits.",
   version: '1.0.0',
   alwaysOn: true,
   access: eventsAccess,

@@ -9,6 +9,7 @@ import * as api from './api.js';
 
 export const exportPlugin = definePlugin({
   name: 'export',
+  description: 'The whole graph as plain files or plain git (GET /v1/export).',
   access: exportAccess,
   version: '1.0.0',
   dependsOn: [],

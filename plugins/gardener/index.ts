@@ -8,6 +8,7 @@ import * as api from './api.js';
 
 export const gardenerPlugin = definePlugin({
   name: 'gardener',
+  description: 'The maintenance sweep: stale leases, orphans and drift findings.',
   access: gardenerAccess,
   version: '1.0.0',
   dependsOn: ['core'],

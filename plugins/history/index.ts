@@ -11,6 +11,7 @@ import * as ops from './operations.js';
 
 export const historyPlugin = definePlugin({
   name: 'history',
+  description: 'Version history: who changed what and when, the change feed, briefings.',
   access: historyAccess,
   version: '1.0.0',
   dependsOn: [],

@@ -15,6 +15,7 @@ import { receiveAuthority } from './authority.js';
 
 export const identityPlugin = definePlugin({
   name: 'identity',
+  description: 'People, admin rights, personal and agent tokens, agents and their capabilities.',
   access: identityAccess,
   version: '1.0.0',
   dependsOn: ['core'],

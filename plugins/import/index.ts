@@ -11,6 +11,7 @@ import * as api from './api.js';
 
 export const importPlugin = definePlugin({
   name: 'import',
+  description: 'Bulk import from another tracker (beads, Backlog.md, GitHub issues).',
   access: importAccess,
   version: '1.0.0',
   dependsOn: ['identity'],

@@ -9,6 +9,7 @@ import * as api from './api.js';
 
 export const inboxPlugin = definePlugin({
   name: 'inbox',
+  description: "Each person's inbox of what needs their attention.",
   access: inboxAccess,
   version: '1.0.0',
   dependsOn: [],

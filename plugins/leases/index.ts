@@ -13,6 +13,7 @@ import { startExpirySweep, stopExpirySweeps } from './events.js';
 
 export const leasesPlugin = definePlugin({
   name: 'leases',
+  description: 'Heartbeat-renewed claims on work nodes.',
   access: leasesAccess,
   version: '1.0.0',
   dependsOn: ['core'],

@@ -9,6 +9,7 @@ import { keyFor, ticketAuthenticator, ticketRouter } from './tickets.js';
 
 export const lensesPlugin = definePlugin({
   name: 'lenses',
+  description: 'Saved views rendered to html, text or json, and read-only share links.',
   access: lensesAccess,
   version: '1.0.0',
   dependsOn: ['core'],

@@ -351,6 +351,7 @@ function protocolApp(services: KernelServices): express.Express {
 
 export const oauthPlugin = definePlugin({
   name: 'oauth',
+  description: 'OAuth sign-in for remote MCP clients and connector JWTs.',
   version: '1.0.0',
   dependsOn: ['identity'],
   init(services) {

@@ -80,6 +80,7 @@ const referencePage = `<!doctype html>
 
 export const openapiPlugin = definePlugin({
   name: 'openapi',
+  description: 'The API description and its reference (always on).',
   access: openapiAccess,
   version: '1.0.0',
   alwaysOn: true,

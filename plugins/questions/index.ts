@@ -9,6 +9,7 @@ import * as api from './api.js';
 
 export const questionsPlugin = definePlugin({
   name: 'questions',
+  description: 'Questions filed and routed to a steward.',
   access: questionsAccess,
   version: '1.0.0',
   dependsOn: [],

@@ -10,6 +10,7 @@ import { queueResource } from './resources.js';
 
 export const queuePlugin = definePlugin({
   name: 'queue',
+  description: 'The ranked decision queue and per-person mutes.',
   access: queueAccess,
   version: '1.0.0',
   dependsOn: ['core', 'leases'],

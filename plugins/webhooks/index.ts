@@ -13,6 +13,7 @@ import { webhookPayloads } from './payloads.js';
 
 export const webhooksPlugin = definePlugin({
   name: 'webhooks',
+  description: "Signed webhook subscriptions pushing the tenant's events to other systems.",
   version: '1.0.0',
   access: webhooksAccess,
   routes: [

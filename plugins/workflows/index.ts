@@ -13,6 +13,7 @@ import { runBookOf } from './store.js';
 
 export const workflowsPlugin = definePlugin({
   name: 'workflows',
+  description: 'Workflow runs and their steps, recorded (never executed) by the server.',
   access: workflowsAccess,
   version: '1.0.0',
   dependsOn: ['core'],

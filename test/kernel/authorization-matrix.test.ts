@@ -78,6 +78,8 @@ function inputFor(op: OperationDef, cred: Cred, fx: Fixture): Record<string, unk
     set_readiness: () => ({ id: task, readiness: 'agent' }),
     patch_node: () => ({ id: task, revision: '0000000000000000000000000000000000000000', set: { summary: 'Matrix patched' } }),
     link_commit: () => ({ id: task, repo: 'web-app', sha: '3f2a9c1' }),
+    // enabling a plugin the tenant has: a no-op for an admin, so the passes leave the tenant as it is
+    set_tenant_plugin: () => ({ name: 'gardener', enabled: true }),
     revoke_own_token: () => ({ prefix: 'ffffffff00' }),
     admin_revoke_token: () => ({ prefix: 'ffffffff00' }),
     admin_mint_token: () => ({ person: fx.member.id, expires: '30d', label: 'matrix' }),

@@ -167,6 +167,7 @@ describe('plugin imports match declared dependencies', () => {
       'leases',
       'lenses',
       'queue',
+      'webhooks',
     ]);
     expect(report.imports.get('capture')?.has('analytics') ?? false).to.equal(false);
     expect(report.imports.get('analytics')?.has('capture')).to.equal(true);

@@ -1,5 +1,9 @@
-/** Every signed-in page of the app with the heading it must show (tests and screenshots walk the same list). */
-export const PAGES: Array<{ name: string; path: string; heading: RegExp }> = [
+/**
+ * Every signed-in page of the app with the heading it must show (tests and screenshots walk the
+ * same list). `admin`: the page is the operator console's, visited with the tenant admin's session
+ * (a member gets its 403 page).
+ */
+export const PAGES: Array<{ name: string; path: string; heading: RegExp; admin?: boolean }> = [
   { name: 'queue', path: '/app/queue', heading: /My queue/ },
   { name: 'board', path: '/app/board?project=proj-web', heading: /Board: Web relaunch/ },
   { name: 'inbox', path: '/app/inbox', heading: /Inbox/ },
@@ -18,5 +22,11 @@ export const PAGES: Array<{ name: string; path: string; heading: RegExp }> = [
   { name: 'schema-type', path: '/app/schema/task', heading: /Type: task/ },
   { name: 'schema-proposal', path: '/app/schema/proposals/schema-task-review-gate', heading: /Tasks go through review/ },
   { name: 'schema-editor', path: '/app/schema/editor?id=schema-task-review-gate', heading: /Edit schema-task-review-gate/ },
+  { name: 'admin-plugins', path: '/app/admin/plugins', heading: /Plugins/, admin: true },
+  { name: 'admin-people', path: '/app/admin/people', heading: /People/, admin: true },
+  { name: 'admin-tokens', path: '/app/admin/tokens', heading: /Tokens/, admin: true },
+  { name: 'admin-agents', path: '/app/admin/agents', heading: /Agents/, admin: true },
+  { name: 'admin-webhooks', path: '/app/admin/webhooks', heading: /Webhooks/, admin: true },
+  { name: 'admin-audit', path: '/app/admin/audit', heading: /Identity audit/, admin: true },
   { name: 'not-found', path: '/app/nodes/task-nowhere', heading: /Not found/ },
 ];

@@ -29,14 +29,19 @@ describe('app: every page in Chromium (axe, CSP, layout, share tickets)', functi
   for (const width of [1280, 390]) {
     it(`each page at ${width}px: axe finds nothing serious, no CSP violation or script error, no sideways scroll`, async () => {
       const context = await browser.newContext({ viewport: { width, height: width === 1280 ? 800 : 844 } });
-      const page = await signIn(t, context, bob.token);
-      const w = watch(page);
+      const member = await signIn(t, context, bob.token);
+      // the operator console's pages: the tenant admin's session, in a context of its own
+      const adminContext = await browser.newContext({ viewport: { width, height: width === 1280 ? 800 : 844 } });
+      const admin = await signIn(t, adminContext, t.adminToken);
+      const w = watch(member);
+      const wa = watch(admin);
       const signinContext = await browser.newContext({ viewport: { width, height: 800 } });
       const anon = await signinContext.newPage();
       await anon.goto(`${t.url}/app/signin`);
       expect(serious(await axe(anon)), 'sign-in page').to.deep.equal([]);
       await signinContext.close();
       for (const p of PAGES) {
+        const page = p.admin ? admin : member;
         await visit(page, p.path);
         expect(await page.textContent('h1'), p.name).to.match(p.heading);
         const bad = serious(await axe(page));
@@ -45,7 +50,9 @@ describe('app: every page in Chromium (axe, CSP, layout, share tickets)', functi
         expect(overflow, `${p.name} scrolls sideways at ${width}px`).to.be.at.most(0);
       }
       expect(w.problems.filter((x) => !/404 \(Not Found\)/.test(x))).to.deep.equal([]);
+      expect(wa.problems).to.deep.equal([]);
       await context.close();
+      await adminContext.close();
     });
   }
 

@@ -29,9 +29,17 @@ async function main(): Promise<void> {
     await t.api('POST', '/v1/questions', { body: { text: 'Which DNS provider do we launch on?', mentions: ['task-launch'] } });
     await t.api('POST', '/v1/nodes/task-signup/edges', { body: { type: 'review-requested', to: bob.id } });
     await t.api('POST', '/v1/nodes/dec-cdn/edges', { body: { type: 'mentions', to: bob.id } });
-    const shots: Array<{ file: string; path: string; width: number; height: number; signedIn: boolean }> = [
+    // the operator console has something to show: an agent with a published host, a webhook
+    const agent = (await t.api('POST', '/v1/agents', { token: bob.token, body: { label: 'Build bot' } })).body.id as string;
+    await t.api('POST', `/v1/agents/${agent}/token`, { token: bob.token, body: { standing: true, label: 'ci' } });
+    await t.api('POST', `/v1/agents/${agent}/capabilities`, {
+      token: bob.token,
+      body: { harnesses: ['claude-code'], skills: ['pdf.read'] },
+    });
+    await t.api('POST', '/v1/webhooks', { body: { url: 'https://ci.example.com/hooks/workgraph', types: ['node.*'], description: 'CI' } });
+    const shots: Array<{ file: string; path: string; width: number; height: number; signedIn: boolean; admin?: boolean }> = [
       { file: 'signin', path: '/app/signin', width: 1280, height: 800, signedIn: false },
-      ...PAGES.map((p) => ({ file: p.name, path: p.path, width: 1280, height: 800, signedIn: true })),
+      ...PAGES.map((p) => ({ file: p.name, path: p.path, width: 1280, height: 800, signedIn: true, admin: p.admin })),
       { file: 'history-entry', path: '', width: 1280, height: 800, signedIn: true },
       { file: 'phone-queue', path: '/app/queue', width: 390, height: 844, signedIn: true },
       { file: 'phone-node', path: '/app/nodes/task-login', width: 390, height: 844, signedIn: true },
@@ -52,7 +60,7 @@ async function main(): Promise<void> {
     shots.push({ file: 'invite', path: `${invite.pathname}${invite.hash}`, width: 1280, height: 800, signedIn: false });
     for (const s of shots) {
       const context = await browser.newContext({ viewport: { width: s.width, height: s.height } });
-      const page = s.signedIn ? await signIn(t, context, bob.token) : await context.newPage();
+      const page = s.signedIn ? await signIn(t, context, s.admin ? t.adminToken : bob.token) : await context.newPage();
       await page.goto(t.url + s.path);
       await page.waitForLoadState('networkidle');
       await page.waitForTimeout(400);
