@@ -70,6 +70,8 @@ export interface TenantCreationHooks {
   release(org: string): Promise<void>;
   /** save a changed tenant config in the registry (an admin's plugin change); the other processes follow it */
   saveConfig?(config: TenantConfig): Promise<void>;
+  /** the config the registry holds now (an operator's change this process has not followed yet) */
+  loadConfig?(org: string): Promise<TenantConfig | null>;
 }
 
 export class TenantManager {
@@ -168,12 +170,16 @@ export class TenantManager {
       // an operator's CLI change the poll has not seen yet is taken in first, never written over
       if (!this.options.creation && statSync(join(this.tenantsDir, org, 'tenant.json')).mtimeMs !== this.configMtimes.get(org))
         await this.scan();
+      // (cluster mode: the registry row, which the settings poll may not have followed yet)
+      const registered = await this.options.creation?.loadConfig?.(org);
+      const open = this.tenants.get(org);
+      if (registered && open && !samePlugins(registered.plugins, open.config.plugins)) await this.applyConfig(org, registered);
       const tenant = this.tenants.get(org);
       if (!tenant) throw errors.notFound(`tenant ${org}`);
       const previous = tenant.config;
       const plugins = change([...previous.plugins]);
       const next: TenantConfig = { ...previous, plugins };
-      if (plugins.length === previous.plugins.length && plugins.every((p) => previous.plugins.includes(p))) return previous;
+      if (samePlugins(plugins, previous.plugins)) return previous;
       if (this.options.creation) {
         if (!this.options.creation.saveConfig) throw errors.internal();
         await this.options.creation.saveConfig(next);
@@ -449,4 +455,8 @@ export function writeActorOf(actor: Actor): WriteActor {
     session: actor.session,
     credential: actor.token.kind,
   };
+}
+
+function samePlugins(a: string[], b: string[]): boolean {
+  return a.length === b.length && a.every((p) => b.includes(p));
 }

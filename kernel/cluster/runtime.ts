@@ -108,5 +108,9 @@ export function creationHooks(cluster: Cluster, db: Database): TenantCreationHoo
       // the owners follow wg_tenants (ownership.ts followSettings); this process applies it itself at once
       await db.pool.query('UPDATE wg_tenants SET config = $2, updated_at = now() WHERE org = $1', [config.org, JSON.stringify(config)]);
     },
+    async loadConfig(org: string) {
+      const r = await db.pool.query<{ config: TenantConfig }>('SELECT config FROM wg_tenants WHERE org = $1', [org]);
+      return r.rows[0]?.config ?? null;
+    },
   };
 }

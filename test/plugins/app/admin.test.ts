@@ -16,7 +16,8 @@ describe('app: the operator console in Chromium (/app/admin)', function () {
   let browser: Browser;
   let bob: { id: string; token: string };
 
-  const app = useSeededApp();
+  // a webhook to a local address (never reached: created disabled) for its detail page
+  const app = useSeededApp({ webhookAllowPrivate: true });
   before(() => {
     ({ t, browser, bob } = app);
   });
@@ -35,6 +36,22 @@ describe('app: the operator console in Chromium (/app/admin)', function () {
     const bad = serious(await axe(page));
     expect(bad, `${what}: ${JSON.stringify(bad)}`).to.deep.equal([]);
   };
+
+  it("a webhook's detail page (its delivery log) has no serious axe finding at 1280 and 390 px", async () => {
+    const made = await t.api('POST', '/v1/webhooks', { body: { url: 'http://127.0.0.1:9/hook', enabled: false, description: 'axe' } });
+    expect(made.status, made.text).to.equal(201);
+    const id = made.body.webhook.id as string;
+    for (const width of [1280, 390]) {
+      const context = await browser.newContext({ viewport: { width, height: 800 } });
+      const page = await signIn(t, context, t.adminToken);
+      const res = await page.goto(`${t.url}/app/admin/webhooks/${id}`);
+      expect(res?.status()).to.equal(200);
+      expect(await page.content()).to.not.include(made.body.secret as string);
+      await noSerious(page, `webhook detail at ${width} px`);
+      await context.close();
+    }
+    expect((await t.api('DELETE', `/v1/webhooks/${id}`)).status).to.be.oneOf([200, 204]);
+  });
 
   it('a member has no Admin link and gets the 403 page', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });

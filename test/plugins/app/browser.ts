@@ -79,10 +79,10 @@ export interface SeededApp {
 }
 
 /** Registers the suite's hooks: a real server with the seeded graph, Bob, and Chromium; closed after. */
-export function useSeededApp(): SeededApp {
+export function useSeededApp(config?: NonNullable<Parameters<typeof startTestServer>[0]>['config']): SeededApp {
   const app = {} as SeededApp;
   before(async () => {
-    app.t = await startTestServer();
+    app.t = await startTestServer(config ? { config } : {});
     await seedGraph(app.t);
     app.bob = await addPerson(app.t, 'Bob Builder');
     app.browser = await launch();

@@ -26,8 +26,10 @@ describe('core: REST and MCP tool parity', () => {
     expect(names).to.deep.equal([
       'add_edge',
       'add_edges',
+      'dry_run_schema',
       'get_node',
       'hello_mcp_app',
+      'list_tenant_plugins',
       'me',
       'patch_node',
       'put_node',
@@ -38,6 +40,7 @@ describe('core: REST and MCP tool parity', () => {
       'set_priority',
       'set_readiness',
       'set_status',
+      'set_tenant_plugin',
     ]);
     for (const tool of tools) expect(tool.inputSchema.type).to.equal('object');
   });

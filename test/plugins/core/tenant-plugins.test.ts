@@ -7,6 +7,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import pg from 'pg';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { createAgent, standingToken } from '../identity/helpers.js';
@@ -23,7 +24,32 @@ describe('core: the tenant plugins (GET /v1/tenant/plugins, POST /v1/tenant/plug
 
   const set = (name: string, body: Record<string, unknown>, token?: string) => t.api('POST', `/v1/tenant/plugins/${name}`, { body, token });
   const toolNames = async (client: Client) => (await client.listTools()).tools.map((x) => x.name);
-  const onDisk = () => JSON.parse(readFileSync(join(t.dataDir, 'tenants', t.org, 'tenant.json'), 'utf8')).plugins as string[];
+  /** where the tenant's config is kept: tenant.json, or in cluster mode (test:pg) the wg_tenants row */
+  const db = () => t.server.services.config.databaseUrl;
+  const stored = async (): Promise<{ plugins: string[] } & Record<string, unknown>> => {
+    const url = db();
+    if (!url) return JSON.parse(readFileSync(join(t.dataDir, 'tenants', t.org, 'tenant.json'), 'utf8'));
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      return (await client.query('SELECT config FROM wg_tenants WHERE org = $1', [t.org])).rows[0].config;
+    } finally {
+      await client.end();
+    }
+  };
+  const onDisk = async () => (await stored()).plugins;
+  /** an operator's change the server has not followed yet: the CLI's write to tenant.json, or to wg_tenants */
+  const operatorWrites = async (config: Record<string, unknown>) => {
+    const url = db();
+    if (!url) return writeFileSync(join(t.dataDir, 'tenants', t.org, 'tenant.json'), JSON.stringify(config, null, 2) + '\n');
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query('UPDATE wg_tenants SET config = $2, updated_at = now() WHERE org = $1', [t.org, JSON.stringify(config)]);
+    } finally {
+      await client.end();
+    }
+  };
 
   it('lists every plugin with its description, state and dependencies, and who needs it', async () => {
     const res = await t.api('GET', '/v1/tenant/plugins');
@@ -59,7 +85,7 @@ describe('core: the tenant plugins (GET /v1/tenant/plugins, POST /v1/tenant/plug
     const called = await t.tool(client, 'list_tenant_plugins');
     expect(called.isError).to.equal(true);
     expect(called.json.error.code).to.equal('forbidden');
-    expect(onDisk()).to.include('queue');
+    expect(await onDisk()).to.include('queue');
   });
 
   it('disabling a plugin is live: its routes answer 404 and its tools leave the list; re-enabling brings them back', async () => {
@@ -73,7 +99,7 @@ describe('core: the tenant plugins (GET /v1/tenant/plugins, POST /v1/tenant/plug
     expect(off.body).to.include({ plugin: 'queue', enabled: false });
     expect(off.body.changed).to.deep.equal(['queue']);
     expect(off.body.plugins.find((p: { name: string }) => p.name === 'queue').enabled).to.equal(false);
-    expect(onDisk()).to.not.include('queue');
+    expect(await onDisk()).to.not.include('queue');
     expect((await t.api('GET', '/v1/queue')).status).to.equal(404);
     expect(await toolNames(client)).to.not.include('show_queue');
     expect(await toolNames(await t.mcp())).to.not.include('show_queue');
@@ -107,7 +133,7 @@ describe('core: the tenant plugins (GET /v1/tenant/plugins, POST /v1/tenant/plug
     expect(refused.body.error.code).to.equal('conflict');
     expect(refused.body.error.message).to.match(/needed by queue/);
     expect(refused.body.error.details.required_by).to.deep.equal(['queue']);
-    expect(onDisk()).to.include('leases');
+    expect(await onDisk()).to.include('leases');
 
     expect((await set('queue', { enabled: false })).status).to.equal(200);
     expect((await set('leases', { enabled: false })).body.changed).to.deep.equal(['leases']);
@@ -115,7 +141,7 @@ describe('core: the tenant plugins (GET /v1/tenant/plugins, POST /v1/tenant/plug
     const both = await set('queue', { enabled: true });
     expect(both.status, both.text).to.equal(200);
     expect(both.body.changed).to.deep.equal(['leases', 'queue']);
-    expect(onDisk()).to.include.members(['leases', 'queue']);
+    expect(await onDisk()).to.include.members(['leases', 'queue']);
   });
 
   it('never switches core or an always-on plugin; the app needs confirm: true; unknown names are 404; bad bodies 422', async () => {
@@ -125,7 +151,7 @@ describe('core: the tenant plugins (GET /v1/tenant/plugins, POST /v1/tenant/plug
     const app = await set('app', { enabled: false });
     expect(app.status, app.text).to.equal(409);
     expect(app.body.error.details.confirm_required).to.equal(true);
-    expect(onDisk()).to.include('app');
+    expect(await onDisk()).to.include('app');
     const unknown = await set('queu', { enabled: true });
     expect(unknown.status).to.equal(404);
     expect(unknown.body.error.message).to.match(/queue/);
@@ -135,7 +161,7 @@ describe('core: the tenant plugins (GET /v1/tenant/plugins, POST /v1/tenant/plug
 
     const confirmed = await set('app', { enabled: false, confirm: true });
     expect(confirmed.status, confirmed.text).to.equal(200);
-    expect(onDisk()).to.not.include('app');
+    expect(await onDisk()).to.not.include('app');
     expect((await set('app', { enabled: true })).body.changed).to.deep.equal(['app']);
   });
 
@@ -155,13 +181,12 @@ describe('core: the tenant plugins (GET /v1/tenant/plugins, POST /v1/tenant/plug
   });
 
   it("never writes over an operator's CLI change the poll has not seen yet", async () => {
-    const file = join(t.dataDir, 'tenants', t.org, 'tenant.json');
-    const config = JSON.parse(readFileSync(file, 'utf8'));
-    writeFileSync(file, JSON.stringify({ ...config, plugins: config.plugins.filter((p: string) => p !== 'lenses') }, null, 2) + '\n');
+    const config = await stored();
+    await operatorWrites({ ...config, plugins: config.plugins.filter((p: string) => p !== 'lenses') });
     const res = await set('gardener', { enabled: false });
     expect(res.status, res.text).to.equal(200);
-    expect(onDisk()).to.not.include('lenses');
-    expect(onDisk()).to.not.include('gardener');
+    expect(await onDisk()).to.not.include('lenses');
+    expect(await onDisk()).to.not.include('gardener');
     expect((await t.api('GET', '/v1/lens')).status).to.equal(404);
     expect((await set('lenses', { enabled: true })).body.changed).to.deep.equal(['lenses']);
     expect((await set('gardener', { enabled: true })).body.changed).to.deep.equal(['gardener']);
