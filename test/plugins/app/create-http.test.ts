@@ -359,6 +359,6 @@ describe('app: create and edit without script (HTTP)', function () {
     expect(graph.text).to.include('<ul class="legend" aria-label="Colour legend">').and.include('swatch done');
     const signin = await new FormClient(t.url).request('GET', '/app/signin');
     expect(signin.text).to.not.include('/v1/me/tokens');
-    expect(signin.text).to.include('Ask an administrator of your team for an invite or a token');
+    expect(signin.text).to.include('Ask an administrator for a sign-in link');
   });
 });
