@@ -9,47 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { seedGraph } from './seed.js';
-
-class Session {
-  cookies = new Map<string, string>();
-  csrf = '';
-  constructor(readonly base: string) {}
-  async request(method: string, path: string, form?: Record<string, string>) {
-    const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
-    if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const res = await fetch(this.base + path, {
-      method,
-      headers,
-      body: form ? new URLSearchParams(form).toString() : undefined,
-      redirect: 'manual',
-    });
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const [k, v] = pair!.split('=');
-      if (v) this.cookies.set(k!, v);
-      else this.cookies.delete(k!);
-    }
-    const text = await res.text();
-    const csrf = /name="csrf" value="([^"]+)"/.exec(text)?.[1];
-    if (csrf) this.csrf = csrf;
-    return { status: res.status, location: res.headers.get('location'), text };
-  }
-  /** a console form: posted with the session's CSRF token, then the page it redirects to (with its flash) */
-  async post(path: string, form: Record<string, string> = {}) {
-    const res = await this.request('POST', path, { csrf: this.csrf, ...form });
-    if (res.status !== 303 || !res.location) return res;
-    return this.request('GET', res.location);
-  }
-  async signIn(token: string) {
-    const page = await this.request('GET', '/app/signin');
-    await this.request('POST', '/app/signin', {
-      csrf: this.csrf || /name="csrf" value="([^"]+)"/.exec(page.text)![1]!,
-      token,
-      next: '/app/queue',
-    });
-    await this.request('GET', '/app/queue');
-  }
-}
+import { FormClient } from './form-client.js';
 
 const h1 = (html: string) => /<h1>([^<]*)<\/h1>/.exec(html)?.[1];
 const unescape = (s: string) =>
@@ -70,7 +30,7 @@ describe('app: the operator console over HTTP (/app/admin)', function () {
   let bob: { id: string; token: string };
   let receiver: Server;
   let received = 0;
-  let admin: Session;
+  let admin: FormClient;
 
   before(async () => {
     t = await startTestServer({ config: { webhookAllowPrivate: true, webhookTimeoutMs: 2000 } });
@@ -82,8 +42,8 @@ describe('app: the operator console over HTTP (/app/admin)', function () {
       req.on('end', () => res.writeHead(204).end());
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    admin = new Session(t.url);
-    await admin.signIn(t.adminToken);
+    admin = new FormClient(t.url);
+    await admin.signedIn(t.adminToken);
   });
   after(async () => {
     receiver?.close();
@@ -100,8 +60,8 @@ describe('app: the operator console over HTTP (/app/admin)', function () {
   ];
 
   it('is for admins: a member gets the 403 page on every page and form, and no Admin link', async () => {
-    const member = new Session(t.url);
-    await member.signIn(bob.token);
+    const member = new FormClient(t.url);
+    await member.signedIn(bob.token);
     const queue = await member.request('GET', '/app/queue');
     expect(queue.text).to.not.include('href="/app/admin"');
     for (const path of ['/app/admin', ...PAGES]) {
@@ -134,32 +94,32 @@ describe('app: the operator console over HTTP (/app/admin)', function () {
     const page = await admin.request('GET', '/app/admin/plugins');
     expect(page.text).to.match(/id="plugin-leases"[\s\S]*?Heartbeat-renewed claims[\s\S]*?needed by queue/);
 
-    const refused = await admin.post('/app/admin/plugins/leases', { enabled: 'false' });
+    const refused = await admin.postAndFollow('/app/admin/plugins/leases', { enabled: 'false' });
     expect(flash(refused.text)).to.deep.equal(['error', "'leases' is needed by queue: disable that first"]);
 
     const client = await t.mcp();
     expect((await client.listTools()).tools.map((x) => x.name)).to.include('show_queue');
-    const off = await admin.post('/app/admin/plugins/queue', { enabled: 'false' });
+    const off = await admin.postAndFollow('/app/admin/plugins/queue', { enabled: 'false' });
     expect(flash(off.text)).to.deep.equal(['ok', 'queue is off for this tenant']);
     expect((await admin.request('GET', '/app/queue')).status).to.equal(404);
     expect((await client.listTools()).tools.map((x) => x.name)).to.not.include('show_queue');
 
-    const leasesOff = await admin.post('/app/admin/plugins/leases', { enabled: 'false' });
+    const leasesOff = await admin.postAndFollow('/app/admin/plugins/leases', { enabled: 'false' });
     expect(flash(leasesOff.text)![0]).to.equal('ok');
     expect(leasesOff.text).to.match(/id="plugin-queue"[\s\S]*?also enables leases/);
-    const on = await admin.post('/app/admin/plugins/queue', { enabled: 'true' });
+    const on = await admin.postAndFollow('/app/admin/plugins/queue', { enabled: 'true' });
     expect(flash(on.text)).to.deep.equal(['ok', 'queue is on for this tenant (with leases, which it needs)']);
     expect((await admin.request('GET', '/app/queue')).status).to.equal(200);
     expect((await client.listTools()).tools.map((x) => x.name)).to.include('show_queue');
 
-    const app = await admin.post('/app/admin/plugins/app', { enabled: 'false' });
+    const app = await admin.postAndFollow('/app/admin/plugins/app', { enabled: 'false' });
     expect(flash(app.text)![0]).to.equal('error');
     expect(flash(app.text)![1]).to.match(/confirm/);
     expect((await admin.request('GET', '/app/admin/plugins')).status).to.equal(200);
   });
 
   it('people: create one with a token shown once, grant and revoke admin, offboard', async () => {
-    const created = await admin.post('/app/admin/people', {
+    const created = await admin.postAndFollow('/app/admin/people', {
       name: 'Cleo Coder',
       email: 'cleo@example.test',
       roles: 'backend',
@@ -175,31 +135,31 @@ describe('app: the operator console over HTTP (/app/admin)', function () {
     expect((await admin.request('GET', '/app/admin/people')).text).to.not.include(secret);
     expect((await admin.request('GET', '/app/admin/tokens')).text).to.not.include(secret);
 
-    const dup = await admin.post('/app/admin/people', { name: 'Cleo Again', email: 'cleo@example.test' });
+    const dup = await admin.postAndFollow('/app/admin/people', { name: 'Cleo Again', email: 'cleo@example.test' });
     expect(dup.status).to.equal(409);
     expect(dup.text).to.include('value="Cleo Again"');
 
-    const granted = await admin.post(`/app/admin/people/${cleo}/grant-admin`);
+    const granted = await admin.postAndFollow(`/app/admin/people/${cleo}/grant-admin`);
     expect(flash(granted.text)).to.deep.equal(['ok', 'Cleo Coder is now an admin']);
     expect((await t.api('GET', '/v1/me', { token: secret })).body.is_admin).to.equal(true);
-    const revoked = await admin.post(`/app/admin/people/${cleo}/revoke-admin`);
+    const revoked = await admin.postAndFollow(`/app/admin/people/${cleo}/revoke-admin`);
     expect(flash(revoked.text)).to.deep.equal(['ok', 'Cleo Coder is no longer an admin']);
-    const offboarded = await admin.post(`/app/admin/people/${cleo}/offboard`);
+    const offboarded = await admin.postAndFollow(`/app/admin/people/${cleo}/offboard`);
     expect(flash(offboarded.text)![1]).to.match(/^Cleo Coder is offboarded: 1 token\(s\)/);
     expect((await t.api('GET', '/v1/me', { token: secret })).status).to.equal(401);
-    const last = await admin.post(`/app/admin/people/${t.adminPerson}/revoke-admin`);
+    const last = await admin.postAndFollow(`/app/admin/people/${t.adminPerson}/revoke-admin`);
     expect(flash(last.text)![0]).to.equal('error');
   });
 
   it('tokens: a minted one is shown once; revoking one ends it', async () => {
-    const minted = await admin.post('/app/admin/tokens', { person: bob.id });
+    const minted = await admin.postAndFollow('/app/admin/tokens', { person: bob.id });
     const secret = /readonly value="(svc_pat_[^"]+)"/.exec(minted.text)![1]!;
     expect((await t.api('GET', '/v1/me', { token: secret })).status).to.equal(200);
     const prefix = /Token ([0-9a-f]{8,}), valid until/.exec(minted.text)![1]!;
     const list = await admin.request('GET', '/app/admin/tokens');
     expect(list.text).to.not.include(secret);
     expect(list.text).to.include(`id="token-${prefix}"`);
-    const done = await admin.post(`/app/admin/tokens/${prefix}/revoke`);
+    const done = await admin.postAndFollow(`/app/admin/tokens/${prefix}/revoke`);
     expect(flash(done.text)).to.deep.equal(['ok', `Token ${prefix} is revoked`]);
     expect(done.text).to.not.include(`id="token-${prefix}"`);
     expect((await t.api('GET', '/v1/me', { token: secret })).status).to.equal(401);
@@ -220,7 +180,7 @@ describe('app: the operator console over HTTP (/app/admin)', function () {
       .to.include('claude-code')
       .and.include('pdf.read')
       .and.match(/<time datetime="[^"]+">/);
-    const revoked = await admin.post(`/app/admin/tokens/${standing.body.hash_prefix}/revoke`, { back: 'agents' });
+    const revoked = await admin.postAndFollow(`/app/admin/tokens/${standing.body.hash_prefix}/revoke`, { back: 'agents' });
     expect(h1(revoked.text)).to.equal('Agents');
     expect(flash(revoked.text)![0]).to.equal('ok');
     expect((await t.api('GET', '/v1/me', { token: standing.body.token })).status).to.equal(401);
@@ -228,28 +188,28 @@ describe('app: the operator console over HTTP (/app/admin)', function () {
 
   it('webhooks: create (secret once), ping into the delivery log, disable and enable, delete', async () => {
     const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    const bad = await admin.post('/app/admin/webhooks', { url: 'not a url', description: 'kept' });
+    const bad = await admin.postAndFollow('/app/admin/webhooks', { url: 'not a url', description: 'kept' });
     expect(bad.status).to.equal(422);
     expect(bad.text).to.include('value="kept"');
-    const created = await admin.post('/app/admin/webhooks', { url, types: 'node.*', description: 'CI' });
+    const created = await admin.postAndFollow('/app/admin/webhooks', { url, types: 'node.*', description: 'CI' });
     expect(created.status, created.text.slice(0, 400)).to.equal(200);
     const secret = /readonly value="(whsec_[^"]+)"/.exec(created.text)![1]!;
     const id = ((await t.api('GET', '/v1/webhooks')).body.webhooks as Array<{ id: string }>)[0]!.id;
     expect((await admin.request('GET', '/app/admin/webhooks')).text).to.not.include(secret);
 
     const before = received;
-    const ping = await admin.post(`/app/admin/webhooks/${id}/ping`);
+    const ping = await admin.postAndFollow(`/app/admin/webhooks/${id}/ping`);
     expect(flash(ping.text)![1]).to.match(/^Ping delivered: HTTP 204/);
     expect(received).to.be.greaterThan(before);
     const log = await admin.request('GET', `/app/admin/webhooks/${id}`);
     expect(log.text).to.include('webhook.ping').and.include('Delivery log');
 
-    const off = await admin.post(`/app/admin/webhooks/${id}/enabled`, { enabled: 'false' });
+    const off = await admin.postAndFollow(`/app/admin/webhooks/${id}/enabled`, { enabled: 'false' });
     expect(flash(off.text)![1]).to.match(/is disabled$/);
     expect((await t.api('GET', `/v1/webhooks/${id}`)).body.enabled).to.equal(false);
-    const on = await admin.post(`/app/admin/webhooks/${id}/enabled`, { enabled: 'true' });
+    const on = await admin.postAndFollow(`/app/admin/webhooks/${id}/enabled`, { enabled: 'true' });
     expect(flash(on.text)![1]).to.match(/is enabled$/);
-    const gone = await admin.post(`/app/admin/webhooks/${id}/delete`);
+    const gone = await admin.postAndFollow(`/app/admin/webhooks/${id}/delete`);
     expect(flash(gone.text)).to.deep.equal(['ok', 'Webhook deleted with its delivery log']);
     expect((await t.api('GET', `/v1/webhooks/${id}`)).status).to.equal(404);
     expect((await admin.request('GET', `/app/admin/webhooks/${id}`)).status).to.equal(404);

@@ -10,42 +10,7 @@ import { expect } from 'chai';
 import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { humanMessage } from '../../../plugins/app/pages/create.js';
 import { seedGraph } from './seed.js';
-
-/** A cookie-keeping client of the app's forms (the no-script path a browser without JS takes). */
-export class FormClient {
-  cookies = new Map<string, string>();
-  constructor(readonly base: string) {}
-  async request(method: string, path: string, form?: Record<string, string> | Array<[string, string]>) {
-    const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
-    if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const res = await fetch(this.base + path, {
-      method,
-      headers,
-      body: form ? new URLSearchParams(form).toString() : undefined,
-      redirect: 'manual',
-    });
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const [k, v] = pair!.split('=');
-      if (v) this.cookies.set(k!, v);
-      else this.cookies.delete(k!);
-    }
-    return { status: res.status, location: res.headers.get('location'), headers: res.headers, text: await res.text() };
-  }
-  csrfOf(html: string): string {
-    return /name="csrf" value="([^"]+)"/.exec(html)![1]!;
-  }
-  async signIn(token: string) {
-    const page = await this.request('GET', '/app/signin');
-    const res = await this.request('POST', '/app/signin', { csrf: this.csrfOf(page.text), token, next: '/app/queue' });
-    this.csrf = this.csrfOf((await this.request('GET', '/app/queue')).text);
-    return res;
-  }
-  csrf = '';
-  post(path: string, form: Record<string, string>) {
-    return this.request('POST', path, { csrf: this.csrf, ...form });
-  }
-}
+import { FormClient } from './form-client.js';
 
 /** The text of an element's error message tied to a field (the `err-<name>` paragraph). */
 const fieldError = (html: string, name: string): string | undefined => new RegExp(`id="err-${name}">([^<]*)<`).exec(html)?.[1];
@@ -61,7 +26,7 @@ describe('app: create and edit without script (HTTP)', function () {
     await seedGraph(t);
     bob = await addPerson(t, 'Bob Builder');
     b = new FormClient(t.url);
-    await b.signIn(t.adminToken);
+    await b.signedIn(t.adminToken);
   });
   after(async () => {
     await t?.close();

@@ -8,39 +8,7 @@
 import { expect } from 'chai';
 import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { seedGraph } from './seed.js';
-
-class Session {
-  cookies = new Map<string, string>();
-  constructor(readonly base: string) {}
-  header(): string {
-    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-  }
-  async request(method: string, path: string, form?: Record<string, string>) {
-    const headers: Record<string, string> = { cookie: this.header() };
-    if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const res = await fetch(this.base + path, {
-      method,
-      headers,
-      body: form ? new URLSearchParams(form).toString() : undefined,
-      redirect: 'manual',
-    });
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const [k, v] = pair!.split('=');
-      if (v) this.cookies.set(k!, v);
-      else this.cookies.delete(k!);
-    }
-    return { status: res.status, location: res.headers.get('location'), headers: res.headers, text: await res.text() };
-  }
-  csrfOf(html: string): string {
-    return /name="csrf" value="([^"]+)"/.exec(html)![1]!;
-  }
-  async signIn(token: string) {
-    const page = await this.request('GET', '/app/signin');
-    const res = await this.request('POST', '/app/signin', { csrf: this.csrfOf(page.text), token, next: '/app/queue' });
-    expect(res.status).to.equal(303);
-  }
-}
+import { FormClient } from './form-client.js';
 
 /** Reads an SSE response until `done` says the text so far is enough, then aborts it. */
 async function readStream(url: string, headers: Record<string, string>, done: (text: string) => boolean, start?: () => Promise<void>) {
@@ -71,7 +39,7 @@ describe('app: the inbox and the stream door over HTTP', function () {
   this.timeout(60_000);
   let t: TestServer;
   let bob: { id: string; token: string };
-  const b = () => new Session(t.url);
+  const b = () => new FormClient(t.url);
 
   before(async () => {
     t = await startTestServer();
@@ -82,7 +50,7 @@ describe('app: the inbox and the stream door over HTTP', function () {
 
   it('GET /app/events streams events with the session cookie: ids and data, no event names, resumable by Last-Event-ID', async () => {
     const s = b();
-    await s.signIn(bob.token);
+    await s.signedIn(bob.token);
     const headers = { cookie: s.header(), accept: 'text/event-stream' };
     const first = await readStream(
       `${t.url}/app/events?node=task-docs`,
@@ -122,7 +90,7 @@ describe('app: the inbox and the stream door over HTTP', function () {
     expect(anon.headers.get('location')).to.match(/^\/app\/signin/);
     await anon.text();
     const s = b();
-    await s.signIn(bob.token);
+    await s.signedIn(bob.token);
     for (const q of ['?since=abc', '?assignee=you', '?token=svc_pat_x', '?since=-1']) {
       const res = await s.request('GET', `/app/events${q}`);
       expect(res.status, `${q}: ${res.text.slice(0, 200)}`).to.equal(400);
@@ -136,7 +104,7 @@ describe('app: the inbox and the stream door over HTTP', function () {
     const st = await t.api('POST', '/v1/nodes/task-signup/edges', { body: { type: 'review-requested', to: bob.id } });
     expect(st.status, st.text).to.equal(200);
     const s = b();
-    await s.signIn(bob.token);
+    await s.signedIn(bob.token);
     let page = await s.request('GET', '/app/inbox');
     for (let i = 0; i < 200 && !page.text.includes('Review requested'); i++) page = await s.request('GET', '/app/inbox');
     expect(page.status).to.equal(200);
@@ -171,7 +139,7 @@ describe('app: the inbox and the stream door over HTTP', function () {
     });
     await tenants.scan();
     const s = b();
-    await s.signIn(bare.token);
+    await s.signedIn(bare.token);
     const page = await s.request('GET', '/app/queue');
     expect(page.status).to.equal(200);
     expect(page.text).to.not.include('inbox-count').and.not.include('href="/app/inbox"');

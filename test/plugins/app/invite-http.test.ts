@@ -8,34 +8,15 @@ import { expect } from 'chai';
 import type { IncomingMessage } from 'node:http';
 import { appRouter } from '../../../plugins/app/router.js';
 import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
+import { FormClient } from './form-client.js';
 
-class Browserless {
-  cookies = new Map<string, string>();
-  constructor(readonly base: string) {}
-  async request(method: string, path: string, form?: Record<string, string>) {
-    const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
-    if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const res = await fetch(this.base + path, {
-      method,
-      headers,
-      body: form ? new URLSearchParams(form).toString() : undefined,
-      redirect: 'manual',
-    });
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const [k, v] = pair!.split('=');
-      if (v) this.cookies.set(k!, v);
-      else this.cookies.delete(k!);
-    }
-    return { status: res.status, location: res.headers.get('location'), text: await res.text() };
-  }
-  /** What the browser does with a link: GET the page (no fragment is sent), then post the secret with the form's CSRF token. */
+/** A browser following an invite link: GET the page (no fragment is sent), then post the secret with the form's CSRF token. */
+class InviteBrowser extends FormClient {
   async redeem(link: string) {
     const url = new URL(link);
     const page = await this.request('GET', url.pathname);
     expect(page.status).to.equal(200);
-    const csrf = /name="csrf" value="([^"]+)"/.exec(page.text)![1]!;
-    return this.request('POST', url.pathname, { csrf, secret: url.hash.slice(1) });
+    return this.request('POST', url.pathname, { csrf: this.csrfOf(page.text), secret: url.hash.slice(1) });
   }
 }
 
@@ -72,7 +53,7 @@ describe('app: one-time sign-in links (invite_person, POST /app/invite/{org})', 
 
   it('the link signs the person in once; a second use is refused (403) and changes nothing', async () => {
     const link = (await invite(ada.id)).body.url as string;
-    const browser = new Browserless(t.url);
+    const browser = new InviteBrowser(t.url);
     const res = await browser.redeem(link);
     expect(res.status, res.text).to.equal(303);
     expect(res.location).to.equal('/app/queue');
@@ -80,7 +61,7 @@ describe('app: one-time sign-in links (invite_person, POST /app/invite/{org})', 
     expect(queue.status).to.equal(200);
     expect(queue.text).to.contain('Ada Lovelace');
 
-    const other = new Browserless(t.url);
+    const other = new InviteBrowser(t.url);
     const again = await other.redeem(link);
     expect(again.status).to.equal(403);
     expect(again.text).to.contain('already used');
@@ -94,28 +75,28 @@ describe('app: one-time sign-in links (invite_person, POST /app/invite/{org})', 
   it('an expired link is refused (410); a wrong or empty secret is 403', async () => {
     const link = (await invite(bob.id)).body.url as string;
     t.clock.advance(24 * 3600 * 1000 + 1);
-    const res = await new Browserless(t.url).redeem(link);
+    const res = await new InviteBrowser(t.url).redeem(link);
     expect(res.status).to.equal(410);
     expect(res.text).to.contain('expired');
     const wrong = new URL(link);
     wrong.hash = 'A'.repeat(43);
-    expect((await new Browserless(t.url).redeem(wrong.href)).status).to.equal(403);
+    expect((await new InviteBrowser(t.url).redeem(wrong.href)).status).to.equal(403);
     wrong.hash = '';
-    expect((await new Browserless(t.url).redeem(wrong.href)).status).to.equal(403);
+    expect((await new InviteBrowser(t.url).redeem(wrong.href)).status).to.equal(403);
   });
 
   it('a re-invite kills the older link; offboarding kills the newest and ends the session it made', async () => {
     const first = (await invite(bob.id)).body.url as string;
     const second = (await invite(bob.id)).body.url as string;
-    expect((await new Browserless(t.url).redeem(first)).status).to.equal(403);
-    const browser = new Browserless(t.url);
+    expect((await new InviteBrowser(t.url).redeem(first)).status).to.equal(403);
+    const browser = new InviteBrowser(t.url);
     expect((await browser.redeem(second)).status).to.equal(303);
     expect((await browser.request('GET', '/app/queue')).status).to.equal(200);
 
     const third = (await invite(bob.id)).body.url as string;
     const off = await t.api('DELETE', `/v1/admin/people/${bob.id}`);
     expect(off.status, off.text).to.equal(200);
-    expect((await new Browserless(t.url).redeem(third)).status).to.equal(403);
+    expect((await new InviteBrowser(t.url).redeem(third)).status).to.equal(403);
     // the session's token record was revoked with the person's tokens
     const after = await browser.request('GET', '/app/queue');
     expect(after.status).to.equal(303);
@@ -128,9 +109,9 @@ describe('app: one-time sign-in links (invite_person, POST /app/invite/{org})', 
     await tenants.scan();
     const link = new URL((await invite(ada.id)).body.url as string);
     link.pathname = '/app/invite/acme';
-    expect((await new Browserless(t.url).redeem(link.href)).status).to.equal(403);
+    expect((await new InviteBrowser(t.url).redeem(link.href)).status).to.equal(403);
     link.pathname = '/app/invite/nowhere';
-    expect((await new Browserless(t.url).redeem(link.href)).status).to.equal(403);
+    expect((await new InviteBrowser(t.url).redeem(link.href)).status).to.equal(403);
   });
 
   it('a member may not invite (403); unknown people 404; the MCP twin answers the same', async () => {
@@ -151,7 +132,7 @@ describe('app: one-time sign-in links (invite_person, POST /app/invite/{org})', 
   });
 
   it('without SVC_OIDC_* the sign-in page offers no single sign-on and its address is a 404 page', async () => {
-    const w = new Browserless(t.url);
+    const w = new InviteBrowser(t.url);
     expect((await w.request('GET', '/app/signin')).text).not.to.contain('/app/signin/oidc');
     const res = await w.request('GET', '/app/signin/oidc');
     expect(res.status).to.equal(404);
@@ -171,9 +152,9 @@ describe('app: one-time sign-in links (invite_person, POST /app/invite/{org})', 
 
   it('a form not from this app (no CSRF cookie) is refused and uses nothing up', async () => {
     const link = new URL((await invite(ada.id)).body.url as string);
-    const stranger = new Browserless(t.url);
+    const stranger = new InviteBrowser(t.url);
     const res = await stranger.request('POST', link.pathname, { csrf: 'x'.repeat(43), secret: link.hash.slice(1) });
     expect(res.status).to.equal(403);
-    expect((await new Browserless(t.url).redeem(link.href)).status).to.equal(303);
+    expect((await new InviteBrowser(t.url).redeem(link.href)).status).to.equal(303);
   });
 });

@@ -7,39 +7,7 @@
  */
 import { expect } from 'chai';
 import { addPerson, putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
-
-class Client {
-  cookies = new Map<string, string>();
-  csrf = '';
-  constructor(readonly base: string) {}
-  async request(method: string, path: string, form?: Record<string, string | string[]>) {
-    const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
-    let body: string | undefined;
-    if (form) {
-      headers['content-type'] = 'application/x-www-form-urlencoded';
-      const p = new URLSearchParams();
-      for (const [k, v] of Object.entries({ csrf: this.csrf, ...form })) for (const x of Array.isArray(v) ? v : [v]) p.append(k, x);
-      body = p.toString();
-    }
-    const res = await fetch(this.base + path, { method, headers, body, redirect: 'manual' });
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const [k, v] = pair!.split('=');
-      if (v) this.cookies.set(k!, v);
-      else this.cookies.delete(k!);
-    }
-    const text = await res.text();
-    const csrf = /name="csrf" value="([^"]+)"/.exec(text);
-    if (csrf) this.csrf = csrf[1]!;
-    return { status: res.status, location: res.headers.get('location'), headers: res.headers, text };
-  }
-  async signIn(token: string) {
-    await this.request('GET', '/app/signin');
-    const res = await this.request('POST', '/app/signin', { token, next: '/app/schema' });
-    expect(res.status).to.equal(303);
-    await this.request('GET', '/app/schema');
-  }
-}
+import { FormClient } from './form-client.js';
 
 const gate =
   "(input) => input.to !== 'done' || input.from === 'review' ? { allow: true } : { allow: false, reason: 'move to review first' }";
@@ -47,18 +15,18 @@ const gate =
 describe('app: schema pages over HTTP', function () {
   this.timeout(60_000);
   let t: TestServer;
-  let ada: Client;
-  let bob: Client;
+  let ada: FormClient;
+  let bob: FormClient;
   before(async () => {
     t = await startTestServer();
     await putNodes(t, [
       { id: 'task-sh-open', type: 'task', title: 'An open task', summary: 'Open' },
       { id: 'task-sh-review', type: 'task', title: 'A task in review', summary: 'Review', status: 'review' },
     ]);
-    ada = new Client(t.url);
-    await ada.signIn(t.adminToken);
-    bob = new Client(t.url);
-    await bob.signIn((await addPerson(t, 'Bob Reviewer')).token);
+    ada = new FormClient(t.url);
+    await ada.signedIn(t.adminToken, '/app/schema');
+    bob = new FormClient(t.url);
+    await bob.signedIn((await addPerson(t, 'Bob Reviewer')).token, '/app/schema');
   });
   after(async () => t?.close());
 
@@ -85,7 +53,7 @@ describe('app: schema pages over HTTP', function () {
       body: 'Why.\n',
       revision: '',
     };
-    const saved = await ada.request('POST', '/app/schema/editor', form);
+    const saved = await ada.post('/app/schema/editor', form);
     expect(saved.status, saved.text).to.equal(303);
     expect(saved.location).to.equal('/app/schema/proposals/schema-sh-gate');
     const node = await t.api('GET', '/v1/nodes/schema-sh-gate');
@@ -96,7 +64,7 @@ describe('app: schema pages over HTTP', function () {
     expect(page.text).to.include('Never active before').and.include('<span class="add">+applies_to: task</span>');
     expect(page.text).to.include('You are the last author');
 
-    const dry = await ada.request('POST', '/app/schema/proposals/schema-sh-gate/dry-run', {
+    const dry = await ada.post('/app/schema/proposals/schema-sh-gate/dry-run', {
       node: ['task-sh-open', 'task-sh-review'],
       to: 'done',
     });
@@ -107,12 +75,12 @@ describe('app: schema pages over HTTP', function () {
       .and.match(/\d+(\.\d+)? ms/);
 
     const revision = /name="revision" value="([0-9a-f]+)"/.exec(page.text)![1]!;
-    const refused = await ada.request('POST', '/app/schema/proposals/schema-sh-gate/approve', { revision });
+    const refused = await ada.post('/app/schema/proposals/schema-sh-gate/approve', { revision });
     expect(refused.status).to.equal(409);
     expect(refused.text).to.include('self-approval ban');
     expect((await t.api('GET', '/v1/nodes/schema-sh-gate')).body.frontmatter.status).to.equal('proposed');
 
-    const approved = await bob.request('POST', '/app/schema/proposals/schema-sh-gate/approve', { revision });
+    const approved = await bob.post('/app/schema/proposals/schema-sh-gate/approve', { revision });
     expect(approved.status).to.equal(303);
     expect((await t.api('GET', '/v1/nodes/schema-sh-gate')).body.frontmatter.status).to.equal('active');
     expect((await t.api('POST', '/v1/nodes/task-sh-open/status', { body: { status: 'done' } })).status).to.equal(409);
@@ -133,7 +101,7 @@ describe('app: schema pages over HTTP', function () {
       body: 'Why.\n',
       revision,
     };
-    const resaved = await ada.request('POST', '/app/schema/editor', form);
+    const resaved = await ada.post('/app/schema/editor', form);
     expect(resaved.status, /role="alert">([^<]*)/.exec(resaved.text)?.[1]).to.equal(303);
     expect((await t.api('GET', '/v1/nodes/schema-sh-gate')).body.frontmatter.status).to.equal('proposed');
     const page = await bob.request('GET', '/app/schema/proposals/schema-sh-gate');
@@ -142,7 +110,7 @@ describe('app: schema pages over HTTP', function () {
       .to.match(/<span class="del">-.*move to review first/)
       .and.match(/<span class="add">\+.*review comes before done/);
 
-    const stale = await ada.request('POST', '/app/schema/editor', { ...form, transition: `${changed} ` + '// again' });
+    const stale = await ada.post('/app/schema/editor', { ...form, transition: `${changed} ` + '// again' });
     expect(stale.status).to.equal(409);
     expect(stale.text).to.include('your text is kept').and.include('// again');
   });
@@ -164,7 +132,7 @@ describe('app: schema pages over HTTP', function () {
     expect((await ada.request('GET', '/app/schema/nosuchtype')).status).to.equal(404);
     expect((await ada.request('GET', '/app/schema/proposals/task-sh-open')).status).to.equal(404);
     expect((await ada.request('GET', '/app/schema/editor?id=task-sh-open')).status).to.equal(404);
-    const badId = await ada.request('POST', '/app/schema/editor', {
+    const badId = await ada.post('/app/schema/editor', {
       id: 'Not An Id',
       summary: 'x',
       applies_to: 'task',
@@ -173,14 +141,14 @@ describe('app: schema pages over HTTP', function () {
     });
     expect(badId.status).to.equal(422);
     expect(badId.text).to.include('the id must start with schema-').and.include('move to review first');
-    const noHook = await ada.request('POST', '/app/schema/editor', {
+    const noHook = await ada.post('/app/schema/editor', {
       id: 'schema-sh-empty',
       summary: 'x',
       applies_to: 'task',
       revision: '',
     });
     expect(noHook.status).to.equal(422);
-    const noNodes = await ada.request('POST', '/app/schema/editor/dry-run', {
+    const noNodes = await ada.post('/app/schema/editor/dry-run', {
       id: 'schema-sh-x',
       summary: 'x',
       applies_to: 'task',
@@ -189,9 +157,9 @@ describe('app: schema pages over HTTP', function () {
       nodes: '',
     });
     expect(noNodes.status).to.equal(422);
-    const missing = await ada.request('POST', '/app/schema/proposals/schema-sh-gate/dry-run', { node: ['task-nowhere'] });
+    const missing = await ada.post('/app/schema/proposals/schema-sh-gate/dry-run', { node: ['task-nowhere'] });
     expect(missing.status).to.equal(404);
-    expect((await ada.request('POST', '/app/schema/proposals/schema-sh-gate/approve', { csrf: 'wrong' })).status).to.equal(403);
+    expect((await ada.post('/app/schema/proposals/schema-sh-gate/approve', { csrf: 'wrong' })).status).to.equal(403);
     expect((await t.api('GET', '/v1/status')).body.head).to.equal(head);
   });
 

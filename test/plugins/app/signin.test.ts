@@ -8,35 +8,7 @@ import { expect } from 'chai';
 import { request } from 'node:http';
 import { safeNext } from '../../../plugins/app/pages/auth.js';
 import { startTestServer, type TestServer } from '../../helpers/harness.js';
-
-class Browserless {
-  cookies = new Map<string, string>();
-  constructor(readonly base: string) {}
-  async request(method: string, path: string, form?: Record<string, string>) {
-    const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
-    if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const res = await fetch(this.base + path, {
-      method,
-      headers,
-      body: form ? new URLSearchParams(form).toString() : undefined,
-      redirect: 'manual',
-    });
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const [k, v] = pair!.split('=');
-      if (v) this.cookies.set(k!, v);
-      else this.cookies.delete(k!);
-    }
-    return { status: res.status, location: res.headers.get('location'), headers: res.headers, text: await res.text() };
-  }
-  csrfOf(html: string): string {
-    return /name="csrf" value="([^"]+)"/.exec(html)![1]!;
-  }
-  async signIn(token: string, next = '/app/queue') {
-    const page = await this.request('GET', '/app/signin');
-    return this.request('POST', '/app/signin', { csrf: this.csrfOf(page.text), token, next });
-  }
-}
+import { FormClient } from './form-client.js';
 
 /** A GET with a raw (not re-encoded) request target, as a hostile client sends it. */
 function rawGet(base: string, target: string, cookie = ''): Promise<{ status: number; location: string | undefined }> {
@@ -65,12 +37,12 @@ describe('app: sign-in hardening', function () {
   after(() => t?.close());
 
   it('signing in with a planted session cookie issues a new session id and CSRF token; the planted id is dead', async () => {
-    const attacker = new Browserless(t.url);
+    const attacker = new FormClient(t.url);
     expect((await attacker.signIn(acme.token)).status).to.equal(303);
     const planted = attacker.cookies.get('svc_app_session')!;
     const attackerCsrf = attacker.csrfOf((await attacker.request('GET', '/app/orgs')).text);
 
-    const victim = new Browserless(t.url);
+    const victim = new FormClient(t.url);
     victim.cookies.set('svc_app_session', planted);
     const res = await victim.signIn(t.adminToken);
     expect(res.status).to.equal(303);
@@ -87,7 +59,7 @@ describe('app: sign-in hardening', function () {
   });
 
   it('a second sign-in in the same browser also rotates the id and keeps both tenants', async () => {
-    const b = new Browserless(t.url);
+    const b = new FormClient(t.url);
     await b.signIn(t.adminToken);
     const first = b.cookies.get('svc_app_session')!;
     await b.signIn(acme.token);
@@ -95,7 +67,7 @@ describe('app: sign-in hardening', function () {
     expect(second).to.not.equal(first);
     const orgs = await b.request('GET', '/app/orgs');
     expect(orgs.text).to.include('acme').and.include(t.org);
-    const old = new Browserless(t.url);
+    const old = new FormClient(t.url);
     old.cookies.set('svc_app_session', first);
     expect((await old.request('GET', '/app/queue')).status).to.equal(303);
   });
@@ -119,7 +91,7 @@ describe('app: sign-in hardening', function () {
       ['/app/views/lens-x?ticket=a b', '/app/views/lens-x?ticket=a%20b'],
     ];
     for (const [next, expected] of cases) {
-      const b = new Browserless(t.url);
+      const b = new FormClient(t.url);
       const res = await b.signIn(t.adminToken, next);
       expect(res.status, JSON.stringify(next)).to.equal(303);
       expect(res.location, JSON.stringify(next)).to.equal(expected);
@@ -137,7 +109,7 @@ describe('app: sign-in hardening', function () {
   });
 
   it('a redirect built from a decoded address (a share link with non-ASCII in it) is encoded, never a 500', async () => {
-    const b = new Browserless(t.url);
+    const b = new FormClient(t.url);
     await b.signIn(t.adminToken);
     const cookie = `svc_app_session=${b.cookies.get('svc_app_session')}`;
     for (const target of ['/app/views/%C4%80?ticket=abc', '/views/%C4%80', '/app/views/%7F?ticket=abc', '/app/nodes/%C4%80/claim']) {
@@ -157,7 +129,7 @@ describe('app: sign-in rate limit', function () {
   after(() => t?.close());
 
   it('wrong tokens from one address are answered 429 with Retry-After and a readable page; successes do not count', async () => {
-    const b = new Browserless(t.url);
+    const b = new FormClient(t.url);
     const wrong = 'svc_pat_' + 'x'.repeat(40);
     expect((await b.signIn(wrong)).status).to.equal(401);
     expect((await b.signIn(wrong)).status).to.equal(401);
