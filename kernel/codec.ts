@@ -41,6 +41,9 @@ export class CodecError extends Error {
   }
 }
 
+/** The attribution stamps the server writes on every node it commits (a client's values are replaced). */
+export const STAMP_KEYS = ['author', 'authored_via', 'authored_by_agent', 'session'] as const;
+
 /** Top-level frontmatter keys, in the order the serializer writes them (when present). */
 export const CANONICAL_KEY_ORDER: readonly string[] = [
   'id',
@@ -57,10 +60,7 @@ export const CANONICAL_KEY_ORDER: readonly string[] = [
   'readiness_by',
   'readiness_at',
   'readiness_via',
-  'author',
-  'authored_via',
-  'authored_by_agent',
-  'session',
+  ...STAMP_KEYS,
   'created',
   'updated',
   'commits',

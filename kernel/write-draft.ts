@@ -6,7 +6,7 @@
  * commits them as one git commit, then applies it to the tenant's index.
  */
 import type { Tenant } from './tenant.js';
-import { serializeNode, type Frontmatter } from './codec.js';
+import { serializeNode, STAMP_KEYS, type Frontmatter } from './codec.js';
 import { errors } from './errors.js';
 import { unknownTypeError } from './error-hints.js';
 import { describeAjvError } from './operation.js';
@@ -77,7 +77,6 @@ interface PendingChange {
   options: PutOptions;
 }
 
-const STAMP_KEYS = ['author', 'authored_via', 'authored_by_agent', 'session'] as const;
 /**
  * Self-approval types (schema-, wf-): the people who proposed the current content since it was
  * last active, kept by the server (a client value is ignored). None of them may activate it.

@@ -6,7 +6,7 @@
  * validate the commit (shape, body limit, validate and transition hooks), so errors can be
  * bounced back to the ingester once before anything is written.
  */
-import type { Frontmatter } from '../../kernel/codec.js';
+import { STAMP_KEYS, type Frontmatter } from '../../kernel/codec.js';
 import { isSvcError } from '../../kernel/errors.js';
 import type { Edge } from '../../kernel/graph-index.js';
 import { LIMITS, patterns, type Registry } from '../../kernel/registry.js';
@@ -28,10 +28,7 @@ const RESERVED_FIELDS = new Set([
   'body',
   'edges',
   'project',
-  'author',
-  'authored_via',
-  'authored_by_agent',
-  'session',
+  ...STAMP_KEYS,
   'created',
   'updated',
   'revision',

@@ -4,6 +4,8 @@
  * corrections, the gardener, identity, repos and projects). A client field outside this set is
  * stored as-is, and a put says so in its warnings.
  */
+import { STAMP_KEYS } from '../../kernel/codec.js';
+
 export const KNOWN_FIELDS: ReadonlySet<string> = new Set([
   // every node
   'id',
@@ -17,10 +19,7 @@ export const KNOWN_FIELDS: ReadonlySet<string> = new Set([
   'created',
   'updated',
   'body',
-  'author',
-  'authored_via',
-  'authored_by_agent',
-  'session',
+  ...STAMP_KEYS,
   'priority',
   'priority_by',
   'priority_at',

@@ -3,7 +3,7 @@
  * documents applied in order inside one write; each entry commits on its own, a failing
  * entry lands in the answer's `failed` and the rest still land (207).
  */
-import { CodecError, parseClientMarkdown, type Frontmatter } from '../../kernel/codec.js';
+import { STAMP_KEYS, CodecError, parseClientMarkdown, type Frontmatter } from '../../kernel/codec.js';
 import { errors, isSvcError } from '../../kernel/errors.js';
 import type { Edge, NodeRecord } from '../../kernel/graph-index.js';
 import type { Static } from '../../kernel/operation.js';
@@ -149,16 +149,7 @@ function resolvedLaterByEntry(ctx: OpContext, nodes: unknown[]): Array<Set<strin
 }
 
 /** Keys whose disappearance from a replace is not client data lost (stamps, server times, kept provenance). */
-const NOT_REMOVALS = new Set([
-  'author',
-  'authored_via',
-  'authored_by_agent',
-  'session',
-  'created',
-  'updated',
-  'revision',
-  ...PROVENANCE_KEYS,
-]);
+const NOT_REMOVALS = new Set([...STAMP_KEYS, 'created', 'updated', 'revision', ...PROVENANCE_KEYS]);
 
 function shown(value: unknown): string {
   const text = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value);
@@ -193,7 +184,7 @@ function removalWarnings(id: string, before: { frontmatter: Frontmatter; body: s
   return out;
 }
 
-const STAMPED_KEYS = new Set(['author', 'authored_via', 'authored_by_agent', 'session', 'proposed_by']);
+const STAMPED_KEYS = new Set<string>([...STAMP_KEYS, 'proposed_by']);
 const SERVER_KEYS = new Set(['created', 'updated']);
 
 /**

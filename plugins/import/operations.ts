@@ -12,7 +12,7 @@
  * edges) is refused with its reason, never truncated; the rest of the batch goes on.
  */
 import { errors, isSvcError } from '../../kernel/errors.js';
-import type { Frontmatter } from '../../kernel/codec.js';
+import { STAMP_KEYS, type Frontmatter } from '../../kernel/codec.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { LIMITS, type NodeTypeDef } from '../../kernel/registry.js';
 import type { WriteActor } from '../../kernel/write-draft.js';
@@ -100,10 +100,7 @@ const RESERVED = new Set([
   'created',
   'updated',
   'revision',
-  'author',
-  'authored_via',
-  'authored_by_agent',
-  'session',
+  ...STAMP_KEYS,
 ]);
 
 function refused(item: ImportItem, id: string | null, reason: string, code = 'invalid_node'): ItemResult {

@@ -8,7 +8,7 @@
  * from, so someone else's change in between is a 409 shown with the text kept. "Dry run"
  * runs the draft as typed (`dry_run_schema` with the markdown) without saving it.
  */
-import { serializeNode } from '../../../kernel/codec.js';
+import { serializeNode, STAMP_KEYS } from '../../../kernel/codec.js';
 import { errors, isSvcError, SvcError } from '../../../kernel/errors.js';
 import { csrfField, html, layout } from '../html.js';
 import type { AppRequest, AppResult, Signed } from '../host.js';
@@ -16,7 +16,7 @@ import { dryRunTable, pickableNodes } from './schema-proposal.js';
 import { schemaCrumbs } from './schema.js';
 
 const ID = /^schema-[a-z0-9][a-z0-9-]*$/;
-const STAMPS = ['author', 'authored_via', 'authored_by_agent', 'session', 'created', 'updated', 'proposed_by', 'revision'];
+const STAMPS = [...STAMP_KEYS, 'created', 'updated', 'proposed_by', 'revision'];
 const HOOKS = [
   {
     name: 'transition',

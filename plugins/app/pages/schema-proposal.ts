@@ -10,24 +10,14 @@
  */
 import { createTwoFilesPatch } from 'diff';
 import { stringify } from 'yaml';
-import { parseNodeMarkdown } from '../../../kernel/codec.js';
+import { STAMP_KEYS, parseNodeMarkdown } from '../../../kernel/codec.js';
 import { errors, isSvcError, type SvcError } from '../../../kernel/errors.js';
 import { csrfField, html, layout, type Html } from '../html.js';
 import type { AppRequest, AppResult, Signed } from '../host.js';
 import { hookBlock, personName, schemaCrumbs } from './schema.js';
 
 /** The server's stamps: not part of what a reviewer approves. */
-const STAMPS = new Set([
-  'author',
-  'authored_via',
-  'authored_by_agent',
-  'session',
-  'created',
-  'updated',
-  'proposed_by',
-  'revision',
-  'status',
-]);
+const STAMPS = new Set([...STAMP_KEYS, 'created', 'updated', 'proposed_by', 'revision', 'status']);
 /** history entries read looking for the last active version */
 const HISTORY_LOOKUPS = 20;
 /** nodes offered to the dry run's picker */
