@@ -28,6 +28,13 @@ export interface ClusterOptions {
   log: Logger;
   /** ownership lease length (ms); renewed every third of it */
   leaseMs: number;
+  /**
+   * A connection of its own for the heartbeat and the lease renewal (runtime.ts opens one): a
+   * renewal queued behind a busy `pool` (every connection held by requests waiting on locks or a
+   * starved database) would let the leases run out while this process still serves. Without
+   * it, `pool` is used.
+   */
+  leasePool?: pg.Pool;
 }
 
 interface Owned {
@@ -192,9 +199,11 @@ export class Cluster {
     );
     this.opts.log.info('cluster member up', { member: this.id, url, lease_ms: this.opts.leaseMs });
     await this.tick();
+    // renewals start now, not once the claimed tenants are open: on a loaded machine opening
+    // them can take longer than the quarter of a lease left before the claims stop counting
+    this.arm();
     // the tenants claimed at start are open before the member reports itself up
     await Promise.allSettled([...this.pending.values()]);
-    this.arm();
   }
 
   private arm(): void {
@@ -232,7 +241,8 @@ export class Cluster {
   /** Heartbeat and lease renewal (dropping lost leases, adopting handed-over ones). */
   private async renew(): Promise<void> {
     if (this.stopped) return;
-    const { pool, leaseMs } = this.opts;
+    const { leaseMs } = this.opts;
+    const pool = this.opts.leasePool ?? this.opts.pool;
     const sent = performance.now();
     await pool.query('UPDATE wg_members SET heartbeat_at = now() WHERE id = $1', [this.id]);
     const renewed = await pool.query<{ org: string; fence: string }>(

@@ -5,6 +5,7 @@
  * the first-start bootstrap under an advisory lock, and the request router.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import pg from 'pg';
 import type { Logger } from '../config.js';
 import type { RequestRouter } from '../plugin.js';
 import type { TenantCreationHooks, TenantManager } from '../tenants.js';
@@ -41,7 +42,10 @@ export async function openClusterRuntime(opts: {
 }): Promise<ClusterRuntime> {
   const db = await openDatabase(opts.databaseUrl, opts.log);
   const { pool } = db;
-  const cluster = new Cluster({ pool, log: opts.log, leaseMs: opts.leaseMs });
+  // the lease renewal's own connection: never queued behind requests holding the pool's
+  const leasePool = new pg.Pool({ connectionString: opts.databaseUrl, max: 1, idleTimeoutMillis: 0 });
+  leasePool.on('error', (err) => opts.log.warn('postgres: lease connection error', { error: err.message }));
+  const cluster = new Cluster({ pool, leasePool, log: opts.log, leaseMs: opts.leaseMs });
   const creation = creationHooks(cluster, db);
   let joined = false;
   return {
@@ -90,6 +94,7 @@ export async function openClusterRuntime(opts: {
       try {
         if (joined) await cluster.stop();
       } finally {
+        await leasePool.end().catch(() => undefined);
         await db.close();
       }
     },
