@@ -67,7 +67,23 @@ export function hostRules(config: Pick<ServerConfig, 'host' | 'publicUrl' | 'all
 }
 
 /** `name` and `name:port` of a Host header value, lower-cased; null when it is not one. */
+/**
+ * parseHost's answers by Host header value: a server sees few distinct values, and URL parsing
+ * on every request was a measurable share of a read. Bounded (a client cycling through made-up
+ * names only stops being cached).
+ */
+const parsedHosts = new Map<string, { name: string; host: string } | null>();
+const PARSED_HOSTS_MAX = 256;
+
 function parseHost(value: string): { name: string; host: string } | null {
+  const known = parsedHosts.get(value);
+  if (known !== undefined) return known;
+  const parsed = parseHostOnce(value);
+  if (parsedHosts.size < PARSED_HOSTS_MAX) parsedHosts.set(value, parsed);
+  return parsed;
+}
+
+function parseHostOnce(value: string): { name: string; host: string } | null {
   if (!value || value.length > 300) return null;
   try {
     const u = new URL(`http://${value}`);

@@ -7,6 +7,7 @@ import Router from '@koa/router';
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import Koa from 'koa';
 import { Readable } from 'node:stream';
+import type { ServerResponse } from 'node:http';
 import type { Actor } from './actor.js';
 import { parseJsonBody, readMcpBody, readRawBody, tooLargeRpcAnswer } from './body.js';
 import { errors, isSvcError, SvcError } from './errors.js';
@@ -30,6 +31,25 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** Each app's MCP sessions, ended when its server stops (closeMcpSessions). */
 const appSessions = new WeakMap<Koa, McpSessions>();
+
+/**
+ * The signal of an operation's context, aborted when the client's connection closes; made on
+ * first use. Few operations look at it (the waiting ones), and an AbortController per request
+ * plus the DOMException its abort builds at every response's close was a measurable share of a
+ * read's CPU (docs/performance.md).
+ */
+export function clientGone(res: ServerResponse): () => AbortSignal {
+  let controller: AbortController | null = null;
+  return () => {
+    if (!controller) {
+      const made = new AbortController();
+      controller = made;
+      if (res.closed) made.abort();
+      else res.once('close', () => made.abort());
+    }
+    return controller.signal;
+  };
+}
 
 export function closeMcpSessions(app: Koa): void {
   appSessions.get(app)?.closeAll();
@@ -352,9 +372,17 @@ export function createApp(services: KernelServices): Koa {
         const { tenant, actor } = identity;
         if (!services.host.usable(tenant, plugin)) throw errors.notFound(`route ${ctx.method} ${ctx.path}`);
         // a client that leaves before the answer stops a waiting operation (GET /v1/events?wait=)
-        const gone = new AbortController();
-        ctx.res.once('close', () => gone.abort());
-        const opctx: OpContext = { tenant, actor, via: 'rest', services, headers: req.headers, signal: gone.signal };
+        const gone = clientGone(ctx.res);
+        const opctx: OpContext = {
+          tenant,
+          actor,
+          via: 'rest',
+          services,
+          headers: req.headers,
+          get signal() {
+            return gone();
+          },
+        };
         const op = route.operation;
         const result = await invoke(op, opctx, restInput(op, route, req));
         send(ctx, route, result);
@@ -399,9 +427,17 @@ export function createApp(services: KernelServices): Koa {
     }
     // a client that leaves before the answer stops a waiting tool (wait_for_events), also when the
     // call runs in a session whose transport outlives this request
-    const gone = new AbortController();
-    ctx.res.once('close', () => gone.abort());
-    const opctx: OpContext = { tenant, actor, via: 'mcp', services, headers: headersOf(ctx), signal: gone.signal };
+    const gone = clientGone(ctx.res);
+    const opctx: OpContext = {
+      tenant,
+      actor,
+      via: 'mcp',
+      services,
+      headers: headersOf(ctx),
+      get signal() {
+        return gone();
+      },
+    };
     const log = (err: unknown) =>
       services.log.error('tool failed', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
     const build = (context: () => OpContext, subscriptions: boolean, valid?: () => boolean) =>

@@ -136,7 +136,19 @@ export async function buildMcpServer(spec: McpServerSpec): Promise<Server> {
     if (!tool) return errorResult(errors.notFound(`tool ${request.params.name}`));
     // the SDK aborts it when the client cancels or its connection closes: a waiting tool (wait_for_events) stops
     const current = context();
-    const ctx = { ...current, signal: current.signal ? AbortSignal.any([extra.signal, current.signal]) : extra.signal };
+    let joined: AbortSignal | undefined;
+    // joined on first use: most tools never look at it (the fields listed are OpContext's)
+    const ctx: OpContext = {
+      tenant: current.tenant,
+      actor: current.actor,
+      via: current.via,
+      services: current.services,
+      headers: current.headers,
+      get signal() {
+        const outer = current.signal;
+        return (joined ??= outer ? AbortSignal.any([extra.signal, outer]) : extra.signal);
+      },
+    };
     return callTool(tool, ctx, (request.params.arguments ?? {}) as Record<string, unknown>, spec.log);
   });
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({
