@@ -78,8 +78,8 @@ export interface TenantDeps {
   eventRetention?: EventRetention;
 }
 
-/** commits between index snapshots at least (more on a larger graph: see `noteCommit`) */
-const SNAPSHOT_MIN_COMMITS = 2000;
+/** commits between index snapshots at least (more on a larger graph: see `noteCommit`); tests lower it to check the policy without 2,000 commits */
+export const snapshotPolicy = { minCommits: 2000 };
 
 /** A schema node's frontmatter as a registry layer (only `active` ones are merged). */
 export function schemaLayerOf(record: NodeRecord): GraphSchemaLayer {
@@ -471,7 +471,7 @@ export class Tenant {
    */
   noteCommit(): void {
     this.commitsSinceSnapshot++;
-    if (this.commitsSinceSnapshot >= Math.max(SNAPSHOT_MIN_COMMITS, this.index.size) && !this.snapshotting) {
+    if (this.commitsSinceSnapshot >= Math.max(snapshotPolicy.minCommits, this.index.size) && !this.snapshotting) {
       this.saveSnapshot().catch((err) => this.deps.log.warn('index snapshot failed', { org: this.org, error: String(err) }));
     }
   }

@@ -168,8 +168,7 @@ export class TenantManager {
   async changePlugins(org: string, change: (plugins: string[]) => string[], actor: EventActor): Promise<TenantConfig> {
     const run = async (): Promise<TenantConfig> => {
       // an operator's CLI change the poll has not seen yet is taken in first, never written over
-      if (!this.options.creation && statSync(join(this.tenantsDir, org, 'tenant.json')).mtimeMs !== this.configMtimes.get(org))
-        await this.scan();
+      if (!this.options.creation) await this.followConfig(org);
       // (cluster mode: the registry row, which the settings poll may not have followed yet)
       const registered = await this.options.creation?.loadConfig?.(org);
       const open = this.tenants.get(org);
@@ -197,9 +196,35 @@ export class TenantManager {
       this.options.log.info('tenant plugins changed', { org, plugins, by: actor.person });
       return next;
     };
-    const pending = (this.configChanges.get(org) ?? Promise.resolve()).catch(() => undefined).then(run);
+    return this.inConfigTurn(org, run);
+  }
+
+  /** Runs `fn` in the tenant's turn of configuration changes: an admin's change and the poll's reading of tenant.json never interleave. */
+  private inConfigTurn<T>(org: string, fn: () => Promise<T>): Promise<T> {
+    const pending = (this.configChanges.get(org) ?? Promise.resolve()).catch(() => undefined).then(fn);
     this.configChanges.set(org, pending);
     return pending;
+  }
+
+  /**
+   * An operator's change of an open tenant's tenant.json (`workgraph tenant plugins|settings`):
+   * taken in and announced once. Runs in the tenant's configuration turn (an admin's own write,
+   * between writing the file and noting its time, must not look like an operator's change).
+   */
+  private async followConfig(org: string): Promise<void> {
+    const existing = this.tenants.get(org);
+    if (!existing) return;
+    const dir = join(this.tenantsDir, org);
+    const mtime = statSync(join(dir, 'tenant.json')).mtimeMs;
+    if (mtime === this.configMtimes.get(org)) return;
+    this.configMtimes.set(org, mtime);
+    const previous = existing.config;
+    const before = new Set(existing.config.plugins);
+    existing.config = Tenant.readConfig(dir);
+    await announceConfigChange(existing, previous, existing.config);
+    const added = existing.config.plugins.filter((p) => !before.has(p));
+    await this.onTenantChange(existing, added);
+    this.options.log.info('tenant plugins changed', { org, plugins: existing.config.plugins });
   }
 
   /** Re-read an open tenant's tokens now (cluster mode: a token minted by another process). */
@@ -236,17 +261,8 @@ export class TenantManager {
         await this.open(org);
         continue;
       }
-      const mtime = statSync(join(dir, 'tenant.json')).mtimeMs;
-      if (mtime !== this.configMtimes.get(org)) {
-        this.configMtimes.set(org, mtime);
-        const previous = existing.config;
-        const before = new Set(existing.config.plugins);
-        existing.config = Tenant.readConfig(dir);
-        await announceConfigChange(existing, previous, existing.config);
-        const added = existing.config.plugins.filter((p) => !before.has(p));
-        await this.onTenantChange(existing, added);
-        this.options.log.info('tenant plugins changed', { org, plugins: existing.config.plugins });
-      }
+      if (statSync(join(dir, 'tenant.json')).mtimeMs !== this.configMtimes.get(org))
+        await this.inConfigTurn(org, () => this.followConfig(org));
       this.refreshTokens(existing);
     }
   }
