@@ -118,7 +118,9 @@ export function webhookMiddleware(services: KernelServices): Middleware {
     const raw = await readRawBody(ctx.req, MAX_DELIVERY_BYTES);
     const payload = parsePayload(raw, header(ctx.req, 'content-type'));
     const stores = storesOf(tenant);
-    const candidates = candidateLinks(stores, payload);
+    // a ping of an App's or an organization's hook names neither a repository nor an installation: any link whose secret signs it
+    const unnamed = event === 'ping' && !isRecord(payload.repository) && !isRecord(payload.installation);
+    const candidates = unnamed ? [...stores.links.values()] : candidateLinks(stores, payload);
     if (candidates.length === 0) throw errors.notFound('GitHub link for this repository or installation');
     const signature = header(ctx.req, 'x-hub-signature-256') ?? '';
     const body = raw.toString('utf8');

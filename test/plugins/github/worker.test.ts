@@ -6,8 +6,10 @@
  * - a delivery that can never apply (the graph refuses it: here the link maps `bug` to the
  *   `person` type, which no integration may create) is marked failed at once, its error shown
  *   on the link, and the queue goes on.
+ * With no `people` map on the link, the login maps through a person node's `github` field.
  */
 import { expect } from 'chai';
+import { IdentityAuthority } from '../../../kernel/identity-guard.js';
 import { handlers } from '../../../plugins/github/handlers/index.js';
 import { runSecrets, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { deliver, example, until } from './webhook-examples.js';
@@ -37,6 +39,24 @@ describe('github: the inbound worker retries and gives up as it should', functio
   const link = async () => (await t.api('GET', `${LINKS}/${linkId}`)).body;
 
   it('a failure is retried after its backoff and holds the deliveries behind it', async () => {
+    // a person whose node names their GitHub login (written as an identity operation would)
+    const tenant = t.server.services.tenants.get(t.org)!;
+    const actor = { personId: t.adminPerson, name: 'Admin', email: 'admin@localhost', agent: null, session: null };
+    await tenant.write(actor, { op: 'test_add_person', via: 'rest', identity: IdentityAuthority.issue('test') }, async (draft) => {
+      draft.put({
+        frontmatter: {
+          id: 'person-coder',
+          type: 'person',
+          status: 'active',
+          title: 'Coder',
+          summary: 'Coder',
+          name: 'Coder',
+          email: 'coder@example.test',
+          github: '@Codertocat',
+        },
+        body: '',
+      });
+    });
     let failures = 0;
     handlers.issues = async (ctx, payload) => {
       if (failures === 0) {
@@ -63,6 +83,8 @@ describe('github: the inbound worker retries and gives up as it should', functio
     expect(done.inbound.failed).to.equal(0);
     const node = await t.api('GET', '/v1/nodes/issue-gh-hello-world-1');
     expect(node.status).to.equal(200);
+    expect(node.body.frontmatter.author, 'the login mapped through the github field').to.equal('person-coder');
+    expect(node.body.frontmatter.edges).to.deep.include({ type: 'assigned', to: 'person-coder' });
     // in order: opened (empty body) first, then edited (GitHub's text)
     expect(node.body.body.trim()).to.equal(example('issues', 'edited').issue.body.trim());
   });
