@@ -97,7 +97,8 @@ describe('github: the inbound worker retries and gives up as it should', functio
     const other = example('issues', 'opened', 2);
     other.issue.number = 3;
     other.issue.id = 444500999;
-    expect((await deliver(t, { event: 'issues', payload: other, secret: SECRET })).status).to.equal(202);
+    const refused = await deliver(t, { event: 'issues', payload: other, secret: SECRET });
+    expect(refused.status).to.equal(202);
     expect((await deliver(t, { event: 'issue_comment', payload: example('issue_comment', 'created'), secret: SECRET })).status).to.equal(
       202,
     );
@@ -109,5 +110,13 @@ describe('github: the inbound worker retries and gives up as it should', functio
     expect(l.inbound.last_error).to.match(/person/);
     const comments = await t.api('GET', '/v1/nodes/issue-gh-hello-world-1/comments');
     expect(comments.body.comments, 'the comment behind the refused delivery was applied').to.have.length(1);
+
+    // the cause fixed, GitHub's "Redeliver" of the failed delivery queues it again and it applies
+    expect((await t.api('PATCH', `${LINKS}/${linkId}`, { body: { mappings: { label_types: {} } } })).status).to.equal(200);
+    const again = await deliver(t, { event: 'issues', payload: other, secret: SECRET, delivery: refused.delivery });
+    expect(again.status).to.equal(202);
+    await until(async () => ((await link()).inbound.queued === 0 ? true : undefined));
+    expect((await t.api('GET', '/v1/nodes/issue-gh-hello-world-3')).status).to.equal(200);
+    expect((await link()).inbound.failed).to.equal(0);
   });
 });
