@@ -44,6 +44,7 @@ export const issueCommentHandler: GithubHandler = async (ctx, payload) => {
   const url = typeof comment.html_url === 'string' ? comment.html_url : issue.html_url;
   const text = typeof comment.body === 'string' ? comment.body : '';
   let record = syncOfIssue(ctx.stores, ctx.link.id, issue.number);
+  if (record?.ended) return;
   if (action === 'created') {
     if (record?.comments?.[key]) return;
     if (!record) record = await createNodeOf(ctx, issue, loginOf(p.sender));

@@ -90,7 +90,8 @@ export async function createNodeOf(ctx: InboundContext, issue: GithubIssue, send
     id = `${base}-${n}`;
     existing = tenant.index.get(id);
   }
-  const writer = ctx.as(sender ?? issue.user);
+  // the node is the issue's: its author writes it (a late first sync too)
+  const writer = ctx.as(issue.user ?? sender);
   let revision: string;
   if (existing) revision = existing.revision;
   else {
@@ -257,7 +258,8 @@ export const issuesHandler: GithubHandler = async (ctx, payload) => {
   const sender = loginOf(p.sender);
   const record = syncOfIssue(ctx.stores, ctx.link.id, issue.number);
   if (action === 'deleted') {
-    if (record) await issueDeleted(ctx, record, issue, sender);
+    if (record && !record.ended) await issueDeleted(ctx, record, issue, sender);
+    else if (record) await ctx.stores.sync.delete(record.node);
     return;
   }
   if (!FOLLOWED.has(action)) return;
@@ -265,15 +267,16 @@ export const issuesHandler: GithubHandler = async (ctx, payload) => {
     await createNodeOf(ctx, issue, sender);
     return;
   }
+  if (record.ended) return;
   const node = ctx.tenant.index.get(record.node);
   if (!node) {
-    // the node was deleted here: the pairing ends (a deleted node is not brought back by GitHub)
-    ctx.log.info('github: the node of a synced issue is gone; pairing dropped', {
+    // the node was deleted here: the pairing ends, and GitHub does not bring the node back
+    ctx.log.info('github: the node of a synced issue is gone; pairing ended', {
       org: ctx.tenant.org,
       node: record.node,
       issue: issue.number,
     });
-    await ctx.stores.sync.delete(record.node);
+    await ctx.stores.sync.set(record.node, { ...record, ended: 'the node was deleted' });
     return;
   }
   await applyIssue(ctx, record, node, issue, sender);

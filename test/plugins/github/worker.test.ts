@@ -119,4 +119,20 @@ describe('github: the inbound worker retries and gives up as it should', functio
     expect((await t.api('GET', '/v1/nodes/issue-gh-hello-world-3')).status).to.equal(200);
     expect((await link()).inbound.failed).to.equal(0);
   });
+
+  it('a node deleted here ends its pairing: later deliveries of the issue do not bring it back', async () => {
+    const tenant = t.server.services.tenants.get(t.org)!;
+    const actor = { personId: t.adminPerson, name: 'Admin', email: 'admin@localhost', agent: null, session: null };
+    await tenant.write(actor, { op: 'test_delete', via: 'rest' }, async (draft) => draft.delete('issue-gh-hello-world-3'));
+    const synced = (await link()).synced_issues as number;
+    const other = example('issues', 'opened', 2);
+    other.issue.number = 3;
+    other.issue.id = 444500999;
+    for (let i = 0; i < 2; i++) {
+      expect((await deliver(t, { event: 'issues', payload: other, secret: SECRET })).status).to.equal(202);
+      await until(async () => ((await link()).inbound.queued === 0 ? true : undefined));
+      expect((await t.api('GET', '/v1/nodes/issue-gh-hello-world-3')).status).to.equal(404);
+    }
+    expect((await link()).synced_issues).to.equal(synced - 1);
+  });
 });
