@@ -9,7 +9,10 @@
  * `installation` suspend/unsuspend/deleted disable and enable the App's links.
  */
 import { generateKeyPairSync } from 'node:crypto';
+import { IncomingMessage } from 'node:http';
+import { Socket } from 'node:net';
 import { expect } from 'chai';
+import { webhookRouter } from '../../../plugins/github/inbound.js';
 import { addPerson, runSecrets, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { closedExample, deliver, example, until } from './webhook-examples.js';
 
@@ -91,6 +94,16 @@ describe('github: inbound webhooks', function () {
     const bad = await deliver(t, { event: 'ping', payload: appPing, secret: 'some-other-secret-00000' });
     expect(bad.status).to.equal(401);
     expect((await link()).inbound.queued).to.equal(0);
+  });
+
+  it('cluster mode routes a delivery to the owner of its ?tenant= from the headers alone (the body is not read)', async () => {
+    const request = (method: string, url: string) => Object.assign(new IncomingMessage(new Socket()), { method, url });
+    const post = request('POST', `/v1/integrations/github/webhook?tenant=${t.org}`);
+    expect(webhookRouter.applies(post)).to.equal('headers');
+    expect(await webhookRouter.route(post, null)).to.deep.equal({ org: t.org });
+    expect(await webhookRouter.route(request('POST', '/v1/integrations/github/webhook'), null)).to.equal(null);
+    expect(webhookRouter.applies(request('GET', `/v1/integrations/github/webhook?tenant=${t.org}`))).to.equal(false);
+    expect(webhookRouter.applies(request('POST', '/v1/integrations/github/links'))).to.equal(false);
   });
 
   it('issues.opened creates the node with the mapped fields, written as the mapped person', async () => {
