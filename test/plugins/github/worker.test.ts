@@ -17,6 +17,7 @@ import { deliver, example, until } from './webhook-examples.js';
 const SECRET = 'worker-webhook-secret-0000001';
 const TOKEN = 'github_pat_worker_test_0123456789';
 const LINKS = '/v1/integrations/github/links';
+const METRICS = 'github-worker-metrics-secret-0001';
 
 describe('github: the inbound worker retries and gives up as it should', function () {
   this.timeout(60_000);
@@ -25,7 +26,8 @@ describe('github: the inbound worker retries and gives up as it should', functio
   const original = handlers.issues!;
 
   before(async () => {
-    t = await startTestServer();
+    t = await startTestServer({ config: { metricsToken: METRICS } });
+    runSecrets.add(METRICS);
     runSecrets.add(SECRET);
     runSecrets.add(TOKEN);
     const res = await t.api('POST', LINKS, { body: { repo: 'Codertocat/Hello-World', token: TOKEN, webhook_secret: SECRET } });
@@ -108,6 +110,11 @@ describe('github: the inbound worker retries and gives up as it should', functio
     });
     expect(l.inbound.failed).to.equal(1);
     expect(l.inbound.last_error).to.match(/person/);
+    // the operator's view: the failed delivery in the tenant's gauge
+    const scraped = await t.api('GET', '/metrics', { token: METRICS });
+    expect(scraped.status).to.equal(200);
+    expect(scraped.text).to.include(`workgraph_github_inbound{tenant="${t.org}",state="failed"} 1`);
+    expect(scraped.text).to.include(`workgraph_github_inbound{tenant="${t.org}",state="queued"} 0`);
     const comments = await t.api('GET', '/v1/nodes/issue-gh-hello-world-1/comments');
     expect(comments.body.comments, 'the comment behind the refused delivery was applied').to.have.length(1);
 
