@@ -22,9 +22,18 @@ import { createNodeOf, loginOf } from './issues.js';
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/**
+ * The marker the outbound side writes into a comment it posts on GitHub, naming the node
+ * comment it came from (`<!-- work-graph:<id> -->`, an HTML comment GitHub does not show): such
+ * a comment is ours coming back, paired with its node comment, never added again, whichever of
+ * the two sides records the pairing first.
+ */
+const MARKER = /<!-- work-graph:([a-z0-9][a-z0-9-]*) -->/;
+const MARKER_LINES = /\n*<!-- work-graph:[^>\s]+ -->[ \t]*(?=\n|$)/g;
+
 /** The node comment text of a GitHub comment: who wrote it when they map to nobody, and where. */
 function bodyOf(text: string, login: string | null, mapped: boolean, url: string): string {
-  const body = normalizeText(text) || '(empty)';
+  const body = normalizeText(text.replace(MARKER_LINES, '')) || '(empty)';
   return mapped || !login ? body : `${body}\n\n\u2014 @${login} on GitHub (${url})`;
 }
 
@@ -47,6 +56,12 @@ export const issueCommentHandler: GithubHandler = async (ctx, payload) => {
   if (record?.ended) return;
   if (action === 'created') {
     if (record?.comments?.[key]) return;
+    const own = MARKER.exec(text)?.[1];
+    if (record && own && ctx.tenant.index.get(own)) {
+      const now = ctx.stores.sync.get(record.node) ?? record;
+      await ctx.stores.sync.set(record.node, { ...now, comments: { ...(now.comments ?? {}), [key]: own } });
+      return;
+    }
     if (!record) record = await createNodeOf(ctx, issue, loginOf(p.sender));
     if (!ctx.tenant.index.get(record.node)) return;
     const writer = ctx.as(author);

@@ -204,6 +204,15 @@ describe('github: inbound webhooks', function () {
     expect(comments[0]!.body.trim()).to.equal(edited.comment.body.trim());
     await send('issue_comment', example('issue_comment', 'deleted'));
     expect(await list()).to.have.length(0);
+
+    // a comment made here and posted to GitHub by the outbound side comes back with its marker: paired, not added again
+    const ours = await t.api('POST', `/v1/nodes/${NODE}/comments`, { body: { body: 'Written here first.' } });
+    expect(ours.status, ours.text).to.equal(201);
+    const echo = example('issue_comment', 'created');
+    echo.comment.id = 492700401;
+    echo.comment.body = `Written here first.\n\n<!-- work-graph:${ours.body.id} -->`;
+    await send('issue_comment', echo);
+    expect((await list()).map((c) => c.id)).to.deep.equal([ours.body.id]);
   });
 
   it('issues.deleted keeps the node, closed as not planned, and ends the pairing', async () => {
