@@ -18,18 +18,9 @@ import { commentsUsable, pieces } from '../conflict.js';
 import { syncOfIssue } from '../store.js';
 import { normalizeText, readIssue } from '../sync.js';
 import type { GithubHandler } from './index.js';
-import { createNodeOf, loginOf } from './issues.js';
+import { createNodeOf, loginOf, MARKER_LINES, ownMarkerOf } from './issues.js';
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/**
- * The marker the outbound side writes into a comment it posts on GitHub, naming the node
- * comment it came from (`<!-- work-graph:<id> -->`, an HTML comment GitHub does not show): such
- * a comment is ours coming back, paired with its node comment, never added again, whichever of
- * the two sides records the pairing first.
- */
-const MARKER = /<!-- work-graph:([a-z0-9][a-z0-9-]*) -->/;
-const MARKER_LINES = /\n*<!-- work-graph:[^>\s]+ -->[ \t]*(?=\n|$)/g;
 
 /** The node comment text of a GitHub comment: who wrote it when they map to nobody, and where. */
 function bodyOf(text: string, login: string | null, mapped: boolean, url: string): string {
@@ -56,10 +47,11 @@ export const issueCommentHandler: GithubHandler = async (ctx, payload) => {
   if (record?.ended) return;
   if (action === 'created') {
     if (record?.comments?.[key]) return;
-    const own = MARKER.exec(text)?.[1];
-    if (record && own && ctx.tenant.index.get(own)) {
+    // a comment the outbound side posted, coming back with its marker: paired with its node comment, never added again
+    const own = ownMarkerOf(ctx.tenant, text);
+    if (record && own) {
       const now = ctx.stores.sync.get(record.node) ?? record;
-      await ctx.stores.sync.set(record.node, { ...now, comments: { ...(now.comments ?? {}), [key]: own } });
+      await ctx.stores.sync.set(record.node, { ...now, comments: { ...(now.comments ?? {}), [key]: own.id } });
       return;
     }
     if (!record) record = await createNodeOf(ctx, issue, loginOf(p.sender));

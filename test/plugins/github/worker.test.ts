@@ -127,6 +127,25 @@ describe('github: the inbound worker retries and gives up as it should', functio
     expect((await link()).inbound.failed).to.equal(0);
   });
 
+  it('an issue the outbound side created comes back with its marker: paired with its node, no second node', async () => {
+    const created = await t.api('POST', '/v1/nodes', {
+      body: { nodes: [{ id: 'task-from-here', type: 'task', summary: 'Made here first' }] },
+    });
+    expect(created.status, created.text).to.equal(200);
+    const before = (await t.api('GET', '/v1/nodes/task-from-here')).body.revision;
+    const synced = (await link()).synced_issues as number;
+    // the published `opened` example as the outbound side would have created it: its body ends with the marker
+    const echo = example('issues', 'opened');
+    echo.issue.number = 5;
+    echo.issue.id = 444500555;
+    echo.issue.body = `${echo.issue.body}\n\n<!-- work-graph:task-from-here -->`;
+    expect((await deliver(t, { event: 'issues', payload: echo, secret: SECRET })).status).to.equal(202);
+    await until(async () => ((await link()).inbound.queued === 0 ? true : undefined));
+    expect((await link()).synced_issues).to.equal(synced + 1);
+    expect((await t.api('GET', '/v1/nodes/issue-gh-hello-world-5')).status).to.equal(404);
+    expect((await t.api('GET', '/v1/nodes/task-from-here')).body.revision).to.equal(before);
+  });
+
   it('a node deleted here ends its pairing: later deliveries of the issue do not bring it back', async () => {
     const tenant = t.server.services.tenants.get(t.org)!;
     const actor = { personId: t.adminPerson, name: 'Admin', email: 'admin@localhost', agent: null, session: null };
