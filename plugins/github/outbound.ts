@@ -290,6 +290,9 @@ export class OutboundEngine {
     const client = githubClient(link.auth, {
       baseUrl: this.services.config.githubApiUrl,
       log: this.services.log,
+      // few, short retries in the client: the engine's own backoff (kept durably) takes over after them
+      retries: 2,
+      retryBaseMs: 500,
       context: { org: this.tenant.org, link: link.id },
     });
     this.clients.set(link.id, { key, client });
