@@ -88,4 +88,8 @@ export const KNOWN_FIELDS: ReadonlySet<string> = new Set([
   'import_source',
   'import_id',
   'milestone',
+  // the github plugin: a person's login; a synced node's issue (plugins/github/handlers/issues.ts)
+  'github',
+  'github_issue',
+  'github_url',
 ]);
