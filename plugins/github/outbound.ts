@@ -217,11 +217,9 @@ export class OutboundEngine {
     if (state.next_attempt_ms !== null && state.next_attempt_ms > now) return false;
     // a former owner (cluster mode) sends nothing once its lease may have been taken over
     if (!this.serving()) return false;
-    if (this.stores.links.size === 0) {
-      // nothing linked: the cursor keeps up, so a first link starts from its own time
-      if (this.tenant.events.lastId > state.cursor) await this.out.cursor.set(CURSOR_KEY, { ...state, cursor: this.tenant.events.lastId });
-      return false;
-    }
+    // nothing linked: nothing to do, and no write per event (a first link passes over what came
+    // before it: no node has a sync record yet, and nodes created before the link are not sent)
+    if (this.stores.links.size === 0) return false;
     // events up to here that are not followed are passed over with the batch
     const head = this.tenant.events.lastId;
     const events = await this.tenant.events.read(state.cursor, { types: FOLLOWED_TYPES }, BATCH);
@@ -351,6 +349,9 @@ export class OutboundEngine {
           ? linkForNewNode(this.stores, node)
           : undefined;
       if (!link || !link.enabled) return;
+      // a node created before its project was linked is not sent (the link starts from its own
+      // time; to the second, as a commit's date is)
+      if (!pending && Date.parse(event.time) < Math.floor(Date.parse(link.created) / 1000) * 1000) return;
       await createIssue(await this.context(link), node);
       return;
     }
