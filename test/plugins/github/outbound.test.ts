@@ -15,6 +15,7 @@
  * already-applied change look like.
  */
 import { expect } from 'chai';
+import { generateKeyPairSync } from 'node:crypto';
 import { addPerson, putNodes, runSecrets, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { describedExample, GithubMock, type RecordedRequest } from '../../helpers/github-mock.js';
 import { outboundStoresOf, RETRY_CAP_MS } from '../../../plugins/github/outbound.js';
@@ -190,6 +191,34 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
     await putNodes(t, [{ id: 'task-outbound-elsewhere', type: 'task', summary: 'Not linked' }]);
     await caughtUp();
     expect(sent('POST', /\/issues$/, outside)).to.have.length(0);
+  });
+
+  it('an App link calls as its installation: a JWT exchanged for an installation token first', async () => {
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const pem = privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
+    await putNodes(t, [{ id: 'proj-app', type: 'proj', summary: 'app' }]);
+    const res = await t.api('POST', '/v1/integrations/github/links', {
+      body: {
+        repo: 'octo-org/app-repo',
+        app: { app_id: 4242, installation_id: 99, private_key: pem },
+        webhook_secret: SECRET,
+        project: 'proj-app',
+      },
+    });
+    expect(res.status, res.text).to.equal(201);
+    const from = mock.requests.length;
+    await putNodes(t, [{ id: 'task-app-new', type: 'task', summary: 'Via the App', project: 'proj-app' }]);
+    const [created] = await until(() => {
+      const c = sent('POST', /\/repos\/octo-org\/app-repo\/issues$/, from);
+      return c.length > 0 ? c : undefined;
+    });
+    expect(created!.status).to.equal(201);
+    const [exchange] = sent('POST', /\/app\/installations\/99\/access_tokens$/, from);
+    expect(exchange, 'the installation token exchange').to.not.equal(undefined);
+    expect(String(exchange!.headers.authorization)).to.match(/^bearer [\w-]+\.[\w-]+\.[\w-]+$/i);
+    expect(mock.requests.indexOf(exchange!)).to.be.lessThan(mock.requests.indexOf(created!));
+    expect(created!.headers.authorization).to.equal(`token ${(exchange!.response as { token: string }).token}`);
+    await caughtUp();
   });
 
   it('a comment on a synced node goes to the issue with its author and marker', async () => {
