@@ -46,6 +46,7 @@ export const RETRY_CAP_MS = 5 * 60 * 1000;
 export const DEFER_MAX_MS = 30_000;
 const DEFER_STEP_MS = 200;
 const TICK_MS = 500;
+const SHUTDOWN_WAIT_MS = 5_000;
 const BATCH = 50;
 
 export const FOLLOWED_TYPES = ['node.created', 'node.updated', 'node.status_changed', 'edge.added', 'edge.removed', 'comment.added'];
@@ -118,6 +119,8 @@ export class OutboundEngine {
   private unsubscribe: (() => void) | null = null;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
+  /** aborted at stop: the requests in flight must not outlive this process's turn with the tenant */
+  private readonly cut = new AbortController();
   private kicked = false;
   /** the head event and since when it waits for the inbound queue */
   private deferred: { event: number; since: number } | null = null;
@@ -141,6 +144,7 @@ export class OutboundEngine {
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.cut.abort();
     this.unsubscribe?.();
     if (this.timer) clearInterval(this.timer);
     engines.delete(this.tenant);
@@ -149,7 +153,11 @@ export class OutboundEngine {
   /** Stops and waits for the event in flight (its cursor written, or left for the next start). */
   async shutdown(): Promise<void> {
     this.stop();
-    await this.running;
+    // requests were cut; a rate-limit wait (at most a minute, client.ts) is not waited out: what
+    // it held is done again by the next start, which re-reads GitHub first
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.running, new Promise<void>((r) => (timer = setTimeout(r, SHUTDOWN_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 
   /** The cursor as stored (null before the first start wrote one). */
@@ -233,6 +241,8 @@ export class OutboundEngine {
         await this.handle(event);
         this.deferred = null;
       } catch (err) {
+        // cut by the tenant closing here: not a failure of GitHub's; the next start does it again
+        if (this.stopped) return false;
         if (err instanceof Deferred) {
           await this.out.cursor.set(CURSOR_KEY, { ...state, next_attempt_ms: this.services.clock.now() + DEFER_STEP_MS });
           return false;
@@ -291,6 +301,7 @@ export class OutboundEngine {
       // few, short retries in the client: the engine's own backoff (kept durably) takes over after them
       retries: 2,
       retryBaseMs: 500,
+      signal: this.cut.signal,
       context: { org: this.tenant.org, link: link.id },
     });
     this.clients.set(link.id, { key, client });
@@ -366,4 +377,25 @@ function describe(err: unknown): string {
   const status = statusOf(err);
   const message = err instanceof Error ? err.message : String(err);
   return status === null ? message : `${status}: ${message}`;
+}
+
+/**
+ * The outbound side's state for a tenant, for an admin's view of its links (events behind the
+ * cursor, the failing head's attempts and last error): the link view may show it.
+ */
+export function outboundStatus(tenant: Tenant): {
+  behind: number;
+  attempts: number;
+  failing_since: string | null;
+  last_error: string | null;
+  last_success: string | null;
+} {
+  const c = outboundStoresOf(tenant).cursor.get(CURSOR_KEY);
+  return {
+    behind: c ? Math.max(0, tenant.events.lastId - c.cursor) : 0,
+    attempts: c?.attempts ?? 0,
+    failing_since: c?.failing_since ?? null,
+    last_error: c?.last_error ?? null,
+    last_success: c?.last_success ?? null,
+  };
 }

@@ -18,7 +18,7 @@ import { expect } from 'chai';
 import { generateKeyPairSync } from 'node:crypto';
 import { addPerson, putNodes, runSecrets, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { describedExample, GithubMock, type RecordedRequest } from '../../helpers/github-mock.js';
-import { outboundStoresOf, RETRY_CAP_MS } from '../../../plugins/github/outbound.js';
+import { outboundStatus, outboundStoresOf, RETRY_CAP_MS } from '../../../plugins/github/outbound.js';
 import { storesOf } from '../../../plugins/github/store.js';
 import { deliver, example, until } from './webhook-examples.js';
 
@@ -248,6 +248,10 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
     const cursor = outboundStoresOf(tenant()).cursor.get('cursor')!;
     expect(cursor.attempts).to.be.greaterThan(0);
     expect(cursor.cursor).to.be.lessThan(tenant().events.lastId);
+    const status = outboundStatus(tenant());
+    expect(status.behind).to.be.greaterThan(0);
+    expect(status.last_error).to.be.a('string');
+    expect(status.failing_since).to.be.a('string');
     const from = mock.requests.length;
     await mock.up();
     // the retry's wait is on the server's clock: move it past the longest backoff
@@ -260,6 +264,7 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
     expect(patch!.body).to.deep.equal({ body: 'Steps to reproduce: parse an empty file.' });
     await caughtUp();
     expect(sent('PATCH', /\/issues\/1347$/, from)).to.have.length(1);
+    expect(outboundStatus(tenant())).to.include({ behind: 0, attempts: 0, failing_since: null });
     expect(t.logs.join('\n')).to.not.include(TOKEN);
   });
 });
