@@ -8,8 +8,9 @@
 import { definePlugin } from '../../kernel/plugin.js';
 import { githubAccess } from './access.js';
 import * as api from './api.js';
-import { stopAllWorkers, webhookMiddleware, webhookRouter, workerOf } from './inbound.js';
-import { outboundOf, stopAllOutbound } from './outbound.js';
+import { inboundCounts, stopAllWorkers, webhookMiddleware, webhookRouter, workerOf } from './inbound.js';
+import { outboundOf, outboundStatus, stopAllOutbound } from './outbound.js';
+import { storesOf } from './store.js';
 
 const LINKS = '/v1/integrations/github/links';
 
@@ -46,6 +47,32 @@ export const githubPlugin = definePlugin({
   ],
   init(services) {
     services.requestRouters.push(webhookRouter);
+    // the inbound queue per tenant: a backlog or failures an operator should see (docs/operator.md)
+    services.metrics.gauge('workgraph_github_inbound', 'GitHub deliveries queued and failed per tenant', ['tenant', 'state'], () =>
+      services.tenants.list().flatMap((tenant) => {
+        if (!tenant.enabled('github')) return [];
+        const counts = inboundCounts(tenant);
+        return [
+          { labels: { tenant: tenant.org, state: 'queued' }, value: counts.queued },
+          { labels: { tenant: tenant.org, state: 'failed' }, value: counts.failed },
+        ];
+      }),
+    );
+    // the outbound side: events not yet sent, and failed attempts at the head (GitHub down, credentials refused)
+    services.metrics.gauge(
+      'workgraph_github_outbound',
+      'GitHub outbound events behind and failed attempts per tenant',
+      ['tenant', 'state'],
+      () =>
+        services.tenants.list().flatMap((tenant) => {
+          if (!tenant.enabled('github') || storesOf(tenant).links.size === 0) return [];
+          const status = outboundStatus(tenant);
+          return [
+            { labels: { tenant: tenant.org, state: 'behind' }, value: status.behind },
+            { labels: { tenant: tenant.org, state: 'attempts' }, value: status.attempts },
+          ];
+        }),
+    );
   },
   middleware: (services) => webhookMiddleware(services),
   tenantOpen(tenant, services) {

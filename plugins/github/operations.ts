@@ -44,7 +44,7 @@ export function webhookUrlOf(ctx: Pick<OpContext, 'services' | 'tenant'>): strin
 export function view(ctx: OpContext, link: StoredLink): LinkViewT {
   const stores = storesOf(ctx.tenant);
   let synced = 0;
-  for (const r of stores.sync.values()) if (r.link === link.id) synced++;
+  for (const r of stores.sync.values()) if (r.link === link.id && !r.ended) synced++;
   let queued = 0;
   let failed = 0;
   let lastError: string | null = null;

@@ -25,6 +25,7 @@ import { deliver, example, until } from './webhook-examples.js';
 const REPO = 'Codertocat/Hello-World';
 const SECRET = 'outbound-webhook-secret-00000001';
 const TOKEN = 'github_pat_outbound_test_0123456789';
+const METRICS = 'github-outbound-metrics-secret-01';
 const ROUND = 'issue-gh-hello-world-1347';
 const OTHER = 'issue-gh-hello-world-1';
 
@@ -69,10 +70,11 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
   before(async function () {
     this.timeout(120_000);
     mock = await GithubMock.start();
-    t = await startTestServer({ config: { githubApiUrl: mock.url } });
+    t = await startTestServer({ config: { githubApiUrl: mock.url, metricsToken: METRICS } });
     const octo = await addPerson(t, 'Octo Cat');
     runSecrets.add(SECRET);
     runSecrets.add(TOKEN);
+    runSecrets.add(METRICS);
     await putNodes(t, [{ id: 'proj-web', type: 'proj', summary: 'web' }]);
     const res = await t.api('POST', '/v1/integrations/github/links', {
       body: { repo: REPO, token: TOKEN, webhook_secret: SECRET, project: 'proj-web', mappings: { people: { octocat: octo.id } } },
@@ -252,6 +254,10 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
     expect(status.behind).to.be.greaterThan(0);
     expect(status.last_error).to.be.a('string');
     expect(status.failing_since).to.be.a('string');
+    // the operator's view: failed attempts in the tenant's gauge
+    const scraped = await t.api('GET', '/metrics', { token: METRICS });
+    expect(scraped.status).to.equal(200);
+    expect(scraped.text).to.match(new RegExp(`workgraph_github_outbound\\{tenant="${t.org}",state="attempts"\\} [1-9]`));
     const from = mock.requests.length;
     await mock.up();
     // the retry's wait is on the server's clock: move it past the longest backoff

@@ -6,8 +6,10 @@
  * - a delivery that can never apply (the graph refuses it: here the link maps `bug` to the
  *   `person` type, which no integration may create) is marked failed at once, its error shown
  *   on the link, and the queue goes on.
+ * With no `people` map on the link, the login maps through a person node's `github` field.
  */
 import { expect } from 'chai';
+import { IdentityAuthority } from '../../../kernel/identity-guard.js';
 import { handlers } from '../../../plugins/github/handlers/index.js';
 import { runSecrets, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { deliver, example, until } from './webhook-examples.js';
@@ -15,6 +17,7 @@ import { deliver, example, until } from './webhook-examples.js';
 const SECRET = 'worker-webhook-secret-0000001';
 const TOKEN = 'github_pat_worker_test_0123456789';
 const LINKS = '/v1/integrations/github/links';
+const METRICS = 'github-worker-metrics-secret-0001';
 
 describe('github: the inbound worker retries and gives up as it should', function () {
   this.timeout(60_000);
@@ -23,7 +26,8 @@ describe('github: the inbound worker retries and gives up as it should', functio
   const original = handlers.issues!;
 
   before(async () => {
-    t = await startTestServer();
+    t = await startTestServer({ config: { metricsToken: METRICS } });
+    runSecrets.add(METRICS);
     runSecrets.add(SECRET);
     runSecrets.add(TOKEN);
     const res = await t.api('POST', LINKS, { body: { repo: 'Codertocat/Hello-World', token: TOKEN, webhook_secret: SECRET } });
@@ -37,6 +41,24 @@ describe('github: the inbound worker retries and gives up as it should', functio
   const link = async () => (await t.api('GET', `${LINKS}/${linkId}`)).body;
 
   it('a failure is retried after its backoff and holds the deliveries behind it', async () => {
+    // a person whose node names their GitHub login (written as an identity operation would)
+    const tenant = t.server.services.tenants.get(t.org)!;
+    const actor = { personId: t.adminPerson, name: 'Admin', email: 'admin@localhost', agent: null, session: null };
+    await tenant.write(actor, { op: 'test_add_person', via: 'rest', identity: IdentityAuthority.issue('test') }, async (draft) => {
+      draft.put({
+        frontmatter: {
+          id: 'person-coder',
+          type: 'person',
+          status: 'active',
+          title: 'Coder',
+          summary: 'Coder',
+          name: 'Coder',
+          email: 'coder@example.test',
+          github: '@Codertocat',
+        },
+        body: '',
+      });
+    });
     let failures = 0;
     handlers.issues = async (ctx, payload) => {
       if (failures === 0) {
@@ -63,6 +85,8 @@ describe('github: the inbound worker retries and gives up as it should', functio
     expect(done.inbound.failed).to.equal(0);
     const node = await t.api('GET', '/v1/nodes/issue-gh-hello-world-1');
     expect(node.status).to.equal(200);
+    expect(node.body.frontmatter.author, 'the login mapped through the github field').to.equal('person-coder');
+    expect(node.body.frontmatter.edges).to.deep.include({ type: 'assigned', to: 'person-coder' });
     // in order: opened (empty body) first, then edited (GitHub's text)
     expect(node.body.body.trim()).to.equal(example('issues', 'edited').issue.body.trim());
   });
@@ -75,7 +99,8 @@ describe('github: the inbound worker retries and gives up as it should', functio
     const other = example('issues', 'opened', 2);
     other.issue.number = 3;
     other.issue.id = 444500999;
-    expect((await deliver(t, { event: 'issues', payload: other, secret: SECRET })).status).to.equal(202);
+    const refused = await deliver(t, { event: 'issues', payload: other, secret: SECRET });
+    expect(refused.status).to.equal(202);
     expect((await deliver(t, { event: 'issue_comment', payload: example('issue_comment', 'created'), secret: SECRET })).status).to.equal(
       202,
     );
@@ -85,7 +110,55 @@ describe('github: the inbound worker retries and gives up as it should', functio
     });
     expect(l.inbound.failed).to.equal(1);
     expect(l.inbound.last_error).to.match(/person/);
+    // the operator's view: the failed delivery in the tenant's gauge
+    const scraped = await t.api('GET', '/metrics', { token: METRICS });
+    expect(scraped.status).to.equal(200);
+    expect(scraped.text).to.include(`workgraph_github_inbound{tenant="${t.org}",state="failed"} 1`);
+    expect(scraped.text).to.include(`workgraph_github_inbound{tenant="${t.org}",state="queued"} 0`);
     const comments = await t.api('GET', '/v1/nodes/issue-gh-hello-world-1/comments');
     expect(comments.body.comments, 'the comment behind the refused delivery was applied').to.have.length(1);
+
+    // the cause fixed, GitHub's "Redeliver" of the failed delivery queues it again and it applies
+    expect((await t.api('PATCH', `${LINKS}/${linkId}`, { body: { mappings: { label_types: {} } } })).status).to.equal(200);
+    const again = await deliver(t, { event: 'issues', payload: other, secret: SECRET, delivery: refused.delivery });
+    expect(again.status).to.equal(202);
+    await until(async () => ((await link()).inbound.queued === 0 ? true : undefined));
+    expect((await t.api('GET', '/v1/nodes/issue-gh-hello-world-3')).status).to.equal(200);
+    expect((await link()).inbound.failed).to.equal(0);
+  });
+
+  it('an issue the outbound side created comes back with its marker: paired with its node, no second node', async () => {
+    const created = await t.api('POST', '/v1/nodes', {
+      body: { nodes: [{ id: 'task-from-here', type: 'task', summary: 'Made here first' }] },
+    });
+    expect(created.status, created.text).to.equal(200);
+    const before = (await t.api('GET', '/v1/nodes/task-from-here')).body.revision;
+    const synced = (await link()).synced_issues as number;
+    // the published `opened` example as the outbound side would have created it: its body ends with the marker
+    const echo = example('issues', 'opened');
+    echo.issue.number = 5;
+    echo.issue.id = 444500555;
+    echo.issue.body = `${echo.issue.body}\n\n<!-- work-graph:task-from-here -->`;
+    expect((await deliver(t, { event: 'issues', payload: echo, secret: SECRET })).status).to.equal(202);
+    await until(async () => ((await link()).inbound.queued === 0 ? true : undefined));
+    expect((await link()).synced_issues).to.equal(synced + 1);
+    expect((await t.api('GET', '/v1/nodes/issue-gh-hello-world-5')).status).to.equal(404);
+    expect((await t.api('GET', '/v1/nodes/task-from-here')).body.revision).to.equal(before);
+  });
+
+  it('a node deleted here ends its pairing: later deliveries of the issue do not bring it back', async () => {
+    const tenant = t.server.services.tenants.get(t.org)!;
+    const actor = { personId: t.adminPerson, name: 'Admin', email: 'admin@localhost', agent: null, session: null };
+    await tenant.write(actor, { op: 'test_delete', via: 'rest' }, async (draft) => draft.delete('issue-gh-hello-world-3'));
+    const synced = (await link()).synced_issues as number;
+    const other = example('issues', 'opened', 2);
+    other.issue.number = 3;
+    other.issue.id = 444500999;
+    for (let i = 0; i < 2; i++) {
+      expect((await deliver(t, { event: 'issues', payload: other, secret: SECRET })).status).to.equal(202);
+      await until(async () => ((await link()).inbound.queued === 0 ? true : undefined));
+      expect((await t.api('GET', '/v1/nodes/issue-gh-hello-world-3')).status).to.equal(404);
+    }
+    expect((await link()).synced_issues).to.equal(synced - 1);
   });
 });
