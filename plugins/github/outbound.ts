@@ -17,7 +17,7 @@
  *   outage, a rate limit the client gave up on (client.ts) or rejected credentials keep the
  *   event at the head and retry it with backoff (full jitter, at most RETRY_CAP_MS), however
  *   long: the queue is the event log, so a restart or a fail-over resumes at the cursor.
- * - Exactly once: the cursor is written durably after each event; an event done on GitHub
+ * - Exactly once: the cursor is written durably after each event that wrote to GitHub (the others with their batch); an event done on GitHub
  *   whose cursor write a crash lost is done again, and every write re-reads GitHub first
  *   (outbound-push.ts), so it is not repeated.
  * - While the inbound queue (inbound.ts) holds a delivery for the same issue, the event waits
@@ -237,8 +237,9 @@ export class OutboundEngine {
     }
     for (const event of events) {
       if (!this.live()) return false;
+      let wrote = false;
       try {
-        await this.handle(event);
+        wrote = await this.handle(event);
         this.deferred = null;
       } catch (err) {
         // cut by the tenant closing here: not a failure of GitHub's; the next start does it again
@@ -283,10 +284,11 @@ export class OutboundEngine {
         failing_since: null,
         last_success: new Date(this.services.clock.now()).toISOString(),
       };
-      // durable before the next event: a crash repeats at most this one, which re-reads GitHub first
-      await this.out.cursor.set(CURSOR_KEY, state);
+      // after a write to GitHub, durable before the next event: a crash repeats at most this one,
+      // which re-reads GitHub first; an event that wrote nothing is made durable with the batch
+      if (wrote) await this.out.cursor.set(CURSOR_KEY, state);
     }
-    if (events.length < BATCH && head > state.cursor) await this.out.cursor.set(CURSOR_KEY, { ...state, cursor: head });
+    await this.out.cursor.set(CURSOR_KEY, events.length < BATCH && head > state.cursor ? { ...state, cursor: head } : state);
     return true;
   }
 
@@ -329,27 +331,28 @@ export class OutboundEngine {
     if (now - this.deferred.since < DEFER_MAX_MS) throw new Deferred('the inbound queue holds this issue');
   }
 
-  private async handle(event: WorkEvent): Promise<void> {
+  /** Does what `event` asks on GitHub; true when it wrote there (the cursor must then be durable before the next). */
+  private async handle(event: WorkEvent): Promise<boolean> {
     const id = event.nodes[0];
-    if (!id) return;
+    if (!id) return false;
     const node = this.tenant.index.get(id);
-    if (!node) return;
+    if (!node) return false;
     let record = this.stores.sync.get(id);
     if (event.type === 'comment.added') {
       const commentId = event.nodes[1];
-      if (!record || !commentId || !this.tenant.enabled('comments')) return;
+      if (!record || !commentId || !this.tenant.enabled('comments')) return false;
       const paired = () => Object.values(this.stores.sync.get(id)?.comments ?? {}).includes(commentId);
-      if (paired()) return;
+      if (paired()) return false;
       const link = this.stores.links.get(record.link);
-      if (!link || !link.enabled) return;
+      if (!link || !link.enabled) return false;
       this.awaitInbound(event, record);
       // the inbound side paired it meanwhile: it came from GitHub
-      if (paired()) return;
+      if (paired()) return false;
       const comment = this.tenant.index.get(commentId);
-      if (!comment) return;
+      if (!comment) return false;
       record = this.stores.sync.get(id) ?? record;
       await postComment(await this.context(link), record, comment);
-      return;
+      return true;
     }
     if (!record) {
       // a create that may have reached GitHub before a crash is finished whatever the event
@@ -359,17 +362,18 @@ export class OutboundEngine {
         : event.type === 'node.created'
           ? linkForNewNode(this.stores, node)
           : undefined;
-      if (!link || !link.enabled) return;
+      if (!link || !link.enabled) return false;
       // a node created before its project was linked is not sent (the link starts from its own
       // time; to the second, as a commit's date is)
-      if (!pending && Date.parse(event.time) < Math.floor(Date.parse(link.created) / 1000) * 1000) return;
+      if (!pending && Date.parse(event.time) < Math.floor(Date.parse(link.created) / 1000) * 1000) return false;
       await createIssue(await this.context(link), node);
-      return;
+      return true;
     }
     const link = this.stores.links.get(record.link);
-    if (!link || !link.enabled) return;
+    if (!link || !link.enabled) return false;
     this.awaitInbound(event, record);
-    await pushNode(await this.context(link), this.stores.sync.get(id) ?? record, this.tenant.index.get(id) ?? node);
+    const done = await pushNode(await this.context(link), this.stores.sync.get(id) ?? record, this.tenant.index.get(id) ?? node);
+    return done.sent.length > 0 || done.conflicts.length > 0;
   }
 }
 
