@@ -256,5 +256,17 @@ describe('github: inbound webhooks', function () {
     expect(l.disabled_reason).to.match(/uninstalled/);
     // the other installation's link is untouched
     expect((await get(suspendable.body.link.id)).enabled).to.equal(true);
+    // created and new_permissions_accepted (their installation id set to the linked one) change nothing
+    for (const action of ['created', 'new_permissions_accepted']) {
+      const payload = example('installation', action);
+      payload.installation.id = 16598467;
+      const before = await get(suspendable.body.link.id);
+      const after = await sendApp(payload, suspendable.body.link.id);
+      expect(after.enabled, action).to.equal(true);
+      expect(after.updated, action).to.equal(before.updated);
+    }
+    // an installation no link names: no secret to verify it with
+    const unknown = await deliver(t, { event: 'installation', payload: example('installation', 'created'), secret: appSecret });
+    expect(unknown.status).to.equal(404);
   });
 });
