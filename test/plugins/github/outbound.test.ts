@@ -34,6 +34,7 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
   let mock: GithubMock;
   let t: TestServer;
   let linkId: string;
+  const mine = 'Our reading: the README says commmit.';
   const described = describedExample('issue') as { title: string; body: string; number: number };
 
   const tenant = () => {
@@ -147,7 +148,6 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
 
   it('a conflict: GitHub moved too, so its text stays and the node\u2019s goes to the issue as a comment with both, once', async () => {
     const from = mock.requests.length;
-    const mine = 'Our reading: the README says commmit.';
     await patchNode(OTHER, { body: mine });
     const [comment] = await until(() => {
       const c = sent('POST', /\/issues\/1\/comments$/, from);
@@ -168,6 +168,27 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
     await caughtUp();
     expect(sent('POST', /\/issues\/1\/comments$/, from)).to.have.length(1);
     expect(sent('PATCH', /\/issues\/1$/, from)[0]!.body).to.deep.equal({ labels: ['documentation'] });
+  });
+
+  it('the conflict settles when GitHub\u2019s change arrives: the node keeps its text, a node comment holds both, its text goes out', async () => {
+    const from = mock.requests.length;
+    // GitHub's change (the body the mock's issue #1 has) arrives: the published issues.edited example with that body
+    const edited = example('issues', 'edited');
+    edited.issue.body = described.body;
+    await send(edited);
+    const n = await node(OTHER);
+    expect(n.body.trim()).to.equal(mine);
+    const comments = (await t.api('GET', `/v1/nodes/${OTHER}/comments`)).body.comments as Array<{ body: string }>;
+    const note = comments.find((c) => c.body.includes('not applied'));
+    expect(note, JSON.stringify(comments)).to.not.equal(undefined);
+    expect(note!.body).to.include(described.body).and.include(mine);
+    // `synced` took GitHub's body, which the issue still has: the node's goes out as the newer one
+    const patch = await until(() => sent('PATCH', /\/issues\/1$/, from).find((r) => (r.body as { body?: string }).body === mine));
+    expect(patch.status).to.equal(200);
+    await caughtUp();
+    // the node comment holding both texts is this side's note: not posted back to GitHub
+    expect(sent('POST', /\/issues\/1\/comments$/, from).map((r) => (r.body as { body: string }).body)).to.deep.equal([]);
+    expect(storesOf(tenant()).sync.get(OTHER)!.synced.body).to.equal(mine);
   });
 
   it('a node new in the linked project becomes an issue carrying its marker, and says which issue', async () => {
