@@ -9,6 +9,8 @@ import { definePlugin } from '../../kernel/plugin.js';
 import { githubAccess } from './access.js';
 import * as api from './api.js';
 import { inboundCounts, stopAllWorkers, webhookMiddleware, webhookRouter, workerOf } from './inbound.js';
+import { outboundOf, outboundStatus, stopAllOutbound } from './outbound.js';
+import { storesOf } from './store.js';
 
 const LINKS = '/v1/integrations/github/links';
 
@@ -56,13 +58,30 @@ export const githubPlugin = definePlugin({
         ];
       }),
     );
+    // the outbound side: events not yet sent, and failed attempts at the head (GitHub down, credentials refused)
+    services.metrics.gauge(
+      'workgraph_github_outbound',
+      'GitHub outbound events behind and failed attempts per tenant',
+      ['tenant', 'state'],
+      () =>
+        services.tenants.list().flatMap((tenant) => {
+          if (!tenant.enabled('github') || storesOf(tenant).links.size === 0) return [];
+          const status = outboundStatus(tenant);
+          return [
+            { labels: { tenant: tenant.org, state: 'behind' }, value: status.behind },
+            { labels: { tenant: tenant.org, state: 'attempts' }, value: status.attempts },
+          ];
+        }),
+    );
   },
   middleware: (services) => webhookMiddleware(services),
   tenantOpen(tenant, services) {
     // only the process serving the tenant processes its queue (in cluster mode: its owner)
     workerOf(tenant, services);
+    // the outbound engine (outbound.ts): node changes to GitHub, from the event log's durable cursor
+    outboundOf(tenant, services);
   },
   async close() {
-    await stopAllWorkers();
+    await Promise.all([stopAllWorkers(), stopAllOutbound()]);
   },
 });
