@@ -11,6 +11,7 @@ import { corePlugin } from '../plugins/core/index.js';
 import { eventsPlugin } from '../plugins/events/index.js';
 import { exportPlugin } from '../plugins/export/index.js';
 import { gardenerPlugin } from '../plugins/gardener/index.js';
+import { githubPlugin } from '../plugins/github/index.js';
 import { historyPlugin } from '../plugins/history/index.js';
 import { identityPlugin } from '../plugins/identity/index.js';
 import { importPlugin } from '../plugins/import/index.js';
@@ -45,4 +46,5 @@ export const allPlugins: PluginDef[] = [
   inboxPlugin,
   appPlugin,
   webhooksPlugin,
+  githubPlugin,
 ];
