@@ -88,4 +88,6 @@ export const KNOWN_FIELDS: ReadonlySet<string> = new Set([
   'import_source',
   'import_id',
   'milestone',
+  // linked GitHub pull requests' addresses (plugins/github/code-moves.ts)
+  'pull_requests',
 ]);

@@ -13,6 +13,7 @@ import type { Logger } from '../../../kernel/config.js';
 import type { KernelServices, OpContext } from '../../../kernel/plugin.js';
 import type { Tenant } from '../../../kernel/tenant.js';
 import type { GithubStores, LinkMappings, StoredLink } from '../store.js';
+import { codeHandlers } from './code.js';
 
 /** The link's mappings, bound to the tenant (mapping.ts). */
 export interface Mapper {
@@ -52,4 +53,7 @@ export interface InboundContext {
 
 export type GithubHandler = (ctx: InboundContext, payload: unknown) => Promise<void>;
 
-export const handlers: Record<string, GithubHandler> = {};
+export const handlers: Record<string, GithubHandler> = {
+  // code moves work (gh-code): pull requests, reviews, pushes
+  ...codeHandlers,
+};
