@@ -1,0 +1,180 @@
+/**
+ * The first sync of a newly linked repository (docs/github.md "First sync"): the repository's
+ * issues (pull requests left out) come in through the existing importer (plugins/import,
+ * `import_items`), so a first sync has what an import has: the create commit at the issue's
+ * `created_at`, a closed issue closed by a second commit at its `closed_at`, priorities from the
+ * labels, unchanged items not written, an item that cannot be represented refused with its
+ * reason while the rest go on. Then each node gets its `github-sync` record (store.ts), the
+ * state both sides agree on, and from there the two-way sync (handlers/issues.ts, outbound)
+ * keeps it in step.
+ *
+ * Same node as the inbound path: the import source `gh` and source id `<repo-name>-<number>`
+ * make the importer's id `<prefix>gh-<repo-name>-<number>`, the id handlers/issues.ts gives an
+ * issue's node, and the node carries the same `github_issue` / `github_url` fields, so an issue
+ * event arriving during or after the first sync adopts the node instead of making a second one.
+ *
+ * A re-run makes no duplicate and overwrites nothing: an issue whose sync record names an
+ * existing node is already in the two-way sync and is skipped (its node may have moved on since),
+ * and a node imported by an earlier run that stopped before its record was written is matched by
+ * its id and `import_id` and only gets its record.
+ *
+ * Assignees: the people their logins map to (mapping.ts), matched by their own name and e-mail so
+ * the importer finds them; an unmapped login creates no person (the sync record still holds it,
+ * as the inbound path does).
+ */
+import type { Octokit } from '@octokit/rest';
+import { invoke } from '../../kernel/operation.js';
+import { RawResponse, StatusPayload, type OpContext } from '../../kernel/plugin.js';
+import { importItems } from '../import/api.js';
+import type { Mapper } from './handlers/index.js';
+import { normalizeLabels } from './mapping.js';
+import { storesOf, syncOfIssue, type StoredLink, type SyncRecord } from './store.js';
+import { issueSnapshot, mappedAssignees, readIssue, type GithubIssue } from './sync.js';
+
+/** The import source of a first sync: the ids it gives are handlers/issues.ts's (`<prefix>gh-<name>-<number>`). */
+export const FIRST_SYNC_SOURCE = 'gh';
+
+/** The REST calls a first sync makes: listing a repository's issues, page by page (`@octokit/rest`, or plugins/github/client.ts's client). */
+export type IssueClient = Pick<Octokit, 'paginate' | 'rest'>;
+
+export interface FirstSyncReport {
+  /** issues read (pull requests not counted) */
+  issues: number;
+  created: number;
+  updated: number;
+  unchanged: number;
+  /** already in the two-way sync: left as they are */
+  skipped: number;
+  refused: Array<{ issue: number; reason: string }>;
+  /** sync records written */
+  records: number;
+}
+
+/** handlers/issues.ts's id segment for the repository's name. */
+function nameSlug(repo: string): string {
+  return (
+    (repo.split('/')[1] ?? repo)
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 60) || 'repo'
+  );
+}
+
+/** The importer's item of an issue. */
+function itemOf(ctx: OpContext, link: StoredLink, map: Mapper, issue: ListedIssue) {
+  const snap = issueSnapshot(issue);
+  const type = map.typeOf(issue.labels);
+  const priority = map.priorityOf(issue.labels);
+  const people = mappedAssignees(map, snap.assignees)
+    .map((login) => map.personOf(login))
+    .filter((p): p is string => p !== null);
+  const assignees = [...new Set(people)].flatMap((id) => {
+    const fm = ctx.tenant.index.get(id)?.frontmatter ?? {};
+    const name = typeof fm.name === 'string' && fm.name !== '' ? fm.name : undefined;
+    const email = typeof fm.email === 'string' && fm.email !== '' ? fm.email : undefined;
+    return name || email ? [{ ...(name ? { name } : {}), ...(email ? { email } : {}) }] : [];
+  });
+  return {
+    source_id: `${nameSlug(link.repo)}-${issue.number}`,
+    type,
+    title: issue.title,
+    summary: issue.title.slice(0, 500),
+    body: snap.body,
+    status: map.statusOf(type, issue.state, issue.state_reason),
+    ...(snap.labels.length > 0 ? { labels: normalizeLabels(snap.labels) } : {}),
+    ...(assignees.length > 0 ? { assignees } : {}),
+    ...(priority === 'p1' || priority === 'p2' || priority === 'p3' ? { priority } : {}),
+    ...(link.project ? { project: link.project } : {}),
+    ...(issue.created_at ? { created_at: issue.created_at } : {}),
+    ...(issue.updated_at ? { updated_at: issue.updated_at } : {}),
+    ...(issue.closed_at ? { closed_at: issue.closed_at } : {}),
+    ...(issue.state === 'closed' && issue.state_reason ? { close_reason: issue.state_reason } : {}),
+    fields: { github_issue: `${link.repo}#${issue.number}`, github_url: issue.html_url },
+  };
+}
+
+interface ListedIssue extends GithubIssue {
+  created_at: string | null;
+  closed_at: string | null;
+}
+
+/** The issues of a page of GET /repos/{owner}/{repo}/issues (pull requests, which that list includes, left out). */
+function issuesOfPage(data: unknown[]): ListedIssue[] {
+  const out: ListedIssue[] = [];
+  for (const raw of data) {
+    if (raw === null || typeof raw !== 'object' || 'pull_request' in raw) continue;
+    const issue = readIssue(raw);
+    if (!issue) continue;
+    const r = raw as Record<string, unknown>;
+    out.push({
+      ...issue,
+      created_at: typeof r.created_at === 'string' ? r.created_at : null,
+      closed_at: typeof r.closed_at === 'string' ? r.closed_at : null,
+    });
+  }
+  return out;
+}
+
+/**
+ * Runs the first sync of `link` as the admin of `ctx` (the importer is an admin's operation,
+ * and its commits are theirs, dated as GitHub dates the issues). Pages of 100 issues are
+ * imported as they arrive, so a large repository never sits whole in memory.
+ */
+export async function firstSync(ctx: OpContext, link: StoredLink, map: Mapper, client: IssueClient): Promise<FirstSyncReport> {
+  const stores = storesOf(ctx.tenant);
+  const [owner, repo] = link.repo.split('/');
+  const report: FirstSyncReport = { issues: 0, created: 0, updated: 0, unchanged: 0, skipped: 0, refused: [], records: 0 };
+  if (!owner || !repo) return report;
+  const pages = client.paginate.iterator(client.rest.issues.listForRepo, {
+    owner,
+    repo,
+    state: 'all',
+    per_page: 100,
+    sort: 'created',
+    direction: 'asc',
+  });
+  for await (const page of pages) {
+    const issues = issuesOfPage(page.data as unknown[]);
+    report.issues += issues.length;
+    const fresh = issues.filter((issue) => {
+      const record = syncOfIssue(stores, link.id, issue.number);
+      const synced = record !== undefined && ctx.tenant.index.has(record.node);
+      if (synced) report.skipped++;
+      return !synced;
+    });
+    if (fresh.length === 0) continue;
+    const answered = await invoke(importItems, ctx, { source: FIRST_SYNC_SOURCE, items: fresh.map((i) => itemOf(ctx, link, map, i)) });
+    // import_items answers its JSON object itself (never a raw or status-wrapped answer)
+    const answer = answered instanceof StatusPayload ? answered.payload : answered;
+    if (answer instanceof RawResponse) throw new Error('import_items answered a raw response');
+    for (const [n, result] of answer.results.entries()) {
+      const issue = fresh[n];
+      if (!issue) continue;
+      if (result.status === 'refused' || !result.id) {
+        report.refused.push({ issue: issue.number, reason: result.reason ?? 'refused' });
+        continue;
+      }
+      const status: 'created' | 'updated' | 'unchanged' = result.status;
+      report[status]++;
+      const node = ctx.tenant.index.get(result.id);
+      if (!node) continue;
+      const snap = issueSnapshot(issue);
+      const record: SyncRecord = {
+        node: node.id,
+        link: link.id,
+        repo: link.repo,
+        issue_number: issue.number,
+        issue_id: issue.id,
+        synced: { title: snap.title, body: snap.body, state: snap.state, labels: snap.labels, assignees: snap.assignees },
+        node_revision: node.revision,
+        issue_updated_at: issue.updated_at,
+        ...(snap.body_truncated ? { body_truncated: true } : {}),
+        comments: {},
+      };
+      await stores.sync.set(node.id, record);
+      report.records++;
+    }
+  }
+  return report;
+}
