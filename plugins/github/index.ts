@@ -1,15 +1,57 @@
 /**
  * The `github` plugin: repositories linked to the tenant, kept in step with the graph
- * (docs/github.md). Link management is admin-only (access.ts); GitHub's webhooks arrive at
- * POST /v1/integrations/github/webhook, verified with the link's secret, queued durably and
- * applied by a per-tenant worker (inbound.ts) through the handlers table (handlers/index.ts).
+ * (docs/github.md). Link management is admin-only (access.ts), each operation a REST route and
+ * an MCP tool of the same name; GitHub's webhooks arrive at POST /v1/integrations/github/webhook
+ * (a middleware: no bearer token), verified with the link's secret, queued durably and applied
+ * by a per-tenant worker (inbound.ts) through the handlers table (handlers/index.ts).
  */
 import { definePlugin } from '../../kernel/plugin.js';
+import { githubAccess } from './access.js';
+import * as api from './api.js';
+import { stopAllWorkers, webhookMiddleware, webhookRouter, workerOf } from './inbound.js';
+
+const LINKS = '/v1/integrations/github/links';
 
 export const githubPlugin = definePlugin({
   name: 'github',
   description: 'Linked GitHub repositories: issues, comments, pull requests and commits kept in step with the graph.',
   version: '1.0.0',
   dependsOn: ['core'],
-  access: {},
+  optionalDependsOn: ['comments'],
+  access: githubAccess,
+  routes: [
+    { method: 'POST', path: LINKS, operation: api.linkGithubRepo, status: 201 },
+    { method: 'GET', path: LINKS, operation: api.listGithubLinks },
+    { method: 'GET', path: `${LINKS}/:id`, operation: api.getGithubLink },
+    { method: 'PATCH', path: `${LINKS}/:id`, operation: api.updateGithubLink },
+    { method: 'DELETE', path: `${LINKS}/:id`, operation: api.unlinkGithubRepo },
+  ],
+  instructions: [
+    'GitHub (admins, person token): link_github_repo links owner/name (token or App); paste the answered webhook_url and secret into GitHub. Issues then sync both ways.',
+  ],
+  // short texts: the full tools/list is held to a budget (docs/decisions.md, "tools"); api.ts keeps the long ones for REST
+  tools: [
+    {
+      description: 'Link owner/name: token or app, webhook_secret (absent: generated, answered once), mappings. Answers webhook_url.',
+      operation: api.linkGithubRepo,
+    },
+    { description: 'All links; no credentials.', operation: api.listGithubLinks, annotations: { readOnlyHint: true } },
+    { description: 'One link by id.', operation: api.getGithubLink, annotations: { readOnlyHint: true } },
+    {
+      description: 'Change given fields; rotate_webhook_secret answers a new one once; enabled: true resumes.',
+      operation: api.updateGithubLink,
+    },
+    { description: 'Remove a link and its issue pairings; nodes stay.', operation: api.unlinkGithubRepo },
+  ],
+  init(services) {
+    services.requestRouters.push(webhookRouter);
+  },
+  middleware: (services) => webhookMiddleware(services),
+  tenantOpen(tenant, services) {
+    // only the process serving the tenant processes its queue (in cluster mode: its owner)
+    workerOf(tenant, services);
+  },
+  async close() {
+    await stopAllWorkers();
+  },
 });

@@ -14,6 +14,9 @@ import type { KernelServices, OpContext } from '../../../kernel/plugin.js';
 import type { Tenant } from '../../../kernel/tenant.js';
 import type { GithubStores, LinkMappings, StoredLink } from '../store.js';
 import { codeHandlers } from './code.js';
+import { installationHandler } from './installation.js';
+import { issueCommentHandler } from './issue-comment.js';
+import { issuesHandler } from './issues.js';
 
 /** The link's mappings, bound to the tenant (mapping.ts). */
 export interface Mapper {
@@ -48,12 +51,17 @@ export interface InboundContext {
    * (`link.bot_person`): pass it to another plugin's operation (`invoke`) to write as them.
    */
   as(login: string | null | undefined): OpContext;
+  /** An operation context acting as `person` itself (editing a comment node as its author). */
+  asPerson(person: string): OpContext;
   log: Logger;
 }
 
 export type GithubHandler = (ctx: InboundContext, payload: unknown) => Promise<void>;
 
 export const handlers: Record<string, GithubHandler> = {
+  issues: issuesHandler,
+  issue_comment: issueCommentHandler,
+  installation: installationHandler,
   // code moves work (gh-code): pull requests, reviews, pushes
   ...codeHandlers,
 };
