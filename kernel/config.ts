@@ -171,6 +171,12 @@ export interface ServerConfig {
   webhookAllowPrivate: boolean;
   /** how long one webhook delivery may take, connect to last byte (SVC_WEBHOOK_TIMEOUT_MS, default 10 s) */
   webhookTimeoutMs: number;
+  /**
+   * GitHub's REST API base URL for the github plugin's outbound calls (SVC_GITHUB_API_URL,
+   * default https://api.github.com): a GitHub Enterprise Server's `https://HOST/api/v3`, or a
+   * test's mock
+   */
+  githubApiUrl: string;
 }
 
 export interface EventStreamConfig {
@@ -264,6 +270,7 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     eventsRetentionDays: countOf(env(e, 'EVENTS_RETENTION_DAYS'), 'SVC_EVENTS_RETENTION_DAYS', 30),
     webhookAllowPrivate: env(e, 'WEBHOOK_ALLOW_PRIVATE') === '1',
     webhookTimeoutMs: countOf(env(e, 'WEBHOOK_TIMEOUT_MS'), 'SVC_WEBHOOK_TIMEOUT_MS', 10_000),
+    githubApiUrl: (env(e, 'GITHUB_API_URL') ?? 'https://api.github.com').replace(/\/+$/, ''),
     events: {
       heartbeatMs: countOf(env(e, 'EVENTS_HEARTBEAT_MS'), 'SVC_EVENTS_HEARTBEAT_MS', 15_000),
       streamsPerToken: countOf(env(e, 'EVENTS_STREAMS_PER_TOKEN'), 'SVC_EVENTS_STREAMS_PER_TOKEN', 20),
