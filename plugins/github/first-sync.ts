@@ -28,18 +28,22 @@ import { RawResponse, StatusPayload, type OpContext } from '../../kernel/plugin.
 import { importItems } from '../import/api.js';
 import type { Mapper } from './handlers/index.js';
 import { normalizeLabels } from './mapping.js';
+import { githubClient } from './client.js';
+import { mapperOf } from './inbound.js';
 import { storesOf, syncOfIssue, type StoredLink, type SyncRecord } from './store.js';
 import { issueSnapshot, mappedAssignees, readIssue, type GithubIssue } from './sync.js';
 
 /** The import source of a first sync: the ids it gives are handlers/issues.ts's (`<prefix>gh-<name>-<number>`). */
 export const FIRST_SYNC_SOURCE = 'gh';
 
-/** The REST calls a first sync makes: listing a repository's issues, page by page (`@octokit/rest`, or plugins/github/client.ts's client). */
-export type IssueClient = Pick<Octokit, 'paginate' | 'rest'>;
+/** The REST calls a first sync makes: listing a repository's issues, page by page (plugins/github/client.ts's client). */
+export type IssueClient = Pick<Octokit, 'rest'>;
 
 export interface FirstSyncReport {
   /** issues read (pull requests not counted) */
   issues: number;
+  /** pull requests the list also answered: not imported (code moves work through handlers/pull-request.ts) */
+  pull_requests: number;
   created: number;
   updated: number;
   unchanged: number;
@@ -100,10 +104,15 @@ interface ListedIssue extends GithubIssue {
 }
 
 /** The issues of a page of GET /repos/{owner}/{repo}/issues (pull requests, which that list includes, left out). */
-function issuesOfPage(data: unknown[]): ListedIssue[] {
+function issuesOfPage(data: unknown[], report: FirstSyncReport): ListedIssue[] {
   const out: ListedIssue[] = [];
   for (const raw of data) {
-    if (raw === null || typeof raw !== 'object' || 'pull_request' in raw) continue;
+    if (raw === null || typeof raw !== 'object') continue;
+    // GitHub's issue list includes pull requests, told apart by their `pull_request` key
+    if ('pull_request' in raw) {
+      report.pull_requests++;
+      continue;
+    }
     const issue = readIssue(raw);
     if (!issue) continue;
     const r = raw as Record<string, unknown>;
@@ -118,24 +127,75 @@ function issuesOfPage(data: unknown[]): ListedIssue[] {
 
 /**
  * Runs the first sync of `link` as the admin of `ctx` (the importer is an admin's operation,
- * and its commits are theirs, dated as GitHub dates the issues). Pages of 100 issues are
- * imported as they arrive, so a large repository never sits whole in memory.
+ * and its commits are theirs, dated as GitHub dates the issues), reading the issues through the
+ * link's own credentials (client.ts: throttled, retried) from the operator's API base.
  */
-export async function firstSync(ctx: OpContext, link: StoredLink, map: Mapper, client: IssueClient): Promise<FirstSyncReport> {
-  const stores = storesOf(ctx.tenant);
-  const [owner, repo] = link.repo.split('/');
-  const report: FirstSyncReport = { issues: 0, created: 0, updated: 0, unchanged: 0, skipped: 0, refused: [], records: 0 };
-  if (!owner || !repo) return report;
-  const pages = client.paginate.iterator(client.rest.issues.listForRepo, {
-    owner,
-    repo,
-    state: 'all',
-    per_page: 100,
-    sort: 'created',
-    direction: 'asc',
+export async function firstSync(ctx: OpContext, link: StoredLink): Promise<FirstSyncReport> {
+  const client = await githubClient(link.auth, {
+    baseUrl: ctx.services.config.githubApiUrl,
+    log: ctx.services.log,
+    context: { org: ctx.tenant.org, link: link.id },
   });
+  return firstSyncWith(ctx, link, mapperOf(ctx.tenant, link), client);
+}
+
+/** Issues a page of the listing asks for (GitHub's maximum). */
+const PER_PAGE = 100;
+
+/**
+ * The first sync with a given client: GET /repos/{owner}/{repo}/issues, every state, oldest
+ * first, page by page until a page comes back short. Pages are counted here rather than
+ * followed through the answer's `Link` header: the link's credentials only ever go to the
+ * configured API base, never to a host an answer names.
+ */
+export async function firstSyncWith(ctx: OpContext, link: StoredLink, map: Mapper, client: IssueClient): Promise<FirstSyncReport> {
+  const [owner, repo] = link.repo.split('/');
+  if (!owner || !repo) return emptyReport();
+  async function* pages() {
+    for (let page = 1; ; page++) {
+      const res = await client.rest.issues.listForRepo({
+        owner: owner!,
+        repo: repo!,
+        state: 'all',
+        sort: 'created',
+        direction: 'asc',
+        per_page: PER_PAGE,
+        page,
+      });
+      const data = res.data as unknown[];
+      yield data;
+      if (data.length < PER_PAGE) return;
+    }
+  }
+  return syncIssuePages(ctx, link, map, pages());
+}
+
+const emptyReport = (): FirstSyncReport => ({
+  issues: 0,
+  pull_requests: 0,
+  created: 0,
+  updated: 0,
+  unchanged: 0,
+  skipped: 0,
+  refused: [],
+  records: 0,
+});
+
+/**
+ * Imports pages of GitHub issue objects (as GET /repos/{owner}/{repo}/issues answers them) and
+ * pairs each node with its issue. Pages are imported as they arrive, so a large repository
+ * never sits whole in memory.
+ */
+export async function syncIssuePages(
+  ctx: OpContext,
+  link: StoredLink,
+  map: Mapper,
+  pages: AsyncIterable<unknown[]>,
+): Promise<FirstSyncReport> {
+  const stores = storesOf(ctx.tenant);
+  const report = emptyReport();
   for await (const page of pages) {
-    const issues = issuesOfPage(page.data as unknown[]);
+    const issues = issuesOfPage(page, report);
     report.issues += issues.length;
     const fresh = issues.filter((issue) => {
       const record = syncOfIssue(stores, link.id, issue.number);

@@ -48,7 +48,7 @@ export async function linkRepo(t: TestServer, people: Record<string, string> = {
     body: { repo: REPO, token: 'github_pat_11TESTTOKENFORCODEMOVES', webhook_secret: SECRET, mappings: { people }, ...extra },
   });
   expect(res.status, res.text).to.equal(201);
-  return res.body.id as string;
+  return res.body.link.id as string;
 }
 
 /** Posts a signed delivery to the webhook route and waits until the worker has handled it. */
