@@ -143,6 +143,14 @@ export const NON_OPERATION_ROUTES: readonly RouteAccess[] = [
     scope: 'exchanges or revokes OAuth tokens of that grant only',
   },
   {
+    route: 'POST /v1/integrations/github/webhook?tenant=:org',
+    plugin: 'github',
+    callers: [
+      'GitHub: a delivery signed (X-Hub-Signature-256) with the webhook secret of the link of the repository or installation it names',
+    ],
+    scope: "queues the delivery for that link's tenant; its changes are written as the mapped person or the link's bot person",
+  },
+  {
     route: 'GET|POST /app/invite/:org, GET /app/signin/oidc, GET /app/signin/oidc/callback',
     plugin: 'app',
     callers: ['a one-time sign-in link (invite_person)', "an OpenID Connect provider's verified email"],

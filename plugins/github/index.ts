@@ -36,7 +36,7 @@ export const githubPlugin = definePlugin({
       operation: api.linkGithubRepo,
     },
     { description: 'All links; no credentials.', operation: api.listGithubLinks, annotations: { readOnlyHint: true } },
-    { description: 'One link by id.', operation: api.getGithubLink, annotations: { readOnlyHint: true } },
+    { description: 'One GitHub link by id; no credentials.', operation: api.getGithubLink, annotations: { readOnlyHint: true } },
     {
       description: 'Change given fields; rotate_webhook_secret answers a new one once; enabled: true resumes.',
       operation: api.updateGithubLink,

@@ -150,6 +150,11 @@ function inputFor(op: OperationDef, cred: Cred, fx: Fixture): Record<string, unk
     ping_webhook: () => ({ id: 'wh_000000000000000000' }),
     list_webhook_deliveries: () => ({ id: 'wh_000000000000000000' }),
     redeliver_webhook: () => ({ id: 'wh_000000000000000000', event: 1 }),
+    // a disabled link of a repository nobody owns: an admin's first call links it, later ones are 409
+    link_github_repo: () => ({ repo: 'matrix-org/matrix-repo', token: 'github_pat_matrix_0000000000', enabled: false }),
+    get_github_link: () => ({ id: 'ghl_000000000000000000' }),
+    update_github_link: () => ({ id: 'ghl_000000000000000000', enabled: false }),
+    unlink_github_repo: () => ({ id: 'ghl_000000000000000000' }),
   };
   const input: Record<string, unknown> = { ...(op.example ?? {}), ...(table[op.name]?.() ?? {}) };
   // an example's session would clash with a bound agent session token (409 before any gate)

@@ -13,7 +13,8 @@
  *   so the node's value goes out to GitHub as the newer one (outbound).
  * - `deleted`: the node stays (nothing here is deleted by GitHub), closed as not planned unless
  *   it is already closed, with a comment saying so; the pairing goes.
- * - Other actions (locked, pinned, milestoned, transferred, ...) are not synced.
+ * - Other actions (locked, pinned, milestoned, transferred, ...) are not synced, nor an `issues`
+ *   event whose issue is a pull request.
  */
 import { errors, SvcError } from '../../../kernel/errors.js';
 import { invoke } from '../../../kernel/operation.js';
@@ -251,6 +252,8 @@ export const issuesHandler: GithubHandler = async (ctx, payload) => {
   const action = typeof p.action === 'string' ? p.action : '';
   const issue = readIssue(p.issue);
   if (!issue) throw errors.badRequest('an issues delivery without an issue');
+  // a pull request seen as an issue (milestoned, ...) is the pull_request handler's, not an issue to sync
+  if (isRecord(p.issue) && p.issue.pull_request !== undefined) return;
   const sender = loginOf(p.sender);
   const record = syncOfIssue(ctx.stores, ctx.link.id, issue.number);
   if (action === 'deleted') {
