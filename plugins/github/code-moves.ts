@@ -61,12 +61,10 @@ export function slugOf(text: string): string {
 
 /**
  * The repository slug commits are linked under (`<slug>@<sha>`, link_commit) and the repo node
- * `repo-<slug>`: the link's project when it names a repo node, else the repository's name in
- * kebab-case (`Codertocat/Hello-World` -> `hello-world`), the name a team calls it by.
+ * `repo-<slug>`: the repository's name in kebab-case (`Codertocat/Hello-World` -> `hello-world`),
+ * the name a team calls it by.
  */
 export function repoSlugOf(ctx: Pick<InboundContext, 'link'>): string {
-  const project = ctx.link.project;
-  if (project && project.startsWith('repo-')) return project.slice('repo-'.length);
   const name = ctx.link.repo.split('/').pop() ?? ctx.link.repo;
   return slugOf(name) || 'repo';
 }

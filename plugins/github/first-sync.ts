@@ -26,10 +26,9 @@ import type { Octokit } from '@octokit/rest';
 import { invoke } from '../../kernel/operation.js';
 import { RawResponse, StatusPayload, type OpContext } from '../../kernel/plugin.js';
 import { importItems } from '../import/api.js';
-import type { Mapper } from './handlers/index.js';
+import type { GithubHandler, Mapper } from './handlers/index.js';
 import { normalizeLabels } from './mapping.js';
 import { githubClient } from './client.js';
-import { mapperOf } from './inbound.js';
 import { storesOf, syncOfIssue, type StoredLink, type SyncRecord } from './store.js';
 import { issueSnapshot, mappedAssignees, readIssue, type GithubIssue } from './sync.js';
 
@@ -127,16 +126,17 @@ function issuesOfPage(data: unknown[], report: FirstSyncReport): ListedIssue[] {
 
 /**
  * Runs the first sync of `link` as the admin of `ctx` (the importer is an admin's operation,
- * and its commits are theirs, dated as GitHub dates the issues), reading the issues through the
- * link's own credentials (client.ts: throttled, retried) from the operator's API base.
+ * and its commits are theirs, dated as GitHub dates the issues) with the link's mappings `map`
+ * (inbound.ts `mapperOf`), reading the issues through the link's own credentials (client.ts:
+ * throttled, retried) from the operator's API base.
  */
-export async function firstSync(ctx: OpContext, link: StoredLink): Promise<FirstSyncReport> {
+export async function firstSync(ctx: OpContext, link: StoredLink, map: Mapper): Promise<FirstSyncReport> {
   const client = await githubClient(link.auth, {
     baseUrl: ctx.services.config.githubApiUrl,
     log: ctx.services.log,
     context: { org: ctx.tenant.org, link: link.id },
   });
-  return firstSyncWith(ctx, link, mapperOf(ctx.tenant, link), client);
+  return firstSyncWith(ctx, link, map, client);
 }
 
 /** Issues a page of the listing asks for (GitHub's maximum). */
@@ -238,3 +238,29 @@ export async function syncIssuePages(
   }
   return report;
 }
+
+/** The inbound event a link's first sync is queued as (not one GitHub sends). */
+export const FIRST_SYNC_EVENT = 'first_sync';
+
+/** The delivery id of a link's first sync: one per link, so queueing it twice runs it once. */
+export const firstSyncDeliveryOf = (link: Pick<StoredLink, 'id'>) => `first-sync-${link.id}`;
+
+/**
+ * The first sync as a queued delivery (`FIRST_SYNC_EVENT`): the link operation queues it on the
+ * tenant's inbound queue, so it is durable (a restart resumes it), retried with the queue's
+ * backoff while GitHub is unreachable, answered by the link at once however many issues there
+ * are, and ahead of the deliveries GitHub sends after the link (they then find the nodes it
+ * made). It runs as the admin who made the link: the importer is an admin's operation.
+ */
+export const firstSyncHandler: GithubHandler = async (ctx) => {
+  const report = await firstSync(ctx.asPerson(ctx.link.created_by), ctx.link, ctx.map);
+  ctx.log.info('github first sync done', {
+    org: ctx.tenant.org,
+    link: ctx.link.id,
+    repo: ctx.link.repo,
+    issues: report.issues,
+    created: report.created,
+    skipped: report.skipped,
+    refused: report.refused.length,
+  });
+};

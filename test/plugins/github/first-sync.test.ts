@@ -7,12 +7,13 @@
  * adapted), since the description's one listed example is a pull request.
  */
 import { expect } from 'chai';
-import { firstSync, syncIssuePages } from '../../../plugins/github/first-sync.js';
-import { inboundContext, mapperOf } from '../../../plugins/github/inbound.js';
+import { FIRST_SYNC_EVENT, firstSync, firstSyncDeliveryOf, syncIssuePages } from '../../../plugins/github/first-sync.js';
+import { inboundContext, mapperOf, workerOf } from '../../../plugins/github/inbound.js';
 import { storesOf, type StoredLink } from '../../../plugins/github/store.js';
 import { GithubMock } from '../../helpers/github-mock.js';
 import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { at, deliver, example, linkRepo, node } from './code-helpers.js';
+import { until } from '../events/helpers.js';
 
 describe('github: the first sync of a linked repository', function () {
   let mock: GithubMock;
@@ -38,7 +39,7 @@ describe('github: the first sync of a linked repository', function () {
     inboundContext(t.server.services.tenants.get(t.org)!, t.server.services, link, 'first-sync', 'first_sync').as(null);
 
   it("lists the repository's issues with the link's token in a request GitHub's description allows; a pull request in the list is not imported", async () => {
-    const report = await firstSync(adminCtx(), link);
+    const report = await firstSync(adminCtx(), link, mapperOf(t.server.services.tenants.get(t.org)!, link));
     const calls = mock.calls('GET', /^\/repos\/Codertocat\/Hello-World\/issues$/);
     expect(calls).to.have.length(1);
     expect(calls[0]!.status).to.equal(200);
@@ -110,5 +111,19 @@ describe('github: the first sync of a linked repository', function () {
     const tenant = t.server.services.tenants.get(t.org)!;
     const same = [...tenant.index.nodes.values()].filter((r) => r.frontmatter.github_issue === 'Codertocat/Hello-World#1');
     expect(same.map((r) => r.id)).to.deep.equal(['issue-gh-hello-world-1']);
+  });
+
+  it('queued on the inbound queue (as the link operation queues it), it runs once as the admin who linked, with the GitHub call made', async () => {
+    const tenant = t.server.services.tenants.get(t.org)!;
+    const stores = storesOf(tenant);
+    const id = firstSyncDeliveryOf(link);
+    const before = mock.calls('GET', /^\/repos\/Codertocat\/Hello-World\/issues$/).length;
+    await workerOf(tenant, t.server.services).enqueue(id, link, FIRST_SYNC_EVENT, {});
+    const state = await until(() => {
+      const d = stores.inbound.get(id);
+      return d && (d.state !== 'queued' || d.attempts > 0) ? d.state : undefined;
+    });
+    expect(state, stores.inbound.get(id)?.last_error ?? '').to.equal('done');
+    expect(mock.calls('GET', /^\/repos\/Codertocat\/Hello-World\/issues$/)).to.have.length(before + 1);
   });
 });
