@@ -28,7 +28,8 @@ import { RawResponse, StatusPayload, type OpContext } from '../../kernel/plugin.
 import { importItems } from '../import/api.js';
 import type { GithubHandler, Mapper } from './handlers/index.js';
 import { normalizeLabels } from './mapping.js';
-import { githubClient } from './client.js';
+import { SvcError } from '../../kernel/errors.js';
+import { githubClient, statusOf } from './client.js';
 import { storesOf, syncOfIssue, type StoredLink, type SyncRecord } from './store.js';
 import { issueSnapshot, mappedAssignees, readIssue, type GithubIssue } from './sync.js';
 
@@ -253,7 +254,18 @@ export const firstSyncDeliveryOf = (link: Pick<StoredLink, 'id'>) => `first-sync
  * made). It runs as the admin who made the link: the importer is an admin's operation.
  */
 export const firstSyncHandler: GithubHandler = async (ctx) => {
-  const report = await firstSync(ctx.asPerson(ctx.link.created_by), ctx.link, ctx.map);
+  let report: FirstSyncReport;
+  try {
+    report = await firstSync(ctx.asPerson(ctx.link.created_by), ctx.link, ctx.map);
+  } catch (err) {
+    // GitHub refused the listing (a wrong token, no access to the repository): no retry helps,
+    // and a queued retry would hold the deliveries behind it; the link's view shows the error.
+    // An outage or a rate limit (no answer, 5xx, 429) is retried with the queue's backoff.
+    const status = statusOf(err);
+    if (status !== null && status >= 400 && status < 500 && status !== 429)
+      throw new SvcError(422, 'github_refused', `first sync of ${ctx.link.repo}: GitHub answered ${status} listing the issues`);
+    throw err;
+  }
   ctx.log.info('github first sync done', {
     org: ctx.tenant.org,
     link: ctx.link.id,
