@@ -44,11 +44,14 @@ function review(state: string, body: string) {
 describe('github: pull requests move work', function () {
   let t: TestServer;
   let reviewer: string;
+  let requested: string;
 
   before(async () => {
     t = await startTestServer();
     // the examples' author, reviewer and sender are all Codertocat
     reviewer = (await addPerson(t, 'Coder Tocat')).id;
+    // the published review_requested example asks octocat
+    requested = (await addPerson(t, 'Octo Cat')).id;
     await putNodes(t, [
       { id: 'task-login-form', summary: 'Rework the login form' },
       { id: 'task-docs-page', summary: 'Document the login' },
@@ -56,7 +59,7 @@ describe('github: pull requests move work', function () {
       { id: 'task-abandoned', summary: 'An idea that was dropped' },
       { id: 'task-side-branch', summary: 'Work merged into a side branch' },
     ]);
-    await linkRepo(t, { codertocat: reviewer });
+    await linkRepo(t, { codertocat: reviewer, octocat: requested });
   });
   after(() => t.close());
 
@@ -88,6 +91,13 @@ describe('github: pull requests move work', function () {
     await deliver(t, 'pull_request_review', review('commented', BODY));
     edges = (await node(t, 'task-docs-page')).frontmatter.edges ?? [];
     expect(edges.filter((e) => e.to === reviewer)).to.deep.equal([{ type: 'changes-requested-by', to: reviewer }]);
+  });
+
+  it("review requested: a review-requested edge to the person the requested reviewer's login maps to", async () => {
+    await deliver(t, 'pull_request', pullRequest('review_requested', 2, BODY, { state: 'open' }));
+    const edges = (await node(t, 'task-login-form')).frontmatter.edges ?? [];
+    expect(edges).to.deep.include({ type: 'review-requested', to: requested });
+    expect(edges).to.deep.include({ type: 'changes-requested-by', to: reviewer });
   });
 
   it('a review by a login that maps to nobody writes no edge', async () => {

@@ -5,7 +5,7 @@
  * reference finishes its node; another branch only links; tags and unknown ids do nothing.
  */
 import { expect } from 'chai';
-import { putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
+import { addPerson, md, putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { deliver, example, linkRepo, node } from './code-helpers.js';
 
 const SHA_A = 'a10867b14bb761a232cd80139fbd4c0d33264240';
@@ -75,5 +75,34 @@ describe('github: pushes link commits', function () {
     const before = (await node(t, 'task-save-flow')).revision;
     await deliver(t, 'push', push('master', [{ id: SHA_B, message: 'Tidy up (refs task-save-flow)' }]));
     expect((await node(t, 'task-save-flow')).revision).to.equal(before);
+  });
+
+  it("a closing reference meets set_status's transition gate: a schema that finishes tasks only from review keeps the node open, the resolves edge records the commit, the delivery succeeds", async () => {
+    const gate = `(input) => input.to !== 'done' || input.from === 'review' ? { allow: true } : { allow: false, reason: 'move to review first' }`;
+    await putNodes(t, [
+      md(
+        {
+          id: 'schema-gh-review-gate',
+          type: 'schema',
+          status: 'proposed',
+          summary: 'Finish tasks from review',
+          applies_to: 'task',
+          hooks: { transition: gate },
+        },
+        'Why.\n',
+      ),
+    ]);
+    // a schema becomes active by another identity than its author
+    const keeper = await addPerson(t, 'Gate Keeper', { admin: true });
+    const activated = await t.api('POST', '/v1/nodes/schema-gh-review-gate/status', { token: keeper.token, body: { status: 'active' } });
+    expect(activated.status, activated.text).to.equal(200);
+    await putNodes(t, [{ id: 'task-gated', summary: 'Work the gate holds' }]);
+    await deliver(t, 'push', push('master', [{ id: SHA_A, message: 'Fixes task-gated' }]));
+    const gated = await node(t, 'task-gated');
+    expect(gated.frontmatter.status).to.equal('open');
+    expect(gated.frontmatter.commits).to.deep.equal([`hello-world@${SHA_A}`]);
+    const repo = await node(t, 'repo-hello-world');
+    expect(repo.frontmatter.edges).to.deep.include({ type: 'resolves', to: 'task-gated', sha: SHA_A });
+    expect(t.logs.some((l) => l.includes('a change from GitHub was refused') && l.includes('transition_denied'))).to.equal(true);
   });
 });
