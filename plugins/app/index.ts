@@ -99,6 +99,7 @@ export const appPlugin = definePlugin({
     'capture',
     'comments',
     'events',
+    'github',
     'history',
     'identity',
     'inbox',

@@ -16,6 +16,7 @@ import * as captureApi from '../capture/api.js';
 import * as commentsApi from '../comments/api.js';
 import * as coreApi from '../core/api.js';
 import * as eventsApi from '../events/api.js';
+import * as githubApi from '../github/api.js';
 import * as historyApi from '../history/api.js';
 import * as identityApi from '../identity/api.js';
 import * as inboxApi from '../inbox/api.js';
@@ -281,6 +282,14 @@ export class Bridge {
   auditIdentity(flagged: boolean) {
     this.need('identity', 'the identity audit');
     return call(identityApi.auditIdentity, this.ctx, { flagged });
+  }
+  listGithubLinks() {
+    this.need('github', 'GitHub links');
+    return call(githubApi.listGithubLinks, this.ctx, {});
+  }
+  setGithubLinkEnabled(id: string, enabled: boolean) {
+    this.need('github', 'GitHub links');
+    return call(githubApi.updateGithubLink, this.ctx, { id, enabled });
   }
   listWebhooks() {
     this.need('webhooks', 'webhooks');

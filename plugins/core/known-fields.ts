@@ -88,6 +88,10 @@ export const KNOWN_FIELDS: ReadonlySet<string> = new Set([
   'import_source',
   'import_id',
   'milestone',
+  // the github plugin: a person's login; a synced node's issue (plugins/github/handlers/issues.ts)
+  'github',
+  'github_issue',
+  'github_url',
   // linked GitHub pull requests' addresses (plugins/github/code-moves.ts)
   'pull_requests',
 ]);

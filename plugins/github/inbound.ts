@@ -6,7 +6,8 @@
  *   link of that repository (or installation) gives the secret the `X-Hub-Signature-256` is
  *   checked against with `@octokit/webhooks`. No link: 404; a bad or missing signature: 401.
  * - Idempotent: the `X-GitHub-Delivery` id is the key of the queued record; a delivery id seen
- *   before (queued, done or failed, kept RETAIN_MS) answers 200 `{duplicate: true}` and does nothing.
+ *   before (queued or done, kept RETAIN_MS) answers 200 `{duplicate: true}` and does nothing. A
+ *   failed one is queued again: GitHub's "Redeliver" is how an admin retries it.
  * - Durable before acknowledged: the 202 is sent once the delivery is in the tenant's state
  *   store (`github-inbound`); nothing is processed inline, so GitHub's 10 s are never at risk.
  * - The worker (one per open tenant, the owner's in cluster mode) takes queued deliveries in
@@ -118,7 +119,9 @@ export function webhookMiddleware(services: KernelServices): Middleware {
     const raw = await readRawBody(ctx.req, MAX_DELIVERY_BYTES);
     const payload = parsePayload(raw, header(ctx.req, 'content-type'));
     const stores = storesOf(tenant);
-    const candidates = candidateLinks(stores, payload);
+    // a ping of an App's or an organization's hook names neither a repository nor an installation: any link whose secret signs it
+    const unnamed = event === 'ping' && !isRecord(payload.repository) && !isRecord(payload.installation);
+    const candidates = unnamed ? [...stores.links.values()] : candidateLinks(stores, payload);
     if (candidates.length === 0) throw errors.notFound('GitHub link for this repository or installation');
     const signature = header(ctx.req, 'x-hub-signature-256') ?? '';
     const body = raw.toString('utf8');
@@ -141,7 +144,8 @@ export function webhookMiddleware(services: KernelServices): Middleware {
       return;
     }
     const worker = workerOf(tenant, services);
-    if (stores.inbound.has(delivery)) {
+    // a delivery that failed is queued again when GitHub redelivers it (an admin's "Redeliver" after fixing the cause)
+    if (stores.inbound.has(delivery) && stores.inbound.get(delivery)?.state !== 'failed') {
       ctx.status = 200;
       ctx.body = JSON.stringify({ duplicate: true, delivery });
       return;

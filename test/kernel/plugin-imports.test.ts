@@ -161,6 +161,7 @@ describe('plugin imports match declared dependencies', () => {
       'comments',
       'core',
       'events',
+      'github',
       'history',
       'identity',
       'inbox',

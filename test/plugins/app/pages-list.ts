@@ -27,6 +27,7 @@ export const PAGES: Array<{ name: string; path: string; heading: RegExp; admin?:
   { name: 'admin-tokens', path: '/app/admin/tokens', heading: /Tokens/, admin: true },
   { name: 'admin-agents', path: '/app/admin/agents', heading: /Agents/, admin: true },
   { name: 'admin-webhooks', path: '/app/admin/webhooks', heading: /Webhooks/, admin: true },
+  { name: 'admin-github', path: '/app/admin/github', heading: /GitHub/, admin: true },
   { name: 'admin-audit', path: '/app/admin/audit', heading: /Identity audit/, admin: true },
   { name: 'not-found', path: '/app/nodes/task-nowhere', heading: /Not found/ },
 ];

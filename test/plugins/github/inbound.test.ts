@@ -77,9 +77,20 @@ describe('github: inbound webhooks', function () {
     const l = await link();
     expect(l.inbound).to.deep.equal({ queued: 0, failed: 0, last_error: null });
     expect(await node()).to.equal(null);
-    // a delivery refused for its signature was not recorded: the same id signed right is accepted
-    const again = await deliver(t, { event: 'ping', payload: example('ping', null), secret: SECRET, signature: null });
-    expect(again.status).to.equal(404); // the ping examples name Octocoders/Hello-World, not linked here
+    // the first ping example names Octocoders/Hello-World, not linked here
+    const otherPing = await deliver(t, { event: 'ping', payload: example('ping', null), secret: SECRET });
+    expect(otherPing.status).to.equal(404);
+  });
+
+  it("a ping is answered 200 without queueing: an organization's or App's hook (no repository) when a link's secret signs it", async () => {
+    const appPing = example('ping', null, 3);
+    expect(appPing.repository).to.equal(undefined);
+    const ok = await deliver(t, { event: 'ping', payload: appPing, secret: SECRET });
+    expect(ok.status, ok.text).to.equal(200);
+    expect(ok.body).to.deep.equal({ ok: true, link: linkId });
+    const bad = await deliver(t, { event: 'ping', payload: appPing, secret: 'some-other-secret-00000' });
+    expect(bad.status).to.equal(401);
+    expect((await link()).inbound.queued).to.equal(0);
   });
 
   it('issues.opened creates the node with the mapped fields, written as the mapped person', async () => {

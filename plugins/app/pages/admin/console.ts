@@ -10,7 +10,7 @@ import { errors, isSvcError } from '../../../../kernel/errors.js';
 import { html, layout, type Html } from '../../html.js';
 import { isConsoleAdmin, type AppResult, type Signed } from '../../host.js';
 
-export type ConsoleSection = 'plugins' | 'people' | 'tokens' | 'agents' | 'webhooks' | 'audit';
+export type ConsoleSection = 'plugins' | 'people' | 'tokens' | 'agents' | 'webhooks' | 'github' | 'audit';
 
 const SECTIONS: Array<{ key: ConsoleSection; href: string; label: string; plugin?: string }> = [
   { key: 'plugins', href: '/app/admin/plugins', label: 'Plugins' },
@@ -18,6 +18,7 @@ const SECTIONS: Array<{ key: ConsoleSection; href: string; label: string; plugin
   { key: 'tokens', href: '/app/admin/tokens', label: 'Tokens', plugin: 'identity' },
   { key: 'agents', href: '/app/admin/agents', label: 'Agents', plugin: 'identity' },
   { key: 'webhooks', href: '/app/admin/webhooks', label: 'Webhooks', plugin: 'webhooks' },
+  { key: 'github', href: '/app/admin/github', label: 'GitHub', plugin: 'github' },
   { key: 'audit', href: '/app/admin/audit', label: 'Identity audit', plugin: 'identity' },
 ];
 

@@ -4,6 +4,7 @@
  */
 import type { AppHost } from '../../host.js';
 import { showAgents, showAudit } from './agents.js';
+import { showGithubLinks, switchGithubLink } from './github.js';
 import { requireConsoleAdmin } from './console.js';
 import { addPerson, mintToken, personAction, revokeToken, showPeople, showTokens } from './people.js';
 import { showPlugins, switchPlugin } from './plugins.js';
@@ -32,4 +33,6 @@ export function mountAdminConsole(host: AppHost): void {
   host.postSigned('/app/admin/webhooks/:id/enabled', webhookAction('enabled'));
   host.postSigned('/app/admin/webhooks/:id/ping', webhookAction('ping'));
   host.postSigned('/app/admin/webhooks/:id/delete', webhookAction('delete'));
+  host.getSigned('/app/admin/github', showGithubLinks);
+  host.postSigned('/app/admin/github/:id/enabled', switchGithubLink);
 }
