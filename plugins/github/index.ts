@@ -9,6 +9,7 @@ import { definePlugin } from '../../kernel/plugin.js';
 import { githubAccess } from './access.js';
 import * as api from './api.js';
 import { stopAllWorkers, webhookMiddleware, webhookRouter, workerOf } from './inbound.js';
+import { outboundOf, stopAllOutbound } from './outbound.js';
 
 const LINKS = '/v1/integrations/github/links';
 
@@ -50,8 +51,10 @@ export const githubPlugin = definePlugin({
   tenantOpen(tenant, services) {
     // only the process serving the tenant processes its queue (in cluster mode: its owner)
     workerOf(tenant, services);
+    // the outbound engine (outbound.ts): node changes to GitHub, from the event log's durable cursor
+    outboundOf(tenant, services);
   },
   async close() {
-    await stopAllWorkers();
+    await Promise.all([stopAllWorkers(), stopAllOutbound()]);
   },
 });

@@ -13,6 +13,7 @@ import { LIMITS } from '../../kernel/registry.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import type { Mapper } from './handlers/index.js';
+import { stripMarkers } from './marker.js';
 import { assigneeLoginsOf, normalizeLabels, normalizeLogins } from './mapping.js';
 import type { SyncedIssue } from './store.js';
 
@@ -86,7 +87,8 @@ export function nodeBodyOf(body: string | null, url: string): { body: string; tr
 
 /** The issue in synced form. */
 export function issueSnapshot(issue: GithubIssue): SyncedIssue & { body_truncated: boolean } {
-  const body = nodeBodyOf(issue.body, issue.html_url);
+  // the marker the outbound side put into an issue it created is no part of the text (marker.ts)
+  const body = nodeBodyOf(stripMarkers(issue.body), issue.html_url);
   return {
     title: issue.title,
     body: body.body,

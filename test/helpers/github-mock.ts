@@ -90,6 +90,16 @@ function repair(v: Json): Json {
   return o;
 }
 
+/** An example of GitHub's description (`components.examples.<name>.value`), e.g. `issue`: what prism answers for it. */
+export function describedExample(name: string): Record<string, unknown> {
+  const full = JSON.parse(readFileSync(DESCRIPTION, 'utf8')) as {
+    components: { examples: Record<string, { value: Record<string, unknown> }> };
+  };
+  const found = full.components.examples[name];
+  if (!found) throw new Error(`GitHub's description has no example ${name}`);
+  return structuredClone(found.value);
+}
+
 let cached: { key: string; text: string } | null = null;
 
 /** The published description cut down to `paths` and the components they reference. */

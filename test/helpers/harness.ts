@@ -120,6 +120,9 @@ export async function startTestServer(
     dataDir,
     fsync: false,
     tenantPollMs: 200,
+    // no test reaches the real GitHub: a linked repository's outbound calls are refused here
+    // unless the test points them at its mock (test/helpers/github-mock.ts)
+    githubApiUrl: 'http://127.0.0.1:9',
     ...(await testStoreConfig(dataDir)),
     ...opts.config,
   };
