@@ -227,6 +227,15 @@ export async function resolvesEdge(ctx: InboundContext, as: OpContext, id: strin
 }
 
 /**
+ * Whether a closing reference may finish a node of `type`: only a type the link's mappings say
+ * how to close (`closed_status`: task and issue by default). `Fixes spec-x` does not accept a
+ * spec or a decision: for those it is a reference.
+ */
+export function closable(ctx: InboundContext, type: string): boolean {
+  return Object.hasOwn(ctx.map.mappings.closed_status, type);
+}
+
+/**
  * Finishes a node a merged change closes: the `resolves` edge first (the evidence before the
  * completion, as the completion-resolver gate orders them), then the status the link's
  * mappings give a completed issue of its type, through set_status's transition gate, as a

@@ -15,6 +15,7 @@
  */
 import type { Tenant } from '../../../kernel/tenant.js';
 import {
+  closable,
   closeByCode,
   isTerminal,
   linkCommitTo,
@@ -129,7 +130,7 @@ async function merged(ctx: InboundContext, pr: PullRequest): Promise<void> {
   for (const ref of referencedNodes(ctx, pr.title, pr.body)) {
     await linkPullRequest(ctx, as, ref.id, pr.url);
     if (pr.mergeSha) await linkCommitTo(ctx, as, ref.id, pr.mergeSha);
-    if (ref.kind === 'closes' && pr.intoDefault) {
+    if (ref.kind === 'closes' && pr.intoDefault && closable(ctx, ref.record.type)) {
       await closeByCode(ctx, as, ref.id, { pr: String(pr.number), ...(pr.mergeSha ? { sha: pr.mergeSha } : {}) });
       await reviewMovesOf(ctx.tenant).delete(moveKey(ctx, pr.number, ref.id));
     } else referencing.add(ref.id);

@@ -6,7 +6,7 @@
  * deletions carry no work. Each commit is written as the person its author's GitHub login maps
  * to (else the pusher's, else the link's bot person).
  */
-import { closeByCode, linkCommitTo, list, loginOf, obj, referencedNodes, str } from '../code-moves.js';
+import { closable, closeByCode, linkCommitTo, list, loginOf, obj, referencedNodes, str } from '../code-moves.js';
 import type { GithubHandler } from './index.js';
 
 export const pushHandler: GithubHandler = async (ctx, payload) => {
@@ -23,7 +23,7 @@ export const pushHandler: GithubHandler = async (ctx, payload) => {
     const as = ctx.as(str(obj(commit.author).username) ?? pusher);
     for (const node of referencedNodes(ctx, str(commit.message))) {
       await linkCommitTo(ctx, as, node.id, sha);
-      if (onDefault && node.kind === 'closes') await closeByCode(ctx, as, node.id, { sha });
+      if (onDefault && node.kind === 'closes' && closable(ctx, node.record.type)) await closeByCode(ctx, as, node.id, { sha });
     }
   }
 };

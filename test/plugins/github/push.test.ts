@@ -56,6 +56,16 @@ describe('github: pushes link commits', function () {
     expect(flow.frontmatter.status).to.equal('open');
   });
 
+  it('a closing reference to a type the mappings do not close (a spec) only links the commit', async () => {
+    await putNodes(t, [{ id: 'spec-save-format', summary: 'The save format' }]);
+    await deliver(t, 'push', push('master', [{ id: SHA_B, message: 'Implement it (fixes spec-save-format)' }]));
+    const spec = await node(t, 'spec-save-format');
+    expect(spec.frontmatter.status).to.equal('draft');
+    expect(spec.frontmatter.commits).to.deep.equal([`hello-world@${SHA_B}`]);
+    const repo = await node(t, 'repo-hello-world');
+    expect((repo.frontmatter.edges ?? []).filter((e) => e.to === 'spec-save-format')).to.deep.equal([]);
+  });
+
   it('on another branch a closing reference only links the commit', async () => {
     await deliver(t, 'push', push('feature/save', [{ id: SHA_B, message: 'Fixes task-feature-work' }]));
     const work = await node(t, 'task-feature-work');
