@@ -8,8 +8,10 @@
  *
  * Measured per delivery: from sending it to the node change being visible, i.e. the
  * `node.updated` event of that node arriving on an open GET /v1/events stream (no polling load).
- * Headline: deliveries per second (all sent and visible, first send to last visible) and p99 of
- * that latency.
+ * Headline: deliveries per second from 4 concurrent senders (first send to last visible; the
+ * queue builds a backlog the worker drains, so latency there is mostly waiting in line), and p99
+ * of that latency for deliveries sent one at a time, each awaited (no backlog: what one push
+ * meets).
  *
  * Reference, in the same run: the same change made directly through the API a member uses
  * (POST /v1/nodes/{id}/commits, link_commit, same senders, same stream), in blocks alternating
@@ -31,6 +33,7 @@ const QUICK = process.argv.includes('quick');
 const N = Number(process.env.BENCH_GH_N ?? (QUICK ? 40 : 300));
 const ROUNDS = Number(process.env.BENCH_GH_ROUNDS ?? (QUICK ? 1 : 2));
 const CLIENTS = Number(process.env.BENCH_GH_CLIENTS ?? 4);
+const PACED_N = Number(process.env.BENCH_GH_PACED_N ?? (QUICK ? 20 : 100));
 const REPO = 'bench-org/bench-repo';
 const SECRET = 'bench-webhook-secret';
 const WEBHOOK = '/v1/integrations/github/webhook';
@@ -69,6 +72,8 @@ function percentile(xs: number[], p: number): number {
 
 interface Block {
   kind: 'webhook' | 'direct';
+  /** one change at a time, each awaited before the next: the latency without a backlog */
+  paced: boolean;
   rate: number;
   p50: number;
   p99: number;
@@ -107,7 +112,7 @@ export async function main(): Promise<void> {
     const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
     const me = await api(url, token, 'GET', '/v1/me');
     const org = (me.json as { org: string }).org;
-    const total = ROUNDS * 2 * N;
+    const total = ROUNDS * 2 * N + 2 * PACED_N;
     for (let start = 0; start < total; start += 250) {
       const nodes = [];
       for (let i = start; i < Math.min(total, start + 250); i++) nodes.push({ id: nodeId(i), summary: `Bench node ${i}` });
@@ -137,11 +142,12 @@ export async function main(): Promise<void> {
       es.addEventListener('error', (e) => reject(new Error(`event stream: ${e.message ?? 'error'}`)), { once: true });
     });
 
-    const runBlock = async (kind: Block['kind'], first: number): Promise<Block> => {
+    const runBlock = async (kind: Block['kind'], first: number, paced = false): Promise<Block> => {
       const sent = new Map<string, number>();
       let delivery = 0;
+      const n = paced ? PACED_N : N;
       const t0 = performance.now();
-      await lanes(N, CLIENTS, async (k) => {
+      await lanes(n, paced ? 1 : CLIENTS, async (k) => {
         const i = first + k;
         const id = nodeId(i);
         sent.set(id, performance.now());
@@ -163,6 +169,7 @@ export async function main(): Promise<void> {
           const res = await api(url, token, 'POST', `/v1/nodes/${id}/commits`, { repo: 'bench-repo', sha: shaOf(i) });
           if (res.status !== 200) throw new Error(`link_commit answered ${res.status}`);
         }
+        while (paced && !seen.has(id)) await new Promise((r) => setTimeout(r, 1));
       });
       const ids = [...sent.keys()];
       const deadline = performance.now() + 120_000;
@@ -173,7 +180,7 @@ export async function main(): Promise<void> {
       }
       const latencies = ids.map((id) => seen.get(id)! - sent.get(id)!);
       const last = Math.max(...ids.map((id) => seen.get(id)!));
-      return { kind, rate: (N / (last - t0)) * 1000, p50: percentile(latencies, 50), p99: percentile(latencies, 99), latencies };
+      return { kind, paced, rate: (n / (last - t0)) * 1000, p50: percentile(latencies, 50), p99: percentile(latencies, 99), latencies };
     };
 
     const blocks: Block[] = [];
@@ -189,20 +196,37 @@ export async function main(): Promise<void> {
         );
       }
     }
-    const summary = (kind: Block['kind']) => {
-      const mine = blocks.filter((b) => b.kind === kind);
+    // then one change at a time: the latency a single push meets on a server with no backlog
+    for (const kind of ['webhook', 'direct'] as const) {
+      const block = await runBlock(kind, first, true);
+      first += PACED_N;
+      blocks.push(block);
+      console.log(`  paced ${kind.padEnd(7)}: ${fmtRate(block.rate)} changes/s, p50 ${fmtMs(block.p50)}, p99 ${fmtMs(block.p99)}`);
+    }
+    const summary = (kind: Block['kind'], paced: boolean) => {
+      const mine = blocks.filter((b) => b.kind === kind && b.paced === paced);
       const all = mine.flatMap((b) => b.latencies);
       return { rate: mine.reduce((s, b) => s + b.rate, 0) / mine.length, p50: percentile(all, 50), p99: percentile(all, 99) };
     };
-    const hook = summary('webhook');
-    const direct = summary('direct');
+    const hook = summary('webhook', false);
+    const direct = summary('direct', false);
+    const hookPaced = summary('webhook', true);
+    const directPaced = summary('direct', true);
     console.log(
-      `github-inbound: ${fmtRate(hook.rate)} deliveries/s, p99 ${fmtMs(hook.p99)} (p50 ${fmtMs(hook.p50)}) from delivery to the node change visible; ` +
-        `reference (the same change through POST /v1/nodes/{id}/commits): ${fmtRate(direct.rate)}/s, p99 ${fmtMs(direct.p99)}; ` +
-        `rate ${fmtRatio(hook.rate / direct.rate)} of the direct write, p99 ${fmtRatio(hook.p99 / direct.p99)} of it ` +
-        `(${N} changes per block, ${ROUNDS} rounds, ${CLIENTS} senders)`,
+      `github-inbound: ${fmtRate(hook.rate)} deliveries/s (${CLIENTS} senders), ${fmtRatio(hook.rate / direct.rate)} of the same change through POST /v1/nodes/{id}/commits (${fmtRate(direct.rate)}/s); ` +
+        `delivery to node change visible, one at a time: p99 ${fmtMs(hookPaced.p99)} (p50 ${fmtMs(hookPaced.p50)}) against ${fmtMs(directPaced.p99)} (p50 ${fmtMs(directPaced.p50)}) direct, ${fmtRatio(hookPaced.p99 / directPaced.p99)}; ` +
+        `under the ${CLIENTS} senders' backlog: p99 ${fmtMs(hook.p99)} against ${fmtMs(direct.p99)} (${N} changes per block, ${ROUNDS} rounds)`,
     );
-    recordResult('github-inbound', { n: N, rounds: ROUNDS, clients: CLIENTS, webhook: hook, direct });
+    recordResult('github-inbound', {
+      n: N,
+      paced_n: PACED_N,
+      rounds: ROUNDS,
+      clients: CLIENTS,
+      webhook: hook,
+      direct,
+      webhook_paced: hookPaced,
+      direct_paced: directPaced,
+    });
   } finally {
     for (const es of streams) es.close();
     await server.stop();
