@@ -233,6 +233,13 @@ export function inboundContext(
   };
 }
 
+/** The tenant's deliveries waiting and failed (all links). */
+export function inboundCounts(tenant: Tenant): { queued: number; failed: number } {
+  const counts = { queued: 0, failed: 0 };
+  for (const d of storesOf(tenant).inbound.values()) if (d.state !== 'done') counts[d.state]++;
+  return counts;
+}
+
 const workers = new Map<Tenant, InboundWorker>();
 
 /** The inbound worker of an open tenant (started on first use). */

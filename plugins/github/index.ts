@@ -8,7 +8,7 @@
 import { definePlugin } from '../../kernel/plugin.js';
 import { githubAccess } from './access.js';
 import * as api from './api.js';
-import { stopAllWorkers, webhookMiddleware, webhookRouter, workerOf } from './inbound.js';
+import { inboundCounts, stopAllWorkers, webhookMiddleware, webhookRouter, workerOf } from './inbound.js';
 import { outboundOf, stopAllOutbound } from './outbound.js';
 
 const LINKS = '/v1/integrations/github/links';
@@ -46,6 +46,17 @@ export const githubPlugin = definePlugin({
   ],
   init(services) {
     services.requestRouters.push(webhookRouter);
+    // the inbound queue per tenant: a backlog or failures an operator should see (docs/operator.md)
+    services.metrics.gauge('workgraph_github_inbound', 'GitHub deliveries queued and failed per tenant', ['tenant', 'state'], () =>
+      services.tenants.list().flatMap((tenant) => {
+        if (!tenant.enabled('github')) return [];
+        const counts = inboundCounts(tenant);
+        return [
+          { labels: { tenant: tenant.org, state: 'queued' }, value: counts.queued },
+          { labels: { tenant: tenant.org, state: 'failed' }, value: counts.failed },
+        ];
+      }),
+    );
   },
   middleware: (services) => webhookMiddleware(services),
   tenantOpen(tenant, services) {

@@ -8,6 +8,7 @@
  * says `has_token: true` and never carries one, except a webhook secret the server generated,
  * answered once by the call that made it.
  */
+import { createPrivateKey } from 'node:crypto';
 import { errors } from '../../kernel/errors.js';
 import type { Static } from '../../kernel/operation.js';
 import type { OpContext } from '../../kernel/plugin.js';
@@ -44,7 +45,7 @@ export function webhookUrlOf(ctx: Pick<OpContext, 'services' | 'tenant'>): strin
 export function view(ctx: OpContext, link: StoredLink): LinkViewT {
   const stores = storesOf(ctx.tenant);
   let synced = 0;
-  for (const r of stores.sync.values()) if (r.link === link.id) synced++;
+  for (const r of stores.sync.values()) if (r.link === link.id && !r.ended) synced++;
   let queued = 0;
   let failed = 0;
   let lastError: string | null = null;
@@ -89,8 +90,12 @@ function authOf(input: { token?: string; app?: { app_id: number; private_key: st
     throw errors.validation('give a token or an App installation, not both', [{ field: 'token' }, { field: 'app' }]);
   if (input.token !== undefined) return { kind: 'token', token: input.token };
   if (input.app !== undefined) {
-    if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(input.app.private_key))
-      throw errors.validation('app.private_key is not a PEM private key', [{ field: 'app.private_key' }]);
+    try {
+      // read as a key now, so a pasted wrong file fails here rather than at the first call to GitHub
+      if (createPrivateKey(input.app.private_key).asymmetricKeyType !== 'rsa') throw new Error('not RSA');
+    } catch {
+      throw errors.validation('app.private_key is not the App\u2019s PEM private key (RSA)', [{ field: 'app.private_key' }]);
+    }
     return { kind: 'app', ...input.app };
   }
   return null;

@@ -108,6 +108,12 @@ export interface SyncRecord {
   body_truncated?: boolean;
   /** issue comment id -> comment node id (issue_comment events) */
   comments?: Record<string, string>;
+  /**
+   * Set when the pairing ended while the issue lives on (the node was deleted here): later
+   * deliveries of the issue are ignored (a deleted node is not brought back) and nothing is
+   * sent for it. Such a record is no synced issue.
+   */
+  ended?: string;
 }
 
 /** One webhook delivery: queued durably before the 202, processed in `seq` order by the tenant's worker. */

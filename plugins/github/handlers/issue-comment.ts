@@ -18,13 +18,13 @@ import { commentsUsable, pieces } from '../conflict.js';
 import { syncOfIssue } from '../store.js';
 import { normalizeText, readIssue } from '../sync.js';
 import type { GithubHandler } from './index.js';
-import { createNodeOf, loginOf } from './issues.js';
+import { createNodeOf, loginOf, MARKER_LINES, ownMarkerOf } from './issues.js';
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The node comment text of a GitHub comment: who wrote it when they map to nobody, and where. */
 function bodyOf(text: string, login: string | null, mapped: boolean, url: string): string {
-  const body = normalizeText(text) || '(empty)';
+  const body = normalizeText(text.replace(MARKER_LINES, '')) || '(empty)';
   return mapped || !login ? body : `${body}\n\n\u2014 @${login} on GitHub (${url})`;
 }
 
@@ -44,8 +44,16 @@ export const issueCommentHandler: GithubHandler = async (ctx, payload) => {
   const url = typeof comment.html_url === 'string' ? comment.html_url : issue.html_url;
   const text = typeof comment.body === 'string' ? comment.body : '';
   let record = syncOfIssue(ctx.stores, ctx.link.id, issue.number);
+  if (record?.ended) return;
   if (action === 'created') {
     if (record?.comments?.[key]) return;
+    // a comment the outbound side posted, coming back with its marker: paired with its node comment, never added again
+    const own = ownMarkerOf(ctx.tenant, text);
+    if (record && own) {
+      const now = ctx.stores.sync.get(record.node) ?? record;
+      await ctx.stores.sync.set(record.node, { ...now, comments: { ...(now.comments ?? {}), [key]: own.id } });
+      return;
+    }
     if (!record) record = await createNodeOf(ctx, issue, loginOf(p.sender));
     if (!ctx.tenant.index.get(record.node)) return;
     const writer = ctx.as(author);

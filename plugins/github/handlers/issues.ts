@@ -78,6 +78,8 @@ export function issueRef(repo: string, number: number): string {
  */
 export async function createNodeOf(ctx: InboundContext, issue: GithubIssue, sender: string | null): Promise<SyncRecord> {
   const { tenant, link, map } = ctx;
+  const own = ownMarkerOf(tenant, issue.body);
+  if (own) return pairOwnIssue(ctx, own, issue);
   const snap = issueSnapshot(issue);
   const type = map.typeOf(issue.labels);
   const def = tenant.registry.nodeTypes.get(type);
@@ -90,7 +92,8 @@ export async function createNodeOf(ctx: InboundContext, issue: GithubIssue, send
     id = `${base}-${n}`;
     existing = tenant.index.get(id);
   }
-  const writer = ctx.as(sender ?? issue.user);
+  // the node is the issue's: its author writes it (a late first sync too)
+  const writer = ctx.as(issue.user ?? sender);
   let revision: string;
   if (existing) revision = existing.revision;
   else {
@@ -140,6 +143,43 @@ export async function createNodeOf(ctx: InboundContext, issue: GithubIssue, send
     comments: {},
   };
   await ctx.stores.sync.set(id, record);
+  return record;
+}
+
+/**
+ * The marker the outbound side writes into what it creates on GitHub (`<!-- work-graph:<id> -->`,
+ * an HTML comment GitHub does not show), naming the node or node comment it came from.
+ */
+const MARKER = /<!-- work-graph:([a-z0-9][a-z0-9-]*) -->/;
+export const MARKER_LINES = /\n*<!-- work-graph:[^>\s]+ -->[ \t]*(?=\n|$)/g;
+
+/** The node `text`'s marker names, when it names one of this tenant. */
+export function ownMarkerOf(tenant: InboundContext['tenant'], text: string | null): NodeRecord | null {
+  const id = text ? MARKER.exec(text)?.[1] : undefined;
+  return (id && tenant.index.get(id)) || null;
+}
+
+/**
+ * An issue the outbound side created for `node` coming back before it recorded the pairing:
+ * paired with its node as it is (both sides hold the same), never a second node.
+ */
+async function pairOwnIssue(ctx: InboundContext, node: NodeRecord, issue: GithubIssue): Promise<SyncRecord> {
+  const existing = ctx.stores.sync.get(node.id);
+  if (existing) return existing;
+  const snap = issueSnapshot({ ...issue, body: issue.body === null ? null : issue.body.replace(MARKER_LINES, '') });
+  const record: SyncRecord = {
+    node: node.id,
+    link: ctx.link.id,
+    repo: ctx.link.repo,
+    issue_number: issue.number,
+    issue_id: issue.id,
+    synced: { title: snap.title, body: snap.body, state: snap.state, labels: snap.labels, assignees: snap.assignees },
+    node_revision: node.revision,
+    issue_updated_at: issue.updated_at,
+    ...(snap.body_truncated ? { body_truncated: true } : {}),
+    comments: {},
+  };
+  await ctx.stores.sync.set(node.id, record);
   return record;
 }
 
@@ -257,7 +297,8 @@ export const issuesHandler: GithubHandler = async (ctx, payload) => {
   const sender = loginOf(p.sender);
   const record = syncOfIssue(ctx.stores, ctx.link.id, issue.number);
   if (action === 'deleted') {
-    if (record) await issueDeleted(ctx, record, issue, sender);
+    if (record && !record.ended) await issueDeleted(ctx, record, issue, sender);
+    else if (record) await ctx.stores.sync.delete(record.node);
     return;
   }
   if (!FOLLOWED.has(action)) return;
@@ -265,15 +306,16 @@ export const issuesHandler: GithubHandler = async (ctx, payload) => {
     await createNodeOf(ctx, issue, sender);
     return;
   }
+  if (record.ended) return;
   const node = ctx.tenant.index.get(record.node);
   if (!node) {
-    // the node was deleted here: the pairing ends (a deleted node is not brought back by GitHub)
-    ctx.log.info('github: the node of a synced issue is gone; pairing dropped', {
+    // the node was deleted here: the pairing ends, and GitHub does not bring the node back
+    ctx.log.info('github: the node of a synced issue is gone; pairing ended', {
       org: ctx.tenant.org,
       node: record.node,
       issue: issue.number,
     });
-    await ctx.stores.sync.delete(record.node);
+    await ctx.stores.sync.set(record.node, { ...record, ended: 'the node was deleted' });
     return;
   }
   await applyIssue(ctx, record, node, issue, sender);

@@ -9,7 +9,10 @@
  * `installation` suspend/unsuspend/deleted disable and enable the App's links.
  */
 import { generateKeyPairSync } from 'node:crypto';
+import { IncomingMessage } from 'node:http';
+import { Socket } from 'node:net';
 import { expect } from 'chai';
+import { webhookRouter } from '../../../plugins/github/inbound.js';
 import { addPerson, runSecrets, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { closedExample, deliver, example, until } from './webhook-examples.js';
 
@@ -91,6 +94,16 @@ describe('github: inbound webhooks', function () {
     const bad = await deliver(t, { event: 'ping', payload: appPing, secret: 'some-other-secret-00000' });
     expect(bad.status).to.equal(401);
     expect((await link()).inbound.queued).to.equal(0);
+  });
+
+  it('cluster mode routes a delivery to the owner of its ?tenant= from the headers alone (the body is not read)', async () => {
+    const request = (method: string, url: string) => Object.assign(new IncomingMessage(new Socket()), { method, url });
+    const post = request('POST', `/v1/integrations/github/webhook?tenant=${t.org}`);
+    expect(webhookRouter.applies(post)).to.equal('headers');
+    expect(await webhookRouter.route(post, null)).to.deep.equal({ org: t.org });
+    expect(await webhookRouter.route(request('POST', '/v1/integrations/github/webhook'), null)).to.equal(null);
+    expect(webhookRouter.applies(request('GET', `/v1/integrations/github/webhook?tenant=${t.org}`))).to.equal(false);
+    expect(webhookRouter.applies(request('POST', '/v1/integrations/github/links'))).to.equal(false);
   });
 
   it('issues.opened creates the node with the mapped fields, written as the mapped person', async () => {
@@ -191,6 +204,15 @@ describe('github: inbound webhooks', function () {
     expect(comments[0]!.body.trim()).to.equal(edited.comment.body.trim());
     await send('issue_comment', example('issue_comment', 'deleted'));
     expect(await list()).to.have.length(0);
+
+    // a comment made here and posted to GitHub by the outbound side comes back with its marker: paired, not added again
+    const ours = await t.api('POST', `/v1/nodes/${NODE}/comments`, { body: { body: 'Written here first.' } });
+    expect(ours.status, ours.text).to.equal(201);
+    const echo = example('issue_comment', 'created');
+    echo.comment.id = 492700401;
+    echo.comment.body = `Written here first.\n\n<!-- work-graph:${ours.body.id} -->`;
+    await send('issue_comment', echo);
+    expect((await list()).map((c) => c.id)).to.deep.equal([ours.body.id]);
   });
 
   it('issues.deleted keeps the node, closed as not planned, and ends the pairing', async () => {
@@ -234,5 +256,17 @@ describe('github: inbound webhooks', function () {
     expect(l.disabled_reason).to.match(/uninstalled/);
     // the other installation's link is untouched
     expect((await get(suspendable.body.link.id)).enabled).to.equal(true);
+    // created and new_permissions_accepted (their installation id set to the linked one) change nothing
+    for (const action of ['created', 'new_permissions_accepted']) {
+      const payload = example('installation', action);
+      payload.installation.id = 16598467;
+      const before = await get(suspendable.body.link.id);
+      const after = await sendApp(payload, suspendable.body.link.id);
+      expect(after.enabled, action).to.equal(true);
+      expect(after.updated, action).to.equal(before.updated);
+    }
+    // an installation no link names: no secret to verify it with
+    const unknown = await deliver(t, { event: 'installation', payload: example('installation', 'created'), secret: appSecret });
+    expect(unknown.status).to.equal(404);
   });
 });

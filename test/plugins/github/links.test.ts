@@ -72,6 +72,17 @@ describe('github: link management', function () {
       [{ repo: 'acme/x' }, 422],
       [{ repo: 'acme/x', token: TOKEN, app: { app_id: 1, installation_id: 2, private_key: 'x'.repeat(120) } }, 422],
       [{ repo: 'acme/x', app: { app_id: 1, installation_id: 2, private_key: 'x'.repeat(120) } }, 422],
+      [
+        {
+          repo: 'acme/x',
+          app: {
+            app_id: 1,
+            installation_id: 2,
+            private_key: `-----BEGIN PRIVATE KEY-----\n${'A'.repeat(120)}\n-----END PRIVATE KEY-----\n`,
+          },
+        },
+        422,
+      ],
       [{ repo: 'acme/x', token: TOKEN, mappings: { label_types: { bug: 'no-such-type' } } }, 422],
       [{ repo: 'acme/x', token: TOKEN, mappings: { closed_status: { issue: 'no-such-status' } } }, 422],
       [{ repo: 'acme/x', token: TOKEN, mappings: { people: { someone: 'person-nobody' } } }, 422],

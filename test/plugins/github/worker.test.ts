@@ -17,6 +17,7 @@ import { deliver, example, until } from './webhook-examples.js';
 const SECRET = 'worker-webhook-secret-0000001';
 const TOKEN = 'github_pat_worker_test_0123456789';
 const LINKS = '/v1/integrations/github/links';
+const METRICS = 'github-worker-metrics-secret-0001';
 
 describe('github: the inbound worker retries and gives up as it should', function () {
   this.timeout(60_000);
@@ -25,7 +26,8 @@ describe('github: the inbound worker retries and gives up as it should', functio
   const original = handlers.issues!;
 
   before(async () => {
-    t = await startTestServer();
+    t = await startTestServer({ config: { metricsToken: METRICS } });
+    runSecrets.add(METRICS);
     runSecrets.add(SECRET);
     runSecrets.add(TOKEN);
     const res = await t.api('POST', LINKS, { body: { repo: 'Codertocat/Hello-World', token: TOKEN, webhook_secret: SECRET } });
@@ -108,6 +110,11 @@ describe('github: the inbound worker retries and gives up as it should', functio
     });
     expect(l.inbound.failed).to.equal(1);
     expect(l.inbound.last_error).to.match(/person/);
+    // the operator's view: the failed delivery in the tenant's gauge
+    const scraped = await t.api('GET', '/metrics', { token: METRICS });
+    expect(scraped.status).to.equal(200);
+    expect(scraped.text).to.include(`workgraph_github_inbound{tenant="${t.org}",state="failed"} 1`);
+    expect(scraped.text).to.include(`workgraph_github_inbound{tenant="${t.org}",state="queued"} 0`);
     const comments = await t.api('GET', '/v1/nodes/issue-gh-hello-world-1/comments');
     expect(comments.body.comments, 'the comment behind the refused delivery was applied').to.have.length(1);
 
@@ -118,5 +125,40 @@ describe('github: the inbound worker retries and gives up as it should', functio
     await until(async () => ((await link()).inbound.queued === 0 ? true : undefined));
     expect((await t.api('GET', '/v1/nodes/issue-gh-hello-world-3')).status).to.equal(200);
     expect((await link()).inbound.failed).to.equal(0);
+  });
+
+  it('an issue the outbound side created comes back with its marker: paired with its node, no second node', async () => {
+    const created = await t.api('POST', '/v1/nodes', {
+      body: { nodes: [{ id: 'task-from-here', type: 'task', summary: 'Made here first' }] },
+    });
+    expect(created.status, created.text).to.equal(200);
+    const before = (await t.api('GET', '/v1/nodes/task-from-here')).body.revision;
+    const synced = (await link()).synced_issues as number;
+    // the published `opened` example as the outbound side would have created it: its body ends with the marker
+    const echo = example('issues', 'opened');
+    echo.issue.number = 5;
+    echo.issue.id = 444500555;
+    echo.issue.body = `${echo.issue.body}\n\n<!-- work-graph:task-from-here -->`;
+    expect((await deliver(t, { event: 'issues', payload: echo, secret: SECRET })).status).to.equal(202);
+    await until(async () => ((await link()).inbound.queued === 0 ? true : undefined));
+    expect((await link()).synced_issues).to.equal(synced + 1);
+    expect((await t.api('GET', '/v1/nodes/issue-gh-hello-world-5')).status).to.equal(404);
+    expect((await t.api('GET', '/v1/nodes/task-from-here')).body.revision).to.equal(before);
+  });
+
+  it('a node deleted here ends its pairing: later deliveries of the issue do not bring it back', async () => {
+    const tenant = t.server.services.tenants.get(t.org)!;
+    const actor = { personId: t.adminPerson, name: 'Admin', email: 'admin@localhost', agent: null, session: null };
+    await tenant.write(actor, { op: 'test_delete', via: 'rest' }, async (draft) => draft.delete('issue-gh-hello-world-3'));
+    const synced = (await link()).synced_issues as number;
+    const other = example('issues', 'opened', 2);
+    other.issue.number = 3;
+    other.issue.id = 444500999;
+    for (let i = 0; i < 2; i++) {
+      expect((await deliver(t, { event: 'issues', payload: other, secret: SECRET })).status).to.equal(202);
+      await until(async () => ((await link()).inbound.queued === 0 ? true : undefined));
+      expect((await t.api('GET', '/v1/nodes/issue-gh-hello-world-3')).status).to.equal(404);
+    }
+    expect((await link()).synced_issues).to.equal(synced - 1);
   });
 });
