@@ -37,6 +37,10 @@ export interface ClientOptions {
   retryBaseMs?: number;
   /** tags log lines (the tenant, the link) */
   context?: Record<string, unknown>;
+  /** cuts every request in flight (the tenant closing here) */
+  signal?: AbortSignal;
+  /** a rate limit asking to wait longer than this (s) fails the call instead: the caller's own backoff waits (default 60) */
+  maxLimitWaitS?: number;
 }
 
 /** the Octokit class @octokit/app accepts (its own dependency's @octokit/core) */
@@ -47,6 +51,7 @@ const USER_AGENT = 'work-graph-github-sync';
 /** Octokit's options shared by both kinds of authentication. */
 function baseOptions(opts: ClientOptions): Record<string, unknown> {
   const retries = opts.retries ?? 3;
+  const maxWait = opts.maxLimitWaitS ?? 60;
   const ctx = opts.context ?? {};
   const note = (msg: string, fields: Record<string, unknown>) => opts.log.warn(msg, { ...ctx, ...fields });
   return {
@@ -62,14 +67,16 @@ function baseOptions(opts: ClientOptions): Record<string, unknown> {
     throttle: {
       onRateLimit: (retryAfter: number, options: { method: string; url: string }, _o: unknown, retryCount: number) => {
         note('github rate limit reached', { method: options.method, path: options.url, retry_after_s: retryAfter, retry: retryCount });
-        return retryCount < retries;
+        // a wait of up to an hour (the primary limit's reset) is not held in memory: the call fails and the caller's durable backoff waits
+        return retryCount < retries && retryAfter <= maxWait;
       },
       onSecondaryRateLimit: (retryAfter: number, options: { method: string; url: string }, _o: unknown, retryCount: number) => {
         note('github secondary rate limit', { method: options.method, path: options.url, retry_after_s: retryAfter, retry: retryCount });
-        return retryCount < retries;
+        return retryCount < retries && retryAfter <= maxWait;
       },
     },
     retry: { retries, retryAfterBaseValue: opts.retryBaseMs ?? 1000 },
+    ...(opts.signal ? { request: { signal: opts.signal } } : {}),
   };
 }
 

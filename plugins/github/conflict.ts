@@ -40,9 +40,21 @@ export async function noteOnNode(ctx: InboundContext, node: string, login: strin
   const parts = pieces(text, LIMITS.bodyBytes - 40);
   for (const [i, part] of parts.entries()) {
     const body = parts.length > 1 ? `(part ${i + 1} of ${parts.length})\n\n${part}` : part;
-    await invoke(addComment, writer, { id: node, body });
+    const answer: unknown = await invoke(addComment, writer, { id: node, body });
+    if (typeof answer === 'object' && answer !== null && 'id' in answer && typeof answer.id === 'string')
+      await pairLocal(ctx, node, answer.id);
   }
   return true;
+}
+
+/**
+ * Records a comment this side wrote for GitHub's sake (a conflict note, the later parts of a
+ * long GitHub comment) in the sync record's `comments` under `local:<id>`, so the outbound side
+ * (outbound.ts), which sends a node's comments that are not paired, does not post it back.
+ */
+export async function pairLocal(ctx: InboundContext, node: string, commentId: string): Promise<void> {
+  const record = ctx.stores.sync.get(node);
+  if (record) await ctx.stores.sync.set(node, { ...record, comments: { ...(record.comments ?? {}), [`local:${commentId}`]: commentId } });
 }
 
 const fence = (text: string): string => {

@@ -9,7 +9,8 @@ import { definePlugin } from '../../kernel/plugin.js';
 import { githubAccess } from './access.js';
 import * as api from './api.js';
 import { inboundCounts, stopAllWorkers, webhookMiddleware, webhookRouter, workerOf } from './inbound.js';
-import { outboundOf, stopAllOutbound } from './outbound.js';
+import { outboundOf, outboundStatus, stopAllOutbound } from './outbound.js';
+import { storesOf } from './store.js';
 
 const LINKS = '/v1/integrations/github/links';
 
@@ -56,6 +57,21 @@ export const githubPlugin = definePlugin({
           { labels: { tenant: tenant.org, state: 'failed' }, value: counts.failed },
         ];
       }),
+    );
+    // the outbound side: events not yet sent, and failed attempts at the head (GitHub down, credentials refused)
+    services.metrics.gauge(
+      'workgraph_github_outbound',
+      'GitHub outbound events behind and failed attempts per tenant',
+      ['tenant', 'state'],
+      () =>
+        services.tenants.list().flatMap((tenant) => {
+          if (!tenant.enabled('github') || storesOf(tenant).links.size === 0) return [];
+          const status = outboundStatus(tenant);
+          return [
+            { labels: { tenant: tenant.org, state: 'behind' }, value: status.behind },
+            { labels: { tenant: tenant.org, state: 'attempts' }, value: status.attempts },
+          ];
+        }),
     );
   },
   middleware: (services) => webhookMiddleware(services),

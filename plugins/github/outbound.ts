@@ -17,7 +17,7 @@
  *   outage, a rate limit the client gave up on (client.ts) or rejected credentials keep the
  *   event at the head and retry it with backoff (full jitter, at most RETRY_CAP_MS), however
  *   long: the queue is the event log, so a restart or a fail-over resumes at the cursor.
- * - Exactly once: the cursor is written durably after each event; an event done on GitHub
+ * - Exactly once: the cursor is written durably after each event that wrote to GitHub (the others with their batch); an event done on GitHub
  *   whose cursor write a crash lost is done again, and every write re-reads GitHub first
  *   (outbound-push.ts), so it is not repeated.
  * - While the inbound queue (inbound.ts) holds a delivery for the same issue, the event waits
@@ -46,6 +46,7 @@ export const RETRY_CAP_MS = 5 * 60 * 1000;
 export const DEFER_MAX_MS = 30_000;
 const DEFER_STEP_MS = 200;
 const TICK_MS = 500;
+const SHUTDOWN_WAIT_MS = 5_000;
 const BATCH = 50;
 
 export const FOLLOWED_TYPES = ['node.created', 'node.updated', 'node.status_changed', 'edge.added', 'edge.removed', 'comment.added'];
@@ -118,6 +119,8 @@ export class OutboundEngine {
   private unsubscribe: (() => void) | null = null;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
+  /** aborted at stop: the requests in flight must not outlive this process's turn with the tenant */
+  private readonly cut = new AbortController();
   private kicked = false;
   /** the head event and since when it waits for the inbound queue */
   private deferred: { event: number; since: number } | null = null;
@@ -141,6 +144,7 @@ export class OutboundEngine {
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.cut.abort();
     this.unsubscribe?.();
     if (this.timer) clearInterval(this.timer);
     engines.delete(this.tenant);
@@ -149,7 +153,11 @@ export class OutboundEngine {
   /** Stops and waits for the event in flight (its cursor written, or left for the next start). */
   async shutdown(): Promise<void> {
     this.stop();
-    await this.running;
+    // requests were cut; a rate-limit wait (at most a minute, client.ts) is not waited out: what
+    // it held is done again by the next start, which re-reads GitHub first
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.running, new Promise<void>((r) => (timer = setTimeout(r, SHUTDOWN_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 
   /** The cursor as stored (null before the first start wrote one). */
@@ -229,10 +237,13 @@ export class OutboundEngine {
     }
     for (const event of events) {
       if (!this.live()) return false;
+      let wrote = false;
       try {
-        await this.handle(event);
+        wrote = await this.handle(event);
         this.deferred = null;
       } catch (err) {
+        // cut by the tenant closing here: not a failure of GitHub's; the next start does it again
+        if (this.stopped) return false;
         if (err instanceof Deferred) {
           await this.out.cursor.set(CURSOR_KEY, { ...state, next_attempt_ms: this.services.clock.now() + DEFER_STEP_MS });
           return false;
@@ -273,10 +284,11 @@ export class OutboundEngine {
         failing_since: null,
         last_success: new Date(this.services.clock.now()).toISOString(),
       };
-      // durable before the next event: a crash repeats at most this one, which re-reads GitHub first
-      await this.out.cursor.set(CURSOR_KEY, state);
+      // after a write to GitHub, durable before the next event: a crash repeats at most this one,
+      // which re-reads GitHub first; an event that wrote nothing is made durable with the batch
+      if (wrote) await this.out.cursor.set(CURSOR_KEY, state);
     }
-    if (events.length < BATCH && head > state.cursor) await this.out.cursor.set(CURSOR_KEY, { ...state, cursor: head });
+    await this.out.cursor.set(CURSOR_KEY, events.length < BATCH && head > state.cursor ? { ...state, cursor: head } : state);
     return true;
   }
 
@@ -291,6 +303,7 @@ export class OutboundEngine {
       // few, short retries in the client: the engine's own backoff (kept durably) takes over after them
       retries: 2,
       retryBaseMs: 500,
+      signal: this.cut.signal,
       context: { org: this.tenant.org, link: link.id },
     });
     this.clients.set(link.id, { key, client });
@@ -318,27 +331,28 @@ export class OutboundEngine {
     if (now - this.deferred.since < DEFER_MAX_MS) throw new Deferred('the inbound queue holds this issue');
   }
 
-  private async handle(event: WorkEvent): Promise<void> {
+  /** Does what `event` asks on GitHub; true when it wrote there (the cursor must then be durable before the next). */
+  private async handle(event: WorkEvent): Promise<boolean> {
     const id = event.nodes[0];
-    if (!id) return;
+    if (!id) return false;
     const node = this.tenant.index.get(id);
-    if (!node) return;
+    if (!node) return false;
     let record = this.stores.sync.get(id);
     if (event.type === 'comment.added') {
       const commentId = event.nodes[1];
-      if (!record || !commentId || !this.tenant.enabled('comments')) return;
+      if (!record || !commentId || !this.tenant.enabled('comments')) return false;
       const paired = () => Object.values(this.stores.sync.get(id)?.comments ?? {}).includes(commentId);
-      if (paired()) return;
+      if (paired()) return false;
       const link = this.stores.links.get(record.link);
-      if (!link || !link.enabled) return;
+      if (!link || !link.enabled) return false;
       this.awaitInbound(event, record);
       // the inbound side paired it meanwhile: it came from GitHub
-      if (paired()) return;
+      if (paired()) return false;
       const comment = this.tenant.index.get(commentId);
-      if (!comment) return;
+      if (!comment) return false;
       record = this.stores.sync.get(id) ?? record;
       await postComment(await this.context(link), record, comment);
-      return;
+      return true;
     }
     if (!record) {
       // a create that may have reached GitHub before a crash is finished whatever the event
@@ -348,17 +362,18 @@ export class OutboundEngine {
         : event.type === 'node.created'
           ? linkForNewNode(this.stores, node)
           : undefined;
-      if (!link || !link.enabled) return;
+      if (!link || !link.enabled) return false;
       // a node created before its project was linked is not sent (the link starts from its own
       // time; to the second, as a commit's date is)
-      if (!pending && Date.parse(event.time) < Math.floor(Date.parse(link.created) / 1000) * 1000) return;
+      if (!pending && Date.parse(event.time) < Math.floor(Date.parse(link.created) / 1000) * 1000) return false;
       await createIssue(await this.context(link), node);
-      return;
+      return true;
     }
     const link = this.stores.links.get(record.link);
-    if (!link || !link.enabled) return;
+    if (!link || !link.enabled) return false;
     this.awaitInbound(event, record);
-    await pushNode(await this.context(link), this.stores.sync.get(id) ?? record, this.tenant.index.get(id) ?? node);
+    const done = await pushNode(await this.context(link), this.stores.sync.get(id) ?? record, this.tenant.index.get(id) ?? node);
+    return done.sent.length > 0 || done.conflicts.length > 0;
   }
 }
 
@@ -366,4 +381,25 @@ function describe(err: unknown): string {
   const status = statusOf(err);
   const message = err instanceof Error ? err.message : String(err);
   return status === null ? message : `${status}: ${message}`;
+}
+
+/**
+ * The outbound side's state for a tenant, for an admin's view of its links (events behind the
+ * cursor, the failing head's attempts and last error): the link view may show it.
+ */
+export function outboundStatus(tenant: Tenant): {
+  behind: number;
+  attempts: number;
+  failing_since: string | null;
+  last_error: string | null;
+  last_success: string | null;
+} {
+  const c = outboundStoresOf(tenant).cursor.get(CURSOR_KEY);
+  return {
+    behind: c ? Math.max(0, tenant.events.lastId - c.cursor) : 0,
+    attempts: c?.attempts ?? 0,
+    failing_since: c?.failing_since ?? null,
+    last_error: c?.last_error ?? null,
+    last_success: c?.last_success ?? null,
+  };
 }

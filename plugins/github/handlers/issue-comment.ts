@@ -14,7 +14,7 @@ import { errors } from '../../../kernel/errors.js';
 import { invoke } from '../../../kernel/operation.js';
 import { LIMITS } from '../../../kernel/registry.js';
 import { addComment, deleteComment, editComment } from '../../comments/api.js';
-import { commentsUsable, pieces } from '../conflict.js';
+import { commentsUsable, pairLocal, pieces } from '../conflict.js';
 import { syncOfIssue } from '../store.js';
 import { normalizeText, readIssue } from '../sync.js';
 import type { GithubHandler } from './index.js';
@@ -63,6 +63,8 @@ export const issueCommentHandler: GithubHandler = async (ctx, payload) => {
       const body = parts.length > 1 ? `(part ${i + 1} of ${parts.length})\n\n${part}` : part;
       const answer: unknown = await invoke(addComment, writer, { id: record.node, body });
       if (first === null && isRecord(answer) && typeof answer.id === 'string') first = answer.id;
+      // the later parts are this side's: paired too, so the outbound side does not send them back
+      else if (isRecord(answer) && typeof answer.id === 'string') await pairLocal(ctx, record.node, answer.id);
     }
     const now = ctx.stores.sync.get(record.node) ?? record;
     if (first) await ctx.stores.sync.set(record.node, { ...now, comments: { ...(now.comments ?? {}), [key]: first } });

@@ -253,7 +253,8 @@ export async function applyIssue(ctx: InboundContext, record: SyncRecord, node: 
     if (!noted) Object.assign(next, { [k.field]: synced[k.field] });
   }
   await ctx.stores.sync.set(record.node, {
-    ...record,
+    // the record as it is now: the conflict notes above paired their comments in it (conflict.ts pairLocal)
+    ...(ctx.stores.sync.get(record.node) ?? record),
     synced: next,
     node_revision: tenant.index.get(node.id)?.revision ?? revision,
     issue_updated_at: issue.updated_at,

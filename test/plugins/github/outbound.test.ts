@@ -15,15 +15,17 @@
  * already-applied change look like.
  */
 import { expect } from 'chai';
+import { generateKeyPairSync } from 'node:crypto';
 import { addPerson, putNodes, runSecrets, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { describedExample, GithubMock, type RecordedRequest } from '../../helpers/github-mock.js';
-import { outboundStoresOf, RETRY_CAP_MS } from '../../../plugins/github/outbound.js';
+import { outboundStatus, outboundStoresOf, RETRY_CAP_MS } from '../../../plugins/github/outbound.js';
 import { storesOf } from '../../../plugins/github/store.js';
 import { deliver, example, until } from './webhook-examples.js';
 
 const REPO = 'Codertocat/Hello-World';
 const SECRET = 'outbound-webhook-secret-00000001';
 const TOKEN = 'github_pat_outbound_test_0123456789';
+const METRICS = 'github-outbound-metrics-secret-01';
 const ROUND = 'issue-gh-hello-world-1347';
 const OTHER = 'issue-gh-hello-world-1';
 
@@ -32,6 +34,7 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
   let mock: GithubMock;
   let t: TestServer;
   let linkId: string;
+  const mine = 'Our reading: the README says commmit.';
   const described = describedExample('issue') as { title: string; body: string; number: number };
 
   const tenant = () => {
@@ -68,10 +71,11 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
   before(async function () {
     this.timeout(120_000);
     mock = await GithubMock.start();
-    t = await startTestServer({ config: { githubApiUrl: mock.url } });
+    t = await startTestServer({ config: { githubApiUrl: mock.url, metricsToken: METRICS } });
     const octo = await addPerson(t, 'Octo Cat');
     runSecrets.add(SECRET);
     runSecrets.add(TOKEN);
+    runSecrets.add(METRICS);
     await putNodes(t, [{ id: 'proj-web', type: 'proj', summary: 'web' }]);
     const res = await t.api('POST', '/v1/integrations/github/links', {
       body: { repo: REPO, token: TOKEN, webhook_secret: SECRET, project: 'proj-web', mappings: { people: { octocat: octo.id } } },
@@ -144,7 +148,6 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
 
   it('a conflict: GitHub moved too, so its text stays and the node\u2019s goes to the issue as a comment with both, once', async () => {
     const from = mock.requests.length;
-    const mine = 'Our reading: the README says commmit.';
     await patchNode(OTHER, { body: mine });
     const [comment] = await until(() => {
       const c = sent('POST', /\/issues\/1\/comments$/, from);
@@ -165,6 +168,27 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
     await caughtUp();
     expect(sent('POST', /\/issues\/1\/comments$/, from)).to.have.length(1);
     expect(sent('PATCH', /\/issues\/1$/, from)[0]!.body).to.deep.equal({ labels: ['documentation'] });
+  });
+
+  it('the conflict settles when GitHub\u2019s change arrives: the node keeps its text, a node comment holds both, its text goes out', async () => {
+    const from = mock.requests.length;
+    // GitHub's change (the body the mock's issue #1 has) arrives: the published issues.edited example with that body
+    const edited = example('issues', 'edited');
+    edited.issue.body = described.body;
+    await send(edited);
+    const n = await node(OTHER);
+    expect(n.body.trim()).to.equal(mine);
+    const comments = (await t.api('GET', `/v1/nodes/${OTHER}/comments`)).body.comments as Array<{ body: string }>;
+    const note = comments.find((c) => c.body.includes('not applied'));
+    expect(note, JSON.stringify(comments)).to.not.equal(undefined);
+    expect(note!.body).to.include(described.body).and.include(mine);
+    // `synced` took GitHub's body, which the issue still has: the node's goes out as the newer one
+    const patch = await until(() => sent('PATCH', /\/issues\/1$/, from).find((r) => (r.body as { body?: string }).body === mine));
+    expect(patch.status).to.equal(200);
+    await caughtUp();
+    // the node comment holding both texts is this side's note: not posted back to GitHub
+    expect(sent('POST', /\/issues\/1\/comments$/, from).map((r) => (r.body as { body: string }).body)).to.deep.equal([]);
+    expect(storesOf(tenant()).sync.get(OTHER)!.synced.body).to.equal(mine);
   });
 
   it('a node new in the linked project becomes an issue carrying its marker, and says which issue', async () => {
@@ -190,6 +214,34 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
     await putNodes(t, [{ id: 'task-outbound-elsewhere', type: 'task', summary: 'Not linked' }]);
     await caughtUp();
     expect(sent('POST', /\/issues$/, outside)).to.have.length(0);
+  });
+
+  it('an App link calls as its installation: a JWT exchanged for an installation token first', async () => {
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const pem = privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
+    await putNodes(t, [{ id: 'proj-app', type: 'proj', summary: 'app' }]);
+    const res = await t.api('POST', '/v1/integrations/github/links', {
+      body: {
+        repo: 'octo-org/app-repo',
+        app: { app_id: 4242, installation_id: 99, private_key: pem },
+        webhook_secret: SECRET,
+        project: 'proj-app',
+      },
+    });
+    expect(res.status, res.text).to.equal(201);
+    const from = mock.requests.length;
+    await putNodes(t, [{ id: 'task-app-new', type: 'task', summary: 'Via the App', project: 'proj-app' }]);
+    const [created] = await until(() => {
+      const c = sent('POST', /\/repos\/octo-org\/app-repo\/issues$/, from);
+      return c.length > 0 ? c : undefined;
+    });
+    expect(created!.status).to.equal(201);
+    const [exchange] = sent('POST', /\/app\/installations\/99\/access_tokens$/, from);
+    expect(exchange, 'the installation token exchange').to.not.equal(undefined);
+    expect(String(exchange!.headers.authorization)).to.match(/^bearer [\w-]+\.[\w-]+\.[\w-]+$/i);
+    expect(mock.requests.indexOf(exchange!)).to.be.lessThan(mock.requests.indexOf(created!));
+    expect(created!.headers.authorization).to.equal(`token ${(exchange!.response as { token: string }).token}`);
+    await caughtUp();
   });
 
   it('a comment on a synced node goes to the issue with its author and marker', async () => {
@@ -219,6 +271,14 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
     const cursor = outboundStoresOf(tenant()).cursor.get('cursor')!;
     expect(cursor.attempts).to.be.greaterThan(0);
     expect(cursor.cursor).to.be.lessThan(tenant().events.lastId);
+    const status = outboundStatus(tenant());
+    expect(status.behind).to.be.greaterThan(0);
+    expect(status.last_error).to.be.a('string');
+    expect(status.failing_since).to.be.a('string');
+    // the operator's view: failed attempts in the tenant's gauge
+    const scraped = await t.api('GET', '/metrics', { token: METRICS });
+    expect(scraped.status).to.equal(200);
+    expect(scraped.text).to.match(new RegExp(`workgraph_github_outbound\\{tenant="${t.org}",state="attempts"\\} [1-9]`));
     const from = mock.requests.length;
     await mock.up();
     // the retry's wait is on the server's clock: move it past the longest backoff
@@ -231,6 +291,7 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
     expect(patch!.body).to.deep.equal({ body: 'Steps to reproduce: parse an empty file.' });
     await caughtUp();
     expect(sent('PATCH', /\/issues\/1347$/, from)).to.have.length(1);
+    expect(outboundStatus(tenant())).to.include({ behind: 0, attempts: 0, failing_since: null });
     expect(t.logs.join('\n')).to.not.include(TOKEN);
   });
 });
