@@ -91,4 +91,6 @@ export const KNOWN_FIELDS: ReadonlySet<string> = new Set([
   'github',
   'github_issue',
   'github_url',
+  // linked GitHub pull requests' addresses (plugins/github/code-moves.ts)
+  'pull_requests',
 ]);

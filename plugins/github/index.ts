@@ -19,7 +19,7 @@ export const githubPlugin = definePlugin({
   description: 'Linked GitHub repositories: issues, comments, pull requests and commits kept in step with the graph.',
   version: '1.0.0',
   dependsOn: ['core'],
-  optionalDependsOn: ['comments'],
+  optionalDependsOn: ['comments', 'import'],
   access: githubAccess,
   routes: [
     { method: 'POST', path: LINKS, operation: api.linkGithubRepo, status: 201 },

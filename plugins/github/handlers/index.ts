@@ -13,6 +13,7 @@ import type { Logger } from '../../../kernel/config.js';
 import type { KernelServices, OpContext } from '../../../kernel/plugin.js';
 import type { Tenant } from '../../../kernel/tenant.js';
 import type { GithubStores, LinkMappings, StoredLink } from '../store.js';
+import { codeHandlers } from './code.js';
 import { installationHandler } from './installation.js';
 import { issueCommentHandler } from './issue-comment.js';
 import { issuesHandler } from './issues.js';
@@ -61,4 +62,6 @@ export const handlers: Record<string, GithubHandler> = {
   issues: issuesHandler,
   issue_comment: issueCommentHandler,
   installation: installationHandler,
+  // code moves work (gh-code): pull requests, reviews, pushes
+  ...codeHandlers,
 };
