@@ -12,6 +12,7 @@ import { createPrivateKey } from 'node:crypto';
 import { errors } from '../../kernel/errors.js';
 import type { Static } from '../../kernel/operation.js';
 import type { OpContext } from '../../kernel/plugin.js';
+import { FIRST_SYNC_EVENT, firstSyncDeliveryOf } from './first-sync.js';
 import { WEBHOOK_PATH, workerOf } from './inbound.js';
 import { withDefaults } from './mapping.js';
 import type { LinkIdInput, LinkInput, LinkViewT, MappingsInput, UpdateLinkInput } from './schemas.js';
@@ -169,6 +170,9 @@ export async function linkGithubRepo(ctx: OpContext, input: Static<typeof LinkIn
     updated_by: ctx.actor.personId,
   };
   await stores.links.set(link.id, link);
+  // the importer as the first sync (first-sync.ts): queued ahead of GitHub's deliveries, durable
+  // and retried while GitHub is unreachable; `first_sync: false` links without importing what exists
+  if (input.first_sync !== false) await workerOf(ctx.tenant, ctx.services).enqueue(firstSyncDeliveryOf(link), link, FIRST_SYNC_EVENT, {});
   return { link: view(ctx, link), ...(generated ? { webhook_secret: generated } : {}) };
 }
 

@@ -41,6 +41,7 @@ export const LinkInput = object(
     project: Project,
     bot_person: BotPerson,
     enabled: s.boolean(),
+    first_sync: s.boolean("import the repository's issues once linked (default true)"),
   },
   ['repo'],
 );

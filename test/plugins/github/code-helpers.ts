@@ -45,7 +45,14 @@ export const SECRET = 'test-webhook-secret-for-code-moves';
 /** Links the examples' repository with a token and a known secret; `people` maps GitHub logins to person ids. */
 export async function linkRepo(t: TestServer, people: Record<string, string> = {}, extra: Record<string, unknown> = {}): Promise<string> {
   const res = await t.api('POST', '/v1/integrations/github/links', {
-    body: { repo: REPO, token: 'github_pat_11TESTTOKENFORCODEMOVES', webhook_secret: SECRET, mappings: { people }, ...extra },
+    body: {
+      repo: REPO,
+      first_sync: false,
+      token: 'github_pat_11TESTTOKENFORCODEMOVES',
+      webhook_secret: SECRET,
+      mappings: { people },
+      ...extra,
+    },
   });
   expect(res.status, res.text).to.equal(201);
   return res.body.link.id as string;

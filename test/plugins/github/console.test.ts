@@ -55,7 +55,9 @@ describe('github: the operator console page', function () {
   });
 
   it('lists the links without credentials; an admin disables and enables one; a member gets 403', async () => {
-    const created = await t.api('POST', '/v1/integrations/github/links', { body: { repo: 'acme/console', token: TOKEN } });
+    const created = await t.api('POST', '/v1/integrations/github/links', {
+      body: { repo: 'acme/console', token: TOKEN, first_sync: false },
+    });
     expect(created.status, created.text).to.equal(201);
     const secret: string = created.body.webhook_secret;
     runSecrets.add(secret);

@@ -8,7 +8,7 @@
  */
 import { expect } from 'chai';
 import { FIRST_SYNC_EVENT, firstSync, firstSyncDeliveryOf, syncIssuePages } from '../../../plugins/github/first-sync.js';
-import { inboundContext, mapperOf, workerOf } from '../../../plugins/github/inbound.js';
+import { inboundContext, mapperOf } from '../../../plugins/github/inbound.js';
 import { storesOf, type StoredLink } from '../../../plugins/github/store.js';
 import { GithubMock } from '../../helpers/github-mock.js';
 import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
@@ -113,17 +113,22 @@ describe('github: the first sync of a linked repository', function () {
     expect(same.map((r) => r.id)).to.deep.equal(['issue-gh-hello-world-1']);
   });
 
-  it('queued on the inbound queue (as the link operation queues it), it runs once as the admin who linked, with the GitHub call made', async () => {
+  it('linking queues it (unless `first_sync: false`): it runs once, on the inbound queue, with the GitHub call made', async () => {
     const tenant = t.server.services.tenants.get(t.org)!;
     const stores = storesOf(tenant);
-    const id = firstSyncDeliveryOf(link);
-    const before = mock.calls('GET', /^\/repos\/Codertocat\/Hello-World\/issues$/).length;
-    await workerOf(tenant, t.server.services).enqueue(id, link, FIRST_SYNC_EVENT, {});
+    // the link made in before() said first_sync: false: nothing was queued for it
+    expect(stores.inbound.get(firstSyncDeliveryOf(link))).to.equal(undefined);
+    const res = await t.api('POST', '/v1/integrations/github/links', {
+      body: { repo: 'Codertocat/Other-Repo', token: 'github_pat_11TESTTOKENFORCODEMOVES' },
+    });
+    expect(res.status, res.text).to.equal(201);
+    const id = firstSyncDeliveryOf({ id: res.body.link.id as string });
     const state = await until(() => {
       const d = stores.inbound.get(id);
       return d && (d.state !== 'queued' || d.attempts > 0) ? d.state : undefined;
     });
     expect(state, stores.inbound.get(id)?.last_error ?? '').to.equal('done');
-    expect(mock.calls('GET', /^\/repos\/Codertocat\/Hello-World\/issues$/)).to.have.length(before + 1);
+    expect(stores.inbound.get(id)?.event).to.equal(FIRST_SYNC_EVENT);
+    expect(mock.calls('GET', /^\/repos\/Codertocat\/Other-Repo\/issues$/)).to.have.length(1);
   });
 });

@@ -53,7 +53,7 @@ describe('github: inbound webhooks', function () {
     runSecrets.add(SECRET);
     runSecrets.add(TOKEN);
     const res = await t.api('POST', '/v1/integrations/github/links', {
-      body: { repo: REPO, token: TOKEN, webhook_secret: SECRET, mappings: { people: { Codertocat: coder.id } } },
+      body: { repo: REPO, first_sync: false, token: TOKEN, webhook_secret: SECRET, mappings: { people: { Codertocat: coder.id } } },
     });
     expect(res.status, res.text).to.equal(201);
     linkId = res.body.link.id;
@@ -229,13 +229,23 @@ describe('github: inbound webhooks', function () {
     const appSecret = 'app-webhook-secret-0123456789';
     runSecrets.add(appSecret);
     const suspendable = await t.api('POST', '/v1/integrations/github/links', {
-      body: { repo: 'octo-org/app-repo', app: { app_id: 1, private_key: pem, installation_id: 16598467 }, webhook_secret: appSecret },
+      body: {
+        repo: 'octo-org/app-repo',
+        first_sync: false,
+        app: { app_id: 1, private_key: pem, installation_id: 16598467 },
+        webhook_secret: appSecret,
+      },
     });
     expect(suspendable.status, suspendable.text).to.equal(201);
     expect(suspendable.text).to.not.include('PRIVATE KEY');
     expect(suspendable.body.link.has_private_key).to.equal(true);
     const removable = await t.api('POST', '/v1/integrations/github/links', {
-      body: { repo: 'octo-org/other-repo', app: { app_id: 1, private_key: pem, installation_id: 2 }, webhook_secret: appSecret },
+      body: {
+        repo: 'octo-org/other-repo',
+        first_sync: false,
+        app: { app_id: 1, private_key: pem, installation_id: 2 },
+        webhook_secret: appSecret,
+      },
     });
     expect(removable.status).to.equal(201);
     const get = async (id: string) => (await t.api('GET', `/v1/integrations/github/links/${id}`)).body;

@@ -57,6 +57,7 @@ describe('github outbound: kill -9 with calls queued', function () {
     expect((await call('POST', '/v1/nodes', { nodes: ['---\nid: proj-crash\ntype: proj\nsummary: crash\n---\n'] })).status).to.equal(200);
     const link = await call('POST', '/v1/integrations/github/links', {
       repo: 'Codertocat/Hello-World',
+      first_sync: false,
       token: TOKEN,
       webhook_secret: SECRET,
       project: 'proj-crash',

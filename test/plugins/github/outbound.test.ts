@@ -78,7 +78,14 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
     runSecrets.add(METRICS);
     await putNodes(t, [{ id: 'proj-web', type: 'proj', summary: 'web' }]);
     const res = await t.api('POST', '/v1/integrations/github/links', {
-      body: { repo: REPO, token: TOKEN, webhook_secret: SECRET, project: 'proj-web', mappings: { people: { octocat: octo.id } } },
+      body: {
+        repo: REPO,
+        first_sync: false,
+        token: TOKEN,
+        webhook_secret: SECRET,
+        project: 'proj-web',
+        mappings: { people: { octocat: octo.id } },
+      },
     });
     expect(res.status, res.text).to.equal(201);
     linkId = res.body.link.id;
@@ -223,6 +230,7 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
     const res = await t.api('POST', '/v1/integrations/github/links', {
       body: {
         repo: 'octo-org/app-repo',
+        first_sync: false,
         app: { app_id: 4242, installation_id: 99, private_key: pem },
         webhook_secret: SECRET,
         project: 'proj-app',

@@ -50,7 +50,13 @@ describe('github: the inbound queue survives a restart', function () {
   it('deliveries queued before a stop are applied once after the restart, and their ids stay known', async () => {
     const coder = await addPerson(t, 'Coder Tocat');
     const linked = await t.api('POST', '/v1/integrations/github/links', {
-      body: { repo: 'Codertocat/Hello-World', token: TOKEN, webhook_secret: SECRET, mappings: { people: { codertocat: coder.id } } },
+      body: {
+        repo: 'Codertocat/Hello-World',
+        first_sync: false,
+        token: TOKEN,
+        webhook_secret: SECRET,
+        mappings: { people: { codertocat: coder.id } },
+      },
     });
     expect(linked.status, linked.text).to.equal(201);
     const linkId: string = linked.body.link.id;

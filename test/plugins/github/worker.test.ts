@@ -30,7 +30,9 @@ describe('github: the inbound worker retries and gives up as it should', functio
     runSecrets.add(METRICS);
     runSecrets.add(SECRET);
     runSecrets.add(TOKEN);
-    const res = await t.api('POST', LINKS, { body: { repo: 'Codertocat/Hello-World', token: TOKEN, webhook_secret: SECRET } });
+    const res = await t.api('POST', LINKS, {
+      body: { repo: 'Codertocat/Hello-World', first_sync: false, token: TOKEN, webhook_secret: SECRET },
+    });
     expect(res.status, res.text).to.equal(201);
     linkId = res.body.link.id;
   });
