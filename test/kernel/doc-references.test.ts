@@ -195,6 +195,12 @@ describe('doc references (issue 23: the contract lives in the repository)', func
     expect(missing, 'cited paths that do not exist').to.deep.equal([]);
   });
 
+  it('no file carries a merge conflict left unresolved (a marker line of <, = or > runs)', () => {
+    const marker = /^(<{7} |={7}$|>{7} )/m;
+    const left = files.filter((f) => marker.test(readFileSync(join(ROOT, f), 'utf8')));
+    expect(left).to.deep.equal([]);
+  });
+
   it('finds comments the way the check relies on (strings and imports are not citations)', () => {
     const source = [
       "import { x } from '../kernel/absent.js';",
