@@ -23,3 +23,10 @@ export function stripMarkers(text: string | null | undefined): string | null {
 export function withMarker(text: string, id: string): string {
   return `${text.trimEnd()}\n\n${markerOf(id)}`;
 }
+
+const MARKER_ID = /<!-- work-graph:([a-z0-9][a-z0-9-]*) -->/;
+
+/** The id the first marker in `text` names, if any (whether it is this tenant's is the caller's check). */
+export function markedId(text: string | null | undefined): string | undefined {
+  return text ? MARKER_ID.exec(text)?.[1] : undefined;
+}

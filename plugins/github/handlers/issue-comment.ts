@@ -18,13 +18,14 @@ import { commentsUsable, pairLocal, pieces } from '../conflict.js';
 import { syncOfIssue } from '../store.js';
 import { normalizeText, readIssue } from '../sync.js';
 import type { GithubHandler } from './index.js';
-import { createNodeOf, loginOf, MARKER_LINES, ownMarkerOf } from './issues.js';
+import { stripMarkers } from '../marker.js';
+import { createNodeOf, loginOf, ownMarkerOf } from './issues.js';
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The node comment text of a GitHub comment: who wrote it when they map to nobody, and where. */
 function bodyOf(text: string, login: string | null, mapped: boolean, url: string): string {
-  const body = normalizeText(text.replace(MARKER_LINES, '')) || '(empty)';
+  const body = normalizeText(stripMarkers(text) ?? '') || '(empty)';
   return mapped || !login ? body : `${body}\n\n\u2014 @${login} on GitHub (${url})`;
 }
 

@@ -22,6 +22,7 @@ import type { NodeRecord } from '../../../kernel/graph-index.js';
 import { StatusPayload, type OpContext } from '../../../kernel/plugin.js';
 import * as core from '../../core/api.js';
 import { keepConflict, noteOnNode } from '../conflict.js';
+import { markedId, stripMarkers } from '../marker.js';
 import { syncOfIssue, type SyncRecord } from '../store.js';
 import {
   issueSnapshot,
@@ -146,16 +147,9 @@ export async function createNodeOf(ctx: InboundContext, issue: GithubIssue, send
   return record;
 }
 
-/**
- * The marker the outbound side writes into what it creates on GitHub (`<!-- work-graph:<id> -->`,
- * an HTML comment GitHub does not show), naming the node or node comment it came from.
- */
-const MARKER = /<!-- work-graph:([a-z0-9][a-z0-9-]*) -->/;
-export const MARKER_LINES = /\n*<!-- work-graph:[^>\s]+ -->[ \t]*(?=\n|$)/g;
-
-/** The node `text`'s marker names, when it names one of this tenant. */
+/** The node a marker in `text` names (marker.ts: what the outbound side created), when it is one of this tenant's. */
 export function ownMarkerOf(tenant: InboundContext['tenant'], text: string | null): NodeRecord | null {
-  const id = text ? MARKER.exec(text)?.[1] : undefined;
+  const id = markedId(text);
   return (id && tenant.index.get(id)) || null;
 }
 
@@ -166,7 +160,7 @@ export function ownMarkerOf(tenant: InboundContext['tenant'], text: string | nul
 async function pairOwnIssue(ctx: InboundContext, node: NodeRecord, issue: GithubIssue): Promise<SyncRecord> {
   const existing = ctx.stores.sync.get(node.id);
   if (existing) return existing;
-  const snap = issueSnapshot({ ...issue, body: issue.body === null ? null : issue.body.replace(MARKER_LINES, '') });
+  const snap = issueSnapshot({ ...issue, body: stripMarkers(issue.body) });
   const record: SyncRecord = {
     node: node.id,
     link: ctx.link.id,

@@ -37,6 +37,8 @@ export function watch(page: Page): Watch {
     // moves on, seen on a loaded machine): the browser's own doing; a server that fails answers a
     // status (which the tests check) or breaks the connection (another error text, still counted)
     if (r.resourceType() === 'document' && r.failure()?.errorText === 'net::ERR_ABORTED') return;
+    // a live page's redraw (static/live.js fetches a fresh copy of the page) cut by leaving the page
+    if (r.resourceType() === 'fetch' && r.headers().accept === 'text/html' && r.failure()?.errorText === 'net::ERR_ABORTED') return;
     w.problems.push(`failed: ${r.url()} ${r.failure()?.errorText}`);
   });
   return w;

@@ -61,12 +61,10 @@ describe('github: the inbound worker retries and gives up as it should', functio
         body: '',
       });
     });
-    let failures = 0;
+    // down until the test says so: a retry that comes early (the backoff is jittered) fails again
+    let down = true;
     handlers.issues = async (ctx, payload) => {
-      if (failures === 0) {
-        failures++;
-        throw new Error('GitHub is down for a moment');
-      }
+      if (down) throw new Error('GitHub is down for a moment');
       return original(ctx, payload);
     };
     expect((await deliver(t, { event: 'issues', payload: example('issues', 'opened', 1), secret: SECRET })).status).to.equal(202);
@@ -78,8 +76,9 @@ describe('github: the inbound worker retries and gives up as it should', functio
     expect(waiting.inbound.last_error).to.equal('GitHub is down for a moment');
     expect(waiting.inbound.queued, 'both wait: the second behind the first').to.equal(2);
     expect((await t.api('GET', '/v1/nodes/issue-gh-hello-world-1')).status).to.equal(404);
-    // the backoff passes (the server's clock moves past the longest first delay)
-    t.clock.advance(5_000);
+    // back up; the backoff passes (the server's clock moves past the longest delay there is)
+    down = false;
+    t.clock.advance(6 * 60_000);
     const done = await until(async () => {
       const l = await link();
       return l.inbound.queued === 0 ? l : undefined;

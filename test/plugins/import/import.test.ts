@@ -39,7 +39,8 @@ const beadsLines = () =>
     .map((l) => JSON.parse(l) as Record<string, any>);
 
 describe('import: beads, Backlog.md and GitHub through the CLI', function () {
-  this.timeout(120_000);
+  // each test runs the CLI as its own process (tsx compiling it first): minutes on a loaded 2-core machine
+  this.timeout(240_000);
   let t: TestServer;
   let remote: Record<string, string>;
   const work = mkdtempSync(join(tmpdir(), 'wg-import-'));
