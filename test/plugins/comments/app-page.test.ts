@@ -7,35 +7,7 @@
  */
 import { expect } from 'chai';
 import { addPerson, putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
-
-class Session {
-  cookies = new Map<string, string>();
-  constructor(readonly base: string) {}
-  async request(method: string, path: string, form?: Record<string, string>) {
-    const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
-    if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const res = await fetch(this.base + path, {
-      method,
-      headers,
-      body: form ? new URLSearchParams(form).toString() : undefined,
-      redirect: 'manual',
-    });
-    for (const c of res.headers.getSetCookie()) {
-      const [k, v] = c.split(';')[0]!.split('=');
-      if (v) this.cookies.set(k!, v);
-      else this.cookies.delete(k!);
-    }
-    return { status: res.status, location: res.headers.get('location'), text: await res.text() };
-  }
-  csrfOf(html: string): string {
-    return /name="csrf" value="([^"]+)"/.exec(html)![1]!;
-  }
-  async signIn(token: string) {
-    const page = await this.request('GET', '/app/signin');
-    const res = await this.request('POST', '/app/signin', { csrf: this.csrfOf(page.text), token, next: '/app/queue' });
-    expect(res.status, res.text.slice(0, 300)).to.equal(303);
-  }
-}
+import { FormClient } from '../app/form-client.js';
 
 describe('comments in the web app (node page)', function () {
   this.timeout(60_000);
@@ -52,8 +24,8 @@ describe('comments in the web app (node page)', function () {
   after(async () => t?.close());
 
   it('posts a comment with a mention: listed with the author’s name, sanitized, the mention a link to the person', async () => {
-    const s = new Session(t.url);
-    await s.signIn(ada.token);
+    const s = new FormClient(t.url);
+    await s.signedIn(ada.token);
     const page = await s.request('GET', '/app/nodes/task-cm-page');
     expect(page.text).to.include('No comments yet.');
     const noCsrf = await s.request('POST', '/app/nodes/task-cm-page/comments', { body: 'Sneaky' });
@@ -82,8 +54,8 @@ describe('comments in the web app (node page)', function () {
   });
 
   it('a blank comment is 422 inline with nothing written; another person sees no delete button and cannot delete', async () => {
-    const s = new Session(t.url);
-    await s.signIn(bob.token);
+    const s = new FormClient(t.url);
+    await s.signedIn(bob.token);
     const page = await s.request('GET', '/app/nodes/task-cm-page');
     expect(page.text).to.not.include('>Delete</button>');
     const head = t.server.services.tenants.get(t.org)!.head;
@@ -97,8 +69,8 @@ describe('comments in the web app (node page)', function () {
     const back = await s.request('GET', del.location!);
     expect(back.text).to.include('Could not delete the comment').and.include(id);
     // the admin may
-    const admin = new Session(t.url);
-    await admin.signIn(t.adminToken);
+    const admin = new FormClient(t.url);
+    await admin.signedIn(t.adminToken);
     const adminPage = await admin.request('GET', '/app/nodes/task-cm-page');
     expect(adminPage.text).to.include('>Delete</button>');
     const gone = await admin.request('POST', `/app/comments/${id}/delete`, { csrf: admin.csrfOf(adminPage.text) });

@@ -8,38 +8,7 @@
 import { expect } from 'chai';
 import { addPerson, runSecrets, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { axe, launch, serious, signIn, watch } from '../app/browser.js';
-
-/** A browser-like session: cookies kept, the page's CSRF token read from its forms. */
-class Session {
-  cookies = new Map<string, string>();
-  csrf = '';
-  constructor(readonly base: string) {}
-  async request(method: string, path: string, form?: Record<string, string>) {
-    const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
-    if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const res = await fetch(this.base + path, {
-      method,
-      headers,
-      body: form ? new URLSearchParams(form).toString() : undefined,
-      redirect: 'manual',
-    });
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const [k, v] = pair!.split('=');
-      if (v) this.cookies.set(k!, v);
-      else this.cookies.delete(k!);
-    }
-    const text = await res.text();
-    const csrf = /name="csrf" value="([^"]+)"/.exec(text)?.[1];
-    if (csrf) this.csrf = csrf;
-    return { status: res.status, location: res.headers.get('location'), text };
-  }
-  async signIn(token: string) {
-    await this.request('GET', '/app/signin');
-    await this.request('POST', '/app/signin', { csrf: this.csrf, token, next: '/app/queue' });
-    await this.request('GET', '/app/queue');
-  }
-}
+import { FormClient } from '../app/form-client.js';
 
 describe('github: the operator console page', function () {
   this.timeout(60_000);
@@ -62,8 +31,8 @@ describe('github: the operator console page', function () {
     const secret: string = created.body.webhook_secret;
     runSecrets.add(secret);
     const id: string = created.body.link.id;
-    const admin = new Session(t.url);
-    await admin.signIn(t.adminToken);
+    const admin = new FormClient(t.url);
+    await admin.signedIn(t.adminToken);
     const page = await admin.request('GET', '/app/admin/github');
     expect(page.status).to.equal(200);
     expect(page.text).to.match(/<h1>GitHub<\/h1>/);
@@ -83,8 +52,8 @@ describe('github: the operator console page', function () {
     expect((await t.api('GET', `/v1/integrations/github/links/${id}`)).body.enabled).to.equal(true);
 
     const bob = await addPerson(t, 'Bob Builder');
-    const member = new Session(t.url);
-    await member.signIn(bob.token);
+    const member = new FormClient(t.url);
+    await member.signedIn(bob.token);
     expect((await member.request('GET', '/app/admin/github')).status).to.equal(403);
     const refused = await member.request('POST', `/app/admin/github/${id}/enabled`, { csrf: member.csrf, enabled: 'false' });
     expect(refused.status).to.equal(403);
