@@ -25,7 +25,18 @@ import { join } from 'node:path';
 import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
 import { EVENT_TYPES } from '../../plugins/webhooks/payloads.js';
 import { Receiver, until } from '../plugins/webhooks/receiver.js';
-import { api, members, ownerMember, startMember, stopAll, waitForStatus, type ClusterEnv, type Member, type Status } from './members.js';
+import {
+  api,
+  members,
+  ownedIn,
+  ownerMember,
+  startMember,
+  stopAll,
+  waitForStatus,
+  type ClusterEnv,
+  type Member,
+  type Status,
+} from './members.js';
 
 // short enough that a fail-over takes seconds, long enough that a loaded machine does not lose
 // leases needlessly (test/cluster/cluster.test.ts explains its 8 s)
@@ -39,10 +50,7 @@ describe('cluster: events, webhooks and MCP subscriptions across members and a f
   const receivers: Receiver[] = [];
   const token = () => env.bootstrapToken;
   const live = () => [...members].filter((m) => !m.exited);
-  const owned = (s: Status) => {
-    const t = s.tenants.find((x) => x.org === ORG);
-    return !!t && !t.expired && !!t.url && s.members.some((m) => m.live && m.url === t.url) && !!ownerMember(s, ORG);
-  };
+  const owned = ownedIn(ORG);
 
   before(async () => {
     const pg = await sharedPostgres();

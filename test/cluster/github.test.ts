@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
 import { example } from '../plugins/github/webhook-examples.js';
 import { until } from '../plugins/webhooks/receiver.js';
-import { api, members, ownerMember, startMember, stopAll, waitForStatus, type ClusterEnv, type Status } from './members.js';
+import { api, members, ownedIn, ownerMember, startMember, stopAll, waitForStatus, type ClusterEnv } from './members.js';
 
 const LEASE_MS = 5000;
 const ORG = 'local';
@@ -28,10 +28,7 @@ describe('cluster: GitHub webhooks reach the owner; the inbound queue survives a
   this.timeout(300_000);
   let env: ClusterEnv;
   const token = () => env.bootstrapToken;
-  const owned = (s: Status) => {
-    const t = s.tenants.find((x) => x.org === ORG);
-    return !!t && !t.expired && !!t.url && s.members.some((m) => m.live && m.url === t.url) && !!ownerMember(s, ORG);
-  };
+  const owned = ownedIn(ORG);
 
   before(async () => {
     const pg = await sharedPostgres();

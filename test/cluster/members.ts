@@ -105,6 +105,13 @@ export function ownerMember(status: Status, org: string): Member | undefined {
   return [...members].find((m) => m.url === t.url && !m.exited);
 }
 
+/** Whether `org` has a live owner with an unexpired lease that the status names among its members. */
+export function ownedIn(org: string): (s: Status) => boolean {
+  return (s) => {
+    const t = s.tenants.find((x) => x.org === org);
+    return !!t && !t.expired && !!t.url && s.members.some((m) => m.live && m.url === t.url) && !!ownerMember(s, org);
+  };
+}
 export async function api(
   base: string,
   method: string,
