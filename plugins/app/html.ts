@@ -151,3 +151,11 @@ ${detail ? html`<p class="detail">${detail}</p>` : ''}
 <p><a href="/app/queue">Back to my queue</a></p>`,
   );
 }
+
+/** The style class of a unified diff's line (pages showing a diff: a change, a schema proposal). */
+export function diffLineClass(line: string): 'file' | 'add' | 'del' | 'hunk' | 'ctx' {
+  if (line.startsWith('+++') || line.startsWith('---')) return 'file';
+  if (line.startsWith('+')) return 'add';
+  if (line.startsWith('-')) return 'del';
+  return line.startsWith('@@') ? 'hunk' : 'ctx';
+}

@@ -5,7 +5,7 @@
  * core operation REST and MCP use; an error comes back inline on the same page.
  */
 import { isSvcError, SvcError } from '../../../kernel/errors.js';
-import { csrfField, html, layout, raw, type Html } from '../html.js';
+import { csrfField, html, layout, raw, type Html, diffLineClass } from '../html.js';
 import type { AppRequest, AppResult, Signed } from '../host.js';
 import { markdownToSafeHtml } from '../markdown.js';
 import { commentRedirect, commentsSection } from './comments.js';
@@ -255,17 +255,7 @@ export async function showHistoryEntry(req: AppRequest, s: Signed): Promise<AppR
 <p class="meta">${personName(s, d.actor) ? personLink(s, d.actor) : (d.actor_name ?? d.actor)} · ${when(d.date)} · <code>${d.message.split('\n')[0]}</code> · change <code>${d.change}</code> · commit <code>${d.sha}</code>${d.internal ? ' · internal' : ''}</p>
 <h2>Diff</h2>
 <pre class="diff" tabindex="0" aria-label="Diff of this change">${lines.map((l) => {
-    const cls =
-      l.startsWith('+++') || l.startsWith('---')
-        ? 'file'
-        : l.startsWith('+')
-          ? 'add'
-          : l.startsWith('-')
-            ? 'del'
-            : l.startsWith('@@')
-              ? 'hunk'
-              : 'ctx';
-    return html`<span class="${cls}">${l || ' '}</span>`;
+    return html`<span class="${diffLineClass(l)}">${l || ' '}</span>`;
   })}</pre>`;
   return { html: layout({ title: `Change ${d.short} of ${id}`, viewer: s.viewer, flash: s.flash }, body) };
 }

@@ -12,7 +12,7 @@ import { createTwoFilesPatch } from 'diff';
 import { stringify } from 'yaml';
 import { STAMP_KEYS, parseNodeMarkdown } from '../../../kernel/codec.js';
 import { errors, isSvcError, type SvcError } from '../../../kernel/errors.js';
-import { csrfField, html, layout, type Html } from '../html.js';
+import { csrfField, html, layout, type Html, diffLineClass } from '../html.js';
 import type { AppRequest, AppResult, Signed } from '../host.js';
 import { hookBlock, personName, schemaCrumbs } from './schema.js';
 
@@ -60,17 +60,7 @@ function diffBlock(label: string, before: string, after: string): Html {
   const patch = createTwoFilesPatch(`${label} (active)`, `${label} (proposed)`, before, after, '', '', { context: 3 });
   const lines = patch.split('\n').filter((l) => !l.startsWith('====') && !l.startsWith('Index:'));
   return html`<pre class="diff" tabindex="0" role="region" aria-label="Changes against the active version">${lines.map((l) => {
-    const cls =
-      l.startsWith('+++') || l.startsWith('---')
-        ? 'file'
-        : l.startsWith('+')
-          ? 'add'
-          : l.startsWith('-')
-            ? 'del'
-            : l.startsWith('@@')
-              ? 'hunk'
-              : 'ctx';
-    return html`<span class="${cls}">${l || ' '}</span>`;
+    return html`<span class="${diffLineClass(l)}">${l || ' '}</span>`;
   })}</pre>`;
 }
 
