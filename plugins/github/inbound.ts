@@ -18,7 +18,7 @@
  * - Cluster mode: a router (services.requestRouters) sends the request to the owner of `?tenant=`.
  */
 import type { IncomingMessage } from 'node:http';
-import { Webhooks } from '@octokit/webhooks';
+import type { Webhooks } from '@octokit/webhooks';
 import type { Middleware } from 'koa';
 import { readRawBody } from '../../kernel/body.js';
 import { errors, isSvcError, SvcError } from '../../kernel/errors.js';
@@ -58,7 +58,9 @@ async function verified(secret: string, body: string, signature: string): Promis
   let webhooks = SECRET_WEBHOOKS.get(secret);
   if (!webhooks) {
     if (SECRET_WEBHOOKS.size > 1000) SECRET_WEBHOOKS.clear();
-    webhooks = new Webhooks({ secret });
+    // loaded on the first delivery: a server with no GitHub link never parses the library
+    const { Webhooks: WebhooksClass } = await import('@octokit/webhooks');
+    webhooks = new WebhooksClass({ secret });
     SECRET_WEBHOOKS.set(secret, webhooks);
   }
   try {

@@ -336,8 +336,8 @@ function ensureBundle(): void {
 }
 
 /**
- * Starts `workgraph serve` exactly as `npm start` does (`node --no-node-snapshot
- * dist/workgraph.mjs serve`, the bundle built first, not timed) on `dataDir` with PORT=0, and
+ * Starts `workgraph serve` exactly as `npm start` does (`node dist/workgraph.mjs serve`, the
+ * bundle built first, not timed) on `dataDir` with PORT=0, and
  * resolves when it prints its `listening on` line.
  */
 export function startServerProcess(dataDir: string, env: Record<string, string> = {}, timeoutMs = 120_000): Promise<ServerChild> {
@@ -345,7 +345,7 @@ export function startServerProcess(dataDir: string, env: Record<string, string> 
   const t0 = nowMs();
   // BENCH_SERVER_NODE_ARGS adds node flags to the server child (e.g. --cpu-prof for profiling)
   const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, ['--no-node-snapshot', ...extra, join(ROOT, 'dist', 'workgraph.mjs'), 'serve'], {
+  const child = spawn(process.execPath, [...extra, join(ROOT, 'dist', 'workgraph.mjs'), 'serve'], {
     cwd: ROOT,
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', SVC_DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

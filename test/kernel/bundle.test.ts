@@ -41,7 +41,7 @@ describe('the bundled server (dist/workgraph.mjs, what `npm start` runs)', funct
     const build = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, encoding: 'utf8' });
     expect(build.status, build.stderr).to.equal(0);
     dataDir = mkdtempSync(join(tmpdir(), 'wg-bundle-'));
-    child = spawn(process.execPath, ['--no-node-snapshot', join(ROOT, 'dist', 'workgraph.mjs'), 'serve'], {
+    child = spawn(process.execPath, [join(ROOT, 'dist', 'workgraph.mjs'), 'serve'], {
       cwd: ROOT,
       env: { ...process.env, SVC_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -128,5 +128,78 @@ describe('the bundled server (dist/workgraph.mjs, what `npm start` runs)', funct
     } finally {
       await client.close();
     }
+  });
+});
+
+describe('what a start of the bundle loads (docs/performance.md "Empty server")', function () {
+  this.timeout(120_000);
+  let dataDir: string;
+  let child: ChildProcess;
+
+  after(async () => {
+    if (child && child.exitCode === null) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('leaves OAuth, GitHub and cluster code unloaded until used, and never loads isolated-vm in the server process', async () => {
+    // the bundle the previous suite built (npm run build) and its module map
+    const meta = JSON.parse(readFileSync(join(ROOT, 'dist', 'workgraph.meta.json'), 'utf8')) as {
+      outputs: Record<string, { inputs: Record<string, unknown>; imports: Array<{ path: string; external?: boolean }> }>;
+    };
+    const chunksWith = (pkg: string) =>
+      Object.entries(meta.outputs)
+        .filter(([file, o]) => file.endsWith('.mjs') && Object.keys(o.inputs).some((input) => input.startsWith(`node_modules/${pkg}/`)))
+        .map(([file]) => file.split('/').pop()!);
+    const lazy = { express: chunksWith('express'), octokit: chunksWith('@octokit/rest'), pg: chunksWith('pg') };
+    for (const [pkg, files] of Object.entries(lazy)) expect(files, `the chunk that holds ${pkg}`).to.have.length(1);
+    for (const [file, o] of Object.entries(meta.outputs))
+      expect(
+        o.imports.filter((i) => i.path === 'isolated-vm'),
+        `${file} imports isolated-vm`,
+      ).to.deep.equal([]);
+
+    dataDir = mkdtempSync(join(tmpdir(), 'wg-bundle-load-'));
+    const log = join(dataDir, 'loaded.txt');
+    let output = '';
+    // exactly `npm start` (node dist/workgraph.mjs serve), plus a module hook that records each file loaded
+    child = spawn(
+      process.execPath,
+      ['--import', join(ROOT, 'test', 'helpers', 'load-log.mjs'), join(ROOT, 'dist', 'workgraph.mjs'), 'serve'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, SVC_DATA_DIR: join(dataDir, 'data'), PORT: '0', HOST: '127.0.0.1', WG_LOAD_LOG: log },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+    const deadline = Date.now() + 60_000;
+    while (!/listening on (http:\/\/\S+)/.test(output)) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`bundled server did not start:\n${output}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const base = /listening on (http:\/\/\S+)/.exec(output)![1]!;
+    const token = readFileSync(join(dataDir, 'data', 'admin-token'), 'utf8').trim();
+    const read = await fetch(`${base}/v1/nodes/proj-root`, { headers: { authorization: `Bearer ${token}` } });
+    expect(read.status).to.equal(200);
+    const loaded = () =>
+      new Set(
+        readFileSync(log, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((u) => u.split('/').pop()!),
+      );
+    const atStart = loaded();
+    expect(atStart.has('workgraph.mjs')).to.equal(true);
+    for (const [pkg, files] of Object.entries(lazy)) expect(atStart.has(files[0]!), `${pkg} loaded at start`).to.equal(false);
+
+    // the first OAuth request loads the protocol module, and is answered
+    const discovery = await fetch(`${base}/.well-known/oauth-authorization-server`);
+    expect(discovery.status).to.equal(200);
+    expect(((await discovery.json()) as { issuer: string }).issuer).to.equal(base);
+    expect(loaded().has(lazy.express[0]!), 'express loaded by the first OAuth request').to.equal(true);
   });
 });

@@ -8,7 +8,8 @@
 import { expect } from 'chai';
 import { generateKeyPairSync } from 'node:crypto';
 import { createLogger } from '../../../kernel/config.js';
-import { appClient, statusOf, tokenClient } from '../../../plugins/github/client.js';
+import { statusOf } from '../../../plugins/github/client.js';
+import { appClient, tokenClient } from '../../../plugins/github/octokit.js';
 import { retryable } from '../../../plugins/github/outbound.js';
 import { GithubMock } from '../../helpers/github-mock.js';
 
