@@ -1,7 +1,9 @@
 /**
  * Startup time with 10,000 and 100,000 nodes: from spawning the server process
- * (`node --no-node-snapshot --import tsx scripts/workgraph.ts serve`, exactly `npm start`) to its
- * `listening on` line, which it prints only after every tenant is open and its index built.
+ * (`node dist/workgraph.mjs serve`, what `npm start` runs) to its `listening on` line, which it
+ * prints only after every tenant is open and its index built; and `npm start` itself to the first
+ * node read, beside npm's own floor (`npm run prestart`) measured in the same run. The empty
+ * server: its RSS after the first read, and that it started no sandbox worker.
  *
  *   warm   the index snapshot of HEAD is present (a normal restart)
  *   cold   the snapshot is deleted first: every node is read from git and parsed (the start
@@ -17,7 +19,8 @@
  * Env: BENCH_STARTUP_RUNS (samples per cell, default 3; the median is reported),
  * BENCH_STARTUP_SIZES (default "10000,100000").
  */
-import { rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createLogger } from '../../kernel/config.js';
 import { startKernel } from '../../kernel/server.js';
 import { allPlugins } from '../plugins.js';
@@ -29,6 +32,7 @@ import {
   median,
   nowMs,
   recordResult,
+  ROOT,
   runIfMain,
   startServerProcess,
   verdict,
@@ -40,6 +44,96 @@ const SIZES = (process.env.BENCH_STARTUP_SIZES ?? '10000,100000').split(',').map
 const TARGET_MS: Record<number, number> = { 10000: 1000, 100000: 5000 };
 
 const cpuOf = new Map<number, number>();
+/** An empty server process at most this RSS, MB (issue 27 item 2), with no sandbox worker started. */
+const EMPTY_RSS_TARGET_MB = 80;
+/** `npm start` to the first node read at 10,000 nodes, ms (issue 27 item 2). */
+const NPM_START_TARGET_MS = 600;
+
+/** Resident set size of a live process in KB (VmRSS), NaN where /proc is missing. */
+function rssKb(pid: number | undefined): number {
+  try {
+    const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** How many processes have `pid` as their parent (the sandbox worker is the server's only child). */
+function childCount(pid: number): number {
+  let n = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === pid) n++;
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return n;
+}
+
+/**
+ * The empty server (the 2-node first-start fixture, restarted): RSS after its first node read and
+ * a second of idle, and whether it started a sandbox worker (it must not until a hook runs).
+ */
+async function emptyServer(f: Fixture): Promise<{ rssMb: number; workers: number }> {
+  const s = await startServerProcess(f.dataDir);
+  const res = await fetch(`${s.url}/v1/nodes/proj-root`, { headers: { authorization: `Bearer ${f.token}` } });
+  if (res.status !== 200) throw new Error(`GET /v1/nodes/proj-root answered ${res.status}`);
+  await res.text();
+  await new Promise((r) => setTimeout(r, 1000));
+  const out = { rssMb: rssKb(s.child.pid) / 1024, workers: childCount(s.child.pid!) };
+  await s.stop(true);
+  return out;
+}
+
+/**
+ * `npm start` as a newcomer runs it (npm, its prestart's freshness check, then the server) to the
+ * first answered read of the fixture's last node. The reference, measured in the same run:
+ * `npm run prestart` alone (npm's own start and the freshness check: the floor under any server).
+ */
+async function npmStart(f: Fixture): Promise<number> {
+  const t0 = nowMs();
+  const child = spawn('npm', ['start'], {
+    cwd: ROOT,
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', SVC_DATA_DIR: f.dataDir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  const last = `task-bench-${String(f.nodes - 1).padStart(6, '0')}`;
+  try {
+    for (;;) {
+      const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
+      if (url) {
+        const res = await fetch(`${url}/v1/nodes/${f.nodes > 0 ? last : 'proj-root'}`, { headers: { authorization: `Bearer ${f.token}` } });
+        if (res.status !== 200) throw new Error(`first read answered ${res.status}`);
+        await res.text();
+        return nowMs() - t0;
+      }
+      if (child.exitCode !== null || nowMs() - t0 > 120_000) throw new Error(`npm start did not serve: ${out.slice(-2000)}`);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  } finally {
+    // npm and the server it exec'd, as a group; SIGKILL as serverStart does
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    await new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(null) : child.once('exit', r)));
+  }
+}
+
+function npmFloor(): number {
+  const t0 = nowMs();
+  const r = spawnSync('npm', ['run', '--silent', 'prestart'], { cwd: ROOT, stdio: 'ignore' });
+  if (r.status !== 0) throw new Error(`npm run prestart failed (${r.status})`);
+  return nowMs() - t0;
+}
 
 async function serverStart(f: Fixture, cold: boolean): Promise<number> {
   if (cold) rmSync(f.snapshot, { force: true });
@@ -90,8 +184,14 @@ export async function main(): Promise<void> {
   await serverStart(fixtures.get(0)!, false);
   const base = await sample(() => serverStart(fixtures.get(0)!, false));
   console.log(`  baseline server start (2 nodes)         ${fmtMs(base.median)}  [${show(base.all)}]`);
+  const empties: Array<{ rssMb: number; workers: number }> = [];
+  for (let i = 0; i < RUNS; i++) empties.push(await emptyServer(fixtures.get(0)!));
+  const emptyMb = median(empties.map((e) => e.rssMb));
+  const workers = Math.max(...empties.map((e) => e.workers));
+  const emptyLine = `empty server RSS ${emptyMb.toFixed(1)} MB after its first read (target <= ${EMPTY_RSS_TARGET_MB}: ${verdict(emptyMb <= EMPTY_RSS_TARGET_MB)}); sandbox workers started: ${workers} (target 0: ${verdict(workers === 0)})`;
+  console.log(`  ${emptyLine}`);
 
-  const results: Record<string, unknown> = { baseline_ms: base.median };
+  const results: Record<string, unknown> = { baseline_ms: base.median, empty_rss_mb: emptyMb, empty_workers: workers };
   const lines: string[] = [];
   for (const n of SIZES) {
     const f = fixtures.get(n)!;
@@ -104,6 +204,19 @@ export async function main(): Promise<void> {
     const openCold = await sample(() => kernelStart(f, true));
     const openWarm = await sample(() => kernelStart(f, false));
     console.log(`  ${n} nodes, kernel start in-process, warm ${fmtMs(openWarm.median)}, cold ${fmtMs(openCold.median)}`);
+    // npm start and its floor interleaved, sample by sample
+    const viaNpm: number[] = [];
+    const floor: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      floor.push(npmFloor());
+      viaNpm.push(await npmStart(f));
+    }
+    const npmMs = median(viaNpm);
+    const floorMs = median(floor);
+    const npmTarget = n === 10000 ? `, target <= ${fmtMs(NPM_START_TARGET_MS)}: ${verdict(npmMs <= NPM_START_TARGET_MS)}` : '';
+    const npmLine = `${n} nodes, npm start to first node read ${fmtMs(npmMs)} (npm's floor, npm run prestart: ${fmtMs(floorMs)}; above it ${fmtMs(npmMs - floorMs)})${npmTarget}`;
+    console.log(`  ${npmLine}  [${viaNpm.map(fmtMs).join(', ')}]`);
+    lines.push(`startup ${npmLine}`);
     const t =
       target !== undefined
         ? `, target <= ${fmtMs(target)}: warm ${verdict(warm.median <= target)}, cold ${verdict(cold.median <= target)}`
@@ -119,9 +232,12 @@ export async function main(): Promise<void> {
       open_warm_ms: openWarm.median,
       open_cold_ms: openCold.median,
       target_ms: target,
+      npm_start_ms: npmMs,
+      npm_floor_ms: floorMs,
     };
   }
   for (const l of lines) console.log(l);
+  console.log(`startup: ${emptyLine}`);
   console.log(`startup: baseline process start to listening with 2 nodes ${fmtMs(base.median)}`);
   recordResult('startup', results);
 }
