@@ -19,7 +19,8 @@ import { IdentityAuthority } from './identity-guard.js';
 import { PluginHost } from './plugin-host.js';
 import { KernelMetrics } from './metrics.js';
 import { ORG_PATTERN, TenantManager } from './tenants.js';
-import type { ClusterRuntime } from './cluster/runtime.js';
+import { openClusterRuntime, type ClusterRuntime } from './cluster/runtime.js';
+import { pgGlobalStores, pgOperational } from './cluster/pg-state.js';
 
 export interface ServerOptions {
   config: ServerConfig;
@@ -177,17 +178,9 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
   const { config } = opts;
   let tenants: TenantManager | null = null;
   const metrics = new KernelMetrics(() => tenants?.list().length ?? 0);
-  // cluster mode's modules (the PostgreSQL driver among them) load only when it is on
-  const clusterModules = config.databaseUrl ? await Promise.all([import('./cluster/runtime.js'), import('./cluster/pg-state.js')]) : null;
-  const runtime = clusterModules
-    ? await clusterModules[0].openClusterRuntime({
-        databaseUrl: config.databaseUrl!,
-        leaseMs: config.clusterLeaseMs,
-        log,
-        tenants: () => tenants!,
-      })
+  const runtime = config.databaseUrl
+    ? await openClusterRuntime({ databaseUrl: config.databaseUrl, leaseMs: config.clusterLeaseMs, log, tenants: () => tenants! })
     : null;
-  const pgState = clusterModules?.[1];
   const ownSandbox = opts.sandbox ? null : createSandbox();
   const sandbox = metrics.observeSandbox(opts.sandbox ?? ownSandbox!);
   tenants = new TenantManager({
@@ -202,7 +195,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     backupRemote: config.backupRemote,
     eventRetention: { maxEvents: config.eventsMax, maxAgeDays: config.eventsRetentionDays },
     creation: runtime?.creation,
-    operational: runtime && pgState ? pgState.pgOperational(runtime.db, (org) => runtime.cluster.fenceOf(org)) : undefined,
+    operational: runtime ? pgOperational(runtime.db, (org) => runtime.cluster.fenceOf(org)) : undefined,
   });
   runtime?.cluster.attach(tenants);
   const stopping = new AbortController();
@@ -220,7 +213,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     authChallenge: () => 'Bearer',
     registeredRoutes: [],
     requestRouters: [],
-    globalStore: runtime && pgState ? pgState.pgGlobalStores(runtime.db) : undefined,
+    globalStore: runtime ? pgGlobalStores(runtime.db) : undefined,
     serves: runtime ? (org) => runtime.cluster.fenceOf(org) !== null : undefined,
     stopSignal: stopping.signal,
   };

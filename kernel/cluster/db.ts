@@ -5,7 +5,18 @@
  * dispatches notifications, and reconnects (re-LISTENing) when it drops. A PostgreSQL error on
  * an idle connection is logged, never thrown at the process.
  */
-import pg from 'pg';
+import type pg from 'pg';
+
+/**
+ * The PostgreSQL driver, imported when cluster mode first opens a connection: a server without
+ * SVC_DATABASE_URL never loads it. Only this third-party module is imported lazily, not the
+ * project's cluster modules: under mocha (tsx) a dynamic import of a project module is a second
+ * instance of it and of every project module it imports (docs/decisions.md "A start loads only
+ * what it serves").
+ */
+export async function pgDriver(): Promise<typeof pg> {
+  return (await import('pg')).default;
+}
 import type { Logger } from '../config.js';
 import { MIGRATIONS, type Migration } from './migrations.js';
 
@@ -39,7 +50,8 @@ export async function openDatabase(url: string, logOrOptions: Logger | OpenOptio
   const log = options.log ?? quietLog;
   // A process paused inside a transaction (SIGSTOP, a long GC) must not hold its row locks on
   // wg_owners for ever: the server ends such a session after 5 s, and a take-over waits at most that.
-  const pool = new pg.Pool({
+  const { Pool } = await pgDriver();
+  const pool = new Pool({
     connectionString: url,
     max: options.max ?? 10,
     idleTimeoutMillis: 30_000,
@@ -155,7 +167,8 @@ class PgDatabase implements Database {
   }
 
   private async connectListener(): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: this.url });
+    const { Client } = await pgDriver();
+    const client = new Client({ connectionString: this.url });
     let dropped = false;
     const drop = (why: string) => {
       if (dropped) return;

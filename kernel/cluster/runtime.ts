@@ -5,12 +5,11 @@
  * the first-start bootstrap under an advisory lock, and the request router.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import pg from 'pg';
 import type { Logger } from '../config.js';
 import type { RequestRouter } from '../plugin.js';
 import type { TenantCreationHooks, TenantManager } from '../tenants.js';
 import type { TenantConfig } from '../tenant.js';
-import { openDatabase, type Database } from './db.js';
+import { openDatabase, pgDriver, type Database } from './db.js';
 import { clusterRequestHandler } from './forward.js';
 import { Cluster } from './ownership.js';
 
@@ -43,7 +42,8 @@ export async function openClusterRuntime(opts: {
   const db = await openDatabase(opts.databaseUrl, opts.log);
   const { pool } = db;
   // the lease renewal's own connection: never queued behind requests holding the pool's
-  const leasePool = new pg.Pool({ connectionString: opts.databaseUrl, max: 1, idleTimeoutMillis: 0 });
+  const { Pool } = await pgDriver();
+  const leasePool = new Pool({ connectionString: opts.databaseUrl, max: 1, idleTimeoutMillis: 0 });
   leasePool.on('error', (err) => opts.log.warn('postgres: lease connection error', { error: err.message }));
   const cluster = new Cluster({ pool, leasePool, log: opts.log, leaseMs: opts.leaseMs });
   const creation = creationHooks(cluster, db);
