@@ -64,21 +64,45 @@ export function idOfPath(path: string): string | null {
   return m ? m[1]! : null;
 }
 
-function commitInfo(parsed: ParsedCommit, seq: number): CommitInfo {
+/**
+ * A copy of `s` that holds only its own characters. What the log parser hands over are slices
+ * of the log's output chunks, and V8 keeps a slice's whole parent alive: kept as they came, the
+ * index held most of `git log`'s text (about 2 KB a commit; docs/performance.md "History in
+ * memory").
+ */
+const own = (s: string): string => Buffer.from(s, 'utf8').toString('utf8');
+
+/** One instance per distinct value (authors, trailer values, paths repeat from commit to commit). */
+class StringPool {
+  private readonly pool = new Map<string, string>();
+  get(s: string): string;
+  get(s: string | null): string | null;
+  get(s: string | null): string | null {
+    if (s === null) return null;
+    let hit = this.pool.get(s);
+    if (hit === undefined) this.pool.set((hit = own(s)), hit);
+    return hit;
+  }
+  clear(): void {
+    this.pool.clear();
+  }
+}
+
+function commitInfo(parsed: ParsedCommit, seq: number, pool: StringPool, parentSha: string | null): CommitInfo {
   const trailers = trailersOf(parsed.message);
   return {
-    sha: parsed.sha,
-    parent: parsed.parent,
+    sha: own(parsed.sha),
+    parent: parentSha,
     seq,
     date: new Date(parsed.timestamp * 1000).toISOString(),
     dateMs: parsed.timestamp * 1000,
-    authorName: parsed.authorName,
-    authorEmail: parsed.authorEmail,
-    subject: parsed.message.split('\n')[0] ?? '',
-    person: trailers['Svc-Person'] || null,
-    agent: trailers['Svc-Agent'] || null,
-    via: trailers['Svc-Via'] || null,
-    op: trailers['Svc-Op'] || null,
+    authorName: pool.get(parsed.authorName),
+    authorEmail: pool.get(parsed.authorEmail),
+    subject: own(parsed.message.split('\n')[0] ?? ''),
+    person: pool.get(trailers['Svc-Person'] || null),
+    agent: pool.get(trailers['Svc-Agent'] || null),
+    via: pool.get(trailers['Svc-Via'] || null),
+    op: pool.get(trailers['Svc-Op'] || null),
     internal: trailers['Svc-Internal'] === 'true',
     changes: [],
   };
@@ -112,6 +136,7 @@ export class CommitIndex extends EventIndex {
   readonly commits: CommitInfo[] = [];
   private readonly bySha = new Map<string, CommitInfo>();
   private readonly byNode = new Map<string, NodeChange[]>();
+  private readonly pool = new StringPool();
 
   constructor(tenant: Tenant) {
     super(tenant, 'history index');
@@ -126,6 +151,7 @@ export class CommitIndex extends EventIndex {
     this.commits.length = 0;
     this.bySha.clear();
     this.byNode.clear();
+    this.pool.clear();
   }
 
   /** The first-parent log up to the head as of now (taken in the tick the build starts). */
@@ -137,17 +163,26 @@ export class CommitIndex extends EventIndex {
     for (let i = newestFirst.length - 1; i >= 0; i--) {
       const { commit, changes } = newestFirst[i]!;
       if (this.bySha.has(commit.sha)) continue;
-      const info = commitInfo(commit, this.commits.length);
+      const parent = commit.parent === null ? null : (this.bySha.get(commit.parent)?.sha ?? own(commit.parent));
+      const info = commitInfo(commit, this.commits.length, this.pool, parent);
       this.add(info, nodeChanges(info, changes));
     }
   }
 
   private add(info: CommitInfo, changes: NodeChange[]): void {
-    info.changes = changes;
+    // an exact-size copy: a list grown by push() keeps room for 16 more entries
+    info.changes = changes.slice();
     this.commits.push(info);
     this.bySha.set(info.sha, info);
     for (const c of changes) {
+      // one instance of each id and path, and a change's blob before is the previous change's blob after
+      c.id = this.pool.get(c.id);
+      c.path = this.pool.get(c.path);
+      c.oldPath = this.pool.get(c.oldPath);
       const list = this.byNode.get(c.id);
+      const previous = list?.[list.length - 1];
+      c.oldBlob = c.oldBlob !== null && previous?.blob === c.oldBlob ? previous.blob : c.oldBlob === null ? null : own(c.oldBlob);
+      c.blob = c.blob === null ? null : own(c.blob);
       if (list) list.push(c);
       else this.byNode.set(c.id, [c]);
     }
@@ -158,7 +193,12 @@ export class CommitIndex extends EventIndex {
     if (this.bySha.has(event.commit)) return;
     const parsed = readCommitSync(this.tenant.store, event.commit);
     const info: CommitInfo = parsed
-      ? commitInfo(parsed, this.commits.length)
+      ? commitInfo(
+          parsed,
+          this.commits.length,
+          this.pool,
+          parsed.parent === null ? null : (this.bySha.get(parsed.parent)?.sha ?? own(parsed.parent)),
+        )
       : {
           sha: event.commit,
           parent: event.parent,

@@ -21,6 +21,8 @@
  * Env: BENCH_HISTORY_REQUESTS (default 300).
  */
 import { spawn } from 'node:child_process';
+import { setFlagsFromString, writeHeapSnapshot } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -195,11 +197,23 @@ async function main(): Promise<void> {
   }
   const hotShas = built!.changesOf(HOT)!.map((c) => c.commit.sha);
   const sinceSha = built!.commits[TOTAL_COMMITS - 5000]!.sha;
+  // What one index holds per commit: the heap after a full GC with one more index built, less before
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  gc();
+  const heapBefore = process.memoryUsage().heapUsed;
+  const measured = new CommitIndex(tenant);
+  await measured.ready();
+  gc();
+  const indexBytesPerCommit = (process.memoryUsage().heapUsed - heapBefore) / TOTAL_COMMITS;
+  if (process.env.BENCH_HISTORY_HEAPSNAPSHOT) writeHeapSnapshot(process.env.BENCH_HISTORY_HEAPSNAPSHOT);
+  measured.close();
   built!.close();
   await kernel.close();
   console.log(
     `  commit index build (git log of ${TOTAL_COMMITS} commits + parse): median ${fmtMs(median(builds))} (${builds.map((b) => Math.round(b)).join(', ')} ms)`,
   );
+  console.log(`  commit index heap: ${Math.round(indexBytesPerCommit)} bytes a commit (one change each)`);
 
   // The naive alternative: one log walk per request.
   const walks: number[] = [];
@@ -248,6 +262,7 @@ async function main(): Promise<void> {
       hot_node_commits: HOT_COMMITS,
       requests: REQUESTS,
       index_build_ms: median(builds),
+      index_bytes_per_commit: indexBytesPerCommit,
       index_builds_ms: builds,
       log_walk_ms: median(walks),
       history_limit50: hist50,
