@@ -43,7 +43,11 @@ describe('docs/operator.md', () => {
       expect(doc).to.include(heading);
     expect(existsSync(join(ROOT, 'docs', 'workgraph.service'))).to.equal(true);
     const unit = readFileSync(join(ROOT, 'docs', 'workgraph.service'), 'utf8');
-    expect(unit).to.match(/^ExecStart=.*--no-node-snapshot .*serve$/m);
+    // the unit runs what `npm start` runs (package.json), from the checkout
+    const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+    const command = start.replace(/^exec node /, '');
+    expect(unit).to.match(/^ExecStart=\/usr\/bin\/node (.*)$/m);
+    expect(/^ExecStart=\/usr\/bin\/node (.*)$/m.exec(unit)![1]).to.equal(command);
     expect(unit).to.match(/^KillSignal=SIGTERM$/m);
   });
 });
