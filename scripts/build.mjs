@@ -13,7 +13,7 @@
 //   in memory for as long as the process lives, as a two-byte string when one character of it is
 //   outside Latin-1 (14.5 MB for the 7.3 MB single-file bundle of before).
 import { build } from 'esbuild';
-import { mkdirSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -57,10 +57,12 @@ for (const file of files) {
   const name = basename(file.path);
   written.add(name);
   const text = file.path.endsWith('.mjs') ? asciiOnly(file.text) : file.text;
-  writeFileSync(file.path, text);
-  // an unchanged chunk keeps its name: touch it so the sweep below counts it as current
-  const now = new Date();
-  utimesSync(file.path, now, now);
+  // written aside and renamed into place: a process starting meanwhile (the CLI shim in a
+  // parallel test run, a server started during a rebuild) reads the old file or the new one,
+  // never half of one. The rename also gives an unchanged chunk a fresh time for the sweep.
+  const aside = `${file.path}.${process.pid}.tmp`;
+  writeFileSync(aside, text);
+  renameSync(aside, file.path);
 }
 // which chunk holds which modules: docs/performance.md "Empty server", and the bundle test's check
 // that a start loads none of the lazy ones
