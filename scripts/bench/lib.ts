@@ -447,3 +447,13 @@ export async function waitQuiet(label: string, maxMs = 20_000, busyBelow = 0.25)
   }
   console.log(`  (${label}: the machine did not go quiet within ${fmtMs(maxMs)}; timing anyway)`);
 }
+
+/** Resident set size of a live process in KB (VmRSS), NaN where /proc is missing. */
+export function rssKb(pid: number | undefined): number {
+  try {
+    const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : NaN;
+  } catch {
+    return NaN;
+  }
+}

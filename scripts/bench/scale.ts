@@ -25,6 +25,7 @@ import {
   median,
   nowMs,
   recordResult,
+  rssKb,
   runIfMain,
   scratchDir,
   startServerProcess,
@@ -36,16 +37,6 @@ const N = Number(process.env.BENCH_SCALE_N ?? 100_000);
 const BATCH = Number(process.env.BENCH_SCALE_BATCH ?? 100);
 const WRITES = Number(process.env.BENCH_SCALE_WRITES ?? 200);
 const HOOK_TIMEOUT_MS = Number(process.env.BENCH_SCALE_HOOK_TIMEOUT_MS ?? 2000);
-
-/** Resident set size of a live process in KB (VmRSS), NaN where /proc is missing. */
-function rssKb(pid: number | undefined): number {
-  try {
-    const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : NaN;
-  } catch {
-    return NaN;
-  }
-}
 
 /** Samples a process's RSS every `everyMs` until stopped; returns the peak seen. */
 function rssSampler(pid: number | undefined, everyMs = 100): { stop(): number } {

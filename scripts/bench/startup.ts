@@ -32,6 +32,7 @@ import {
   median,
   nowMs,
   recordResult,
+  rssKb,
   ROOT,
   runIfMain,
   startServerProcess,
@@ -48,16 +49,6 @@ const cpuOf = new Map<number, number>();
 const EMPTY_RSS_TARGET_MB = 80;
 /** `npm start` to the first node read at 10,000 nodes, ms (issue 27 item 2). */
 const NPM_START_TARGET_MS = 600;
-
-/** Resident set size of a live process in KB (VmRSS), NaN where /proc is missing. */
-function rssKb(pid: number | undefined): number {
-  try {
-    const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : NaN;
-  } catch {
-    return NaN;
-  }
-}
 
 /** How many processes have `pid` as their parent (the sandbox worker is the server's only child). */
 function childCount(pid: number): number {

@@ -13,13 +13,42 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../helpers/processes.js';
 
+/** `node dist/workgraph.mjs serve` (what `npm start` runs) on a fresh data directory, once it listens. */
+async function startBundled(
+  nodeArgs: string[] = [],
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string; dataDir: string }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'wg-bundle-'));
+  let output = '';
+  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist', 'workgraph.mjs'), 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, SVC_DATA_DIR: join(dataDir, 'data'), PORT: '0', HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  const deadline = Date.now() + 60_000;
+  while (!/listening on (http:\/\/\S+)/.test(output)) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`bundled server did not start:\n${output}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { child, url: /listening on (http:\/\/\S+)/.exec(output)![1]!, dataDir };
+}
+
+async function stopBundled(child: ChildProcess | undefined, dataDir: string | undefined): Promise<void> {
+  if (child && child.exitCode === null) {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+  }
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+}
+
 describe('the bundled server (dist/workgraph.mjs, what `npm start` runs)', function () {
   this.timeout(120_000);
   let dataDir: string;
   let child: ChildProcess;
   let url = '';
   let token = '';
-  let output = '';
 
   const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; json: any; text: string }> => {
     const res = await fetch(url + path, {
@@ -40,30 +69,11 @@ describe('the bundled server (dist/workgraph.mjs, what `npm start` runs)', funct
   before(async () => {
     const build = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, encoding: 'utf8' });
     expect(build.status, build.stderr).to.equal(0);
-    dataDir = mkdtempSync(join(tmpdir(), 'wg-bundle-'));
-    child = spawn(process.execPath, [join(ROOT, 'dist', 'workgraph.mjs'), 'serve'], {
-      cwd: ROOT,
-      env: { ...process.env, SVC_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-    const deadline = Date.now() + 60_000;
-    while (!/listening on (http:\/\/\S+)/.test(output)) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`bundled server did not start:\n${output}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    url = /listening on (http:\/\/\S+)/.exec(output)![1]!;
-    token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+    ({ child, url, dataDir } = await startBundled());
+    token = readFileSync(join(dataDir, 'data', 'admin-token'), 'utf8').trim();
   });
 
-  after(async () => {
-    if (child && child.exitCode === null) {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  after(() => stopBundled(child, dataDir));
 
   it('serves writes and every plugin read over HTTP', async () => {
     expect((await fetch(`${url}/healthz`)).status).to.equal(200);
@@ -135,13 +145,11 @@ describe('what a start of the bundle loads (docs/performance.md "Empty server")'
   this.timeout(120_000);
   let dataDir: string;
   let child: ChildProcess;
+  const log = join(tmpdir(), `wg-bundle-loaded-${process.pid}.txt`);
 
   after(async () => {
-    if (child && child.exitCode === null) {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    }
-    rmSync(dataDir, { recursive: true, force: true });
+    await stopBundled(child, dataDir);
+    rmSync(log, { force: true });
   });
 
   it('leaves OAuth, GitHub and cluster code unloaded until used, and never loads isolated-vm in the server process', async () => {
@@ -161,27 +169,10 @@ describe('what a start of the bundle loads (docs/performance.md "Empty server")'
         `${file} imports isolated-vm`,
       ).to.deep.equal([]);
 
-    dataDir = mkdtempSync(join(tmpdir(), 'wg-bundle-load-'));
-    const log = join(dataDir, 'loaded.txt');
-    let output = '';
+    rmSync(log, { force: true });
     // exactly `npm start` (node dist/workgraph.mjs serve), plus a module hook that records each file loaded
-    child = spawn(
-      process.execPath,
-      ['--import', join(ROOT, 'test', 'helpers', 'load-log.mjs'), join(ROOT, 'dist', 'workgraph.mjs'), 'serve'],
-      {
-        cwd: ROOT,
-        env: { ...process.env, SVC_DATA_DIR: join(dataDir, 'data'), PORT: '0', HOST: '127.0.0.1', WG_LOAD_LOG: log },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-    const deadline = Date.now() + 60_000;
-    while (!/listening on (http:\/\/\S+)/.test(output)) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`bundled server did not start:\n${output}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const base = /listening on (http:\/\/\S+)/.exec(output)![1]!;
+    let base: string;
+    ({ child, url: base, dataDir } = await startBundled(['--import', join(ROOT, 'test', 'helpers', 'load-log.mjs')], { WG_LOAD_LOG: log }));
     const token = readFileSync(join(dataDir, 'data', 'admin-token'), 'utf8').trim();
     const read = await fetch(`${base}/v1/nodes/proj-root`, { headers: { authorization: `Bearer ${token}` } });
     expect(read.status).to.equal(200);
