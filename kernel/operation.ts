@@ -88,7 +88,7 @@ export function isOperationDef(value: unknown): value is OperationDef {
 }
 
 // validateSchema off: these schemas are the code's own (TypeBox), checked against the JSON Schema
-// meta-schema by test/plugins/openapi/contract.test.ts; checking them again here compiled the
+// meta-schema by test/kernel/operation-schemas.test.ts; checking them here compiled the
 // meta-schema on a server's first request (about 50 ms of the first read's CPU)
 const ajv = new Ajv({ allErrors: true, strict: false, validateSchema: false });
 const compiled = new WeakMap<object, ValidateFunction>();
