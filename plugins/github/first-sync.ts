@@ -30,8 +30,8 @@ import type { GithubHandler, Mapper } from './handlers/index.js';
 import { normalizeLabels } from './mapping.js';
 import { SvcError } from '../../kernel/errors.js';
 import { githubClient, statusOf } from './client.js';
-import { storesOf, syncOfIssue, type StoredLink, type SyncRecord } from './store.js';
-import { issueSnapshot, mappedAssignees, readIssue, type GithubIssue } from './sync.js';
+import { storesOf, syncOfIssue, type StoredLink } from './store.js';
+import { issueSnapshot, mappedAssignees, newSyncRecord, readIssue, type GithubIssue } from './sync.js';
 
 /** The import source of a first sync: the ids it gives are handlers/issues.ts's (`<prefix>gh-<name>-<number>`). */
 export const FIRST_SYNC_SOURCE = 'gh';
@@ -221,18 +221,7 @@ export async function syncIssuePages(
       const node = ctx.tenant.index.get(result.id);
       if (!node) continue;
       const snap = issueSnapshot(issue);
-      const record: SyncRecord = {
-        node: node.id,
-        link: link.id,
-        repo: link.repo,
-        issue_number: issue.number,
-        issue_id: issue.id,
-        synced: { title: snap.title, body: snap.body, state: snap.state, labels: snap.labels, assignees: snap.assignees },
-        node_revision: node.revision,
-        issue_updated_at: issue.updated_at,
-        ...(snap.body_truncated ? { body_truncated: true } : {}),
-        comments: {},
-      };
+      const record = newSyncRecord(link, node, issue, snap);
       await stores.sync.set(node.id, record);
       report.records++;
     }

@@ -15,7 +15,7 @@ import type { Tenant } from '../../kernel/tenant.js';
 import type { Mapper } from './handlers/index.js';
 import { stripMarkers } from './marker.js';
 import { assigneeLoginsOf, normalizeLabels, normalizeLogins } from './mapping.js';
-import type { SyncedIssue } from './store.js';
+import type { SyncedIssue, SyncRecord } from './store.js';
 
 /** The fields of an issue the sync reads (a webhook payload's `issue`, or GET /repos/{o}/{r}/issues/{n}). */
 export interface GithubIssue {
@@ -96,6 +96,27 @@ export function issueSnapshot(issue: GithubIssue): SyncedIssue & { body_truncate
     labels: normalizeLabels(issue.labels),
     assignees: normalizeLogins(issue.assignees),
     body_truncated: body.truncated,
+  };
+}
+
+/** A new pairing of a node with an issue, synced as `snap` (issueSnapshot of the issue), no comments paired yet. */
+export function newSyncRecord(
+  link: { id: string; repo: string },
+  node: { id: string; revision: string },
+  issue: GithubIssue,
+  snap: ReturnType<typeof issueSnapshot>,
+): SyncRecord {
+  return {
+    node: node.id,
+    link: link.id,
+    repo: link.repo,
+    issue_number: issue.number,
+    issue_id: issue.id,
+    synced: { title: snap.title, body: snap.body, state: snap.state, labels: snap.labels, assignees: snap.assignees },
+    node_revision: node.revision,
+    issue_updated_at: issue.updated_at,
+    ...(snap.body_truncated ? { body_truncated: true } : {}),
+    comments: {},
   };
 }
 

@@ -27,6 +27,7 @@ import { syncOfIssue, type SyncRecord } from '../store.js';
 import {
   issueSnapshot,
   mappedAssignees,
+  newSyncRecord,
   nodeSnapshot,
   readIssue,
   sameField,
@@ -131,18 +132,7 @@ export async function createNodeOf(ctx: InboundContext, issue: GithubIssue, send
   const priority = map.priorityOf(issue.labels);
   if (priority && created && created.frontmatter.priority !== priority)
     revision = revisionOf(await invoke(core.setPriority, writer, { id, priority }), revision);
-  const record: SyncRecord = {
-    node: id,
-    link: link.id,
-    repo: link.repo,
-    issue_number: issue.number,
-    issue_id: issue.id,
-    synced: { title: snap.title, body: snap.body, state: snap.state, labels: snap.labels, assignees: snap.assignees },
-    node_revision: tenant.index.get(id)?.revision ?? revision,
-    issue_updated_at: issue.updated_at,
-    ...(snap.body_truncated ? { body_truncated: true } : {}),
-    comments: {},
-  };
+  const record = newSyncRecord(link, { id, revision: tenant.index.get(id)?.revision ?? revision }, issue, snap);
   await ctx.stores.sync.set(id, record);
   return record;
 }
@@ -161,18 +151,7 @@ async function pairOwnIssue(ctx: InboundContext, node: NodeRecord, issue: Github
   const existing = ctx.stores.sync.get(node.id);
   if (existing) return existing;
   const snap = issueSnapshot({ ...issue, body: stripMarkers(issue.body) });
-  const record: SyncRecord = {
-    node: node.id,
-    link: ctx.link.id,
-    repo: ctx.link.repo,
-    issue_number: issue.number,
-    issue_id: issue.id,
-    synced: { title: snap.title, body: snap.body, state: snap.state, labels: snap.labels, assignees: snap.assignees },
-    node_revision: node.revision,
-    issue_updated_at: issue.updated_at,
-    ...(snap.body_truncated ? { body_truncated: true } : {}),
-    comments: {},
-  };
+  const record = newSyncRecord(ctx.link, node, issue, snap);
   await ctx.stores.sync.set(node.id, record);
   return record;
 }
