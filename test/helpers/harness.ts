@@ -14,6 +14,8 @@ import { startServer, type RunningServer } from '../../kernel/server.js';
 import { allPlugins } from '../../scripts/plugins.js';
 import { answerChecks } from '../../kernel/operation.js';
 import { IdentityAuthority } from '../../kernel/identity-guard.js';
+import { createSandbox } from '../../sandbox/index.js';
+import type { Sandbox } from '../../sandbox/types.js';
 
 // Every answer of a declared operation is checked against its output schema in test runs.
 answerChecks.enabled = true;
@@ -107,8 +109,31 @@ export async function cliEnv(dataDir: string): Promise<Record<string, string>> {
   return { SVC_DATA_DIR: dataDir, ...(store.databaseUrl ? { SVC_DATABASE_URL: store.databaseUrl } : {}) };
 }
 
+/**
+ * One hook sandbox child per test process, shared by its test servers: a server of its own forked
+ * a child at its first hook (node, isolated-vm and the seed hooks compiled: ~0.3 s of CPU and a
+ * fork of this large process each), about 300 times a run. Each server gets a view whose tenants
+ * carry a prefix of their own, so no two servers share an isolate, a context or a quarantine
+ * entry; files run one after another in a process, and the child ends with it (the sandbox
+ * worker exits when its parent's IPC channel closes). `ownSandbox: true` gives a server the
+ * kernel's own sandbox, started and closed with it, as in production.
+ */
+let sharedSandbox: Sandbox | undefined;
+let sandboxViews = 0;
+function testSandbox(): Sandbox {
+  sharedSandbox ??= createSandbox();
+  const base = sharedSandbox;
+  const scope = `test-server-${++sandboxViews}/`;
+  return {
+    run: (call) => base.run({ ...call, tenant: scope + call.tenant }),
+    stats: () => base.stats(),
+    ready: () => base.ready(),
+    close: async () => undefined,
+  };
+}
+
 export async function startTestServer(
-  opts: { plugins?: PluginDef[]; config?: Partial<ServerConfig>; dataDir?: string; keepData?: boolean } = {},
+  opts: { plugins?: PluginDef[]; config?: Partial<ServerConfig>; dataDir?: string; keepData?: boolean; ownSandbox?: boolean } = {},
 ): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'wg-test-'));
   const clock = new ManualClock();
@@ -128,6 +153,7 @@ export async function startTestServer(
   };
   const server = await startServer({
     config,
+    ...(opts.ownSandbox ? {} : { sandbox: testSandbox() }),
     plugins: opts.plugins ?? allPlugins,
     clock,
     log: createLogger((l) => {

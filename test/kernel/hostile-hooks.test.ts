@@ -79,7 +79,7 @@ describe('hostile graph hooks are contained (through the server)', function () {
   let n = 0;
 
   before(async () => {
-    t = await startTestServer({ plugins: [corePlugin] });
+    t = await startTestServer({ plugins: [corePlugin], ownSandbox: true });
     reviewer = await addPerson(t, 'Reviewer');
   });
   after(async () => t.close());

@@ -37,6 +37,10 @@ export function watch(page: Page): Watch {
     // moves on, seen on a loaded machine): the browser's own doing; a server that fails answers a
     // status (which the tests check) or breaks the connection (another error text, still counted)
     if (r.resourceType() === 'document' && r.failure()?.errorText === 'net::ERR_ABORTED') return;
+    // a picker's suggestions (static/pickers.js asks /app/lookup 150 ms after a keystroke) still
+    // loading when the form is submitted: the navigation cuts the fetch, as it would for anyone
+    if (r.resourceType() === 'fetch' && new URL(r.url()).pathname === '/app/lookup' && r.failure()?.errorText === 'net::ERR_ABORTED')
+      return;
     // a live page's redraw (static/live.js fetches a fresh copy of the page) cut by leaving the page
     if (r.resourceType() === 'fetch' && r.headers().accept === 'text/html' && r.failure()?.errorText === 'net::ERR_ABORTED') return;
     w.problems.push(`failed: ${r.url()} ${r.failure()?.errorText}`);
