@@ -18,6 +18,7 @@ import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 const ivm = require('isolated-vm');
+const acorn = require('acorn');
 
 const config = JSON.parse(process.argv[2] || '{}');
 const MAX_ISOLATES = config.maxIsolates ?? 64;
@@ -395,10 +396,31 @@ function backstopFailure(budget) {
   return new HookFailure('timeout', `hook exceeded its time limit (no answer within ${budget.wallMs} ms of wall time)`);
 }
 
+/**
+ * Does the source use `import` (a dynamic `import()` or `import.meta`)? isolated-vm has no
+ * module loader, so `import()` answers a rejected promise, and it reports a rejection nobody
+ * handled as the call's error only while the promise is still alive: it holds it weakly, so a
+ * garbage collection during the call turned the same hostile hook's denial into its own
+ * `{allow: true}` now and then. Refused before compiling, the verdict no longer depends on the
+ * collector. Tokens, not text: `'import('` in a string or a comment is fine. A source that does
+ * not tokenize is left for V8 to report.
+ */
+function usesImport(source) {
+  try {
+    for (const token of acorn.tokenizer(source, { ecmaVersion: 'latest' })) {
+      if (token.type === acorn.tokTypes._import) return true;
+    }
+  } catch {
+    return false;
+  }
+  return false;
+}
+
 /** Evaluate a hook source once in the owner's context; the compiled function is cached by source. */
 async function compile(isolateEntry, owner, ctx, msg, budget) {
   const cached = ctx.hooks.get(msg.s);
   if (cached) return cached;
+  if (usesImport(msg.s)) throw new HookFailure('compile', 'hook source must not use import: hooks have no modules');
   let script;
   try {
     // Compiled apart from any owner context, so a syntax error is reported by pristine

@@ -101,6 +101,28 @@ describe('sandbox: hook calls', () => {
       });
     });
 
+    it('refuses a source that uses import, handled or not, whatever the collector does; the word in a string or comment is fine', async () => {
+      // isolated-vm reports an unhandled rejection (what import() answers) only while the promise
+      // lives: after a collection the hook's own answer came back instead, now and then
+      const importing = [
+        "(input) => { import('fs'); return { allow: true }; }",
+        "(input) => { import('fs').catch(() => undefined); return { allow: true }; }",
+        '(input) => { import /* spaced */ (`node:${"fs"}`); return { allow: true }; }',
+        '(input) => ({ allow: typeof import.meta === "object" })',
+      ];
+      for (const source of importing) {
+        const outcome = await t.run(source, TRANSITION_INPUT, { owner: 'schema-importer' });
+        expect(outcome, source).to.deep.include({ ok: false, kind: 'compile' });
+        expect(outcome.ok === false && outcome.message, source).to.match(/must not use import/);
+      }
+      const words = [
+        "() => ({ allow: true, reason: 'import(\\'fs\\') is not here' })",
+        '() => /* import("fs") */ ({ allow: true })',
+        '() => ({ imported: 1 }).imported',
+      ];
+      for (const source of words) expect((await t.run(source, TRANSITION_INPUT)).ok, source).to.equal(true);
+    });
+
     it('refuses a source over maxSourceBytes (16 KB by default) before it reaches the child', async () => {
       const big = `() => ${JSON.stringify('x'.repeat(16 * 1024))}`;
       const outcome = await t.run(big);
