@@ -154,17 +154,19 @@ describe('sandbox: hostile hooks are contained', function () {
       expect(outcome.ok === false && outcome.message).to.match(/require is not defined/);
     });
 
-    it("import('fs') fails, synchronously or later", async () => {
-      await expectContained(t, "() => import('fs')", ['threw', 'malformed']);
-      // If the import promise settles later, it settles as a failure.
+    it("import('fs') is refused before it runs, handled or not", async () => {
+      const refused = await expectContained(t, "() => import('fs')", ['compile']);
+      expect(refused.ok === false && refused.message).to.match(/must not use import/);
+      // a source that would have seen the import settle later never runs at all
       const owner = 'schema-importer';
-      await t.run(
+      const handled = await t.run(
         "() => { globalThis.seen = 'pending'; try { import('fs').then(() => { globalThis.seen = 'loaded' }, () => { globalThis.seen = 'rejected' }) } catch (e) { globalThis.seen = 'threw' } return 1 }",
         {},
         { owner },
       );
-      const seen = await t.run('() => globalThis.seen', {}, { owner });
-      expect(seen.ok && seen.value).to.be.oneOf(['threw', 'rejected', 'pending']);
+      expect(handled).to.deep.include({ ok: false, kind: 'compile' });
+      const seen = await t.run('() => typeof globalThis.seen', {}, { owner });
+      expect(seen).to.deep.equal({ ok: true, value: 'undefined' });
     });
 
     it('the global holds only JS builtins: no host objects, no WebAssembly, no late-callback APIs', async () => {
