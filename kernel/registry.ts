@@ -117,6 +117,36 @@ export const LIMITS = {
   requestBytes: 1024 * 1024,
 } as const;
 
+/**
+ * Frontmatter validators shared by every registry of the process, by the schema's text: a
+ * registry is built per tenant and again at every schema change, and each used to create its own
+ * Ajv and compile every type it wrote (about 4 ms a type; 29 s of the test suite's CPU, where
+ * hundreds of servers open tenants). The schema is a pure function of the type's statuses and
+ * name, so equal text means an equal validator. Least recently used beyond SHAPE_VALIDATORS_MAX
+ * are dropped, from Ajv's own cache too.
+ */
+const shapeAjv = new Ajv({ allErrors: true, strict: false });
+const shapeValidators = new Map<string, ValidateFunction>();
+const SHAPE_VALIDATORS_MAX = 256;
+
+function shapeValidator(type: NodeTypeDef): ValidateFunction {
+  const schema = baseFrontmatterSchema(type);
+  const key = JSON.stringify(schema);
+  let validate = shapeValidators.get(key);
+  if (validate) {
+    shapeValidators.delete(key);
+  } else {
+    validate = shapeAjv.compile(schema);
+    if (shapeValidators.size >= SHAPE_VALIDATORS_MAX) {
+      const [oldest, dropped] = shapeValidators.entries().next().value!;
+      shapeValidators.delete(oldest);
+      shapeAjv.removeSchema(dropped.schema as object);
+    }
+  }
+  shapeValidators.set(key, validate);
+  return validate;
+}
+
 function baseFrontmatterSchema(type: NodeTypeDef) {
   return {
     type: 'object',
@@ -324,8 +354,7 @@ export class Registry {
   validateShape(type: NodeTypeDef, frontmatter: Record<string, unknown>): unknown[] {
     let validate = this.validators.get(type.type);
     if (!validate) {
-      const ajv = new Ajv({ allErrors: true, strict: false });
-      validate = ajv.compile(baseFrontmatterSchema(type));
+      validate = shapeValidator(type);
       this.validators.set(type.type, validate);
     }
     return validate(frontmatter) ? [] : [...(validate.errors ?? [])];
