@@ -120,8 +120,8 @@ export const LIMITS = {
 /**
  * Frontmatter validators shared by every registry of the process, by the schema's text: a
  * registry is built per tenant and again at every schema change, and each used to create its own
- * Ajv and compile every type it wrote (about 4 ms a type; 29 s of the test suite's CPU, where
- * hundreds of servers open tenants). The schema is a pure function of the type's statuses and
+ * Ajv and compile every type it wrote (about 15 ms a type, the new Ajv compiling its meta-schema;
+ * 29 s of the test suite's CPU). The schema is a pure function of the type's statuses and
  * name, so equal text means an equal validator. Least recently used beyond SHAPE_VALIDATORS_MAX
  * are dropped, from Ajv's own cache too.
  */
