@@ -342,6 +342,12 @@ export interface PluginDef {
    * API routers for every request; it handles its own paths and calls `next()` for the rest.
    */
   middleware?: (services: KernelServices) => Middleware;
+  /**
+   * The path prefixes `middleware` handles: the kernel calls it only for a request whose path
+   * starts with one of them (an API read then passes through no plugin's middleware). Without
+   * it the middleware sees every request.
+   */
+  middlewarePaths?: readonly string[];
   /** called once per tenant when it opens (or when the plugin is enabled for it) */
   tenantOpen?: (tenant: Tenant, services: KernelServices) => Promise<void> | void;
   close?: () => Promise<void> | void;

@@ -111,6 +111,7 @@ export const appPlugin = definePlugin({
   init(services) {
     services.requestRouters.push(appRouter(services));
   },
+  middlewarePaths: ['/app', '/views/'],
   middleware(services) {
     let host: AppHost | null = null;
     return async (ctx, next) => {

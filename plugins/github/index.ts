@@ -8,7 +8,7 @@
 import { definePlugin } from '../../kernel/plugin.js';
 import { githubAccess } from './access.js';
 import * as api from './api.js';
-import { inboundCounts, stopAllWorkers, webhookMiddleware, webhookRouter, workerOf } from './inbound.js';
+import { inboundCounts, stopAllWorkers, WEBHOOK_PATH, webhookMiddleware, webhookRouter, workerOf } from './inbound.js';
 import { outboundOf, outboundStatus, stopAllOutbound } from './outbound.js';
 import { storesOf } from './store.js';
 
@@ -75,6 +75,7 @@ export const githubPlugin = definePlugin({
     );
   },
   middleware: (services) => webhookMiddleware(services),
+  middlewarePaths: [WEBHOOK_PATH],
   tenantOpen(tenant, services) {
     // only the process serving the tenant processes its queue (in cluster mode: its owner)
     workerOf(tenant, services);

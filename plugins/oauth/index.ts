@@ -93,6 +93,7 @@ export const oauthPlugin = definePlugin({
     const jwt = connectorJwtAuthenticator(services);
     if (jwt) services.bearerAuthenticators.push(jwt);
   },
+  middlewarePaths: ['/oauth/', '/.well-known/oauth-'],
   middleware(services) {
     let app: Promise<Express> | null = null;
     return async (ctx, next) => {

@@ -85,6 +85,7 @@ export const openapiPlugin = definePlugin({
   version: '1.0.0',
   alwaysOn: true,
   routes: [{ method: 'GET', path: '/v1/openapi.json', operation: getOpenApi }],
+  middlewarePaths: ['/openapi.json', '/docs'],
   middleware: (services) => async (ctx, next) => {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
     switch (ctx.path) {

@@ -1,6 +1,6 @@
 /**
- * `npm start` builds the bundle once, not at every start: its prestart
- * (scripts/build-if-stale.mjs) rebuilds dist/workgraph.mjs only when it is missing or older
+ * `npm start` builds the bundle once, not at every start: scripts/start.mjs calls
+ * scripts/build-if-stale.mjs's check, which rebuilds dist/workgraph.mjs only when it is missing or older
  * than a source it bundles (issue 16 item 6).
  */
 import { expect } from 'chai';
