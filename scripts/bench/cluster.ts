@@ -15,8 +15,10 @@
  *   writes  POST /v1/nodes, one new task node a request (a durable commit each)
  *   reads   GET /v1/nodes/{id} of nodes the write phase made
  * Printed: requests/s of each phase and the ratios cluster-3 / cluster-1 (scale-out) and
- * cluster-1 / embedded (the cost of PostgreSQL's acknowledgements and routing), plus read
- * latency forwarded vs served by the owner.
+ * cluster-1 / embedded (the cost of PostgreSQL's acknowledgements and routing; target >= 0.9x
+ * each), plus one tenant's reads sent to its owner and then to a member that forwards them: the
+ * latency of each, and the forwarding member's CPU per forwarded read (it serves none of that
+ * tenant's reads itself, so its CPU meanwhile is the forwarding's; target <= 50 µs).
  *
  * Env: BENCH_CLUSTER_SECONDS (default 6), BENCH_CLUSTER_CONNECTIONS (default 24),
  * BENCH_CLUSTER_TENANTS (default 6).
@@ -36,6 +38,7 @@ import {
   runIfMain,
   scratchDir,
   startServerProcess,
+  verdict,
   type ServerChild,
 } from './lib.js';
 
@@ -43,6 +46,10 @@ const SECONDS = Number(process.env.BENCH_CLUSTER_SECONDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CLUSTER_CONNECTIONS ?? 24);
 const TENANTS = Number(process.env.BENCH_CLUSTER_TENANTS ?? 6);
 const LEASE_MS = 3000;
+/** issue 27 item 7: a forwarded request costs the forwarding member at most this much CPU */
+const FORWARD_CPU_TARGET_US = 50;
+/** issue 27 item 7: a one-member cluster serves reads and writes at least this fraction of the embedded rate */
+const ONE_MEMBER_TARGET = 0.9;
 
 interface AutocannonRequest {
   method?: string;
@@ -96,6 +103,11 @@ interface Phase {
   readP50: number;
   forwardedP50: number | null;
   ownerP50: number | null;
+  /** CPU of the member that only forwards, per forwarded read, microseconds (issue 27 item 7) */
+  forwardCpuUs: number | null;
+  /** the owner's CPU per read it serves directly / per read forwarded to it, microseconds */
+  ownerDirectCpuUs: number | null;
+  ownerForwardedCpuUs: number | null;
   errors: number;
 }
 
@@ -141,32 +153,47 @@ async function drive(
   // latency of one tenant's reads, from its owner and from a member that forwards
   let forwardedP50: number | null = null;
   let ownerP50: number | null = null;
+  let forwardCpuUs: number | null = null;
+  let ownerDirectCpuUs: number | null = null;
+  let ownerForwardedCpuUs: number | null = null;
   if (owners && members.length > 1) {
     const t = tenants[0]!;
     const ownerUrl = owners.get(t.org)!;
+    const owner = members.find((m) => m.url === ownerUrl)!;
+    const forwarder = members.find((m) => m.url !== ownerUrl)!;
     const one = ids.find((x) => x.token === t.token)!;
-    const probe = async (url: string) =>
-      (
-        await autocannon({
-          url,
-          connections: 4,
-          pipelining: 1,
-          duration: Math.max(2, Math.floor(SECONDS / 2)),
-          requests: [
-            {
+    /** One tenant's reads sent to `url`; the CPU each member spent meanwhile, per request. */
+    const probe = async (url: string) => {
+      const before = members.map((m) => processCpuMs(m.child.pid));
+      const res = await autocannon({
+        url,
+        connections: 4,
+        pipelining: 1,
+        duration: Math.max(2, Math.floor(SECONDS / 2)),
+        requests: [
+          {
+            method: 'GET',
+            setupRequest: (req) => ({
+              ...req,
               method: 'GET',
-              setupRequest: (req) => ({
-                ...req,
-                method: 'GET',
-                path: `/v1/nodes/${one.id}`,
-                headers: { authorization: `Bearer ${t.token}` },
-              }),
-            },
-          ],
-        })
-      ).latency.p50;
-    ownerP50 = await probe(ownerUrl);
-    forwardedP50 = await probe(members.find((m) => m.url !== ownerUrl)!.url);
+              path: `/v1/nodes/${one.id}`,
+              headers: { authorization: `Bearer ${t.token}` },
+            }),
+          },
+        ],
+      });
+      const count = Math.max(1, res.requests.total);
+      const cpuUs = (m: ServerChild) => ((processCpuMs(m.child.pid) - before[members.indexOf(m)]!) * 1000) / count;
+      return { p50: res.latency.p50, owner: cpuUs(owner), forwarder: cpuUs(forwarder) };
+    };
+    const direct = await probe(ownerUrl);
+    const forwarded = await probe(forwarder.url);
+    ownerP50 = direct.p50;
+    forwardedP50 = forwarded.p50;
+    ownerDirectCpuUs = direct.owner;
+    ownerForwardedCpuUs = forwarded.owner;
+    // the forwarding member serves none of this tenant's reads itself: its CPU is the forwarding's
+    forwardCpuUs = forwarded.forwarder;
   }
   const sum = (xs: AutocannonResult[]) => xs.reduce((a, x) => a + x.requests.average, 0);
   const errors = [...w, ...rd].reduce((a, x) => a + x.errors + x.timeouts + x.non2xx, 0);
@@ -192,6 +219,9 @@ async function drive(
     readP50: rd[0]!.latency.p50,
     forwardedP50,
     ownerP50,
+    forwardCpuUs,
+    ownerDirectCpuUs,
+    ownerForwardedCpuUs,
     errors,
   };
 }
@@ -288,14 +318,20 @@ export async function main(): Promise<void> {
     row('cluster-1', one);
     row('cluster-3', three);
     console.log(`  read p50 of one tenant: from its owner ${three.ownerP50} ms, forwarded by another member ${three.forwardedP50} ms`);
+    const us = (x: number | null) => (x === null ? 'n/a' : `${Math.round(x)} µs`);
+    console.log(
+      `  forwarding: the forwarding member's CPU per forwarded read ${us(three.forwardCpuUs)} (target <= ${FORWARD_CPU_TARGET_US} µs: ${verdict(three.forwardCpuUs !== null && three.forwardCpuUs <= FORWARD_CPU_TARGET_US)}); the owner's per read served directly ${us(three.ownerDirectCpuUs)}, per read forwarded to it ${us(three.ownerForwardedCpuUs)}`,
+    );
     console.log(
       `  failover: kill -9 of a tenant's owner to its first acknowledged write through another member: ${Math.round(failoverMs)} ms (lease ${LEASE_MS} ms)`,
     );
     console.log(
       `  server CPU per request, 3 processes / 1: writes ${fmtRatio(three.writeCpuUs / one.writeCpuUs)}, reads ${fmtRatio(three.readCpuUs / one.readCpuUs)} (forwarding two thirds of the requests)`,
     );
+    const oneWrites = one.writes / embedded.writes;
+    const oneReads = one.reads / embedded.reads;
     console.log(
-      `cluster: 3 processes / 1: writes ${fmtRatio(three.writes / one.writes)}, reads ${fmtRatio(three.reads / one.reads)}; cluster-1 / embedded: writes ${fmtRatio(one.writes / embedded.writes)}, reads ${fmtRatio(one.reads / embedded.reads)}`,
+      `cluster: 3 processes / 1: writes ${fmtRatio(three.writes / one.writes)}, reads ${fmtRatio(three.reads / one.reads)}; cluster-1 / embedded: writes ${fmtRatio(oneWrites)}, reads ${fmtRatio(oneReads)} (target >= ${fmtRatio(ONE_MEMBER_TARGET)} each: ${verdict(oneWrites >= ONE_MEMBER_TARGET && oneReads >= ONE_MEMBER_TARGET)}); forwarding ${us(three.forwardCpuUs)} CPU a forwarded read (target <= ${FORWARD_CPU_TARGET_US} µs)`,
     );
     recordResult('cluster', {
       embedded,
