@@ -14,6 +14,8 @@ import { fmtMs, machineNote, NODE_ARGS, nowMs, ROOT, runIfMain } from './lib.js'
 
 const BENCH_DIR_SRC = join(ROOT, 'scripts', 'bench');
 const NOT_BENCHMARKS = new Set(['run', 'lib']);
+/** run only when named (`npm run bench -- soak`): they take as long as they are told, an hour by default */
+const ON_REQUEST = new Set(['soak']);
 
 export function listBenchmarks(): string[] {
   return readdirSync(BENCH_DIR_SRC)
@@ -54,7 +56,7 @@ export async function main(): Promise<void> {
     process.stderr.write(`unknown benchmark(s): ${unknown.join(', ')}; available: ${all.join(', ')}\n`);
     process.exit(2);
   }
-  const names = wanted.length ? wanted : all;
+  const names = wanted.length ? wanted : all.filter((n) => !ON_REQUEST.has(n));
   console.log(`running ${names.join(', ')}`);
   console.log(machineNote());
   const summary: string[] = [];

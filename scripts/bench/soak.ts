@@ -1,0 +1,235 @@
+/**
+ * Soak (issue 27 item 3): memory and latency of one server under a long mixed load of agents
+ * and readers, on a graph held near 3,000 nodes. Run on request only (`npm run bench -- soak`),
+ * it takes as long as it is told: BENCH_SOAK_MINUTES (default 60).
+ *
+ * The real server process (`workgraph serve`, exactly what `npm start` runs, fsync on) on a
+ * fresh data directory, seeded with BENCH_SOAK_NODES task nodes (default 3,000) through
+ * POST /v1/nodes. Then BENCH_SOAK_CLIENTS keep-alive clients (default 8) each loop over a
+ * weighted mix, one request at a time:
+ *
+ *   reads   a node (40), the decision queue (8), the change feed (4), a node's history (4),
+ *           analytics (1)
+ *   writes  a priority (10), a status open <-> blocked (8), a `relates-to` edge added or
+ *           removed (8), a new node (2): every write is one commit, so history grows by about
+ *           a third of the requests while the graph grows by ~2 nodes in 100 writes
+ *
+ * Every minute (BENCH_SOAK_SAMPLE_MS shortens it for a smoke run): the server's RSS and open file descriptors (/proc), the requests, commits and
+ * 5xx answers of that minute, and its p99 latency. The figures: RSS growth per 10 minutes and
+ * per commit from the end of the second minute (warm) to the end, and p99 of the last three
+ * minutes against minutes 2-4. Targets: RSS flat in history (growth per commit under
+ * 0.1 KB, i.e. a year of commits costs nothing that a week does not) and p99 at the end
+ * within 1.2x of the start; no 5xx.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fmtRatio, machineNote, nowMs, recordResult, rssKb, runIfMain, scratchDir, startServerProcess, verdict } from './lib.js';
+
+const MINUTES = Number(process.env.BENCH_SOAK_MINUTES ?? 60);
+const NODES = Number(process.env.BENCH_SOAK_NODES ?? 3000);
+const CLIENTS = Number(process.env.BENCH_SOAK_CLIENTS ?? 8);
+/** the sampling period, a minute unless a smoke run shortens it (BENCH_SOAK_SAMPLE_MS) */
+const SAMPLE_MS = Number(process.env.BENCH_SOAK_SAMPLE_MS ?? 60_000);
+/** growth per commit below this counts as flat (KB) */
+const FLAT_KB_PER_COMMIT = 0.1;
+const P99_TARGET = 1.2;
+
+type OpName = 'node' | 'queue' | 'changes' | 'history' | 'analytics' | 'priority' | 'status' | 'edge' | 'create';
+const MIX: Array<[OpName, number]> = [
+  ['node', 40],
+  ['queue', 8],
+  ['changes', 4],
+  ['history', 4],
+  ['analytics', 1],
+  ['priority', 10],
+  ['status', 8],
+  ['edge', 8],
+  ['create', 2],
+];
+const WRITES = new Set<OpName>(['priority', 'status', 'edge', 'create']);
+const TOTAL_WEIGHT = MIX.reduce((a, [, w]) => a + w, 0);
+
+function pick(): OpName {
+  let r = Math.random() * TOTAL_WEIGHT;
+  for (const [name, w] of MIX) if ((r -= w) < 0) return name;
+  return 'node';
+}
+
+const idOf = (i: number) => `task-soak-${String(i).padStart(6, '0')}`;
+
+interface Minute {
+  minute: number;
+  rssMb: number;
+  fds: number;
+  requests: number;
+  commits: number;
+  errors5xx: number;
+  refused: number;
+  p99: number;
+}
+
+function fdCount(pid: number | undefined): number {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return NaN;
+  }
+}
+
+function p99Of(xs: number[]): number {
+  if (xs.length === 0) return NaN;
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(0.99 * sorted.length) - 1)]!;
+}
+
+export async function main(): Promise<void> {
+  console.log(machineNote());
+  console.log(`soak: ${MINUTES} min, ${CLIENTS} clients, graph of ${NODES} task nodes, fsync on`);
+  const dataDir = join(scratchDir('soak'), 'data');
+  const server = await startServerProcess(dataDir, { SVC_FSYNC: '1' });
+  const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const call = async (method: string, path: string, body?: unknown): Promise<number> => {
+    const res = await fetch(server.url + path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    await res.arrayBuffer();
+    return res.status;
+  };
+
+  try {
+    // seed
+    for (let start = 0; start < NODES; start += 100) {
+      const nodes = [];
+      for (let i = start; i < Math.min(NODES, start + 100); i++)
+        nodes.push({ node: { id: idOf(i), type: 'task', summary: `Soak task ${i}: rows dropped on DST boundaries` } });
+      const status = await call('POST', '/v1/nodes', { nodes });
+      if (status !== 200) throw new Error(`seeding answered ${status}`);
+    }
+    let next = NODES;
+    const blocked = new Set<number>();
+    const edges = new Set<string>();
+    const randomId = () => Math.floor(Math.random() * next);
+
+    const run = async (op: OpName): Promise<number> => {
+      const i = randomId();
+      switch (op) {
+        case 'node':
+          return call('GET', `/v1/nodes/${idOf(i)}`);
+        case 'queue':
+          return call('GET', '/v1/queue?limit=20');
+        case 'changes':
+          return call('GET', '/v1/changes?limit=50');
+        case 'history':
+          return call('GET', `/v1/nodes/${idOf(i)}/history?limit=20`);
+        case 'analytics':
+          return call('GET', '/v1/analytics');
+        case 'priority':
+          return call('POST', `/v1/nodes/${idOf(i)}/priority`, { priority: ['p1', 'p2', 'p3'][i % 3] });
+        case 'status': {
+          const to = blocked.has(i) ? 'open' : 'blocked';
+          const status = await call('POST', `/v1/nodes/${idOf(i)}/status`, { status: to });
+          if (status === 200) {
+            if (to === 'blocked') blocked.add(i);
+            else blocked.delete(i);
+          }
+          return status;
+        }
+        case 'edge': {
+          const to = idOf((i + 1 + Math.floor(Math.random() * 50)) % next);
+          const key = `${i}>${to}`;
+          const remove = edges.has(key);
+          const status = await call(remove ? 'DELETE' : 'POST', `/v1/nodes/${idOf(i)}/edges`, { type: 'relates-to', to });
+          if (status === 200) {
+            if (remove) edges.delete(key);
+            else edges.add(key);
+          }
+          return status;
+        }
+        case 'create': {
+          const n = next++;
+          return call('POST', '/v1/nodes', { nodes: [{ node: { id: idOf(n), type: 'task', summary: `Soak task ${n}` } }] });
+        }
+      }
+    };
+
+    const minutes: Minute[] = [];
+    /** every request's latency, per minute */
+    const latencies: number[][] = [];
+    let lat: number[] = [];
+    let requests = 0;
+    let commits = 0;
+    let errors5xx = 0;
+    let refused = 0;
+    const t0 = nowMs();
+    const end = t0 + MINUTES * 60_000 + SAMPLE_MS / 2;
+    const loop = async () => {
+      while (nowMs() < end) {
+        const op = pick();
+        const started = nowMs();
+        let status: number;
+        try {
+          status = await run(op);
+        } catch {
+          status = 599; // the connection failed: counted with the 5xx
+        }
+        lat.push(nowMs() - started);
+        requests++;
+        if (status >= 500) errors5xx++;
+        else if (status >= 400) refused++;
+        else if (WRITES.has(op)) commits++;
+      }
+    };
+    const sampler = setInterval(() => {
+      const m: Minute = {
+        minute: minutes.length + 1,
+        rssMb: rssKb(server.child.pid) / 1024,
+        fds: fdCount(server.child.pid),
+        requests,
+        commits,
+        errors5xx,
+        refused,
+        p99: p99Of(lat),
+      };
+      minutes.push(m);
+      latencies.push(lat);
+      lat = [];
+      requests = commits = errors5xx = refused = 0;
+      console.log(
+        `  minute ${String(m.minute).padStart(3)}: RSS ${m.rssMb.toFixed(1)} MB, fds ${m.fds}, ${m.requests} requests (${m.commits} commits, ${m.refused} 4xx, ${m.errors5xx} 5xx), p99 ${m.p99.toFixed(1)} ms`,
+      );
+    }, SAMPLE_MS);
+    await Promise.all(Array.from({ length: CLIENTS }, loop));
+    clearInterval(sampler);
+
+    if (minutes.length < 5) throw new Error('the soak needs at least 5 minutes (BENCH_SOAK_MINUTES)');
+    const warm = minutes[1]!;
+    const last = minutes[minutes.length - 1]!;
+    const span = minutes.slice(2);
+    const commitsAfterWarm = span.reduce((a, m) => a + m.commits, 0);
+    const growthMb = last.rssMb - warm.rssMb;
+    const per10 = (growthMb / (((last.minute - warm.minute) * SAMPLE_MS) / 60_000)) * 10;
+    const perCommitKb = (growthMb * 1024) / Math.max(1, commitsAfterWarm);
+    const startP99 = p99Of(latencies.slice(1, 4).flat());
+    const endP99 = p99Of(latencies.slice(-3).flat());
+    const total5xx = minutes.reduce((a, m) => a + m.errors5xx, 0);
+    const totalRequests = minutes.reduce((a, m) => a + m.requests, 0);
+    const totalCommits = minutes.reduce((a, m) => a + m.commits, 0);
+    console.log(
+      `soak: ${MINUTES} min, ${totalRequests} requests, ${totalCommits} commits; RSS ${warm.rssMb.toFixed(1)} -> ${last.rssMb.toFixed(1)} MB ` +
+        `(${per10.toFixed(1)} MB per 10 min, ${perCommitKb.toFixed(3)} KB per commit; target < ${FLAT_KB_PER_COMMIT} KB: ${verdict(perCommitKb < FLAT_KB_PER_COMMIT)}); ` +
+        `fds ${warm.fds} -> ${last.fds}; p99 ${startP99.toFixed(1)} -> ${endP99.toFixed(1)} ms (${fmtRatio(endP99 / startP99)}, target <= ${fmtRatio(P99_TARGET)}: ${verdict(endP99 / startP99 <= P99_TARGET)}); 5xx ${total5xx}`,
+    );
+    recordResult('soak', {
+      minutes,
+      rss_growth_mb_per_10min: per10,
+      rss_growth_kb_per_commit: perCommitKb,
+      p99_start_ms: startP99,
+      p99_end_ms: endP99,
+      errors5xx: total5xx,
+      target_met: perCommitKb < FLAT_KB_PER_COMMIT && endP99 / startP99 <= P99_TARGET && total5xx === 0,
+    });
+  } finally {
+    await server.stop();
+  }
+}
+
+runIfMain(import.meta.url, main);
