@@ -179,15 +179,20 @@ export function createApp(services: KernelServices): Koa {
     if (err.code && CLIENT_GONE.has(err.code)) return;
     services.log.error('response error', { error: err.stack ?? err.message });
   });
-  // One router per first segment after /v1/ (`nodes`, `queue`, ...) plus one for the rest:
-  // @koa/router tests every route's pattern on every request, so a request only meets the
-  // routes that share its first segment (all routes of one path are in the same group, so
-  // 405 answers stay whole).
+  // One router per first segment after /v1/ (`nodes`, `queue`, ...) and number of segments,
+  // plus one for the rest: @koa/router tests every route's pattern on every request, so a
+  // request only meets the routes that share its first segment and its length (`/v1/nodes/:id`
+  // not the sixteen `/v1/nodes/:id/...` routes). No route has a wildcard or an optional part, so
+  // a route matches paths of its own length only (a trailing slash is not counted, as the router
+  // ignores it); all routes of one path are in the same group, so 405 answers stay whole.
   const groups = new Map<string, Router>();
   const groupOf = (path: string): string => {
     if (!path.startsWith('/v1/')) return '';
     const end = path.indexOf('/', 4);
-    return end < 0 ? path.slice(4) : path.slice(4, end);
+    let segments = 1;
+    const last = path.endsWith('/') ? path.length - 1 : path.length;
+    for (let i = path.indexOf('/', 4); i >= 0 && i < last; i = path.indexOf('/', i + 1)) segments++;
+    return `${end < 0 ? path.slice(4) : path.slice(4, end)}/${segments}`;
   };
   const routerFor = (path: string): Router => {
     const key = groupOf(path);
@@ -412,6 +417,8 @@ export function createApp(services: KernelServices): Koa {
       };
       const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
       if (/^\/v1\/:/.test(route.path)) throw new Error(`${plugin.name}: route ${route.path} needs a literal first segment after /v1/`);
+      // the routers are grouped by path length (groupOf): a part that can match more or fewer segments would escape its group
+      if (/[*?()+{}]/.test(route.path)) throw new Error(`${plugin.name}: route ${route.path} may not use wildcards or optional parts`);
       routerFor(route.path)[method](route.path, handler as unknown as Parameters<typeof router.get>[1]);
       services.registeredRoutes.push({ plugin: plugin.name, method: route.method, path: route.path });
     }
