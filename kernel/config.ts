@@ -134,6 +134,11 @@ export interface ServerConfig {
   metricsToken: string | null;
   /** how long a graceful stop waits for in-flight requests (SVC_SHUTDOWN_GRACE_MS, default 10 s) */
   shutdownGraceMs: number;
+  /**
+   * how long an idle kept-alive client connection stays open (SVC_KEEP_ALIVE_MS, default 5 s):
+   * behind a load balancer it must exceed the balancer's own idle timeout
+   */
+  keepAliveMs: number;
   /** the public base URL behind a proxy (SVC_PUBLIC_URL): OAuth issuer and resource; default the listening URL */
   publicUrl: string | null;
   /** connector JWTs: issuer, audience, and a JWKS URL or an inline JWKS (SVC_JWT_*) */
@@ -266,6 +271,7 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     metricsHost: e.METRICS_HOST || '127.0.0.1',
     metricsToken: env(e, 'METRICS_TOKEN') ?? null,
     shutdownGraceMs: Number(env(e, 'SHUTDOWN_GRACE_MS') ?? 10_000) || 10_000,
+    keepAliveMs: Number(env(e, 'KEEP_ALIVE_MS') ?? 5000) || 5000,
     publicUrl: env(e, 'PUBLIC_URL') ?? null,
     jwtIssuer: env(e, 'JWT_ISSUER') ?? null,
     jwtAudience: env(e, 'JWT_AUDIENCE') ?? null,

@@ -304,7 +304,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let server: HttpServer;
   try {
     server = credentials ? createHttpsServer(credentials, handler) : createHttpServer(handler);
-    server.keepAliveTimeout = 5000;
+    server.keepAliveTimeout = config.keepAliveMs;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());

@@ -6,7 +6,7 @@
  * back to the editor for review (conflict markers, if any, to resolve) and is written against
  * the new revision. Neither side is lost: on any failure your text stays in the temp file.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,14 +34,33 @@ async function readNode(conn: Connection, id: string): Promise<NodeRead> {
   return JSON.parse(res.bytes.toString()) as NodeRead;
 }
 
-function runEditor(file: string): void {
+/**
+ * Runs the editor on `file` and waits for it without blocking this process: a blocked event loop
+ * never sees the server close an idle kept-alive connection (after 5 s), and the save after a
+ * longer edit then went out on that dead connection (`cannot reach ...: UND_ERR_SOCKET`).
+ * While the editor owns the terminal, Ctrl-C is the editor's (as git does).
+ */
+async function runEditor(file: string): Promise<void> {
   const editor = process.env.VISUAL || process.env.EDITOR || 'vi';
-  // through sh so EDITOR may carry its own arguments ("code -w"); the file is "$1", never spliced in
-  const res = spawnSync('sh', ['-c', `${editor} "$1"`, 'workgraph-edit', file], { stdio: 'inherit' });
-  if (res.error || res.status !== 0)
+  const ignore = () => undefined;
+  process.on('SIGINT', ignore);
+  process.on('SIGQUIT', ignore);
+  let outcome: { code: number | null; error?: Error };
+  try {
+    outcome = await new Promise((resolve) => {
+      // through sh so EDITOR may carry its own arguments ("code -w"); the file is "$1", never spliced in
+      const child = spawn('sh', ['-c', `${editor} "$1"`, 'workgraph-edit', file], { stdio: 'inherit' });
+      child.once('error', (error) => resolve({ code: null, error }));
+      child.once('exit', (code) => resolve({ code }));
+    });
+  } finally {
+    process.off('SIGINT', ignore);
+    process.off('SIGQUIT', ignore);
+  }
+  if (outcome.error || outcome.code !== 0)
     throw new CliFailure(
       EXIT.other,
-      `the editor (${editor}) failed${res.status !== null ? ` with exit ${res.status}` : ''}; your text is in ${file}`,
+      `the editor (${editor}) failed${outcome.code !== null ? ` with exit ${outcome.code}` : ''}; your text is in ${file}`,
     );
 }
 
@@ -62,7 +81,7 @@ export async function editCommand(args: string[]): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'workgraph-edit-'));
   const file = join(dir, `${id}.md`);
   writeFileSync(file, opened.markdown, { mode: 0o600 });
-  runEditor(file);
+  await runEditor(file);
   let mine = readFileSync(file, 'utf8');
   if (mine === opened.markdown) {
     rmSync(dir, { recursive: true, force: true });
@@ -144,7 +163,7 @@ export async function editCommand(args: string[]): Promise<number> {
             `${merge.status} conflicting part(s): resolve the <<<<<<< ======= >>>>>>> blocks in the editor (save to write it).\n`,
           ),
     );
-    runEditor(file);
+    await runEditor(file);
     mine = readFileSync(file, 'utf8');
     base = theirs;
     if (mine === theirs.markdown) {

@@ -424,6 +424,18 @@ describe('operator contract (real CLI, real HTTP)', function () {
         expect(res.status).to.equal(200);
         expect(res.text).to.equal('{"ok":true}');
         expect(statSync(join(dataDir, 'admin-token')).mode & 0o777).to.equal(0o600);
+        // idle kept-alive connections stay open 5 s by default, and answers say so
+        expect(res.headers['keep-alive']).to.equal('timeout=5');
+      } finally {
+        await server.stop();
+      }
+    });
+
+    it('SVC_KEEP_ALIVE_MS sets how long an idle kept-alive connection stays open (above a load balancer idle timeout)', async () => {
+      const server = await startServe({ SVC_DATA_DIR: tmp('wg-op-ka-'), SVC_KEEP_ALIVE_MS: '65000' });
+      try {
+        const res = await call(server.url, 'GET', '/healthz');
+        expect(res.headers['keep-alive']).to.equal('timeout=65');
       } finally {
         await server.stop();
       }
