@@ -82,13 +82,17 @@ describe('app: create, assign and edit (Chromium)', function () {
     const w = watch(page);
     await page.goto(`${t.url}/app/nodes/task-signup`);
     await page.selectOption('#assign-sel', { label: 'Admin' });
-    await Promise.all([page.waitForURL(/task-signup$/), page.click('form[action$="/assign"] button')]);
-    expect(await page.textContent('[role=status]')).to.include('Assigned Admin');
+    // the form posts and lands on the same URL (waitForURL would not wait): the new page's flash is the condition
+    await Promise.all([page.locator('.flash', { hasText: /Assigned Admin/ }).waitFor(), page.click('form[action$="/assign"] button')]);
+    expect(await page.textContent('.flash')).to.include('Assigned Admin');
     expect(await page.textContent('ul.assignees')).to.include('Admin');
     expect((await t.api('GET', '/v1/nodes/task-signup')).body.frontmatter.edges).to.deep.include({ type: 'assigned', to: t.adminPerson });
     expect((await page.locator('ol.history li').first().textContent())!.replace(/\s+/g, ' ')).to.match(/^Bob Builder assigned Admin/);
-    await Promise.all([page.waitForURL(/task-signup$/), page.click('button[aria-label="Unassign Admin"]')]);
-    expect(await page.textContent('[role=status]')).to.include('Unassigned Admin');
+    await Promise.all([
+      page.locator('.flash', { hasText: /Unassigned Admin/ }).waitFor(),
+      page.click('button[aria-label="Unassign Admin"]'),
+    ]);
+    expect(await page.textContent('.flash')).to.include('Unassigned Admin');
     expect((await t.api('GET', '/v1/nodes/task-signup')).body.frontmatter.edges ?? []).to.not.deep.include({
       type: 'assigned',
       to: t.adminPerson,

@@ -67,17 +67,18 @@ describe('app: the walk of a signed-in person (Chromium)', function () {
     expect(await page.locator('.markdown ol li').count()).to.equal(3);
     expect(await page.locator('a[href="/app/nodes/task-launch"]').count()).to.be.greaterThan(0);
 
-    await Promise.all([page.waitForURL(/\/app\/nodes\/task-login$/), page.click('form[action$="/claim"] button')]);
+    // the form posts and lands on the same URL, so waitForURL would not wait: the new page's flash is the condition
+    await Promise.all([page.locator('.flash', { hasText: /Claimed/ }).waitFor(), page.click('form[action$="/claim"] button')]);
     pages.push(await page.content());
-    expect(await page.textContent('[role=status]')).to.include('Claimed');
+    expect(await page.textContent('.flash')).to.include('Claimed');
     expect(await page.textContent('#lease-h + p')).to.include('You hold it');
     const lease = await t.api('GET', '/v1/queue?limit=100', { token: bob.token });
     expect(lease.body.items.find((i: { id: string }) => i.id === 'task-login').lease.by).to.equal(bob.id);
 
     await page.selectOption('#status-sel', 'done');
-    await Promise.all([page.waitForURL(/\/app\/nodes\/task-login$/), page.click('form[action$="/status"] button')]);
+    await Promise.all([page.locator('.flash', { hasText: /Status set to done/ }).waitFor(), page.click('form[action$="/status"] button')]);
     pages.push(await page.content());
-    expect(await page.textContent('[role=status]')).to.include('Status set to done');
+    expect(await page.textContent('.flash')).to.include('Status set to done');
     const node = await t.api('GET', '/v1/nodes/task-login');
     expect(node.body.frontmatter.status).to.equal('done');
     expect(node.body.frontmatter.author).to.equal(bob.id);
