@@ -77,15 +77,19 @@ function parseRawMeta(meta: string): { status: 'A' | 'M' | 'D'; oldBlob: string 
 
 /**
  * Streams `git log --pretty=raw --raw -z` of the first-parent history ending at `tip`,
- * calling `onCommit` newest first. Tokens are NUL-separated: a commit token (header +
- * indented message, possibly followed by the first raw entry's metadata after a "\n:"),
- * then alternating raw metadata and path tokens. The message is indented, so "\n:" can
- * only start the raw section.
+ * calling `onCommit` newest first, or oldest first with `reverse` (git then holds the list of
+ * commits, not the caller: an index that appends in history order needs no copy of the whole
+ * log). `tip` may be a range `<from>..<to>`: the first-parent commits of `to` not reachable
+ * from `from`. Tokens are NUL-separated: a commit token (header + indented message, possibly
+ * followed by the first raw entry's metadata after a "\n:"), then alternating raw metadata and
+ * path tokens. The message is indented, so "\n:" can only start the raw section. A throw from
+ * `onCommit` stops git and rejects with it.
  */
 export async function streamLog(
   gitdir: string,
   tip: string,
   onCommit: (commit: ParsedCommit, changes: RawChange[]) => void,
+  options: { reverse?: boolean } = {},
 ): Promise<void> {
   await gitdirSettled(gitdir);
   return new Promise((resolve, reject) => {
@@ -102,6 +106,7 @@ export async function streamLog(
         '--no-abbrev',
         '-z',
         '--pretty=raw',
+        ...(options.reverse ? ['--reverse'] : []),
         tip,
         '--',
       ],

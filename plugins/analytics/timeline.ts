@@ -7,26 +7,41 @@
  * terminal status, never its last-updated time (docs/spec.md Reads rule 8), and cycle time and
  * WIP age need the moment work started.
  *
- * Built once when the tenant opens: the history plugin's commit index (one streamed
- * `git log`, shared with the history reads) lists every node change with its blob; the
- * blobs that are not a node's current revision stream through one `git cat-file --batch`,
- * and only each version's status and done-making edges are kept. From then on the
- * timelines follow the graph index's commit events; reads never touch git.
+ * Memory does not grow with history: a node keeps only the steps `timesOf` can still read
+ * (timeline-steps.ts `compactSteps`: at most seven once it has more than COMPACT_ABOVE). Which
+ * steps those are depends on which statuses are terminal or active for the node's type, so
+ * the compaction holds only under the status rules and the type it was made with: when the
+ * schema changes those rules, or a node's type changes under its compacted steps (only a
+ * hand-made commit can do that), the next read replays the history (`ready()`).
+ *
+ * Built when the tenant opens: from the snapshot written at the last close (or every so
+ * many commits; timeline-snapshot.ts), then the commits after it from the history plugin's
+ * on-disk commit index, read in batches, with the blobs of their node versions streamed
+ * through `git cat-file --batch` (only each version's status, type and done-making edges are
+ * kept). Without a usable snapshot the whole history is replayed that way, once. From then
+ * on the timelines follow the graph index's commit events; reads never touch git.
  */
+import { join } from 'node:path';
 import { parseStoredNode, type Frontmatter } from '../../kernel/codec.js';
 import type { CommitEvent, Edge, NodeRecord } from '../../kernel/graph-index.js';
+import type { Registry } from '../../kernel/registry.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { commitIndexOf, type CommitIndex } from '../history/public.js';
+import { commitIndexOf, type CommitIndex, type CommitRecord } from '../history/public.js';
 import { streamBlobs } from './blobs.js';
 import { isActiveStatus, isDone } from '../core/public.js';
 import { perTenant } from '../../kernel/per-tenant.js';
 import { EventIndex } from '../../kernel/event-index.js';
+import { compactSteps, stepTimes, type StatusStep } from './timeline-steps.js';
+import { readTimelineSnapshot, statusRules, writeTimelineSnapshot, type NodeTimeline } from './timeline-snapshot.js';
 
-export interface StatusStep {
-  status: string;
-  /** commit time (ms) the node entered `status` */
-  at: number;
-}
+export type { StatusStep } from './timeline-steps.js';
+
+/** a node's steps are compacted once it has more than this many */
+const COMPACT_ABOVE = 16;
+/** commits replayed per batch at open (one `git cat-file` for the batch's historic blobs) */
+const REPLAY_BATCH = 5_000;
+/** a snapshot at least every this many commits (or the node count, if larger) */
+const SNAPSHOT_EVERY = 10_000;
 
 /** Times derived for one node; all in ms, null when they do not apply. */
 export interface NodeTimes {
@@ -60,93 +75,239 @@ function doneEdgeKeys(edges: readonly Edge[] | unknown): string[] {
 
 interface VersionFacts {
   status: string;
+  type: string;
   doneEdges: string[];
 }
 
 function factsOf(frontmatter: Frontmatter): VersionFacts {
-  return { status: String(frontmatter.status ?? ''), doneEdges: doneEdgeKeys(frontmatter.edges) };
+  return { status: String(frontmatter.status ?? ''), type: String(frontmatter.type ?? ''), doneEdges: doneEdgeKeys(frontmatter.edges) };
 }
 
 export class Timelines extends EventIndex {
-  private readonly steps = new Map<string, StatusStep[]>();
+  private readonly nodes = new Map<string, NodeTimeline>();
   /** target id -> `type\0from` -> when that edge appeared */
   private readonly doneEdgesIn = new Map<string, Map<string, number>>();
   /** source id -> its current done-making edges as `type\0to` */
   private readonly doneEdgesOut = new Map<string, Set<string>>();
   private readonly commits: CommitIndex;
+  private readonly snapshotPath: string;
+  /** the status rules (timeline-snapshot.ts `statusRules`) the steps were compacted under, and the registry they came from */
+  private rules = '';
+  private rulesFrom: Registry | null = null;
+  /** a node's type changed under its compacted steps: the next ready() replays the whole history */
+  private stale = false;
+  private ignoreSnapshot = false;
+  /** the last commit applied (null before the first build) */
+  private covered: string | null = null;
+  private loading = false;
+  private closed = false;
+  private saving = false;
+  private sinceSnapshot = 0;
 
   constructor(tenant: Tenant) {
     super(tenant, 'analytics timelines');
-    // applyEvent uses only the event; load() waits for the commit index to cover HEAD and
-    // reports the commits it replayed, so buffered events for those are not applied twice.
+    // applyEvent uses only the event; load() replays the commit index up to the head as of the
+    // subscription, and every later commit arrives as an event.
     this.commits = commitIndexOf(tenant);
+    this.snapshotPath = join(tenant.dir, 'analytics', 'timelines.v8');
+    tenant.onClose(() => this.close());
     this.start();
   }
 
   protected reset(): void {
-    this.steps.clear();
+    this.nodes.clear();
     this.doneEdgesIn.clear();
     this.doneEdgesOut.clear();
+    this.covered = null;
   }
 
-  /** Replays the commit index up to now; returns the commits it covered. */
-  protected async load(): Promise<Set<string>> {
+  /**
+   * Resolves once the timelines cover HEAD under the current status rules: when the schema
+   * changed which statuses are terminal or active (or a node's type changed under its
+   * compacted steps), the history is replayed first.
+   */
+  async ready(): Promise<void> {
+    for (;;) {
+      await super.ready();
+      if (this.loading) continue; // a rebuild started meanwhile: wait for it
+      if (!this.stale && !this.rulesChanged()) return;
+      this.tenant.log.info('analytics timelines: status rules or a node type changed; replaying the history', { org: this.tenant.org });
+      this.stale = false;
+      this.ignoreSnapshot = true;
+      this.rebuild();
+    }
+  }
+
+  private rulesChanged(): boolean {
+    const { registry } = this.tenant;
+    if (registry === this.rulesFrom) return false;
+    if (statusRules(registry) !== this.rules) return true;
+    this.rulesFrom = registry;
+    return false;
+  }
+
+  protected async load(): Promise<void> {
+    const tip = this.tenant.index.head;
+    this.loading = true;
+    let replayed: number;
+    try {
+      replayed = await this.replayTo(tip);
+    } finally {
+      this.loading = false;
+    }
+    // a long replay is not repeated at the next open (the state is the tip's: buffered events come after)
+    if (replayed >= 1000) this.saveSoon();
+  }
+
+  /** Rebuilds up to `tip` from the snapshot and the commit index; returns how many commits it replayed. */
+  private async replayTo(tip: string | null): Promise<number> {
+    this.rulesFrom = this.tenant.registry;
+    this.rules = statusRules(this.tenant.registry);
+    const ignoreSnapshot = this.ignoreSnapshot;
+    this.ignoreSnapshot = false;
     await this.commits.ready();
-    // Everything up to now is in the commit index; later commits arrive as buffered events.
-    const history = this.commits.commits.slice();
-    const covered = new Set(history.map((c) => c.sha));
-    const facts = new Map<string, VersionFacts | null>();
-    const wanted: string[] = [];
-    for (const commit of history) {
-      for (const change of commit.changes) {
-        if (!change.blob || facts.has(change.blob)) continue;
-        const live = this.tenant.index.get(change.id);
-        if (live && live.revision === change.blob) facts.set(change.blob, factsOf(live.frontmatter));
-        else {
-          facts.set(change.blob, null);
-          wanted.push(change.blob);
+    if (tip === null || this.closed) return 0;
+    const last = this.commits.seqOf(tip);
+    if (last < 0) throw new Error(`the commit index does not hold the head ${tip}`);
+    let from = 0;
+    const snapshot = ignoreSnapshot ? null : await readTimelineSnapshot(this.snapshotPath, this.rules);
+    if (snapshot) {
+      const seq = this.commits.seqOf(snapshot.covered);
+      if (seq >= 0 && seq <= last) {
+        for (const [id, timeline] of snapshot.nodes) this.nodes.set(id, timeline);
+        for (const [id, inbound] of snapshot.doneEdgesIn) this.doneEdgesIn.set(id, inbound);
+        for (const [id, outbound] of snapshot.doneEdgesOut) this.doneEdgesOut.set(id, outbound);
+        from = seq + 1;
+      }
+    }
+    if (!(await this.replay(from, last))) return 0;
+    this.covered = tip;
+    return last - from + 1;
+  }
+
+  /** Applies commits `from`..`to` of the commit index, a batch at a time; false when the tenant closed meanwhile. */
+  private async replay(from: number, to: number): Promise<boolean> {
+    const resets = this.commits.resetCount;
+    for (let lo = from; lo <= to; lo += REPLAY_BATCH) {
+      if (this.closed) return false;
+      const batch: CommitRecord[] = [];
+      this.commits.scan(lo, Math.min(to, lo + REPLAY_BATCH - 1), (c) => {
+        batch.push(c);
+      });
+      const facts = new Map<string, VersionFacts | null>();
+      const wanted: string[] = [];
+      for (const commit of batch) {
+        for (const change of commit.changes) {
+          if (!change.blob || facts.has(change.blob)) continue;
+          const live = this.tenant.index.get(change.id);
+          if (live && live.revision === change.blob) facts.set(change.blob, factsOf(live.frontmatter));
+          else {
+            facts.set(change.blob, null);
+            wanted.push(change.blob);
+          }
+        }
+      }
+      await streamBlobs(this.tenant.store.gitdir, wanted, (oid, text) => {
+        try {
+          facts.set(oid, factsOf(parseStoredNode(text).frontmatter));
+        } catch {
+          // a hand-committed file that does not parse: that version tells us nothing
+        }
+      });
+      if (this.closed) return false;
+      if (this.commits.resetCount !== resets) throw new Error('the commit index was rebuilt during the timeline replay');
+      for (const commit of batch) {
+        for (const change of commit.changes) {
+          if (change.change === 'D' || !change.blob) {
+            this.forget(change.id, commit.dateMs);
+            continue;
+          }
+          const f = facts.get(change.blob);
+          if (!f) continue;
+          // compacted under the type reads will use: the live node's (a node deleted later is forgotten anyway)
+          const live = this.tenant.index.get(change.id);
+          this.record(change.id, f.status, live?.type ?? f.type, live !== undefined, f.doneEdges, commit.dateMs);
         }
       }
     }
-    await streamBlobs(this.tenant.store.gitdir, wanted, (oid, text) => {
-      try {
-        facts.set(oid, factsOf(parseStoredNode(text).frontmatter));
-      } catch {
-        // a hand-committed file that does not parse: that version tells us nothing
-      }
-    });
-    for (const commit of history) {
-      for (const change of commit.changes) {
-        if (change.change === 'D' || !change.blob) {
-          this.forget(change.id, commit.dateMs);
-          continue;
-        }
-        const f = facts.get(change.blob);
-        if (f) this.record(change.id, f.status, f.doneEdges, commit.dateMs);
-      }
-    }
-    return covered;
+    return true;
   }
 
   protected applyEvent(event: CommitEvent): void {
     const at = Date.parse(event.date);
     for (const change of event.changes) {
       if (!change.after) this.forget(change.id, at);
-      else this.record(change.id, change.after.status, doneEdgeKeys(change.after.edges), at);
+      else this.record(change.id, change.after.status, change.after.type, true, doneEdgeKeys(change.after.edges), at);
     }
+    this.covered = event.commit;
+    if (++this.sinceSnapshot >= Math.max(SNAPSHOT_EVERY, this.nodes.size)) this.saveSoon();
   }
 
-  private record(id: string, status: string, doneEdges: string[], at: number): void {
-    const steps = this.steps.get(id);
-    if (!steps) this.steps.set(id, [{ status, at }]);
-    else if (steps[steps.length - 1]!.status !== status) steps.push({ status, at });
+  private record(id: string, status: string, type: string, live: boolean, doneEdges: string[], at: number): void {
+    const timeline = this.nodes.get(id);
+    if (!timeline) this.nodes.set(id, { steps: [{ status, at }], compactedAs: null });
+    else {
+      if (live && timeline.compactedAs !== null && timeline.compactedAs !== type) this.stale = true;
+      const steps = timeline.steps;
+      if (steps[steps.length - 1]!.status !== status) {
+        steps.push({ status, at });
+        if (steps.length > COMPACT_ABOVE) this.compact(timeline, type);
+      }
+    }
     this.setDoneEdges(id, doneEdges, at);
+  }
+
+  private compact(timeline: NodeTimeline, type: string): void {
+    const { registry } = this.tenant;
+    const kept = compactSteps(
+      timeline.steps,
+      (s) => registry.isTerminal(type, s),
+      (s) => isActiveStatus(this.tenant, type, s),
+    );
+    if (kept === timeline.steps) return;
+    timeline.steps = kept;
+    timeline.compactedAs = type;
   }
 
   /** A deleted node: its timeline ends (a node re-created under the same id starts afresh). */
   private forget(id: string, at: number): void {
-    this.steps.delete(id);
+    this.nodes.delete(id);
     this.setDoneEdges(id, [], at);
+  }
+
+  private saveSoon(): void {
+    this.sinceSnapshot = 0;
+    this.save().catch((err: unknown) =>
+      this.tenant.log.warn('analytics timelines snapshot failed', { org: this.tenant.org, error: String(err) }),
+    );
+  }
+
+  /** Writes the snapshot, when what memory holds is whole and compacted under the current rules. */
+  private async save(): Promise<void> {
+    if (this.saving || this.loading || this.covered === null || this.stale || this.rulesChanged()) return;
+    this.saving = true;
+    try {
+      await writeTimelineSnapshot(this.snapshotPath, {
+        rules: this.rules,
+        covered: this.covered,
+        nodes: this.nodes,
+        doneEdgesIn: this.doneEdgesIn,
+        doneEdgesOut: this.doneEdgesOut,
+      });
+    } finally {
+      this.saving = false;
+    }
+  }
+
+  /** Tenant close: stops a replay in progress, else writes the snapshot. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    super.close();
+    // a replay in progress stops at its next batch and leaves no snapshot (save() skips while loading)
+    this.closed = true;
+    await this.save().catch((err: unknown) =>
+      this.tenant.log.warn('analytics timelines snapshot failed', { org: this.tenant.org, error: String(err) }),
+    );
   }
 
   private setDoneEdges(from: string, keys: string[], at: number): void {
@@ -172,7 +333,7 @@ export class Timelines extends EventIndex {
   }
 
   stepsOf(id: string): readonly StatusStep[] | undefined {
-    return this.steps.get(id);
+    return this.nodes.get(id)?.steps;
   }
 
   /** The earliest live edge that makes `record` done (the same edges `isDone` honours). */
@@ -197,44 +358,23 @@ export class Timelines extends EventIndex {
     // parsed only when needed (Date.parse twice per node was a third of analytics at 100k nodes)
     const fallbackUpdated = (): number =>
       Date.parse(String(record.frontmatter.updated ?? '')) || Date.parse(String(record.frontmatter.created ?? '')) || 0;
-    let steps: readonly StatusStep[] = this.steps.get(record.id) ?? [];
+    let steps: readonly StatusStep[] = this.nodes.get(record.id)?.steps ?? [];
     // Out of step (should not happen): treat the node as having been in its status since its last update.
     if (steps.length === 0 || steps[steps.length - 1]!.status !== record.status)
       steps = [...steps, { status: record.status, at: fallbackUpdated() }];
     const terminal = (s: string) => registry.isTerminal(record.type, s);
-    const last = steps[steps.length - 1]!;
+    const active = (s: string) => isActiveStatus(this.tenant, record.type, s);
 
     let completedAt: number | null = null;
     let closedBy: NodeTimes['closedBy'] = null;
-    /** index of the first step of the trailing terminal run (steps.length when not terminal) */
-    let end = steps.length;
-    if (terminal(record.status)) {
-      completedAt = last.at;
-      closedBy = 'status';
-      while (end > 0 && terminal(steps[end - 1]!.status)) end--;
-    } else if (isDone(this.tenant, record)) {
+    if (terminal(record.status)) closedBy = 'status';
+    else if (isDone(this.tenant, record)) {
       const edge = this.doneEdgeSince(record);
       completedAt = edge ? edge.at : fallbackUpdated();
       closedBy = edge ? edge.type : this.tenant.index.inboundOf(record.id, ['supersedes']).length > 0 ? 'supersedes' : 'resolves';
     }
-    // The stretch that led to the completion (or the current one) starts after the last earlier terminal step.
-    let begin = end;
-    while (begin > 0 && !terminal(steps[begin - 1]!.status)) begin--;
-    let startedAt: number | null = null;
-    for (let i = begin; i < end; i++) {
-      if (isActiveStatus(this.tenant, record.type, steps[i]!.status)) {
-        startedAt = steps[i]!.at;
-        break;
-      }
-    }
-    let activeSince: number | null = null;
-    if (completedAt === null && isActiveStatus(this.tenant, record.type, record.status)) {
-      let i = steps.length - 1;
-      while (i > 0 && isActiveStatus(this.tenant, record.type, steps[i - 1]!.status)) i--;
-      activeSince = steps[i]!.at;
-    }
-    const openedAt = steps[Math.min(begin, steps.length - 1)]!.at;
-    return { createdAt: steps[0]!.at, completedAt, openedAt, startedAt, activeSince, statusSince: last.at, closedBy };
+    const t = stepTimes(steps, terminal, active, completedAt !== null);
+    return { ...t, completedAt: t.completedAt ?? completedAt, closedBy };
   }
 }
 

@@ -24,7 +24,7 @@ import type {
   RecentChangesInput,
 } from './api.js';
 import { codeCommitIndexOf } from './code-commits.js';
-import { commitIndexOf, type CommitInfo, type NodeChange } from './commit-index.js';
+import { commitIndexOf, type CommitIndex, type CommitInfo, type NodeChange } from './commit-index.js';
 import { diffOf } from '../../kernel/git-log.js';
 import { groupingOf, listOf, ownersOfFingerprint, resolveProject, sameFingerprint, scopeValues } from './projects.js';
 import { parseSince } from './since.js';
@@ -75,12 +75,32 @@ export async function getNodeHistory(ctx: OpContext, input: Static<typeof GetNod
   const limit = clamp(input.limit, 50, 1, 200);
   const commits = commitIndexOf(ctx.tenant);
   await commits.ready();
-  const changes = commits.changesOf(id);
-  if (!changes) throw errors.notFound(`node ${id}`);
+  const total = commits.changeCount(id);
+  if (total === undefined) throw errors.notFound(`node ${id}`);
   const people = personLookup(ctx.tenant);
   const history = [];
-  for (let i = changes.length - 1; i >= 0 && history.length < limit; i--) history.push(historyEntry(changes[i]!.commit, people));
-  return { id, head: ctx.tenant.head, count: history.length, total: changes.length, history };
+  // newest first along the node's backward links: `limit` record reads, whatever the history's length
+  for (const change of commits.changesOf(id)) {
+    if (history.length >= limit) break;
+    history.push(historyEntry(change.commit, people));
+  }
+  return { id, head: ctx.tenant.head, count: history.length, total, history };
+}
+
+/**
+ * The node's changes in commits whose sha starts with `sha`, oldest first. A node with few
+ * changes walks its own links; one with very many (more than one in 64 of all commits) scans
+ * the sha table instead, which costs 20 bytes a commit rather than a record read a change.
+ */
+function changesMatching(commits: CommitIndex, id: string, sha: string, total: number): NodeChange[] {
+  if (total * 64 > commits.count) {
+    const hits: NodeChange[] = [];
+    for (const { seq } of commits.resolve(sha)) hits.push(...commits.changesIn(seq, id));
+    return hits;
+  }
+  const hits: NodeChange[] = [];
+  for (const change of commits.changesOf(id)) if (change.commit.sha.startsWith(sha)) hits.push(change);
+  return hits.reverse();
 }
 
 export async function getHistoryEntry(ctx: OpContext, input: Static<typeof GetHistoryEntryInput>): Promise<Static<typeof HistoryDetail>> {
@@ -88,9 +108,9 @@ export async function getHistoryEntry(ctx: OpContext, input: Static<typeof GetHi
   const sha = input.sha.toLowerCase();
   const commits = commitIndexOf(ctx.tenant);
   await commits.ready();
-  const changes = commits.changesOf(id);
-  if (!changes) throw errors.notFound(`node ${id}`);
-  const hits = changes.filter((c) => c.commit.sha.startsWith(sha));
+  const total = commits.changeCount(id);
+  if (total === undefined) throw errors.notFound(`node ${id}`);
+  const hits = changesMatching(commits, id, sha, total);
   if (hits.length === 0) throw errors.notFound(`commit ${sha} in the history of ${id}`, { id, sha });
   if (hits.length > 1) {
     throw errors.conflict(`sha ${sha} is ambiguous in the history of ${id}; give more hex digits`, {
@@ -184,25 +204,38 @@ export async function recentChanges(ctx: OpContext, input: Static<typeof RecentC
   const scope = project ? scopeValues(tenant, project) : null;
 
   // Newest first; the first change met for a node is its newest one. The walk stops at the
-  // `since` boundary (commit dates only grow along the server-written history) or at `limit`.
+  // `since` boundary (the first commit, from the newest, after or older than it) or at `limit`.
+  const boundary = since === null ? -1 : since.kind === 'commit' ? since.seq : commits.newestBefore(since.ms);
   const picked: NodeChange[] = [];
   const seen = new Set<string>();
-  walk: for (let i = commits.commits.length - 1; i >= 0; i--) {
-    const commit = commits.commits[i]!;
-    if (since?.kind === 'commit' && commit.seq <= since.seq) break;
-    if (since?.kind === 'date' && commit.dateMs < since.ms) break;
-    for (const change of commit.changes) {
-      if (seen.has(change.id)) continue;
-      seen.add(change.id);
-      if (scope) {
-        if (change.change === 'D') continue;
-        const record = tenant.index.get(change.id);
-        if (!record?.project || !scope.has(record.project)) continue;
-      }
-      picked.push(change);
-      if (picked.length >= limit) break walk;
+  /** takes a node's newest change unless scoped out; true once `limit` are taken */
+  const take = (change: NodeChange): boolean => {
+    if (seen.has(change.id)) return false;
+    seen.add(change.id);
+    if (scope) {
+      if (change.change === 'D') return false;
+      const record = tenant.index.get(change.id);
+      if (!record?.project || !scope.has(record.project)) return false;
+    }
+    picked.push(change);
+    return picked.length >= limit;
+  };
+  // Commit by commit while that finds new nodes; a long stretch of commits on nodes already
+  // met (a few nodes edited very often) continues from the per-node table instead, so the cost
+  // follows the nodes in the answer, not the commits since the boundary.
+  const walkAtMost = 2 * limit + 256;
+  let walked = 0;
+  let done = false;
+  let next = commits.count;
+  for (const commit of commits.newestFirst()) {
+    if (commit.seq <= boundary || walked++ >= walkAtMost) break;
+    next = commit.seq;
+    if (commit.changes.some(take)) {
+      done = true;
+      break;
     }
   }
+  if (!done && next - 1 > boundary) for (const change of commits.newestChanges(boundary, next, seen)) if (take(change)) break;
 
   const people = personLookup(tenant);
   const changes: Static<typeof ChangeFeed>['changes'] = [];

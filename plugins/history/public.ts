@@ -4,4 +4,4 @@
  * (docs/decisions.md, "Plugin edges"; test/kernel/plugin-imports.test.ts).
  */
 export { resolveProject, scopeValues } from './projects.js';
-export { commitIndexOf, type CommitIndex } from './commit-index.js';
+export { commitIndexOf, type CommitIndex, type CommitRecord } from './commit-index.js';
