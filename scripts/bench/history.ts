@@ -364,8 +364,8 @@ async function main(): Promise<void> {
 
     console.log(
       `history: server RSS after ${COMMITS.toLocaleString('en-US')} commits ${mb(memB.restart.rss)} vs ${mb(memA.restart.rss)} after ` +
-        `${BASE_COMMITS.toLocaleString('en-US')}: ${fmtRatio(ratio)} (target <= ${TARGET_RATIO}x: ${verdict(ratio <= TARGET_RATIO)}; ` +
-        `first open ${fmtRatio(firstRatio)}, in use ${fmtRatio(inUseRatio)}); node with ${HOT_COMMITS} commits p50 ${lat.history50!.p50.toFixed(2)} ms, p99 ${lat.history50!.p99.toFixed(2)} ms (limit 50)`,
+        `${BASE_COMMITS.toLocaleString('en-US')}: ${fmtRatio(ratio)}, first open ${fmtRatio(firstRatio)}, in use (after a write and an old ` +
+        `version read) ${fmtRatio(inUseRatio)} (target <= ${TARGET_RATIO}x for all three: ${verdict(Math.max(ratio, firstRatio, inUseRatio) <= TARGET_RATIO)}); node with ${HOT_COMMITS} commits p50 ${lat.history50!.p50.toFixed(2)} ms, p99 ${lat.history50!.p99.toFixed(2)} ms (limit 50)`,
     );
     recordResult('history', {
       commits: COMMITS,
@@ -374,6 +374,7 @@ async function main(): Promise<void> {
       rss_ratio_first_open: firstRatio,
       rss_ratio_in_use: inUseRatio,
       target_ratio: TARGET_RATIO,
+      target_met: Math.max(ratio, firstRatio, inUseRatio) <= TARGET_RATIO,
       server_base: memA,
       server_long: memB,
       index_open_base: openA,
