@@ -1,7 +1,8 @@
 /**
  * The git store's read side: `GitStoreReads`, the base class of the store
  * (kernel/git/store.ts). Single objects are read loose (or from the acknowledged commits not
- * yet written out, `unwritten`) and otherwise through isomorphic-git from the packs; bulk
+ * yet written out, `unwritten`) and otherwise from the packs through one long-lived
+ * `git cat-file --batch` child (kernel/git/object-reader.ts: no pack data in this process); bulk
  * reads (`loadFiles`, `listFiles`, `diffFiles` from null) list with `git ls-tree` and read
  * loose blobs directly, the rest through one `git cat-file --batch` (kernel/git/cli.ts).
  * The write side (commits, checkpoints, repacks, close) lives in the subclass.
@@ -9,9 +10,9 @@
 import type { StoredFile } from './types.js';
 import { readFileSync } from 'node:fs';
 import { inflateSync } from 'node:zlib';
-import git from 'isomorphic-git';
 import type { DurableFs } from '../durable-fs.js';
 import { catFileBatch, parseLsTree, runGit } from './cli.js';
+import { ObjectReader } from './object-reader.js';
 import {
   EMPTY_TREE_OID,
   isBlobMode,
@@ -36,21 +37,24 @@ export interface CachedTree {
 
 /**
  * Everything the store reads; the subclass adds the writes. The state both sides share is
- * `protected`: the head, the acknowledged objects not yet in a pack, isomorphic-git's cache
- * (dropped after a repack).
+ * `protected`: the head, the acknowledged objects not yet in a pack, the packed-object reader
+ * (recycled after a repack, stopped at close).
  */
 export abstract class GitStoreReads {
   protected headOid: string | null;
-  protected igCache: object = {};
+  /** packed objects: a `git cat-file --batch` child, started at the first packed read */
+  protected readonly packed: ObjectReader;
   /** journaled (acknowledged) objects not yet written out to a pack */
   protected unwritten = new Map<string, EncodedObject>();
 
+  // `_fs` (GitStoreOptions.fs) was isomorphic-git's view of the packs; git reads them now
   constructor(
     readonly gitdir: string,
-    private readonly fs: DurableFs,
+    _fs: DurableFs,
     head: string | null,
   ) {
     this.headOid = head;
+    this.packed = new ObjectReader(gitdir);
   }
 
   head(): string | null {
@@ -90,16 +94,10 @@ export abstract class GitStoreReads {
     if (!OID_RE.test(oid)) throw new Error(`invalid oid: ${oid}`);
     const loose = this.readLooseSync(oid);
     if (loose) return loose;
-    // Packed (e.g. after `git gc`): let isomorphic-git find it in the pack files.
-    let r: Awaited<ReturnType<typeof git.readObject>>;
-    try {
-      r = await git.readObject({ fs: this.fs, gitdir: this.gitdir, oid, format: 'content', cache: this.igCache });
-    } catch {
-      // a background repack may have replaced the packs isomorphic-git has cached
-      this.igCache = {};
-      r = await git.readObject({ fs: this.fs, gitdir: this.gitdir, oid, format: 'content', cache: this.igCache });
-    }
-    return { type: r.type, body: Buffer.from(r.object as Uint8Array) };
+    // Packed (e.g. after `git gc`), or written out since the loose read missed: git mmaps
+    // the packs, so no pack data is held here however long the history (a missing object
+    // is retried once on a fresh child, which also covers packs a repack replaced).
+    return this.packed.read(oid);
   }
 
   private async readTreeEntries(oid: string): Promise<Entries> {

@@ -347,7 +347,8 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
       )
       .then(async () => {
         this.packs = await countPacks(this.gitdir);
-        this.igCache = {};
+        // the reader's git may hold the replaced packs open (their space is freed when it exits)
+        this.packed.recycle();
         this.repacking = null;
       });
   }
@@ -546,6 +547,8 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
     await this.repacking;
     this.closed = true;
     if (openStores.get(this.gitdir) === this) openStores.delete(this.gitdir);
+    // the checkpoint below reads nothing packed; a read after close gets a short-lived child
+    await this.packed.close();
     if (this.journal) {
       try {
         if (this.opts.checkpointOnClose !== false && !this.broken) {

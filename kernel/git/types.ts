@@ -90,7 +90,7 @@ export interface GitStoreOptions {
    * `false` writes no journal and fsyncs nothing (objects and ref still temp + rename).
    */
   fsync?: boolean;
-  /** testing hook: the fs isomorphic-git reads packed objects through */
+  /** testing hook, no longer read: packed objects are read through `git cat-file --batch` (kernel/git/object-reader.ts) */
   fs?: DurableFs;
   /**
    * testing hook: writes one loose object or the ref file atomically (temp + rename, no
