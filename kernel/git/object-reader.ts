@@ -203,8 +203,10 @@ export class ObjectReader {
     this.recycle();
     await Promise.all(
       [...this.retiring].map(async (c) => {
+        // not unref'd: the child's own handles are (an idle reader must not keep a process
+        // alive), so without a live timer a close awaited at the end of a process (a CLI
+        // command, a kernel closed after its listener) ended it here, skipping what follows
         const t = setTimeout(() => c.kill(), 5_000);
-        t.unref();
         await c.exited;
         clearTimeout(t);
       }),

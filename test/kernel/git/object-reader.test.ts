@@ -177,6 +177,21 @@ describe('kernel/git/object-reader', function () {
     await waitFor(() => readerOf(store).pid === undefined);
   });
 
+  it('close() awaited as the last thing a process does finishes (the idle child does not end the process first)', () => {
+    // in a process of its own: nothing else keeps its event loop alive, as at the end of a CLI
+    // command or a kernel closed after its listener (the 1,000,000-commit bench fixture's warm-up
+    // ended silently, exit 0, inside close())
+    const reader = new URL('../../../kernel/git/object-reader.ts', import.meta.url).href;
+    const script =
+      `const { ObjectReader } = await import(${JSON.stringify(reader)});` +
+      `const r = new ObjectReader(${JSON.stringify(gitdir)});` +
+      `const o = await r.read(${JSON.stringify(commits[0])});` +
+      `await r.close();` +
+      `process.stdout.write('closed after reading a ' + o.type);`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(out).to.equal('closed after reading a commit');
+  });
+
   it('a killed child fails its reads and the next read starts a new one', async () => {
     await store.readObject(commits[1]!);
     const pid = readerOf(store).pid!;
