@@ -10,9 +10,10 @@
  *
  *   reads   a node (40), the decision queue (8), the change feed (4), a node's history (4),
  *           analytics (1)
- *   writes  a priority (10), a status open <-> blocked (8), a `relates-to` edge added or
- *           removed (8), a new node (2): every write is one commit, so history grows by about
- *           a third of the requests while the graph grows by ~2 nodes in 100 writes
+ *   writes  a priority (10), a status open <-> blocked (8), a `relates-to` edge to one of
+ *           the node's next three added or removed (8): every write is one commit, so history
+ *           grows by about a third of the requests while the graph stays the same size (no node
+ *           is added, and each node has at most three such edges): what grows is history alone
  *
  * Every minute (BENCH_SOAK_SAMPLE_MS shortens it for a smoke run): the server's RSS and open file descriptors (/proc), the requests, commits and
  * 5xx answers of that minute, and its p99 latency. The figures: RSS growth per 10 minutes and
@@ -30,11 +31,12 @@ const NODES = Number(process.env.BENCH_SOAK_NODES ?? 3000);
 const CLIENTS = Number(process.env.BENCH_SOAK_CLIENTS ?? 8);
 /** the sampling period, a minute unless a smoke run shortens it (BENCH_SOAK_SAMPLE_MS) */
 const SAMPLE_MS = Number(process.env.BENCH_SOAK_SAMPLE_MS ?? 60_000);
+const METRICS_TOKEN = `svc_pat_${'m'.repeat(32)}`;
 /** growth per commit below this counts as flat (KB) */
 const FLAT_KB_PER_COMMIT = 0.1;
 const P99_TARGET = 1.2;
 
-type OpName = 'node' | 'queue' | 'changes' | 'history' | 'analytics' | 'priority' | 'status' | 'edge' | 'create';
+type OpName = 'node' | 'queue' | 'changes' | 'history' | 'analytics' | 'priority' | 'status' | 'edge';
 const MIX: Array<[OpName, number]> = [
   ['node', 40],
   ['queue', 8],
@@ -44,9 +46,8 @@ const MIX: Array<[OpName, number]> = [
   ['priority', 10],
   ['status', 8],
   ['edge', 8],
-  ['create', 2],
 ];
-const WRITES = new Set<OpName>(['priority', 'status', 'edge', 'create']);
+const WRITES = new Set<OpName>(['priority', 'status', 'edge']);
 const TOTAL_WEIGHT = MIX.reduce((a, [, w]) => a + w, 0);
 
 function pick(): OpName {
@@ -60,6 +61,7 @@ const idOf = (i: number) => `task-soak-${String(i).padStart(6, '0')}`;
 interface Minute {
   minute: number;
   rssMb: number;
+  heapMb: number;
   fds: number;
   requests: number;
   commits: number;
@@ -86,7 +88,13 @@ export async function main(): Promise<void> {
   console.log(machineNote());
   console.log(`soak: ${MINUTES} min, ${CLIENTS} clients, graph of ${NODES} task nodes, fsync on`);
   const dataDir = join(scratchDir('soak'), 'data');
-  const server = await startServerProcess(dataDir, { SVC_FSYNC: '1' });
+  const server = await startServerProcess(dataDir, { SVC_FSYNC: '1', SVC_METRICS_TOKEN: METRICS_TOKEN });
+  /** the server's V8 heap in use (its own /metrics): RSS also moves with how much room V8 keeps */
+  const heapMb = async (): Promise<number> => {
+    const res = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    const m = /^workgraph_nodejs_heap_size_used_bytes (\S+)$/m.exec(await res.text());
+    return m ? Number(m[1]) / 2 ** 20 : NaN;
+  };
   const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
   const call = async (method: string, path: string, body?: unknown): Promise<number> => {
@@ -104,10 +112,9 @@ export async function main(): Promise<void> {
       const status = await call('POST', '/v1/nodes', { nodes });
       if (status !== 200) throw new Error(`seeding answered ${status}`);
     }
-    let next = NODES;
     const blocked = new Set<number>();
     const edges = new Set<string>();
-    const randomId = () => Math.floor(Math.random() * next);
+    const randomId = () => Math.floor(Math.random() * NODES);
 
     const run = async (op: OpName): Promise<number> => {
       const i = randomId();
@@ -134,7 +141,7 @@ export async function main(): Promise<void> {
           return status;
         }
         case 'edge': {
-          const to = idOf((i + 1 + Math.floor(Math.random() * 50)) % next);
+          const to = idOf((i + 1 + Math.floor(Math.random() * 3)) % NODES);
           const key = `${i}>${to}`;
           const remove = edges.has(key);
           const status = await call(remove ? 'DELETE' : 'POST', `/v1/nodes/${idOf(i)}/edges`, { type: 'relates-to', to });
@@ -143,10 +150,6 @@ export async function main(): Promise<void> {
             else edges.add(key);
           }
           return status;
-        }
-        case 'create': {
-          const n = next++;
-          return call('POST', '/v1/nodes', { nodes: [{ node: { id: idOf(n), type: 'task', summary: `Soak task ${n}` } }] });
         }
       }
     };
@@ -178,10 +181,12 @@ export async function main(): Promise<void> {
         else if (WRITES.has(op)) commits++;
       }
     };
-    const sampler = setInterval(() => {
+    const sampler = setInterval(async () => {
+      const heap = await heapMb().catch(() => NaN);
       const m: Minute = {
         minute: minutes.length + 1,
         rssMb: rssKb(server.child.pid) / 1024,
+        heapMb: heap,
         fds: fdCount(server.child.pid),
         requests,
         commits,
@@ -194,7 +199,7 @@ export async function main(): Promise<void> {
       lat = [];
       requests = commits = errors5xx = refused = 0;
       console.log(
-        `  minute ${String(m.minute).padStart(3)}: RSS ${m.rssMb.toFixed(1)} MB, fds ${m.fds}, ${m.requests} requests (${m.commits} commits, ${m.refused} 4xx, ${m.errors5xx} 5xx), p99 ${m.p99.toFixed(1)} ms`,
+        `  minute ${String(m.minute).padStart(3)}: RSS ${m.rssMb.toFixed(1)} MB, heap in use ${m.heapMb.toFixed(1)} MB, fds ${m.fds}, ${m.requests} requests (${m.commits} commits, ${m.refused} 4xx, ${m.errors5xx} 5xx), p99 ${m.p99.toFixed(1)} ms`,
       );
     }, SAMPLE_MS);
     await Promise.all(Array.from({ length: CLIENTS }, loop));
@@ -206,6 +211,12 @@ export async function main(): Promise<void> {
     const span = minutes.slice(2);
     const commitsAfterWarm = span.reduce((a, m) => a + m.commits, 0);
     const growthMb = last.rssMb - warm.rssMb;
+    const heapPerCommitKb =
+      ((last.heapMb - warm.heapMb) * 1024) /
+      Math.max(
+        1,
+        span.reduce((a, m) => a + m.commits, 0),
+      );
     const per10 = (growthMb / (((last.minute - warm.minute) * SAMPLE_MS) / 60_000)) * 10;
     const perCommitKb = (growthMb * 1024) / Math.max(1, commitsAfterWarm);
     const startP99 = p99Of(latencies.slice(1, 4).flat());
@@ -216,7 +227,7 @@ export async function main(): Promise<void> {
     console.log(
       `soak: ${MINUTES} min, ${totalRequests} requests, ${totalCommits} commits; RSS ${warm.rssMb.toFixed(1)} -> ${last.rssMb.toFixed(1)} MB ` +
         `(${per10.toFixed(1)} MB per 10 min, ${perCommitKb.toFixed(3)} KB per commit; target < ${FLAT_KB_PER_COMMIT} KB: ${verdict(perCommitKb < FLAT_KB_PER_COMMIT)}); ` +
-        `fds ${warm.fds} -> ${last.fds}; p99 ${startP99.toFixed(1)} -> ${endP99.toFixed(1)} ms (${fmtRatio(endP99 / startP99)}, target <= ${fmtRatio(P99_TARGET)}: ${verdict(endP99 / startP99 <= P99_TARGET)}); 5xx ${total5xx}`,
+        `heap in use ${warm.heapMb.toFixed(1)} -> ${last.heapMb.toFixed(1)} MB (${heapPerCommitKb.toFixed(3)} KB per commit); fds ${warm.fds} -> ${last.fds}; p99 ${startP99.toFixed(1)} -> ${endP99.toFixed(1)} ms (${fmtRatio(endP99 / startP99)}, target <= ${fmtRatio(P99_TARGET)}: ${verdict(endP99 / startP99 <= P99_TARGET)}); 5xx ${total5xx}`,
     );
     recordResult('soak', {
       minutes,
