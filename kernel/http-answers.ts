@@ -119,6 +119,14 @@ export function send(ctx: Koa.Context, route: RouteDef, result: unknown): void {
   if (result instanceof RawResponse) {
     ctx.status = result.status;
     for (const [k, v] of Object.entries(result.headers)) ctx.set(k, v);
+    if (result.writesBody && result.attach) {
+      // koa leaves the response alone; the attach writes it once every middleware has set its headers
+      ctx.respond = false;
+      const { attach } = result;
+      const res = ctx.res;
+      setImmediate(() => attach(res));
+      return;
+    }
     if (result.body instanceof Readable || Buffer.isBuffer(result.body) || typeof result.body === 'string') ctx.body = result.body;
     else ctx.body = '';
     result.attach?.(ctx.res);

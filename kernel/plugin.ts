@@ -122,6 +122,17 @@ export class RawResponse {
      * may have to cut its connection (a client that stopped reading and never drains) keeps it.
      */
     readonly attach?: (res: ServerResponse) => void,
+    /**
+     * `attach` writes the body and ends the response itself (an event stream writing its socket):
+     * the kernel sets the status and headers and hands the response over once the request's
+     * middleware is done; `body` must be null.
+     */
+    readonly writesBody = false,
+    /**
+     * With `writesBody`: the same body as a Readable, for an in-process consumer that passes it
+     * on instead of the kernel (the app's same-origin event stream); `onCut` disconnects its client.
+     */
+    readonly readable?: (onCut: () => void) => Readable,
   ) {}
 }
 

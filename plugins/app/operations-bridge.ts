@@ -5,7 +5,6 @@
  *
  * A page that needs a plugin the tenant has disabled gets a 404, like the REST route would.
  */
-import { Readable } from 'node:stream';
 import type { Actor } from '../../kernel/actor.js';
 import { errors } from '../../kernel/errors.js';
 import { invoke, type Answer, type OperationDef } from '../../kernel/operation.js';
@@ -190,7 +189,7 @@ export class Bridge {
       headers: { accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
     };
     const answer: unknown = await invoke(eventsApi.getEvents, ctx, dropUndefined(input));
-    if (!(answer instanceof RawResponse) || !(answer.body instanceof Readable)) throw new Error('get_events answered no stream');
+    if (!(answer instanceof RawResponse) || !answer.readable) throw new Error('get_events answered no stream');
     return answer;
   }
   showInbox(input: InputOf<typeof inboxApi.showInbox>) {

@@ -167,7 +167,9 @@ export function openEventStream(ctx: OpContext, input: EventQuery): RawResponse 
       'cache-control': 'no-cache, no-store, no-transform',
       'x-accel-buffering': 'no',
     },
-    stream,
+    null,
     (res) => stream.attach(res),
+    true,
+    (onCut) => stream.readable(onCut),
   );
 }

@@ -11,7 +11,7 @@
  * the queue is empty, so resuming from far back never loads more than a page.
  */
 import type { ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
+import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { EventStreamConfig, Logger } from '../../kernel/config.js';
 import type { WorkEvent } from '../../kernel/events/types.js';
 import { PAGE, type Selection } from './select.js';
@@ -49,28 +49,57 @@ export interface StreamOptions {
 interface Queued {
   id: number | null;
   chunk: Buffer;
+  /** the same frame with its HTTP/1.1 chunk framing, shared by every stream (events only) */
+  framed?: Buffer;
+}
+
+/** Where a stream's bytes go: the response's socket, or a Readable for an in-process consumer. */
+interface Target {
+  out: Writable;
+  /** each write is one chunk of the response's chunked encoding */
+  framing: boolean;
+  /** after the last bytes: the response ends */
+  end(): void;
+  /** disconnects at once */
+  cut(): void;
+  /** the end reached the client */
+  finished(): boolean;
+}
+
+const CRLF = Buffer.from('\r\n');
+
+/** `bytes` as one HTTP/1.1 chunk: its size in hex, CRLF, the bytes, CRLF. */
+function chunked(bytes: Buffer): Buffer {
+  const head = Buffer.from(`${bytes.length.toString(16)}\r\n`);
+  return Buffer.concat([head, bytes, CRLF], head.length + bytes.length + 2);
 }
 
 /**
  * Frames by event, encoded to bytes once: the log hands every listener the same object, so 200
- * streams share one Buffer (pushing a string would UTF-8 encode it again for every stream).
+ * streams share one Buffer (and one chunk-framed Buffer; pushing a string would UTF-8 encode it
+ * again for every stream).
  */
-const frames = new WeakMap<WorkEvent, Buffer>();
+const frames = new WeakMap<WorkEvent, { chunk: Buffer; framed: Buffer }>();
+
+function framesOf(event: WorkEvent): { chunk: Buffer; framed: Buffer } {
+  let f = frames.get(event);
+  if (f === undefined) {
+    // JSON.stringify never emits a raw newline, so the data is one `data:` line
+    const chunk = Buffer.from(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+    f = { chunk, framed: chunked(chunk) };
+    frames.set(event, f);
+  }
+  return f;
+}
 
 export function frame(event: WorkEvent): Buffer {
-  let chunk = frames.get(event);
-  if (chunk === undefined) {
-    // JSON.stringify never emits a raw newline, so the data is one `data:` line
-    chunk = Buffer.from(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
-    frames.set(event, chunk);
-  }
-  return chunk;
+  return framesOf(event).chunk;
 }
 
 /**
- * Most bytes one flush hands the response at once (coalesced frames), and the queue at which
- * enqueue flushes at once instead of waiting for the shared flush: a big burst in one turn
- * (a batch commit's events) goes out as before rather than piling up against the buffer limits.
+ * Most bytes one flush writes at once (coalesced frames), and the queue at which enqueue
+ * flushes at once instead of waiting for the shared flush: a big burst in one turn (a batch
+ * commit's events) goes out as before rather than piling up against the buffer limits.
  */
 const COALESCE_BYTES = 16 * 1024;
 const COALESCE_EVENTS = 32;
@@ -80,27 +109,44 @@ const COALESCE_EVENTS = 32;
  * synchronous fan-out) is over: the events of one append, or of appends in the same turn, leave
  * in one socket write per stream, and the appending write does not pay for 200 socket writes
  * before it answers. One shared immediate, not a timer or closure per stream and event.
+ *
+ * While events keep coming, the flushes are at least FLUSH_WINDOW_MS apart: an event after a
+ * quiet spell leaves at once, and the events of a busy spell leave in one write per stream and
+ * window instead of one per commit (every socket write costs the server 15-20 µs of CPU a stream,
+ * most of it in the kernel). The window adds at most its length to an event's way out.
  */
+export const FLUSH_WINDOW_MS = 20;
 const dirty = new Set<EventStream>();
 let flushScheduled = false;
+let lastFlush = -Infinity;
 function flushDirty(): void {
   flushScheduled = false;
+  lastFlush = performance.now();
   const streams = [...dirty];
   dirty.clear();
   for (const s of streams) s.flushNow();
 }
 function scheduleFlush(stream: EventStream): void {
   dirty.add(stream);
-  if (!flushScheduled) {
-    flushScheduled = true;
-    setImmediate(flushDirty);
-  }
+  if (flushScheduled) return;
+  flushScheduled = true;
+  const wait = lastFlush + FLUSH_WINDOW_MS - performance.now();
+  if (wait <= 0) setImmediate(flushDirty);
+  else setTimeout(flushDirty, wait);
 }
 
-export class EventStream extends Readable {
+/**
+ * The stream writes to the response's socket itself, each flush one `socket.write` of bytes
+ * framed once (a chunk of the response's chunked encoding, or raw for an HTTP/1.0 client):
+ * through a Readable piped into the response, every frame and stream also went through the
+ * Readable's buffer, the pipe, the response's chunk framing and a cork per write, which cost
+ * more CPU than the socket write itself (docs/performance.md, "Events, round three").
+ * Backpressure is the socket's: a write that fills its buffer stops the flushing until `drain`.
+ */
+export class EventStream {
   private queue: Queued[] = [];
   private queuedBytes = 0;
-  /** the id of the newest event handed to the response: what a cut client resumes from */
+  /** the id of the newest event handed to the socket: what a cut client resumes from */
   private pushedId: number;
   /** the id of the newest event queued (dedupes catch-up against live events) */
   private cursor: number;
@@ -108,17 +154,25 @@ export class EventStream extends Readable {
   /** matching live events that arrive while catching up (bounded; dropped ones are read again) */
   private pending: WorkEvent[] = [];
   private pendingDropped = false;
+  /** attached, headers sent, and the socket takes more */
   private wanting = false;
   private roomWaiter: (() => void) | null = null;
+  /** finish() ran: nothing more is queued */
   private ended = false;
-  private res: ServerResponse | null = null;
+  /** the response is gone (or never came): nothing more is written */
+  private destroyed = false;
+  private target: Target | null = null;
+  /** finish() ran before the stream was attached: end the response once attached */
+  private endOnAttach = false;
   private readonly heartbeat: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
   private readonly onStop = () => this.finish('stop');
+  private readonly onDrain = () => {
+    this.wanting = true;
+    this.flush();
+  };
 
   constructor(private readonly o: StreamOptions) {
-    // a small buffer of our own: backpressure shows up in the queue, where it is counted
-    super({ highWaterMark: 16 * 1024 });
     this.cursor = this.pushedId = o.cursor;
     this.unsubscribe = o.sel.log.subscribe((event) => this.onLive(event));
     // the first bytes go out at once, so the client sees the stream open (and its headers)
@@ -141,9 +195,50 @@ export class EventStream extends Readable {
     void this.catchUp();
   }
 
-  /** The response this stream is piped into: kept to disconnect a client that takes nothing. */
+  /**
+   * The response this stream writes: its status and headers are set, and nothing else will
+   * write it (the kernel leaves it to us). Sends the headers and starts flushing.
+   */
   attach(res: ServerResponse): void {
-    this.res = res;
+    res.once('close', () => this.close());
+    const socket = res.socket;
+    if (this.destroyed || res.destroyed || !socket || socket.destroyed) return this.close();
+    res.flushHeaders();
+    this.start({
+      out: socket,
+      framing: res.chunkedEncoding,
+      end: () => res.end(),
+      cut: () => res.destroy(),
+      finished: () => res.writableFinished,
+    });
+  }
+
+  /**
+   * The stream's bytes as a Readable (no chunk framing), for an in-process consumer that
+   * passes them on (the app's same-origin stream); `onCut` disconnects its client.
+   */
+  readable(onCut: () => void): Readable {
+    const pass = new PassThrough({ highWaterMark: 16 * 1024 });
+    pass.once('close', () => this.close());
+    this.start({
+      out: pass,
+      framing: false,
+      end: () => pass.end(),
+      cut: () => {
+        pass.destroy();
+        onCut();
+      },
+      finished: () => pass.readableEnded,
+    });
+    return pass;
+  }
+
+  private start(target: Target): void {
+    this.target = target;
+    target.out.on('drain', this.onDrain);
+    this.wanting = true;
+    this.flush();
+    if (this.endOnAttach) this.end();
   }
 
   /** bytes and events waiting in the queue (tests: bounded by the configured buffer) */
@@ -151,22 +246,17 @@ export class EventStream extends Readable {
     return { events: this.queue.length, bytes: this.queuedBytes };
   }
 
-  override _read(): void {
-    this.wanting = true;
-    this.flush();
-  }
-
-  /** the shared flush (scheduleFlush): hands the queue on if the response wants it */
+  /** the shared flush (scheduleFlush): writes the queue if the socket takes it */
   flushNow(): void {
     if (this.wanting) this.flush();
   }
 
-  override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
-    this.cleanup();
-    callback(err);
-  }
-
-  private cleanup(): void {
+  /** The response is gone: the client left, or the stream ended and its last bytes went out. */
+  private close(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.wanting = false;
+    this.target?.out.off('drain', this.onDrain);
     clearInterval(this.heartbeat);
     this.unsubscribe();
     dirty.delete(this);
@@ -180,10 +270,10 @@ export class EventStream extends Readable {
     this.o.onClose();
   }
 
-  private enqueue(id: number | null, data: string | Buffer): void {
+  private enqueue(id: number | null, data: string | Buffer, framed?: Buffer): void {
     if (this.ended || this.destroyed) return;
     const chunk = typeof data === 'string' ? Buffer.from(data) : data;
-    this.queue.push({ id, chunk });
+    this.queue.push(framed ? { id, chunk, framed } : { id, chunk });
     this.queuedBytes += chunk.length;
     if (this.wanting) {
       if (this.queuedBytes >= COALESCE_BYTES || this.queue.length >= COALESCE_EVENTS) this.flush();
@@ -196,9 +286,15 @@ export class EventStream extends Readable {
       this.finish('overflow');
   }
 
+  /** One socket write: `bytes` framed as a chunk when the response is chunked. */
+  private write(bytes: Buffer, framed?: Buffer): boolean {
+    const target = this.target!;
+    return target.out.write(target.framing ? (framed ?? chunked(bytes)) : bytes);
+  }
+
   private flush(): void {
     while (this.queue.length > 0 && this.wanting && !this.destroyed) {
-      // coalesce queued frames into one push (one socket write) up to COALESCE_BYTES
+      // coalesce queued frames into one socket write up to COALESCE_BYTES
       let n = 0;
       let bytes = 0;
       for (const item of this.queue) {
@@ -210,14 +306,15 @@ export class EventStream extends Readable {
       const items = this.queue.splice(0, n);
       this.queuedBytes -= bytes;
       const first = items[0];
-      const chunk =
+      this.wanting =
         n === 1 && first
-          ? first.chunk
-          : Buffer.concat(
-              items.map((q) => q.chunk),
-              bytes,
+          ? this.write(first.chunk, first.framed)
+          : this.write(
+              Buffer.concat(
+                items.map((q) => q.chunk),
+                bytes,
+              ),
             );
-      this.wanting = this.push(chunk);
     }
     if (this.queue.length === 0 && this.roomWaiter) {
       const wake = this.roomWaiter;
@@ -247,7 +344,8 @@ export class EventStream extends Readable {
   private enqueueEvent(event: WorkEvent): void {
     if (event.id <= this.cursor) return;
     this.cursor = event.id;
-    this.enqueue(event.id, frame(event));
+    const f = framesOf(event);
+    this.enqueue(event.id, f.chunk, f.framed);
   }
 
   private onLive(event: WorkEvent): void {
@@ -287,7 +385,9 @@ export class EventStream extends Readable {
       for (const event of pending) this.enqueueEvent(event);
     } catch (err) {
       this.o.log.error('event stream: reading the log failed', { error: err instanceof Error ? err.message : String(err) });
-      this.destroy(err instanceof Error ? err : new Error(String(err)));
+      // the response is cut (not ended): the client sees the failure and reconnects with its last id
+      this.target?.cut();
+      this.close();
     }
   }
 
@@ -298,32 +398,42 @@ export class EventStream extends Readable {
    */
   private finish(why: 'stop' | 'overflow'): void {
     if (this.ended || this.destroyed) return;
-    let tail: string;
+    let tail: Buffer;
     if (why === 'overflow') {
       this.o.onCut();
-      this.queue = [];
-      this.queuedBytes = 0;
       const resume = this.pushedId;
-      tail = `id: ${resume}\nevent: overflow\ndata: ${JSON.stringify({ resume_id: resume, reason: 'the client did not keep up; reconnect with this id' })}\n\n`;
+      tail = Buffer.from(
+        `id: ${resume}\nevent: overflow\ndata: ${JSON.stringify({ resume_id: resume, reason: 'the client did not keep up; reconnect with this id' })}\n\n`,
+      );
     } else {
       tail = Buffer.concat([
         ...this.queue.map((q) => q.chunk),
         Buffer.from(': stream ended by the server; reconnect with your last event id\n\n'),
-      ]).toString();
-      this.queue = [];
-      this.queuedBytes = 0;
+      ]);
     }
+    this.queue = [];
+    this.queuedBytes = 0;
     this.ended = true;
     clearInterval(this.heartbeat);
     this.unsubscribe();
+    dirty.delete(this);
     this.roomWaiter?.();
     this.roomWaiter = null;
-    this.push(tail);
-    this.push(null);
+    this.queue.push({ id: null, chunk: tail });
+    if (this.target) this.end();
+    else this.endOnAttach = true;
+  }
+
+  /** Writes the tail (whatever the socket's buffer holds), ends the response, and disconnects a client that does not take it in time. */
+  private end(): void {
+    const target = this.target!;
+    const tail = this.queue.shift();
+    this.queue = [];
+    if (tail && !this.destroyed) this.write(tail.chunk);
+    target.end();
     // a client that does not take its last bytes in time is disconnected (its socket and buffers freed)
     const cut = setTimeout(() => {
-      if (this.res && !this.res.writableFinished) this.res.destroy();
-      else if (!this.readableEnded) this.destroy();
+      if (!target.finished() || !this.destroyed) target.cut();
     }, this.o.config.cutGraceMs);
     cut.unref();
   }

@@ -16,7 +16,7 @@
  * `allowPrivate` (SVC_WEBHOOK_ALLOW_PRIVATE=1, tests and closed networks) lifts the address check.
  */
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
@@ -39,6 +39,20 @@ export function isPublicAddress(address: string): boolean {
   let ip = ipaddr.parse(address);
   if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
   return ip.range() === 'unicast';
+}
+
+/** targets parsed by URL (a subscription's URL is parsed once, not per delivery); bounded, cleared when full */
+const parsedTargets = new Map<string, URL>();
+
+/** parseTarget, remembered per URL for the deliveries (never mutated by the caller) */
+function targetOf(url: string): URL {
+  let target = parsedTargets.get(url);
+  if (!target) {
+    target = parseTarget(url);
+    if (parsedTargets.size >= 1000) parsedTargets.clear();
+    parsedTargets.set(url, target);
+  }
+  return target;
 }
 
 /** The URL as a webhook target: http(s), no credentials in it, at most 2048 characters. */
@@ -90,28 +104,64 @@ export async function resolveTarget(
   return addresses[0]!;
 }
 
+/** What one request needs besides its headers and body: built once per target and checked address. */
+interface Route {
+  request: typeof httpRequest;
+  options: RequestOptions;
+}
+
+function routeTo(target: URL, pinned: { address: string; family: number }, agent: HttpAgent | false): Route {
+  // every connection attempt gets the checked address, never a fresh DNS answer
+  const lookup: LookupFunction = (_hostname, options, callback) => {
+    if ((options as { all?: boolean }).all)
+      (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [pinned]);
+    else callback(null, pinned.address, pinned.family);
+  };
+  return {
+    request: target.protocol === 'https:' ? httpsRequest : httpRequest,
+    options: {
+      protocol: target.protocol,
+      hostname: target.hostname.startsWith('[') ? target.hostname.slice(1, -1) : target.hostname,
+      port: target.port || undefined,
+      path: `${target.pathname}${target.search}`,
+      method: 'POST',
+      lookup,
+      agent,
+    },
+  };
+}
+
 /**
  * The kept-alive connections of one subscription: one socket at most (one request in flight
- * per subscription), reused while the target and its checked address stay the same.
+ * per subscription), reused while the target and its checked address stay the same; and the
+ * request in flight, which close() cuts.
  */
 export class ReceiverConnections {
   private agent: HttpAgent | null = null;
+  private route: Route | null = null;
   private key = '';
+  /** cuts the request in flight (set by send while it runs) */
+  inFlight: (() => void) | null = null;
+  closed = false;
 
-  agentFor(target: URL, pinned: { address: string; family: number }): HttpAgent {
+  routeFor(target: URL, pinned: { address: string; family: number }): Route {
     // the host is part of the key: TLS names and Host headers belong to it
-    const key = `${target.protocol}//${target.host}@${pinned.address}`;
-    if (this.agent && this.key === key) return this.agent;
+    const key = `${target.href}@${pinned.address}`;
+    if (this.route && this.key === key) return this.route;
     this.agent?.destroy();
     const options = { keepAlive: true, maxSockets: 1 };
     this.agent = target.protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
+    this.route = routeTo(target, pinned, this.agent);
     this.key = key;
-    return this.agent;
+    return this.route;
   }
 
   close(): void {
+    this.closed = true;
+    this.inFlight?.();
     this.agent?.destroy();
     this.agent = null;
+    this.route = null;
   }
 }
 
@@ -123,7 +173,7 @@ export interface SendOptions {
   resolve?: Resolver;
   /** keep-alive connections to reuse; without: one connection for this request alone */
   connections?: ReceiverConnections;
-  /** aborted: the request is cut and not tried again (the tenant closed in this process) */
+  /** aborted: the request is cut and not tried again (the tenant closed in this process); with `connections`, their close() cuts it too */
   signal?: AbortSignal;
 }
 
@@ -148,19 +198,14 @@ export async function send(url: string, body: string, headers: Record<string, st
   let target: URL;
   let pinned: { address: string; family: number };
   try {
-    target = parseTarget(url);
+    target = targetOf(url);
     pinned = await resolveTarget(target, { ...opts, timeoutMs: Math.min(opts.timeoutMs, DNS_TIMEOUT_MS) });
   } catch (err) {
     return done(null, err instanceof Error ? err.message : String(err));
   }
-  if (opts.signal?.aborted) return done(null, CUT);
-  // every connection attempt of this request gets the checked address, never a fresh DNS answer
-  const lookup: LookupFunction = (_hostname, options, callback) => {
-    if ((options as { all?: boolean }).all)
-      (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [pinned]);
-    else callback(null, pinned.address, pinned.family);
-  };
-  const agent = opts.connections?.agentFor(target, pinned) ?? false;
+  const connections = opts.connections;
+  if (opts.signal?.aborted || connections?.closed) return done(null, CUT);
+  const route = connections ? connections.routeFor(target, pinned) : routeTo(target, pinned, false);
   return new Promise<SendResult>((resolve) => {
     let settled = false;
     let timedOut = false;
@@ -172,52 +217,54 @@ export async function send(url: string, body: string, headers: Record<string, st
       finish(null, `no answer within ${opts.timeoutMs} ms`);
       current?.destroy(new Error('timed out'));
     }, opts.timeoutMs);
-    // the engine's stop (the tenant closed in this process) cuts the request in flight
+    // the engine's stop (the tenant closed in this process) cuts the request in flight: through
+    // the subscription's connections (a field, no listener per request) or the caller's signal
     const onCut = () => {
       finish(null, CUT);
       current?.destroy(new Error('cut'));
     };
-    opts.signal?.addEventListener('abort', onCut, { once: true });
+    if (connections) connections.inFlight = onCut;
+    else opts.signal?.addEventListener('abort', onCut, { once: true });
     const finish = (status: number | null, error: string | null) => {
       if (settled) return;
       settled = true;
       clearTimeout(deadline);
-      opts.signal?.removeEventListener('abort', onCut);
+      if (connections) {
+        if (connections.inFlight === onCut) connections.inFlight = null;
+      } else opts.signal?.removeEventListener('abort', onCut);
       resolve(done(status, error));
     };
-    const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
+    const options: RequestOptions = { ...route.options, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } };
     const go = (retry: boolean) => {
       let answered = false;
-      const req: ClientRequest = request(
-        target,
-        {
-          method: 'POST',
-          lookup,
-          agent,
-          headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-        },
-        (res: IncomingMessage) => {
-          answered = true;
-          const status = res.statusCode ?? 0;
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (chunk: Buffer) => {
-            if (size < RESPONSE_MAX_BYTES) chunks.push(chunk);
-            size += chunk.length;
-            // the rest of a large answer is not read: the status is what counts
-            if (size >= RESPONSE_MAX_BYTES) res.destroy();
-          });
-          const conclude = () => {
-            if (status >= 200 && status < 300) return finish(status, null);
-            if (status >= 300 && status < 400) return finish(status, `answered ${status} (redirects are not followed; give the final URL)`);
-            const text = Buffer.concat(chunks).toString('utf8').slice(0, 200).replace(/\s+/g, ' ').trim();
-            finish(status, `answered ${status}${text ? `: ${text}` : ''}`);
-          };
-          res.on('end', conclude);
-          res.on('close', conclude);
-          res.on('error', () => conclude());
-        },
-      );
+      const req: ClientRequest = route.request(options, (res: IncomingMessage) => {
+        answered = true;
+        const status = res.statusCode ?? 0;
+        if (status >= 200 && status < 300) {
+          // the status is what counts: the answer's body is drained, not kept
+          res.resume();
+          res.on('end', () => finish(status, null));
+          res.on('close', () => finish(status, null));
+          res.on('error', () => finish(status, null));
+          return;
+        }
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          if (size < RESPONSE_MAX_BYTES) chunks.push(chunk);
+          size += chunk.length;
+          // the rest of a large answer is not read
+          if (size >= RESPONSE_MAX_BYTES) res.destroy();
+        });
+        const conclude = () => {
+          if (status >= 300 && status < 400) return finish(status, `answered ${status} (redirects are not followed; give the final URL)`);
+          const text = Buffer.concat(chunks).toString('utf8').slice(0, 200).replace(/\s+/g, ' ').trim();
+          finish(status, `answered ${status}${text ? `: ${text}` : ''}`);
+        };
+        res.on('end', conclude);
+        res.on('close', conclude);
+        res.on('error', () => conclude());
+      });
       req.on('error', (err: NodeJS.ErrnoException) => {
         // a kept-alive connection the receiver closed while idle fails at once: once more on a new one
         // (the receiver may have seen the request; a repeat is at-least-once, same webhook-id)
@@ -226,6 +273,7 @@ export async function send(url: string, body: string, headers: Record<string, st
           req.reusedSocket &&
           !answered &&
           !timedOut &&
+          !settled &&
           !opts.signal?.aborted &&
           (err.code === 'ECONNRESET' || err.code === 'EPIPE')
         )

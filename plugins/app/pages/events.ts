@@ -8,7 +8,8 @@
  * The `event:` lines are left out on the way: the page listens with one `message` handler
  * (the event's JSON names its type), where named events would need a listener per type.
  */
-import { Transform, pipeline, type Readable } from 'node:stream';
+import type { ServerResponse } from 'node:http';
+import { Transform, pipeline } from 'node:stream';
 import { errors } from '../../../kernel/errors.js';
 import type { AppRequest, AppResult, Signed } from '../host.js';
 
@@ -51,16 +52,22 @@ export async function streamEvents(req: AppRequest, s: Signed): Promise<AppResul
     },
     req.headers['last-event-id'],
   );
-  const source = raw.body as Readable;
+  let response: ServerResponse | null = null;
+  // a client cut for not reading (or a failed stream) is disconnected, not left open without a body
+  const source = raw.readable!(() => response?.destroy());
   const out = withoutEventNames();
   // either side ending (the client left, the server stops) ends both and releases the stream's slot
-  pipeline(source, out, () => undefined);
+  pipeline(source, out, (err) => {
+    if (err) response?.destroy();
+  });
   return {
     status: raw.status,
     type: raw.headers['content-type'],
     cache: raw.headers['cache-control'],
     headers: { 'x-accel-buffering': 'no' },
     body: out,
-    attach: raw.attach,
+    attach: (res) => {
+      response = res;
+    },
   };
 }
