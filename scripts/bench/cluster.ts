@@ -38,6 +38,7 @@ import {
   runIfMain,
   scratchDir,
   startServerProcess,
+  waitQuiet,
   verdict,
   type ServerChild,
 } from './lib.js';
@@ -162,8 +163,21 @@ async function drive(
     const owner = members.find((m) => m.url === ownerUrl)!;
     const forwarder = members.find((m) => m.url !== ownerUrl)!;
     const one = ids.find((x) => x.token === t.token)!;
-    /** One tenant's reads sent to `url`; the CPU each member spent meanwhile, per request. */
+    /**
+     * Each member's CPU a second while no request comes (what the write phases left behind:
+     * pack write-outs, history indexing, lease renewals), measured over `ms` right before a
+     * probe and subtracted from it, so the probe counts the reads' CPU, not the background's.
+     */
+    const idleCpuMsPerS = async (ms: number): Promise<number[]> => {
+      const before = members.map((m) => processCpuMs(m.child.pid));
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      return members.map((m, i) => ((processCpuMs(m.child.pid) - before[i]!) * 1000) / ms);
+    };
+    /** One tenant's reads sent to `url`; the CPU each member spent meanwhile above its idle rate, per request. */
     const probe = async (url: string) => {
+      await waitQuiet('cluster probe', 30_000);
+      const idle = await idleCpuMsPerS(2000);
+      const started = performance.now();
       const before = members.map((m) => processCpuMs(m.child.pid));
       const res = await autocannon({
         url,
@@ -183,7 +197,11 @@ async function drive(
         ],
       });
       const count = Math.max(1, res.requests.total);
-      const cpuUs = (m: ServerChild) => ((processCpuMs(m.child.pid) - before[members.indexOf(m)]!) * 1000) / count;
+      const seconds = (performance.now() - started) / 1000;
+      const cpuUs = (m: ServerChild) => {
+        const i = members.indexOf(m);
+        return (Math.max(0, processCpuMs(m.child.pid) - before[i]! - idle[i]! * seconds) * 1000) / count;
+      };
       return { p50: res.latency.p50, owner: cpuUs(owner), forwarder: cpuUs(forwarder) };
     };
     const direct = await probe(ownerUrl);
