@@ -297,3 +297,9 @@ export function aggregatesOf(tenant: Tenant, timelines: Timelines): AnalyticsAgg
   agg.refresh();
   return agg;
 }
+
+/** Forgets the tenant's aggregates: the next read builds them from the index afresh (tests compare the two). */
+export function dropAggregates(tenant: Tenant): void {
+  aggregatesByTenant.get(tenant)?.close();
+  aggregatesByTenant.delete(tenant);
+}
