@@ -138,6 +138,46 @@ class BoundedHeap {
   }
 }
 
+/** The indices 0..n-1, popped in `cmp` order (smallest first): a binary heap built in O(n). */
+class PopHeap {
+  private readonly heap: Int32Array;
+  private size: number;
+  constructor(
+    n: number,
+    private readonly cmp: (a: number, b: number) => number,
+  ) {
+    this.heap = new Int32Array(n);
+    for (let i = 0; i < n; i++) this.heap[i] = i;
+    this.size = n;
+    for (let i = (n >> 1) - 1; i >= 0; i--) this.down(i);
+  }
+
+  /** the next index, or -1 when none is left */
+  pop(): number {
+    if (this.size === 0) return -1;
+    const top = this.heap[0]!;
+    this.heap[0] = this.heap[--this.size]!;
+    this.down(0);
+    return top;
+  }
+
+  private down(i: number): void {
+    const h = this.heap;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < this.size && this.cmp(h[l]!, h[m]!) < 0) m = l;
+      if (r < this.size && this.cmp(h[r]!, h[m]!) < 0) m = r;
+      if (m === i) return;
+      const x = h[i]!;
+      h[i] = h[m]!;
+      h[m] = x;
+      i = m;
+    }
+  }
+}
+
 /** Scoring and filtering shared by both passes (the same float operations in the same order). */
 function scorer(inp: PassInput) {
   const { book, policy, nowMs, me, muted, leaseBySlot } = inp;
@@ -332,16 +372,24 @@ export function indexedPass(inp: PassInput): PassResult {
   const need = k - own.length;
   let rest: number[] = [];
   if (need > 0) {
-    const chunks = rank.bounds().map((c) => ({ c, ub: s.bound(c.maxBase, c.maxTouched, c.minUpdatedPos, c.minCreatedPos) }));
-    chunks.sort((x, y) => y.ub - x.ub || x.c.minPrio - y.c.minPrio || x.c.minCreated - y.c.minCreated);
+    const chunks = rank.bounds();
+    const ub = new Float64Array(chunks.length);
+    chunks.forEach((c, i) => (ub[i] = s.bound(c.maxBase, c.maxTouched, c.minUpdatedPos, c.minCreatedPos)));
+    // chunks best bound first (then priority, created), popped lazily: most requests stop after a few
+    const order = new PopHeap(
+      chunks.length,
+      (i, j) => ub[j]! - ub[i]! || chunks[i]!.minPrio - chunks[j]!.minPrio || chunks[i]!.minCreated - chunks[j]!.minCreated,
+    );
     const heap = new BoundedHeap(need, byRank);
-    for (const { c, ub } of chunks) {
+    for (let i = order.pop(); i >= 0; i = order.pop()) {
+      const c = chunks[i]!;
       if (heap.full) {
         const w = heap.worst;
         const ws = scoreOf.get(w)!;
         const beyond =
-          ub < ws ||
-          (ub === ws && (c.minPrio > cols.priorityRank[w]! || (c.minPrio === cols.priorityRank[w]! && c.minCreated > cols.createdMs[w]!)));
+          ub[i]! < ws ||
+          (ub[i] === ws &&
+            (c.minPrio > cols.priorityRank[w]! || (c.minPrio === cols.priorityRank[w]! && c.minCreated > cols.createdMs[w]!)));
         if (beyond) break;
       }
       for (const slot of c.slots) {

@@ -71,7 +71,7 @@ export class QueueRank {
   private kId: string[] = [];
   private filedClosable: Array<number | undefined> = [];
   private builtAt = -1;
-  readonly stats = { builds: 0, refiled: 0 };
+  readonly stats = { builds: 0, refiled: 0, merges: 0 };
 
   constructor(private readonly book: QueueBook) {}
 
@@ -206,11 +206,34 @@ export class QueueRank {
     const closableAt = combo.closable.length > 0 ? this.closableIndex(combo, slot) : -1;
     if (closableAt >= 0) combo.closable.splice(closableAt, 1);
     this.wakeSlots.delete(slot);
-    const chunk = this.chunkFor(slot)!;
-    const at = chunk.slots.indexOf(slot);
+    let chunk = this.chunkFor(slot)!;
+    let at = chunk.slots.indexOf(slot);
+    if (at < 0) {
+      // never expected (the order is total); answers rest on the partition, so look everywhere
+      chunk = this.chunks.find((c) => c.slots.includes(slot))!;
+      at = chunk.slots.indexOf(slot);
+    }
     chunk.slots.splice(at, 1);
     chunk.stale = true;
     if (chunk.slots.length === 0) this.chunks.splice(this.chunks.indexOf(chunk), 1);
+    else if (chunk.slots.length < CHUNK / 4) {
+      // a small chunk joins a neighbour (its successor, else its predecessor) when both fit in
+      // one, so deletes cannot leave many tiny chunks
+      const i = this.chunks.indexOf(chunk);
+      const next = this.chunks[i + 1];
+      const prev = this.chunks[i - 1];
+      if (next && chunk.slots.length + next.slots.length <= 2 * CHUNK) {
+        next.slots = chunk.slots.concat(next.slots);
+        next.stale = true;
+        this.chunks.splice(i, 1);
+        this.stats.merges++;
+      } else if (!next && prev && prev.slots.length + chunk.slots.length <= 2 * CHUNK) {
+        prev.slots = prev.slots.concat(chunk.slots);
+        prev.stale = true;
+        this.chunks.splice(i, 1);
+        this.stats.merges++;
+      }
+    }
   }
 
   /** Where the filed closable instant of `slot` sits (-1 when it was not closable). */
