@@ -8,7 +8,8 @@
  * - the entries grouped by (type, project), each group holding its counts (nodes, phases,
  *   statuses, coverage of open work), its created instants sorted (weekly `created` by
  *   binary search), its done entries sorted by completion (the window's completions are a
- *   suffix), its active entries (WIP) and its open entries with edges (bottleneck candidates).
+ *   suffix), its active entries (WIP) and its open entries with blockers (whose live blockers
+ *   are the bottleneck candidates).
  *
  * A commit marks dirty every node within two links of a node it changed (either direction,
  * before and after: everything a phase can read; docs/decisions.md "Analytics keeps per-node
@@ -18,7 +19,7 @@
 import type { CommitEvent, NodeRecord } from '../../kernel/graph-index.js';
 import type { Registry } from '../../kernel/registry.js';
 import type { Tenant } from '../../kernel/tenant.js';
-import { phaseOf, type Phase } from '../core/public.js';
+import { blockedBy, blockersOf, phaseOf, type Phase } from '../core/public.js';
 import type { NodeTimes, Timelines } from './timeline.js';
 
 export interface Entry {
@@ -31,8 +32,10 @@ export interface Entry {
   prioritized: boolean;
   assigned: boolean;
   withCommits: boolean;
-  /** has edges of its own or inbound ones (only such a node can have a blocker) */
-  linked: boolean;
+  /** the nodes blocking this one (core's `blockersOf`), for not-done entries; empty otherwise */
+  blockers: string[];
+  /** the nodes this one blocks (core's `blockedBy`), for the bottleneck walks */
+  blocks: string[];
 }
 
 export interface Group {
@@ -50,8 +53,8 @@ export interface Group {
   /** done entries with a completion instant, ascending by it */
   completed: Entry[];
   active: Set<Entry>;
-  /** not-done entries that are linked */
-  linkedOpen: Set<Entry>;
+  /** not-done entries with blockers (bottleneck candidates are their live blockers) */
+  blockedOpen: Set<Entry>;
 }
 
 function lowerBound<T>(xs: readonly T[], key: number, keyOf: (x: T) => number): number {
@@ -171,16 +174,18 @@ export class AnalyticsAggregates {
 
   private entryOf(record: NodeRecord, seq: number): Entry {
     const fm = record.frontmatter;
+    const phase = phaseOf(this.tenant, record);
     return {
       id: record.id,
       record,
       seq,
-      phase: phaseOf(this.tenant, record),
+      phase,
       times: this.timelines.timesOf(record),
       prioritized: typeof fm.priority === 'string',
       assigned: record.edges.some((e) => e.type === 'assigned'),
       withCommits: Array.isArray(fm.commits) && fm.commits.length > 0,
-      linked: record.edges.length > 0 || this.tenant.index.hasInbound(record.id),
+      blockers: phase === 'done' ? [] : blockersOf(this.tenant, record.id),
+      blocks: record.edges.length === 0 && !this.tenant.index.hasInbound(record.id) ? [] : blockedBy(this.tenant, record.id),
     };
   }
 
@@ -216,7 +221,7 @@ export class AnalyticsAggregates {
         created: [],
         completed: [],
         active: new Set(),
-        linkedOpen: new Set(),
+        blockedOpen: new Set(),
       };
       byProject.set(project, g);
     }
@@ -268,9 +273,9 @@ export class AnalyticsAggregates {
       g.open += by;
       if (e.prioritized) g.prioritized += by;
       if (e.assigned) g.assigned += by;
-      if (e.linked) {
-        if (by > 0) g.linkedOpen.add(e);
-        else g.linkedOpen.delete(e);
+      if (e.blockers.length > 0) {
+        if (by > 0) g.blockedOpen.add(e);
+        else g.blockedOpen.delete(e);
       }
     }
     if (e.phase === 'active') {

@@ -10,7 +10,7 @@
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { resolveProject, scopeValues } from '../history/public.js';
-import { blockedBy, blockersOf, isDone, type Phase } from '../core/public.js';
+import type { Phase } from '../core/public.js';
 import type { AnalyticsPayload, BottleneckEntry, Stats, WeekEntry, WipEntry } from './schemas.js';
 import type { Timelines } from './timeline.js';
 import { aggregatesOf, completedFrom, countBetween, type AnalyticsAggregates, type Entry, type Group } from './aggregates.js';
@@ -260,10 +260,12 @@ function bottlenecks(
   top: number,
   now: number,
 ): BottleneckEntry[] {
+  // every node has a fresh entry (aggregatesOf refreshed them): done-ness is its phase
   const live = (id: string) => {
-    const r = tenant.index.get(id);
-    return r !== undefined && !isDone(tenant, r);
+    const e = agg.entries.get(id);
+    return e !== undefined && e.phase !== 'done';
   };
+  const blocksOf = (id: string) => agg.entries.get(id)?.blocks ?? [];
   const openInScope = {
     has(id: string): boolean {
       const e = agg.entries.get(id);
@@ -271,18 +273,18 @@ function bottlenecks(
     },
   };
   const candidates = new Set<string>();
-  // only a node with edges (its own or inbound) can have a blocker
-  for (const g of groups) for (const e of g.linkedOpen) for (const b of blockersOf(tenant, e.id)) if (live(b)) candidates.add(b);
+  // blockers are kept per entry (a commit re-files what it links to, so they stay current)
+  for (const g of groups) for (const e of g.blockedOpen) for (const b of e.blockers) if (live(b)) candidates.add(b);
   const entries: BottleneckEntry[] = [];
   for (const id of candidates) {
     const record = tenant.index.get(id)!;
-    const direct = blockedBy(tenant, id).filter((x) => openInScope.has(x)).length;
+    const direct = blocksOf(id).filter((x) => openInScope.has(x)).length;
     const seen = new Set<string>([id]);
     const queue = [id];
     let transitive = 0;
     while (queue.length > 0 && seen.size < BOTTLENECK_WALK_CAP) {
       const next = queue.shift()!;
-      for (const x of blockedBy(tenant, next)) {
+      for (const x of blocksOf(next)) {
         if (seen.has(x) || !live(x)) continue;
         seen.add(x);
         if (openInScope.has(x)) transitive++;
