@@ -275,39 +275,47 @@ function bottlenecks(
   const candidates = new Set<string>();
   // blockers are kept per entry (a commit re-files what it links to, so they stay current)
   for (const g of groups) for (const e of g.blockedOpen) for (const b of e.blockers) if (live(b)) candidates.add(b);
-  const entries: BottleneckEntry[] = [];
+  // ranked by transitive, then direct, then age (oldest first), then id; only the best `top` become entries
+  type Row = { id: string; direct: number; transitive: number; age: number };
+  const worse = (a: Row, b: Row) => b.transitive - a.transitive || b.direct - a.direct || b.age - a.age || (a.id < b.id ? -1 : 1);
+  const best: Row[] = [];
+  const seen = new Set<string>();
+  const queue: string[] = [];
   for (const id of candidates) {
-    const record = tenant.index.get(id)!;
     const direct = blocksOf(id).filter((x) => openInScope.has(x)).length;
-    const seen = new Set<string>([id]);
-    const queue = [id];
+    seen.clear();
+    seen.add(id);
+    queue.length = 0;
+    queue.push(id);
     let transitive = 0;
-    while (queue.length > 0 && seen.size < BOTTLENECK_WALK_CAP) {
-      const next = queue.shift()!;
-      for (const x of blocksOf(next)) {
+    for (let head = 0; head < queue.length && seen.size < BOTTLENECK_WALK_CAP; head++) {
+      for (const x of blocksOf(queue[head]!)) {
         if (seen.has(x) || !live(x)) continue;
         seen.add(x);
         if (openInScope.has(x)) transitive++;
         queue.push(x);
       }
     }
-    const entry = agg.entries.get(id)!;
-    const t = entry.times;
-    entries.push({
+    const row = { id, direct, transitive, age: days(Math.max(0, now - agg.entries.get(id)!.times.createdAt)) };
+    if (best.length >= top && worse(row, best[best.length - 1]!) >= 0) continue;
+    let at = best.length;
+    while (at > 0 && worse(row, best[at - 1]!) < 0) at--;
+    best.splice(at, 0, row);
+    if (best.length > top) best.pop();
+  }
+  return best.map(({ id, direct, transitive, age }) => {
+    const record = tenant.index.get(id)!;
+    return {
       id,
       title: record.title,
       type: record.type,
       status: record.status,
-      phase: entry.phase,
+      phase: agg.entries.get(id)!.phase,
       project: record.project,
       blocks: direct,
       blocks_transitive: transitive,
-      age_days: days(Math.max(0, now - t.createdAt)),
+      age_days: age,
       in_scope: openInScope.has(id),
-    });
-  }
-  entries.sort(
-    (a, b) => b.blocks_transitive - a.blocks_transitive || b.blocks - a.blocks || b.age_days - a.age_days || (a.id < b.id ? -1 : 1),
-  );
-  return entries.slice(0, top);
+    };
+  });
 }
