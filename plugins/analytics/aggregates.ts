@@ -57,6 +57,10 @@ export interface Group {
   blockedOpen: Set<Entry>;
 }
 
+/** one shared empty list: most nodes block nothing and wait on nothing (100,000 entries) */
+const NONE: string[] = [];
+const orNone = (ids: string[]) => (ids.length === 0 ? NONE : ids);
+
 function lowerBound<T>(xs: readonly T[], key: number, keyOf: (x: T) => number): number {
   let lo = 0;
   let hi = xs.length;
@@ -184,8 +188,8 @@ export class AnalyticsAggregates {
       prioritized: typeof fm.priority === 'string',
       assigned: record.edges.some((e) => e.type === 'assigned'),
       withCommits: Array.isArray(fm.commits) && fm.commits.length > 0,
-      blockers: phase === 'done' ? [] : blockersOf(this.tenant, record.id),
-      blocks: record.edges.length === 0 && !this.tenant.index.hasInbound(record.id) ? [] : blockedBy(this.tenant, record.id),
+      blockers: phase === 'done' ? NONE : orNone(blockersOf(this.tenant, record.id)),
+      blocks: record.edges.length === 0 && !this.tenant.index.hasInbound(record.id) ? NONE : orNone(blockedBy(this.tenant, record.id)),
     };
   }
 
