@@ -38,6 +38,14 @@ export interface Entry {
   blocks: string[];
 }
 
+/** A bottleneck candidate's figures that do not depend on the clock (report.ts ranks them). */
+export interface BottleneckRow {
+  id: string;
+  direct: number;
+  transitive: number;
+  createdAt: number;
+}
+
 export interface Group {
   type: string;
   project: string | null;
@@ -97,6 +105,14 @@ export class AnalyticsAggregates {
   private built = false;
   /** counters for tests and the bench */
   readonly stats = { rebuilds: 0, refiled: 0 };
+  /**
+   * Moves whenever an entry that blocks or waits on something (before or after) is re-filed:
+   * everything a bottleneck walk reads (blocked lists, done-ness and scope of the nodes in
+   * them) belongs to such entries, so the walks' results (`bottleneckRows`) hold until it moves.
+   */
+  blockingEpoch = 0;
+  /** per scope: the bottleneck candidates' clock-free figures, valid for one blockingEpoch */
+  readonly bottleneckRows = new Map<string, { epoch: number; rows: BottleneckRow[] }>();
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -196,6 +212,7 @@ export class AnalyticsAggregates {
   private refile(id: string): void {
     this.stats.refiled++;
     const old = this.entries.get(id);
+    if (old && (old.blockers.length > 0 || old.blocks.length > 0)) this.blockingEpoch++;
     if (old) {
       this.remove(old);
       this.entries.delete(id);
@@ -203,6 +220,7 @@ export class AnalyticsAggregates {
     const record = this.tenant.index.get(id);
     if (!record) return;
     const entry = this.entryOf(record, old?.seq ?? this.pendingSeq.get(id) ?? ++this.seq);
+    if (entry.blockers.length > 0 || entry.blocks.length > 0) this.blockingEpoch++;
     this.entries.set(id, entry);
     this.add(entry, true);
   }

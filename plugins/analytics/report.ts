@@ -13,7 +13,15 @@ import { resolveProject, scopeValues } from '../history/public.js';
 import type { Phase } from '../core/public.js';
 import type { AnalyticsPayload, BottleneckEntry, Stats, WeekEntry, WipEntry } from './schemas.js';
 import type { Timelines } from './timeline.js';
-import { aggregatesOf, completedFrom, countBetween, type AnalyticsAggregates, type Entry, type Group } from './aggregates.js';
+import {
+  aggregatesOf,
+  completedFrom,
+  countBetween,
+  type AnalyticsAggregates,
+  type BottleneckRow,
+  type Entry,
+  type Group,
+} from './aggregates.js';
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 const WEEK_MS = 7 * DAY_MS;
@@ -213,7 +221,15 @@ export function computeAnalytics(tenant: Tenant, timelines: Timelines, params: A
       aging_count: aging.length,
       aging: aging.slice(0, params.top),
     },
-    bottlenecks: bottlenecks(tenant, agg, groups, inScope, params.top, now),
+    bottlenecks: bottlenecks(
+      tenant,
+      agg,
+      groups,
+      `${params.project ? `in:${values.join(',')}` : '*'}|${params.types.join(',')}`,
+      inScope,
+      params.top,
+      now,
+    ),
     coverage: {
       open: coverage.open,
       prioritized: coverage.prioritized,
@@ -256,47 +272,29 @@ function bottlenecks(
   tenant: Tenant,
   agg: AnalyticsAggregates,
   groups: Group[],
+  scopeKey: string,
   inScope: (e: Entry) => boolean,
   top: number,
   now: number,
 ): BottleneckEntry[] {
-  // every node has a fresh entry (aggregatesOf refreshed them): done-ness is its phase
-  const live = (id: string) => {
-    const e = agg.entries.get(id);
-    return e !== undefined && e.phase !== 'done';
-  };
-  const blocksOf = (id: string) => agg.entries.get(id)?.blocks ?? [];
   const openInScope = {
     has(id: string): boolean {
       const e = agg.entries.get(id);
       return e !== undefined && e.phase !== 'done' && inScope(e);
     },
   };
-  const candidates = new Set<string>();
-  // blockers are kept per entry (a commit re-files what it links to, so they stay current)
-  for (const g of groups) for (const e of g.blockedOpen) for (const b of e.blockers) if (live(b)) candidates.add(b);
+  let cached = agg.bottleneckRows.get(scopeKey);
+  if (!cached || cached.epoch !== agg.blockingEpoch) {
+    if (agg.bottleneckRows.size >= 32) agg.bottleneckRows.clear();
+    cached = { epoch: agg.blockingEpoch, rows: bottleneckRows(agg, groups, openInScope) };
+    agg.bottleneckRows.set(scopeKey, cached);
+  }
   // ranked by transitive, then direct, then age (oldest first), then id; only the best `top` become entries
   type Row = { id: string; direct: number; transitive: number; age: number };
   const worse = (a: Row, b: Row) => b.transitive - a.transitive || b.direct - a.direct || b.age - a.age || (a.id < b.id ? -1 : 1);
   const best: Row[] = [];
-  const seen = new Set<string>();
-  const queue: string[] = [];
-  for (const id of candidates) {
-    const direct = blocksOf(id).filter((x) => openInScope.has(x)).length;
-    seen.clear();
-    seen.add(id);
-    queue.length = 0;
-    queue.push(id);
-    let transitive = 0;
-    for (let head = 0; head < queue.length && seen.size < BOTTLENECK_WALK_CAP; head++) {
-      for (const x of blocksOf(queue[head]!)) {
-        if (seen.has(x) || !live(x)) continue;
-        seen.add(x);
-        if (openInScope.has(x)) transitive++;
-        queue.push(x);
-      }
-    }
-    const row = { id, direct, transitive, age: days(Math.max(0, now - agg.entries.get(id)!.times.createdAt)) };
+  for (const { id, direct, transitive, createdAt } of cached.rows) {
+    const row = { id, direct, transitive, age: days(Math.max(0, now - createdAt)) };
     if (best.length >= top && worse(row, best[best.length - 1]!) >= 0) continue;
     let at = best.length;
     while (at > 0 && worse(row, best[at - 1]!) < 0) at--;
@@ -318,4 +316,41 @@ function bottlenecks(
       in_scope: openInScope.has(id),
     };
   });
+}
+
+/**
+ * Not-done nodes that hold up not-done work in scope: each with how much in-scope work it holds
+ * up directly and downstream (walk bounded per candidate). Reads only what `blockingEpoch` covers.
+ */
+function bottleneckRows(agg: AnalyticsAggregates, groups: Group[], openInScope: { has(id: string): boolean }): BottleneckRow[] {
+  // every node has a fresh entry (aggregatesOf refreshed them): done-ness is its phase
+  const live = (id: string) => {
+    const e = agg.entries.get(id);
+    return e !== undefined && e.phase !== 'done';
+  };
+  const blocksOf = (id: string) => agg.entries.get(id)?.blocks ?? [];
+  const candidates = new Set<string>();
+  // blockers are kept per entry (a commit re-files what it links to, so they stay current)
+  for (const g of groups) for (const e of g.blockedOpen) for (const b of e.blockers) if (live(b)) candidates.add(b);
+  const rows: BottleneckRow[] = [];
+  const seen = new Set<string>();
+  const queue: string[] = [];
+  for (const id of candidates) {
+    const direct = blocksOf(id).filter((x) => openInScope.has(x)).length;
+    seen.clear();
+    seen.add(id);
+    queue.length = 0;
+    queue.push(id);
+    let transitive = 0;
+    for (let head = 0; head < queue.length && seen.size < BOTTLENECK_WALK_CAP; head++) {
+      for (const x of blocksOf(queue[head]!)) {
+        if (seen.has(x) || !live(x)) continue;
+        seen.add(x);
+        if (openInScope.has(x)) transitive++;
+        queue.push(x);
+      }
+    }
+    rows.push({ id, direct, transitive, createdAt: agg.entries.get(id)!.times.createdAt });
+  }
+  return rows;
 }
