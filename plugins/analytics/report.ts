@@ -2,17 +2,26 @@
  * GET /v1/analytics: flow metrics over a scope of nodes (a project scope and/or node
  * types) and a window of whole ISO weeks (Monday 00:00 UTC) ending with the current one.
  *
- * Cost: O(scope nodes) per request plus a bounded downstream walk per bottleneck
- * candidate; the scope comes from the index's by-project and by-type sets, the times from
- * the in-memory timelines. Nothing here reads git.
+ * Cost per request: O(groups in scope x weeks x log n) for the counts, plus what the payload
+ * lists (the window's completions, WIP) and a bounded downstream walk per bottleneck
+ * candidate. The counts come from aggregates kept per commit (aggregates.ts: per (type,
+ * project) group), the times from the in-memory timelines. Nothing here reads git.
  */
-import type { CommitEvent, NodeRecord } from '../../kernel/graph-index.js';
-import type { Registry } from '../../kernel/registry.js';
+import type { NodeRecord } from '../../kernel/graph-index.js';
 import type { Tenant } from '../../kernel/tenant.js';
 import { resolveProject, scopeValues } from '../history/public.js';
-import { blockedBy, blockersOf, isDone, phaseOf, type Phase } from '../core/public.js';
+import type { Phase } from '../core/public.js';
 import type { AnalyticsPayload, BottleneckEntry, Stats, WeekEntry, WipEntry } from './schemas.js';
-import type { NodeTimes, Timelines } from './timeline.js';
+import type { Timelines } from './timeline.js';
+import {
+  aggregatesOf,
+  completedFrom,
+  countBetween,
+  type AnalyticsAggregates,
+  type BottleneckRow,
+  type Entry,
+  type Group,
+} from './aggregates.js';
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 const WEEK_MS = 7 * DAY_MS;
@@ -66,6 +75,7 @@ export function weekStart(ms: number): number {
   return midnight - ((d.getUTCDay() + 6) % 7) * DAY_MS;
 }
 
+const PHASES: readonly Phase[] = ['done', 'active', 'blocked', 'open'];
 const emptyPhases = (): PhaseCounts => ({ done: 0, active: 0, blocked: 0, open: 0 });
 const bump = (map: Record<string, number>, key: string, by = 1) => {
   map[key] = (map[key] ?? 0) + by;
@@ -74,95 +84,38 @@ const bump = (map: Record<string, number>, key: string, by = 1) => {
 const sortedCounts = (map: Record<string, number>): Record<string, number> =>
   Object.fromEntries(Object.entries(map).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 
-/** The nodes in scope: the project scope's `project` values intersected with the types. */
-function scopeIds(tenant: Tenant, params: AnalyticsParams): { ids: string[]; values: string[] } {
-  const types = new Set(params.types);
-  const ids = new Set<string>();
-  let values: string[] = [];
-  if (params.project) {
-    values = [...scopeValues(tenant, params.project)].sort();
-    for (const v of values) {
-      for (const id of tenant.index.idsInProject(v)) if (types.has(tenant.index.get(id)!.type)) ids.add(id);
-    }
-  } else {
-    for (const t of params.types) for (const id of tenant.index.idsOfType(t)) ids.add(id);
-  }
-  // no sort: every list in the payload is sorted on its own, and counts do not depend on order
-  return { ids: [...ids], values };
-}
-
 function assignedTo(record: NodeRecord): string[] {
   if (record.edges.length === 0) return [];
   return [...new Set(record.edges.filter((e) => e.type === 'assigned').map((e) => e.to))].sort();
 }
 
-/** A node's phase and times: functions of the graph at one head (and the registry), not of the clock. */
-interface NodeFacts {
-  phase: Phase;
-  times: NodeTimes;
-}
-
-interface FactsCache {
-  registry: Registry;
-  timelines: Timelines;
-  facts: Map<string, NodeFacts>;
-  unsubscribe: () => void;
-}
-
 /**
- * Phases and times per node, kept across reads and commits: a commit drops only the facts it
- * can have changed, so the first read after a write costs what a repeated read does (at
- * 100,000 nodes a full recomputation was most of a request). The clock-dependent parts (week
- * buckets, ages) are still computed per request. A registry change starts afresh.
+ * The groups in scope: the project scope's `project` values (sorted) intersected with the
+ * types, or the types alone. `rank` orders the scope's nodes as the index's by-project or
+ * by-type sets would list them (value or type first, then put order), which fixes the order
+ * of the one float sum that depends on it (the WIP mean age).
  */
-const factsCaches = new WeakMap<Tenant, FactsCache>();
-
-function addNeighbours(tenant: Tenant, id: string, records: Array<NodeRecord | null | undefined>, out: Set<string>): void {
-  for (const r of records) if (r) for (const e of r.edges) out.add(e.to);
-  for (const { from } of tenant.index.inboundOf(id)) out.add(from);
-}
-
-/**
- * The nodes whose facts a commit can change: a node's phase reads its own edges, the nodes
- * linked to it (resolvers, blockers) and whether its blockers are done (their resolvers), so
- * everything within two links of a changed node, either direction, before or after.
- */
-function invalidate(tenant: Tenant, facts: Map<string, NodeFacts>, event: CommitEvent): void {
-  const near = new Set<string>();
-  for (const c of event.changes) {
-    near.add(c.id);
-    addNeighbours(tenant, c.id, [c.before, c.after], near);
+function scopeGroups(
+  tenant: Tenant,
+  agg: AnalyticsAggregates,
+  params: AnalyticsParams,
+): { groups: Group[]; values: string[]; inScope: (e: Entry) => boolean; rank: (e: Entry) => number } {
+  const types = new Set(params.types);
+  const groups: Group[] = [];
+  if (params.project) {
+    const values = [...scopeValues(tenant, params.project)].sort();
+    const valueSet = new Set(values);
+    for (const t of types)
+      for (const [project, g] of agg.groups.get(t) ?? []) if (project !== null && valueSet.has(project)) groups.push(g);
+    return {
+      groups,
+      values,
+      inScope: (e) => types.has(e.record.type) && e.record.project !== null && valueSet.has(e.record.project),
+      rank: (e) => values.indexOf(e.record.project!),
+    };
   }
-  const reach = new Set(near);
-  for (const id of near) addNeighbours(tenant, id, [tenant.index.get(id)], reach);
-  for (const id of reach) facts.delete(id);
-}
-
-function factsFor(tenant: Tenant, timelines: Timelines): (record: NodeRecord) => NodeFacts {
-  let cache = factsCaches.get(tenant);
-  if (!cache || cache.registry !== tenant.registry || cache.timelines !== timelines) {
-    cache?.unsubscribe();
-    const facts = new Map<string, NodeFacts>();
-    const unsubscribe = tenant.index.subscribe((event) => {
-      try {
-        invalidate(tenant, facts, event);
-      } catch {
-        facts.clear(); // never fail a commit; recompute everything on the next read
-      }
-    });
-    cache = { registry: tenant.registry, timelines, facts, unsubscribe };
-    factsCaches.set(tenant, cache);
-  }
-  const { facts } = cache;
-  return (record) => {
-    let f = facts.get(record.id);
-    if (!f) facts.set(record.id, (f = { phase: phaseOf(tenant, record), times: timelines.timesOf(record) }));
-    return f;
-  };
-}
-
-function hasCommits(record: NodeRecord): boolean {
-  return Array.isArray(record.frontmatter.commits) && record.frontmatter.commits.length > 0;
+  for (const t of types) for (const g of agg.groups.get(t)?.values() ?? []) groups.push(g);
+  return { groups, values: [], inScope: (e) => types.has(e.record.type), rank: (e) => params.types.indexOf(e.record.type) };
 }
 
 export function computeAnalytics(tenant: Tenant, timelines: Timelines, params: AnalyticsParams, now: number): AnalyticsPayload {
@@ -178,39 +131,40 @@ export function computeAnalytics(tenant: Tenant, timelines: Timelines, params: A
     weekly.push({ week: isoWeek(start), start: isoDate(start), created: 0, completed: 0 });
   }
 
-  const { ids, values } = scopeIds(tenant, params);
+  const agg = aggregatesOf(tenant, timelines);
+  const { groups, values, inScope, rank } = scopeGroups(tenant, agg, params);
   const totals: AnalyticsPayload['totals'] = { nodes: 0, ...emptyPhases(), by_type: {}, by_status: {} };
   const throughput: AnalyticsPayload['throughput'] = { completed: 0, weekly_mean: 0, by_type: {}, by_status: {} };
   const cycle: number[] = [];
   const startedCycle: number[] = [];
   const lead: number[] = [];
   let started = 0;
-  const wipEntries: WipEntry[] = [];
+  const active: Entry[] = [];
   const wipByStatus: Record<string, number> = {};
-  const openInScope = new Set<string>();
-  const times = new Map<string, NodeTimes>();
-  const factsOf = factsFor(tenant, timelines);
   const coverage = { open: 0, prioritized: 0, assigned: 0, completed: 0, with_commits: 0 };
 
-  for (const id of ids) {
-    const record = tenant.index.get(id)!;
-    const { phase, times: t } = factsOf(record);
-    times.set(id, t);
-    totals.nodes++;
-    totals[phase]++;
-    const byType = (totals.by_type[record.type] ??= { nodes: 0, ...emptyPhases() });
-    byType.nodes++;
-    byType[phase]++;
-    bump(totals.by_status, record.status);
-
-    const createdWeek = bucketOf(t.createdAt);
-    if (createdWeek >= 0) weekly[createdWeek]!.created++;
-    const doneWeek = phase === 'done' ? bucketOf(t.completedAt) : -1;
-    if (doneWeek >= 0) {
+  for (const g of groups) {
+    totals.nodes += g.nodes;
+    const byType = (totals.by_type[g.type] ??= { nodes: 0, ...emptyPhases() });
+    byType.nodes += g.nodes;
+    for (const phase of PHASES) {
+      totals[phase] += g.phases[phase];
+      byType[phase] += g.phases[phase];
+    }
+    for (const [status, n] of g.byStatus) bump(totals.by_status, status, n);
+    coverage.open += g.open;
+    coverage.prioritized += g.prioritized;
+    coverage.assigned += g.assigned;
+    for (let i = 0; i < params.weeks; i++) weekly[i]!.created += countBetween(g.created, from + i * WEEK_MS, from + (i + 1) * WEEK_MS);
+    for (let k = completedFrom(g, from); k < g.completed.length; k++) {
+      const e = g.completed[k]!;
+      const t = e.times;
+      const doneWeek = bucketOf(t.completedAt);
+      if (doneWeek < 0) break; // completed after the window (the list ascends)
       weekly[doneWeek]!.completed++;
       throughput.completed++;
-      bump(throughput.by_type, record.type);
-      bump(throughput.by_status, record.status);
+      bump(throughput.by_type, e.record.type);
+      bump(throughput.by_status, e.record.status);
       const completedAt = t.completedAt!;
       if (t.startedAt !== null) {
         started++;
@@ -219,29 +173,26 @@ export function computeAnalytics(tenant: Tenant, timelines: Timelines, params: A
       cycle.push(Math.max(0, completedAt - (t.startedAt ?? t.openedAt)) / DAY_MS);
       lead.push(Math.max(0, completedAt - t.createdAt) / DAY_MS);
       coverage.completed++;
-      if (hasCommits(record)) coverage.with_commits++;
+      if (e.withCommits) coverage.with_commits++;
     }
-    if (phase !== 'done') {
-      openInScope.add(id);
-      coverage.open++;
-      if (typeof record.frontmatter.priority === 'string') coverage.prioritized++;
-      if (assignedTo(record).length > 0) coverage.assigned++;
-    }
-    if (phase === 'active') {
-      bump(wipByStatus, record.status);
-      const since = t.activeSince ?? t.statusSince;
-      wipEntries.push({
-        id,
-        title: record.title,
-        type: record.type,
-        status: record.status,
-        project: record.project,
-        since: new Date(since).toISOString(),
-        age_days: days(Math.max(0, now - since)),
-        assigned: assignedTo(record),
-      });
-    }
+    for (const e of g.active) active.push(e);
   }
+  // the scope's order (the mean age below is a float sum)
+  active.sort((a, b) => rank(a) - rank(b) || a.seq - b.seq);
+  const wipEntries: WipEntry[] = active.map(({ id, record, times: t }) => {
+    bump(wipByStatus, record.status);
+    const since = t.activeSince ?? t.statusSince;
+    return {
+      id,
+      title: record.title,
+      type: record.type,
+      status: record.status,
+      project: record.project,
+      since: new Date(since).toISOString(),
+      age_days: days(Math.max(0, now - since)),
+      assigned: assignedTo(record),
+    };
+  });
   throughput.weekly_mean = round2(throughput.completed / params.weeks);
   throughput.by_type = sortedCounts(throughput.by_type);
   throughput.by_status = sortedCounts(throughput.by_status);
@@ -270,7 +221,15 @@ export function computeAnalytics(tenant: Tenant, timelines: Timelines, params: A
       aging_count: aging.length,
       aging: aging.slice(0, params.top),
     },
-    bottlenecks: bottlenecks(tenant, factsOf, openInScope, times, params.top, now),
+    bottlenecks: bottlenecks(
+      tenant,
+      agg,
+      groups,
+      `${params.project ? `in:${values.join(',')}` : '*'}|${params.types.join(',')}`,
+      inScope,
+      params.top,
+      now,
+    ),
     coverage: {
       open: coverage.open,
       prioritized: coverage.prioritized,
@@ -288,11 +247,11 @@ export function computeAnalytics(tenant: Tenant, timelines: Timelines, params: A
       types: params.types,
       top: params.top,
       aging: params.aging,
-      nodes: ids.length,
+      nodes: totals.nodes,
     },
     generated_at: new Date(now).toISOString(),
   };
-  if (ids.length === 0) payload.project_warning = scopeWarning(tenant, params);
+  if (totals.nodes === 0) payload.project_warning = scopeWarning(tenant, params);
   return payload;
 }
 
@@ -311,55 +270,87 @@ function scopeWarning(tenant: Tenant, params: AnalyticsParams): string {
  */
 function bottlenecks(
   tenant: Tenant,
-  factsOf: (record: NodeRecord) => NodeFacts,
-  openInScope: Set<string>,
-  times: Map<string, NodeTimes>,
+  agg: AnalyticsAggregates,
+  groups: Group[],
+  scopeKey: string,
+  inScope: (e: Entry) => boolean,
   top: number,
   now: number,
 ): BottleneckEntry[] {
-  const live = (id: string) => {
-    const r = tenant.index.get(id);
-    return r !== undefined && !isDone(tenant, r);
+  const openInScope = {
+    has(id: string): boolean {
+      const e = agg.entries.get(id);
+      return e !== undefined && e.phase !== 'done' && inScope(e);
+    },
   };
-  const candidates = new Set<string>();
-  for (const id of openInScope) {
-    // only a node with edges (its own or inbound) can have a blocker
-    const record = tenant.index.get(id);
-    if (record && record.edges.length === 0 && !tenant.index.hasInbound(id)) continue;
-    for (const b of blockersOf(tenant, id)) if (live(b)) candidates.add(b);
+  let cached = agg.bottleneckRows.get(scopeKey);
+  if (!cached || cached.epoch !== agg.blockingEpoch) {
+    if (agg.bottleneckRows.size >= 32) agg.bottleneckRows.clear();
+    cached = { epoch: agg.blockingEpoch, rows: bottleneckRows(agg, groups, openInScope) };
+    agg.bottleneckRows.set(scopeKey, cached);
   }
-  const entries: BottleneckEntry[] = [];
-  for (const id of candidates) {
+  // ranked by transitive, then direct, then age (oldest first), then id; only the best `top` become entries
+  type Row = { id: string; direct: number; transitive: number; age: number };
+  const worse = (a: Row, b: Row) => b.transitive - a.transitive || b.direct - a.direct || b.age - a.age || (a.id < b.id ? -1 : 1);
+  const best: Row[] = [];
+  for (const { id, direct, transitive, createdAt } of cached.rows) {
+    const row = { id, direct, transitive, age: days(Math.max(0, now - createdAt)) };
+    if (best.length >= top && worse(row, best[best.length - 1]!) >= 0) continue;
+    let at = best.length;
+    while (at > 0 && worse(row, best[at - 1]!) < 0) at--;
+    best.splice(at, 0, row);
+    if (best.length > top) best.pop();
+  }
+  return best.map(({ id, direct, transitive, age }) => {
     const record = tenant.index.get(id)!;
-    const direct = blockedBy(tenant, id).filter((x) => openInScope.has(x)).length;
-    const seen = new Set<string>([id]);
-    const queue = [id];
+    return {
+      id,
+      title: record.title,
+      type: record.type,
+      status: record.status,
+      phase: agg.entries.get(id)!.phase,
+      project: record.project,
+      blocks: direct,
+      blocks_transitive: transitive,
+      age_days: age,
+      in_scope: openInScope.has(id),
+    };
+  });
+}
+
+/**
+ * Not-done nodes that hold up not-done work in scope: each with how much in-scope work it holds
+ * up directly and downstream (walk bounded per candidate). Reads only what `blockingEpoch` covers.
+ */
+function bottleneckRows(agg: AnalyticsAggregates, groups: Group[], openInScope: { has(id: string): boolean }): BottleneckRow[] {
+  // every node has a fresh entry (aggregatesOf refreshed them): done-ness is its phase
+  const live = (id: string) => {
+    const e = agg.entries.get(id);
+    return e !== undefined && e.phase !== 'done';
+  };
+  const blocksOf = (id: string) => agg.entries.get(id)?.blocks ?? [];
+  const candidates = new Set<string>();
+  // blockers are kept per entry (a commit re-files what it links to, so they stay current)
+  for (const g of groups) for (const e of g.blockedOpen) for (const b of e.blockers) if (live(b)) candidates.add(b);
+  const rows: BottleneckRow[] = [];
+  const seen = new Set<string>();
+  const queue: string[] = [];
+  for (const id of candidates) {
+    const direct = blocksOf(id).filter((x) => openInScope.has(x)).length;
+    seen.clear();
+    seen.add(id);
+    queue.length = 0;
+    queue.push(id);
     let transitive = 0;
-    while (queue.length > 0 && seen.size < BOTTLENECK_WALK_CAP) {
-      const next = queue.shift()!;
-      for (const x of blockedBy(tenant, next)) {
+    for (let head = 0; head < queue.length && seen.size < BOTTLENECK_WALK_CAP; head++) {
+      for (const x of blocksOf(queue[head]!)) {
         if (seen.has(x) || !live(x)) continue;
         seen.add(x);
         if (openInScope.has(x)) transitive++;
         queue.push(x);
       }
     }
-    const t = times.get(id) ?? factsOf(record).times;
-    entries.push({
-      id,
-      title: record.title,
-      type: record.type,
-      status: record.status,
-      phase: factsOf(record).phase,
-      project: record.project,
-      blocks: direct,
-      blocks_transitive: transitive,
-      age_days: days(Math.max(0, now - t.createdAt)),
-      in_scope: openInScope.has(id),
-    });
+    rows.push({ id, direct, transitive, createdAt: agg.entries.get(id)!.times.createdAt });
   }
-  entries.sort(
-    (a, b) => b.blocks_transitive - a.blocks_transitive || b.blocks - a.blocks || b.age_days - a.age_days || (a.id < b.id ? -1 : 1),
-  );
-  return entries.slice(0, top);
+  return rows;
 }

@@ -195,6 +195,8 @@ export class QueueBook {
   private readonly keys = new Map<string, number>();
   /** names of interned keys, by key */
   readonly keyNames: string[] = [];
+  /** slots added, freed or whose signals were dropped since the ranked index (rank.ts) last looked */
+  readonly dirtySlots = new Set<number>();
   /** counters for tests and the bench: how much work the bookkeeping did */
   readonly stats = { rebuilds: 0, reclassified: 0, staticsComputed: 0, staticsDropped: 0 };
 
@@ -210,6 +212,7 @@ export class QueueBook {
     this.slotIds.length = 0;
     this.slotStatics.length = 0;
     this.freeSlots.length = 0;
+    this.dirtySlots.clear();
     this.openQuestions.clear();
     this.openFindings.clear();
     this.pendingCaptures.clear();
@@ -250,6 +253,7 @@ export class QueueBook {
       this.slotIds[slot] = id;
     }
     this.slotStatics[slot] = undefined;
+    this.dirtySlots.add(slot);
   }
 
   private removeCandidate(id: string): void {
@@ -259,6 +263,7 @@ export class QueueBook {
     this.slotIds[slot] = null;
     this.slotStatics[slot] = undefined;
     this.freeSlots.push(slot);
+    this.dirtySlots.add(slot);
   }
 
   private classify(id: string): void {
@@ -328,6 +333,7 @@ export class QueueBook {
         if (slot !== undefined && this.slotStatics[slot] !== undefined) {
           this.slotStatics[slot] = undefined;
           this.stats.staticsDropped++;
+          this.dirtySlots.add(slot);
         }
         for (const e of index.inboundOf(id, policy.blocking_edges)) {
           if (!seen.has(e.from)) {

@@ -3,11 +3,13 @@
  * JSON) and `render_queue` (the same queue as markdown). The ranking policy is documented
  * in docs/queue.md and echoed as `policy`.
  *
- * Per request the work is one pass over the candidate set C kept by the book (open,
- * queue-eligible nodes), narrowed first by project/assignee through the index's
- * by-project and inbound-edge maps, plus O(C log k) to pick the page ending at k. Signals
- * that do not depend on the clock come from the book's cache. Nothing here walks all nodes
- * of the graph.
+ * Per request, without a project or assignee filter, the page and the counts come from the
+ * ranked index kept per commit (rank.ts, pass.ts `indexedPass`): work proportional to the
+ * page, the index's chunks and the exceptions (dormant, muted, leased), not to the candidate
+ * set C. With a pool (project/assignee, narrowed through the index's by-project and
+ * inbound-edge maps) it is one pass over the pool plus O(C log k) for the page. Signals that
+ * do not depend on the clock come from the book's cache. Nothing here walks all nodes of the
+ * graph.
  */
 import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
@@ -18,6 +20,7 @@ import type { Static } from '../../kernel/operation.js';
 import { bookOf, READINESS_CODES, SUGGEST_CODES, type QueueBook, type StaticSignals, type Suggest } from './book.js';
 import { mutedIds } from './mutes.js';
 import { policyOf, type QueuePolicy } from './policy.js';
+import { ageOf, DAY_MS, heatOf, rankingPass, round2, stalenessOf } from './pass.js';
 import { renderQueueMarkdown } from './render.js';
 import type { QueueEnvelope, QueueFilters, QueueItem, SectionEntry, ShowQueueInput } from './schemas.js';
 import { isDone, resolveScope, type ProjectScope } from '../core/public.js';
@@ -25,7 +28,6 @@ import { isDone, resolveScope, type ProjectScope } from '../core/public.js';
 const READINESS_FILTERS = ['agent', 'human', 'untriaged'] as const;
 type ReadinessFilter = (typeof READINESS_FILTERS)[number];
 const SECTION_CAP = 50;
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
  * The filters as the schema (schemas.ts) admits them: slugs checked; lists as a comma-separated
@@ -97,9 +99,6 @@ function strings(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string' && v !== '') : [];
 }
 
-const clamp01 = (x: number) => (x <= 0 ? 0 : x >= 1 ? 1 : x);
-const round2 = (x: number) => Math.round(x * 100) / 100;
-
 function daysAgo(nowMs: number, ms: number): string {
   if (!ms) return 'at an unknown time';
   const d = Math.floor((nowMs - ms) / DAY_MS);
@@ -110,20 +109,6 @@ function idList(ids: string[], total: number): string {
   const shown = ids.join(', ');
   return total > ids.length ? `${shown}, +${total - ids.length} more` : shown;
 }
-
-function heatOf(touchedMs: number, nowMs: number, windowDays: number): number {
-  return touchedMs ? clamp01(1 - (nowMs - touchedMs) / (windowDays * DAY_MS)) : 0;
-}
-
-function stalenessOf(updatedMs: number, nowMs: number, days: number): number {
-  return updatedMs ? clamp01((nowMs - updatedMs) / (days * DAY_MS)) : 0;
-}
-
-function ageOf(createdMs: number, nowMs: number, capDays: number): number {
-  return createdMs ? clamp01((nowMs - createdMs) / (capDays * DAY_MS)) : 0;
-}
-
-const CLOSE = SUGGEST_CODES.indexOf('close');
 
 /** approve > blocked > close > triage > do (docs/queue.md); only `close` needs the clock. */
 function suggestFor(policy: QueuePolicy, s: StaticSignals, nowMs: number): Suggest {
@@ -294,12 +279,6 @@ function sectionsFor(
 
 // ---------------------------------------------------------------- the queue
 
-/** counts[key]++, growing the array when computing a node's signals interned a new key */
-function bump(counts: number[], key: number): void {
-  while (counts.length <= key) counts.push(0);
-  counts[key]!++;
-}
-
 function sortedCounts(map: Map<string, number>): Record<string, number> {
   return Object.fromEntries([...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
@@ -325,47 +304,6 @@ function carriedBy(ctx: OpContext, person: string): Set<string> {
   const ids = new Set(index.inboundOf(person, ['assigned']).map((e) => e.from));
   for (const e of index.get(person)?.edges ?? []) if (e.type === 'stewards') ids.add(e.to);
   return ids;
-}
-
-/**
- * The first `k` items in `cmp` order. A page near the top (the common case) costs
- * O(n log k) with a bounded heap instead of sorting the whole candidate set.
- */
-export function selectTop(items: Int32Array, k: number, cmp: (a: number, b: number) => number): number[] {
-  if (k <= 0 || items.length === 0) return [];
-  if (k * 4 >= items.length) return Array.from(items.sort(cmp).subarray(0, k));
-  // max-heap on cmp: the root is the worst of the best k seen so far
-  const heap: number[] = [];
-  const worse = (i: number, j: number) => cmp(heap[i]!, heap[j]!) > 0;
-  const swap = (i: number, j: number) => {
-    const x = heap[i]!;
-    heap[i] = heap[j]!;
-    heap[j] = x;
-  };
-  for (const item of items) {
-    if (heap.length < k) {
-      heap.push(item);
-      for (let i = heap.length - 1; i > 0;) {
-        const parent = (i - 1) >> 1;
-        if (!worse(i, parent)) break;
-        swap(i, parent);
-        i = parent;
-      }
-    } else if (cmp(item, heap[0]!) < 0) {
-      heap[0] = item;
-      for (let i = 0; ;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < heap.length && worse(l, m)) m = l;
-        if (r < heap.length && worse(r, m)) m = r;
-        if (m === i) break;
-        swap(i, m);
-        i = m;
-      }
-    }
-  }
-  return heap.sort(cmp);
 }
 
 /**
@@ -400,35 +338,12 @@ function queueOf(ctx: OpContext, input: QueueInput): QueueEnvelope {
   const excluded = new Set(query.excludeTypes);
   const readinessSet = query.readiness.length > 0 ? new Set(query.readiness) : null;
 
-  let mutedCount = 0;
-  let dormantCount = 0;
-  let reservedCount = 0;
-  // One pass over the filtered candidates, reading the book's flat columns; per candidate
-  // only numbers are written, into preallocated typed arrays (no objects, no hashing).
-  // This function never awaits, so no commit can move a slot while it runs.
-  const { columns: cols, slotIds } = book;
-  const pool = poolOf(ctx, book, scope, carried);
-  const capacity = pool ? pool.size : book.candidateCount;
-  const picked = new Int32Array(capacity);
-  const scores = new Float64Array(capacity);
-  const tiers = new Uint8Array(capacity);
-  let total = 0;
-  // Live leases, marked by slot in one pass over the lease table (O(leases)), so the
-  // candidate pass tests a byte instead of looking every id up.
+  // Live leases by slot, from one pass over the lease table (O(leases)).
   const leaseBySlot = new Map<number, StoredLease>();
-  const leaseMark = leases.records.size > 0 ? new Uint8Array(slotIds.length) : null;
-  if (leaseMark) {
-    for (const lease of leases.records.values()) {
-      const slot = lease.expires_ms > nowMs ? book.slotFor(lease.node_id) : undefined;
-      if (slot === undefined) continue;
-      leaseMark[slot] = 1;
-      leaseBySlot.set(slot, lease);
-    }
+  for (const lease of leases.records.values()) {
+    const slot = lease.expires_ms > nowMs ? book.slotFor(lease.node_id) : undefined;
+    if (slot !== undefined) leaseBySlot.set(slot, lease);
   }
-  const typeCounts: number[] = [];
-  const projectCounts: number[] = [];
-  const suggestCounts = new Int32Array(SUGGEST_CODES.length);
-  const readinessCounts = new Int32Array(READINESS_CODES.length);
   const typeVerdicts: number[] = [];
   const typeAllowed = (key: number): boolean => {
     let verdict = typeVerdicts[key];
@@ -442,81 +357,33 @@ function queueOf(ctx: OpContext, input: QueueInput): QueueEnvelope {
   READINESS_CODES.forEach((code, i) => {
     if (!readinessSet || readinessSet.has(code)) readinessMask |= 1 << i;
   });
-  const { heat_window_days: heatDays, staleness_days: staleDays, age_cap_days: ageDays, weights: w } = policy;
-  const closeMs = policy.close_after_days * DAY_MS;
-  const consider = (slot: number) => {
-    if (book.slotStatics[slot] === undefined) book.ensureSlot(slot);
-    if (!typeAllowed(cols.typeKey[slot]!)) return;
-    const readiness = cols.readinessCode[slot]!;
-    if ((readinessMask & (1 << readiness)) === 0) return;
-    if (cols.wakeMs[slot]! > nowMs) {
-      dormantCount++;
-      return;
-    }
-    if (muted.size > 0 && muted.has(slotIds[slot]!)) {
-      mutedCount++;
-      return;
-    }
-    const lease = leaseMark && leaseMark[slot] ? leaseBySlot.get(slot) : undefined;
-    if (lease && lease.state === 'reserved' && lease.by !== me) {
-      reservedCount++;
-      return;
-    }
-    const updated = cols.updatedMs[slot]!;
-    const clockTerms =
-      w.heat * heatOf(cols.touchedMs[slot]!, nowMs, heatDays) +
-      w.staleness * stalenessOf(updated, nowMs, staleDays) +
-      w.age * ageOf(cols.createdMs[slot]!, nowMs, ageDays);
-    const heldByOther = lease !== undefined && lease.by !== me;
-    scores[total] = round2(cols.baseScore[slot]! + clockTerms - (heldByOther ? policy.leased_penalty : 0));
-    tiers[total] = lease && lease.state === 'reserved' && lease.by === me ? 0 : 1;
-    picked[total] = slot;
-    total++;
-    bump(typeCounts, cols.typeKey[slot]!);
-    bump(projectCounts, cols.projectKey[slot]!);
-    suggestCounts[cols.closable[slot] && updated > 0 && nowMs - updated >= closeMs ? CLOSE : cols.suggestCode[slot]!]!++;
-    readinessCounts[readiness]!++;
-  };
-  if (pool) {
-    for (const id of pool) {
-      const slot = book.slotFor(id);
-      if (slot !== undefined) consider(slot);
-    }
-  } else {
-    for (let slot = 0; slot < slotIds.length; slot++) if (slotIds[slot] !== null) consider(slot);
-  }
+  // This function never awaits, so no commit can move a slot while the pass runs.
+  const pass = rankingPass({
+    book,
+    policy,
+    nowMs,
+    me,
+    pool: poolOf(ctx, book, scope, carried),
+    leaseBySlot,
+    muted,
+    typeAllowed,
+    readinessMask,
+    offset: query.offset,
+    limit: query.limit,
+  });
+  const total = pass.total;
   const countsByType = new Map<string, number>();
   const countsByProject = new Map<string, number>();
-  typeCounts.forEach((n, key) => n > 0 && countsByType.set(book.keyNames[key]!, n));
-  projectCounts.forEach((n, key) => n > 0 && countsByProject.set(book.keyNames[key]!, n));
-  const countsBySuggest = Object.fromEntries(SUGGEST_CODES.map((name) => [name, suggestCounts[SUGGEST_CODES.indexOf(name)]!])) as Record<
-    Suggest,
-    number
-  >;
-  const countsByReadiness = Object.fromEntries(READINESS_CODES.map((name, i) => [name, readinessCounts[i]!])) as Record<
+  pass.typeCounts.forEach((n, key) => n > 0 && countsByType.set(book.keyNames[key]!, n));
+  pass.projectCounts.forEach((n, key) => n > 0 && countsByProject.set(book.keyNames[key]!, n));
+  const countsBySuggest = Object.fromEntries(SUGGEST_CODES.map((name, i) => [name, pass.suggestCounts[i]!])) as Record<Suggest, number>;
+  const countsByReadiness = Object.fromEntries(READINESS_CODES.map((name, i) => [name, pass.readinessCounts[i]!])) as Record<
     ReadinessFilter,
     number
   >;
 
-  // Ranked order: own reservations first, then score, priority, age (oldest first), id.
-  const byRank = (i: number, j: number) => {
-    const a = picked[i]!;
-    const b = picked[j]!;
-    const idA = slotIds[a]!;
-    const idB = slotIds[b]!;
-    return (
-      tiers[i]! - tiers[j]! ||
-      scores[j]! - scores[i]! ||
-      cols.priorityRank[a]! - cols.priorityRank[b]! ||
-      cols.createdMs[a]! - cols.createdMs[b]! ||
-      (idA < idB ? -1 : idA > idB ? 1 : 0)
-    );
-  };
-  const order = new Int32Array(total);
-  for (let i = 0; i < total; i++) order[i] = i;
-  const page = selectTop(order, query.offset + query.limit, byRank).slice(query.offset);
-  const items: QueueItem[] = page.map((i) => {
-    const s = book.slotStatics[picked[i]!]!;
+  const items: QueueItem[] = pass.page.map(({ slot, score }) => {
+    const s = book.slotStatics[slot]!;
     const record = s.record;
     const lease = leases.live(record.id, nowMs);
     const t = {
@@ -532,7 +399,7 @@ function queueOf(ctx: OpContext, input: QueueInput): QueueEnvelope {
       status: record.status,
       project: record.project,
       priority: s.priority,
-      score: scores[i]!,
+      score,
       signals: { blocking: round2(s.blocking), heat: round2(t.heat), staleness: round2(t.staleness), age: round2(t.age) },
       suggest,
       why: whyFor(s, suggest, t.heat, lease, me, nowMs),
@@ -567,9 +434,9 @@ function queueOf(ctx: OpContext, input: QueueInput): QueueEnvelope {
     counts_by_project: sortedCounts(countsByProject),
     counts_by_suggest: countsBySuggest,
     counts_by_readiness: countsByReadiness,
-    muted: mutedCount,
-    dormant: dormantCount,
-    reserved: reservedCount,
+    muted: pass.muted,
+    dormant: pass.dormant,
+    reserved: pass.reserved,
     questions: sections.questions,
     asked: sections.asked,
     findings: sections.findings,

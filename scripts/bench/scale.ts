@@ -8,8 +8,11 @@
  *   - durable writes/s with 1 and 8 concurrent writers (one new node per POST) and the ratio;
  *   - the data directory's size against a copy of its repository after `git gc --aggressive`;
  *   - GET /v1/nodes/{id}, /v1/queue and /v1/analytics medians at N;
- *   - restart: spawn to `listening on`, and to the first node read.
- * Knobs: BENCH_SCALE_N (100000), BENCH_SCALE_BATCH (100), BENCH_SCALE_WRITES (200 per contender).
+ *   - restart: spawn to `listening on`, and to the first node read;
+ *   - GET /v1/queue?limit=20 and /v1/analytics once the seed passes 10,000 nodes and again at N,
+ *     with the queue's N/10k ratio (target <= 1.5x) and the analytics verdict (<= 100 ms).
+ * Knobs: BENCH_SCALE_N (100000), BENCH_SCALE_BATCH (100), BENCH_SCALE_WRITES (200 per contender),
+ * BENCH_SCALE_READS_ONLY=1 (seed and reads only: no writers, restart, fast-import or gc).
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
@@ -37,6 +40,10 @@ const N = Number(process.env.BENCH_SCALE_N ?? 100_000);
 const BATCH = Number(process.env.BENCH_SCALE_BATCH ?? 100);
 const WRITES = Number(process.env.BENCH_SCALE_WRITES ?? 200);
 const HOOK_TIMEOUT_MS = Number(process.env.BENCH_SCALE_HOOK_TIMEOUT_MS ?? 2000);
+const READS_ONLY = process.env.BENCH_SCALE_READS_ONLY === '1';
+/** the reference size for the queue and analytics reads (timed when the seed passes it) */
+const REF_N = 10_000;
+const QUEUE_PATH = '/v1/queue?limit=20';
 
 /** Samples a process's RSS every `everyMs` until stopped; returns the peak seen. */
 function rssSampler(pid: number | undefined, everyMs = 100): { stop(): number } {
@@ -144,6 +151,19 @@ async function concurrentWrites(api: Api, start: number, count: number, writers:
   return count / ((nowMs() - t0) / 1000);
 }
 
+/** Median ms of the first GET /v1/analytics after a one-node write, five times (nodes from `first`). */
+async function analyticsAfterWrite(api: Api, first: number): Promise<number> {
+  const afterWrite: number[] = [];
+  for (let k = 0; k < 5; k++) {
+    await api.create([scaleId(first + k)]);
+    const t0 = nowMs();
+    const r = await api.call('GET', '/v1/analytics');
+    afterWrite.push(nowMs() - t0);
+    if (r.status !== 200) throw new Error(`GET /v1/analytics: ${r.status}`);
+  }
+  return median(afterWrite);
+}
+
 export async function main(): Promise<void> {
   console.log(machineNote());
   console.log(`scale: ${N.toLocaleString('en-US')} nodes over HTTP, ${BATCH} per request, fsync on`);
@@ -172,6 +192,7 @@ export async function main(): Promise<void> {
   const perRequest: number[] = [];
   const sampler = rssSampler(server.child.pid);
   const seed0 = nowMs();
+  let ref: { nodes: number; queueMs: number; analyticsMs: number; analyticsAfterWriteMs: number } | null = null;
   for (let r = 0; r < requests; r++) {
     const ids: string[] = [];
     for (let i = r * BATCH; i < Math.min(N, (r + 1) * BATCH); i++) ids.push(scaleId(i));
@@ -181,6 +202,24 @@ export async function main(): Promise<void> {
     if ((r + 1) % Math.max(1, Math.floor(requests / 10)) === 0) {
       console.log(
         `  seeded ${((r + 1) * BATCH).toLocaleString('en-US')}: ${fmtMs(nowMs() - seed0)}, RSS ${Math.round(rssKb(server.child.pid) / 1024)} MB`,
+      );
+    }
+    if (!ref && (r + 1) * BATCH >= REF_N && N > REF_N) {
+      // the reference reads, same run: queue and analytics with 10,000 nodes seeded
+      await waitQuiet('scale: reads at 10k');
+      const nodes = Math.min(N, (r + 1) * BATCH);
+      // untimed rounds first: at 10k the code is cold, at N it has run these paths already
+      await api.timeGet(() => QUEUE_PATH, 10);
+      await api.timeGet(() => '/v1/analytics', 5);
+      ref = {
+        nodes,
+        queueMs: await api.timeGet(() => QUEUE_PATH, 20),
+        analyticsMs: await api.timeGet(() => '/v1/analytics', 10),
+        analyticsAfterWriteMs: 0,
+      };
+      ref.analyticsAfterWriteMs = await analyticsAfterWrite(api, 1_000_000);
+      console.log(
+        `  reads at ${nodes.toLocaleString('en-US')}: queue ${ref.queueMs.toFixed(2)} ms, analytics ${ref.analyticsMs.toFixed(1)} ms, first analytics after a write ${ref.analyticsAfterWriteMs.toFixed(1)} ms`,
       );
     }
   }
@@ -205,33 +244,27 @@ export async function main(): Promise<void> {
   // concurrent writers (new nodes after the seeded ones)
   // with one writer: how much of each write is spent in the tenant's write queue (serial), and
   // how much of that in the journal fdatasync (what group commit could share)
-  const m0 = await writeTimings(server.url);
-  const w1t0 = nowMs();
-  const w1 = await concurrentWrites(api, N, WRITES, 1);
-  const w1WallMs = (nowMs() - w1t0) / WRITES;
-  const m1 = await writeTimings(server.url);
-  const queueMs = ((m1.queueS - m0.queueS) * 1000) / (m1.writes - m0.writes);
-  const fsyncMs = ((m1.fsyncS - m0.fsyncS) * 1000) / (m1.fsyncs - m0.fsyncs);
-  const w8 = await concurrentWrites(api, N + WRITES, WRITES, 8);
-  const w1b = await concurrentWrites(api, N + 2 * WRITES, WRITES, 1);
-  const w8b = await concurrentWrites(api, N + 3 * WRITES, WRITES, 8);
-  const one = (w1 + w1b) / 2;
-  const eight = (w8 + w8b) / 2;
+  let [w1WallMs, queueMs, fsyncMs, one, eight] = [NaN, NaN, NaN, NaN, NaN];
+  if (!READS_ONLY) {
+    const m0 = await writeTimings(server.url);
+    const w1t0 = nowMs();
+    const w1 = await concurrentWrites(api, N, WRITES, 1);
+    w1WallMs = (nowMs() - w1t0) / WRITES;
+    const m1 = await writeTimings(server.url);
+    queueMs = ((m1.queueS - m0.queueS) * 1000) / (m1.writes - m0.writes);
+    fsyncMs = ((m1.fsyncS - m0.fsyncS) * 1000) / (m1.fsyncs - m0.fsyncs);
+    const w8 = await concurrentWrites(api, N + WRITES, WRITES, 8);
+    const w1b = await concurrentWrites(api, N + 2 * WRITES, WRITES, 1);
+    const w8b = await concurrentWrites(api, N + 3 * WRITES, WRITES, 8);
+    one = (w1 + w1b) / 2;
+    eight = (w8 + w8b) / 2;
+  }
 
   // reads
   const nodeMs = await api.timeGet((k) => `/v1/nodes/${scaleId((k * 7919) % N)}`, 200);
-  const decisionQueueMs = await api.timeGet(() => '/v1/queue', 20);
+  const decisionQueueMs = await api.timeGet(() => QUEUE_PATH, 20);
   const analyticsMs = await api.timeGet(() => '/v1/analytics', 10);
-  // the first analytics read after a commit (per-node facts are rebuilt once per head)
-  const afterWrite: number[] = [];
-  for (let k = 0; k < 5; k++) {
-    await api.create([scaleId(N + 4 * WRITES + k)]);
-    const t0 = nowMs();
-    const r = await api.call('GET', '/v1/analytics');
-    afterWrite.push(nowMs() - t0);
-    if (r.status !== 200) throw new Error(`GET /v1/analytics: ${r.status}`);
-  }
-  const analyticsAfterWriteMs = median(afterWrite);
+  const analyticsAfterWriteMs = await analyticsAfterWrite(api, N + 4 * WRITES);
   // a program tree: a root blocked by 5 nodes, each blocked by 40 seeded nodes (blocked-by edges;
   // a node carries at most 40 edges)
   const parts = Array.from({ length: 5 }, (_, j) => ({
@@ -253,6 +286,35 @@ export async function main(): Promise<void> {
   const root = await api.call('POST', '/v1/nodes', { nodes: [...parts, rootNode] });
   if (root.status !== 200) throw new Error(`program root: ${root.status} ${root.text.slice(0, 300)}`);
   const programMs = await api.timeGet(() => '/v1/program/task-scale-program', 10);
+  // issue 27 item 5: queue and analytics at N against the same run's reads at 10,000 nodes
+  const queueRatio = ref ? decisionQueueMs / ref.queueMs : NaN;
+  const worstAnalytics = Math.max(analyticsMs, analyticsAfterWriteMs);
+  const refLine = ref
+    ? `queue (limit=20) at ${N.toLocaleString('en-US')} / at ${ref.nodes.toLocaleString('en-US')}: ${decisionQueueMs.toFixed(2)} / ${ref.queueMs.toFixed(2)} ms (${fmtRatio(queueRatio)}; target <= 1.5x: ${queueRatio <= 1.5 ? 'met' : 'NOT met'}); analytics repeated / first after a write at ${N.toLocaleString('en-US')}: ${analyticsMs.toFixed(1)} / ${analyticsAfterWriteMs.toFixed(1)} ms (at ${ref.nodes.toLocaleString('en-US')}: ${ref.analyticsMs.toFixed(1)} / ${ref.analyticsAfterWriteMs.toFixed(1)} ms; target <= 100 ms: ${worstAnalytics <= 100 ? 'met' : 'NOT met'})`
+    : `queue (limit=20) ${decisionQueueMs.toFixed(2)} ms, analytics ${analyticsMs.toFixed(1)} / ${analyticsAfterWriteMs.toFixed(1)} ms (no 10,000-node reference: N <= ${REF_N})`;
+  const item5 = {
+    queueRefMs: ref?.queueMs ?? NaN,
+    analyticsRefMs: ref?.analyticsMs ?? NaN,
+    analyticsAfterWriteRefMs: ref?.analyticsAfterWriteMs ?? NaN,
+    queueRatio,
+  };
+  if (READS_ONLY) {
+    await server.stop();
+    console.log(`  reads at ${N.toLocaleString('en-US')}: node ${nodeMs.toFixed(2)} ms, program (200 blockers) ${programMs.toFixed(1)} ms`);
+    console.log(`  ${refLine}`);
+    console.log(`scale: ${N} nodes (reads only), ${refLine}`);
+    recordResult('scale', {
+      nodes: N,
+      readsOnly: true,
+      nodeMs,
+      queueMs: decisionQueueMs,
+      analyticsMs,
+      analyticsAfterWriteMs,
+      programMs,
+      ...item5,
+    });
+    return;
+  }
 
   // restart
   await server.stop();
@@ -309,11 +371,12 @@ export async function main(): Promise<void> {
     `reads at ${N.toLocaleString('en-US')}: node ${nodeMs.toFixed(2)} ms, queue ${decisionQueueMs.toFixed(1)} ms, analytics ${analyticsMs.toFixed(1)} ms, first analytics after a write ${analyticsAfterWriteMs.toFixed(1)} ms, program (200 blockers) ${programMs.toFixed(1)} ms (target <= 100 ms: ${Math.max(analyticsMs, analyticsAfterWriteMs, programMs) <= 100 ? 'met' : 'NOT met'})`,
     `one writer: ${w1WallMs.toFixed(2)} ms per write, ${queueMs.toFixed(2)} ms of it in the tenant write queue (serial), ${fsyncMs.toFixed(2)} ms of that the journal append + fdatasync: queued writes can run at most ${fmtRatio(w1WallMs / queueMs)} faster than one writer, with fsyncs shared at most ${fmtRatio(w1WallMs / Math.max(0.001, queueMs - fsyncMs))}`,
     `restart: listening after ${fmtMs(listenMs)}, first node read after ${fmtMs(firstReadMs)}`,
+    refLine,
     `disk: data dir ${mb(dataKb)}, repository after git gc --aggressive ${mb(gcKb)} (${fmtMs(gcMs)}): ${fmtRatio(dataKb / gcKb)} (target <= 3x: ${dataKb / gcKb <= 3 ? 'met' : 'NOT met'})`,
   ];
   for (const l of lines) console.log(`  ${l}`);
   console.log(
-    `scale: ${N} nodes, per-commit last/first ${fmtRatio(commitLast / commitFirst)}, ${perNodeKb.toFixed(2)} KB/node, 8/1 writers ${fmtRatio(eight / one)}, analytics ${analyticsMs.toFixed(0)} ms, disk/gc ${fmtRatio(dataKb / gcKb)}`,
+    `scale: ${N} nodes, per-commit last/first ${fmtRatio(commitLast / commitFirst)}, ${perNodeKb.toFixed(2)} KB/node, 8/1 writers ${fmtRatio(eight / one)}, analytics ${analyticsMs.toFixed(0)} ms, queue N/10k ${fmtRatio(queueRatio)}, disk/gc ${fmtRatio(dataKb / gcKb)}`,
   );
   recordResult('scale', {
     nodes: N,
@@ -346,6 +409,7 @@ export async function main(): Promise<void> {
     dataKb,
     gcKb,
     gcMs,
+    ...item5,
   });
 }
 
