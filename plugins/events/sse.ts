@@ -203,6 +203,8 @@ export class EventStream {
     res.once('close', () => this.close());
     const socket = res.socket;
     if (this.destroyed || res.destroyed || !socket || socket.destroyed) return this.close();
+    // HEAD: the headers alone (res.end sends no body for it; its close releases the stream)
+    if (res.req.method === 'HEAD') return void res.end();
     res.flushHeaders();
     this.start({
       out: socket,

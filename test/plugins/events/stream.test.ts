@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { request, type IncomingHttpHeaders } from 'node:http';
 import { EventSource } from 'eventsource';
 import { hashToken } from '../../../kernel/auth.js';
 import { corePlugin } from '../../../plugins/core/index.js';
@@ -119,6 +120,35 @@ describe('events: GET /v1/events as Server-Sent Events', function () {
       for (const s of open) s.close();
     }
     await until(() => openCount(t) === 0, 5000, 'every slot released');
+  });
+
+  it('HEAD with the event-stream Accept: the stream headers, no body, and its slot is free at once', async () => {
+    await until(() => openCount(t) === 0, 5000, 'earlier streams to close');
+    const { status, headers, body } = await new Promise<{ status: number; headers: IncomingHttpHeaders; body: string }>(
+      (resolve, reject) => {
+        const req = request(
+          new URL('/v1/events', t.url),
+          { method: 'HEAD', headers: { accept: 'text/event-stream', authorization: `Bearer ${alice.token}` } },
+          (res) => {
+            let text = '';
+            res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+          },
+        );
+        // a body after the headers would be a parse error of the next response on this connection
+        req.on('error', reject);
+        req.end();
+      },
+    );
+    expect(status).to.equal(200);
+    expect(headers['content-type']).to.match(/^text\/event-stream/);
+    expect(body).to.equal('');
+    await until(() => openCount(t) === 0, 5000, 'the HEAD stream to free its slot');
+    // the same token can still open its three streams
+    const open = [];
+    for (let i = 0; i < 3; i++) open.push(await openStream(t, '/v1/events', alice.token));
+    for (const s of open) s.close();
+    for (const s of open) expect(s.status).to.equal(200);
   });
 
   it('a JSON client without the event-stream Accept gets JSON; a bad Last-Event-ID is 422', async () => {
