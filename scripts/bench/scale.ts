@@ -260,7 +260,8 @@ export async function main(): Promise<void> {
     eight = (w8 + w8b) / 2;
   }
 
-  // reads
+  // reads, once the writes' background work (pack write-outs) is done, as the 10k reference waits for
+  await waitQuiet('scale: reads at N');
   const nodeMs = await api.timeGet((k) => `/v1/nodes/${scaleId((k * 7919) % N)}`, 200);
   const decisionQueueMs = await api.timeGet(() => QUEUE_PATH, 20);
   const analyticsMs = await api.timeGet(() => '/v1/analytics', 10);
