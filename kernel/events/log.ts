@@ -17,6 +17,12 @@
  * one fdatasync. Retention drops whole segments: the oldest go once the rest still hold
  * `maxEvents`, or once their newest event is older than `maxAgeDays` (the newest segment
  * always stays). Memory holds the ring and one small record per segment, not the history.
+ *
+ * A closed segment (never written again) is gzipped in the background once the next one has
+ * begun (`000000000001.jsonl.gz`, about a tenth of its size; the file's mtime is the time of
+ * its newest event, which age retention reads without opening it): the gzipped file is made
+ * durable before the plain one goes, and an open that finds both (a crash in between) keeps the
+ * gzipped one. Readers of old ids decompress a closed segment once and keep it while they page.
  */
 import {
   closeSync,
@@ -31,11 +37,17 @@ import {
   readSync,
   renameSync,
   rmSync,
+  statSync,
   unlinkSync,
+  utimesSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { gunzipSync, gzip } from 'node:zlib';
+import { writeFileDurable } from '../durable-fs.js';
 import type { Clock, Logger } from '../config.js';
 import { matchesFilter, type EventFilter, type EventListener, type EventLog, type NewEvent, type WorkEvent } from './types.js';
 
@@ -68,7 +80,8 @@ interface Segment {
   lastTime: string;
 }
 
-const SEGMENT_RE = /^(\d{12})\.jsonl$/;
+const SEGMENT_RE = /^(\d{12})\.jsonl(\.gz)?$/;
+const gzipAsync = promisify(gzip);
 /** written by `workgraph restore` (scripts/import/backup.ts) into the restored tenant's events/ */
 export const RESTORED_MARKER = 'restored.json';
 const segmentName = (first: number) => `${String(first).padStart(12, '0')}.jsonl`;
@@ -160,11 +173,21 @@ export class FileEventLog implements EventLog {
   private load(head: string | null): void {
     const { dir } = this.opts;
     mkdirSync(dir, { recursive: true });
-    const names = readdirSync(dir)
-      .map((n) => SEGMENT_RE.exec(n))
-      .filter((m): m is RegExpExecArray => m !== null)
-      .map((m) => Number(m[1]))
-      .sort((a, b) => a - b);
+    // first id -> file name; a gzipped segment wins over its plain copy (a crash between the two)
+    const files = new Map<number, string>();
+    for (const n of readdirSync(dir)) {
+      const m = SEGMENT_RE.exec(n);
+      if (!m) continue;
+      const first = Number(m[1]);
+      const other = files.get(first);
+      if (other === undefined) files.set(first, n);
+      else {
+        const [keep, drop] = m[2] ? [n, other] : [other, n];
+        rmSync(join(dir, drop), { force: true });
+        files.set(first, keep);
+      }
+    }
+    const names = [...files.keys()].sort((a, b) => a - b);
     if (names.length === 0) {
       const marker = join(dir, RESTORED_MARKER);
       if (existsSync(marker)) {
@@ -178,9 +201,17 @@ export class FileEventLog implements EventLog {
       this.startSegment(1);
       return;
     }
-    for (const first of names) this.segments.push({ first, path: join(dir, segmentName(first)), lastTime: '' });
+    for (const first of names) this.segments.push({ first, path: join(dir, files.get(first)!), lastTime: '' });
     for (const seg of this.segments.slice(0, -1)) seg.lastTime = this.tailTime(seg.path);
     const current = this.segments[this.segments.length - 1]!;
+    if (current.path.endsWith('.gz')) {
+      // a power loss took the newer segment's file (its directory entry was not durable yet):
+      // what the gzipped one holds is the log's end, and a new segment goes on after it
+      this.absorb(this.segmentLines(current, false) ?? [], current);
+      this.startSegment(this.last + 1);
+      this.prune();
+      return;
+    }
     // the newest segment is read whole (at most `segmentEvents` lines): its torn tail is cut,
     // and it gives the last id, the covered commit and the ring's newest events
     const buf = readFileSync(current.path);
@@ -195,6 +226,14 @@ export class FileEventLog implements EventLog {
     }
     this.fd = openSync(current.path, 'a');
     if (end < buf.length && !this.opts.freshInode) ftruncateSync(this.fd, end);
+    this.absorb(lines, current);
+    this.prune();
+    // closed segments still plain (an older version's log, or a crash before their turn)
+    for (const seg of this.segments.slice(0, -1)) this.compress(seg);
+  }
+
+  /** The newest segment's lines at open: the last id, the covered commit and the ring's newest events. */
+  private absorb(lines: Line[], current: Segment): void {
     this.last = current.first - 1;
     for (const line of lines) {
       if (line.covered !== undefined) this.coveredCommit = line.covered;
@@ -206,11 +245,43 @@ export class FileEventLog implements EventLog {
         if (line.commit) this.coveredCommit = line.commit;
       }
     }
-    this.prune();
   }
 
-  /** The time of the newest event in a closed segment, from its last lines. */
+  /** compressions in flight (close waits for them) */
+  private readonly compressing = new Set<Promise<void>>();
+
+  /** Gzips a closed segment in the background: durable first, then it replaces the plain file. */
+  private compress(seg: Segment): void {
+    const plain = seg.path;
+    if (!plain.endsWith('.jsonl')) return;
+    const target = `${plain}.gz`;
+    const job = (async () => {
+      const gz = await gzipAsync(await readFile(plain));
+      if (!this.segments.includes(seg)) return;
+      await writeFileDurable(target, gz, { fsync: this.opts.fsync });
+      // pruned while it was written: the gzipped copy goes too
+      if (!this.segments.includes(seg)) return rmSync(target, { force: true });
+      if (seg.lastTime) {
+        const at = new Date(seg.lastTime);
+        utimesSync(target, at, at);
+      }
+      // readers switch to the gzipped file before the plain one goes (reads are synchronous)
+      seg.path = target;
+      if (this.cached?.path === plain) this.cached = null;
+      rmSync(plain, { force: true });
+    })()
+      .catch((err: unknown) => {
+        // pruned meanwhile (its plain file gone): nothing to keep
+        if (this.segments.includes(seg))
+          this.opts.log.warn('event segment not compressed', { org: this.opts.org, path: plain, error: String(err) });
+      })
+      .finally(() => this.compressing.delete(job));
+    this.compressing.add(job);
+  }
+
+  /** The time of the newest event in a closed segment, from its last lines (a gzipped one: its mtime). */
   private tailTime(path: string): string {
+    if (path.endsWith('.gz')) return statSync(path).mtime.toISOString();
     const fd = openSync(path, 'r');
     try {
       const size = fstatSync(fd).size;
@@ -273,6 +344,8 @@ export class FileEventLog implements EventLog {
     if (this.currentCount >= this.segmentEvents && events.length > 0) {
       this.startSegment(this.last + 1);
       this.prune();
+      const closed = this.segments[this.segments.length - 2];
+      if (closed) this.compress(closed);
     }
     const now = new Date(this.opts.clock.now()).toISOString();
     const written: WorkEvent[] = [];
@@ -392,7 +465,8 @@ export class FileEventLog implements EventLog {
     if (!current && this.cached?.path === seg.path) return this.cached.lines;
     let lines: Line[];
     try {
-      lines = parseLines(readFileSync(seg.path, 'utf8'));
+      const raw = readFileSync(seg.path);
+      lines = parseLines((seg.path.endsWith('.gz') ? gunzipSync(raw) : raw).toString('utf8'));
     } catch {
       return null;
     }
@@ -417,6 +491,8 @@ export class FileEventLog implements EventLog {
     if (this.closed) return;
     await this.syncTo(this.written).catch(() => undefined);
     this.closed = true;
+    // compressions in flight finish (a closed log's files are not touched afterwards)
+    await Promise.all([...this.compressing]);
     this.listeners.clear();
     if (this.fd >= 0) closeSync(this.fd);
     this.fd = -1;
