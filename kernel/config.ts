@@ -26,6 +26,23 @@ export interface Logger {
   warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
   debug?(message: string, fields?: Record<string, unknown>): void;
+  /**
+   * The access line of one request (kernel/http-common.ts), the same JSON `info('request', ...)`
+   * writes with these fields in this order, built without pino's generic serializer (one a
+   * request). Absent: the recorder calls `info`.
+   */
+  request?(fields: AccessFields): void;
+}
+
+/** The fields of an access line, in the order the line has them. */
+export interface AccessFields {
+  method: string;
+  route: string;
+  status: number;
+  duration_ms: number;
+  tenant: string | null;
+  actor: string | null;
+  request_id: string;
 }
 
 /** Tokens must never reach a log line: anything token-shaped is masked before writing. */
@@ -100,7 +117,17 @@ export function createLogger(
   );
   const emit = (lvl: 'debug' | 'info' | 'warn' | 'error') => (message: string, fields?: Record<string, unknown>) =>
     fields && Object.keys(fields).length > 0 ? logger[lvl](fields, message) : logger[lvl](message);
-  return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
+  const str = (v: string | null) => (v === null ? 'null' : JSON.stringify(v));
+  // pino's line for info(fields, 'request'): level, time, the fields in order, msg
+  const request = (f: AccessFields) => {
+    if (!logger.isLevelEnabled('info')) return;
+    write(
+      redact(
+        `{"level":"info"${isoTimeField()},"method":${str(f.method)},"route":${str(f.route)},"status":${f.status},"duration_ms":${f.duration_ms},"tenant":${str(f.tenant)},"actor":${str(f.actor)},"request_id":${str(f.request_id)},"msg":"request"}`,
+      ),
+    );
+  };
+  return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error'), request };
 }
 
 export interface ServerConfig {

@@ -11,7 +11,7 @@ import type { Actor } from './actor.js';
 import { parseJsonBody, readMcpBody, readRawBody, tooLargeRpcAnswer } from './body.js';
 import { errors, isSvcError, SvcError } from './errors.js';
 import { BODY_METHODS, prefersHtml, restInput, send, sendError, sendErrorPage } from './http-answers.js';
-import { checkHostAndOrigin, hostRules, type HostRules } from './host-guard.js';
+import { bearer, hostGuard, JWT_SHAPE, REQUEST_ID, requestRecorder } from './http-common.js';
 import { buildMcpServer } from './mcp.js';
 import { credentialOf, McpSessions } from './mcp-sessions.js';
 import { invoke } from './operation.js';
@@ -50,22 +50,11 @@ function isInitialize(body: unknown): boolean {
   return typeof first === 'object' && first !== null && (first as { method?: unknown }).method === 'initialize';
 }
 
-function bearer(header: string | undefined): string | undefined {
-  if (!header) return undefined;
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return m ? m[1] : undefined;
-}
-
 function headersOf(ctx: Koa.Context): Record<string, string | undefined> {
   const out: Record<string, string | undefined> = {};
   for (const [k, v] of Object.entries(ctx.request.headers)) out[k] = Array.isArray(v) ? v.join(', ') : v;
   return out;
 }
-
-/** A JWT (three base64url parts), not one of the kernel's `svc_` tokens. */
-const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** The matched route's pattern (`/v1/nodes/:id`), or a fixed word: ids and tickets never reach a label or a log. */
 function routePattern(ctx: Koa.Context): string {
@@ -137,22 +126,14 @@ export function createApp(services: KernelServices): Koa {
     return r;
   };
   const router = routerFor('/');
+  const record = requestRecorder(services);
 
   // DNS-rebinding protection (kernel/host-guard.ts): Host and Origin are checked before any
   // route, plugin middleware (OAuth, the app) or MCP runs. The rules depend on the port the
   // request arrived on (the listener's actual port, also when PORT=0).
-  const rulesByPort = new Map<number, HostRules>();
+  const hostRefusal = hostGuard(services);
   const guardHost = (ctx: Koa.Context): void => {
-    const port = ctx.req.socket.localPort ?? services.config.port;
-    let rules = rulesByPort.get(port);
-    if (!rules) rulesByPort.set(port, (rules = hostRules(services.config, port)));
-    const refusal = checkHostAndOrigin(
-      rules,
-      ctx.path,
-      ctx.req.headers.host,
-      ctx.req.headers.origin,
-      ctx.req.headers['sec-fetch-site'] as string | undefined,
-    );
+    const refusal = hostRefusal(ctx.req.socket.localPort, ctx.path, ctx.req.headers);
     if (refusal) {
       services.log.warn('request refused by the Host/Origin check', {
         code: refusal.code,
@@ -180,21 +161,17 @@ export function createApp(services: KernelServices): Koa {
     ctx.set('x-request-id', requestId);
     // no answer of this server is to be content-sniffed into something else (JSON as HTML)
     ctx.set('x-content-type-options', 'nosniff');
-    ctx.res.once('close', () => {
-      const route = routePattern(ctx);
-      const status = ctx.res.headersSent ? ctx.res.statusCode : 499;
-      const seconds = (performance.now() - started) / 1000;
-      services.metrics.httpDuration.observe({ method: ctx.method, route, status: String(status) }, seconds);
-      services.log.info('request', {
+    ctx.res.once('close', () =>
+      record({
         method: ctx.method,
-        route,
-        status,
-        duration_ms: Math.round(seconds * 1e5) / 100,
+        route: routePattern(ctx),
+        status: ctx.res.headersSent ? ctx.res.statusCode : 499,
+        started,
         tenant: (ctx.state.tenant as string | undefined) ?? null,
         actor: (ctx.state.actor as string | undefined) ?? null,
-        request_id: requestId,
-      });
-    });
+        requestId,
+      }),
+    );
     if (services.closing) {
       // A graceful stop is under way: requests already running finish, new ones are told to go
       // elsewhere with a whole answer (never a reset); /healthz fails so balancers drain this one.

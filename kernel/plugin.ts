@@ -171,6 +171,13 @@ export interface RouteDef {
    * when the request prefers text/html; API clients still get the JSON envelope.
    */
   htmlErrors?: boolean;
+  /**
+   * A side-effect-free read answered from memory (GET, token auth): an ordinary request is
+   * answered by the direct read lane without the koa app (kernel/direct-reads.ts), with the same
+   * bytes and headers. A request the lane does not answer (a failure among them) goes to koa,
+   * where the operation runs again.
+   */
+  direct?: boolean;
 }
 
 export interface ToolAnnotations {

@@ -4,6 +4,7 @@
  */
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { setMaxListeners } from 'node:events';
+import { withDirectReads } from './direct-reads.js';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -294,13 +295,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const { services } = kernel;
   const app = createApp(services);
   let selfUrl = '';
+  // the direct read lane in front of koa (kernel/direct-reads.ts); in a cluster, behind the forwarding
+  const local = withDirectReads(services, app.callback());
   const handler = kernel.cluster
     ? kernel.cluster.handler(
-        app.callback(),
+        local,
         () => selfUrl,
         () => services.requestRouters,
       )
-    : app.callback();
+    : local;
   let server: HttpServer;
   try {
     server = credentials ? createHttpsServer(credentials, handler) : createHttpServer(handler);
