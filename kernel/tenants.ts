@@ -306,10 +306,25 @@ export class TenantManager {
    * among the stored hashes, never refused by shape alone.
    */
   authenticate(token: string | undefined): { tenant: Tenant; actor: Actor } {
-    if (!token || !isOpaqueToken(token)) throw errors.unauthorized();
-    const { hash, digest } = hashTokenBytes(token);
+    const hashed = this.hashed(token);
+    if (!hashed) throw errors.unauthorized();
+    return this.authenticateHashed(hashed);
+  }
+
+  /** A presented token's hash for `authenticateHashed`, or null when it is not token-shaped (401). */
+  hashed(token: string | undefined): HashedToken | null {
+    if (!token || !isOpaqueToken(token)) return null;
+    return { ...hashTokenBytes(token), checksummed: isWellFormedToken(token) };
+  }
+
+  /**
+   * `authenticate` for a token hashed before (`hashed`): the direct read lane hashes the bearer
+   * header once per connection (kernel/direct-reads.ts). Liveness, revocation and the
+   * constant-time comparison are checked on every call.
+   */
+  authenticateHashed({ hash, digest, checksummed }: HashedToken): { tenant: Tenant; actor: Actor } {
     let org = this.tokenOwners.get(hash);
-    if (!org && isWellFormedToken(token)) {
+    if (!org && checksummed) {
       for (const t of this.tenants.values()) this.refreshTokens(t);
       org = this.tokenOwners.get(hash);
     }
@@ -441,6 +456,13 @@ async function announceConfigChange(
   diff('limits.', { ...before.limits }, { ...after.limits });
   if (Object.keys(changed).length > 0) events.push({ ...admin, type: 'settings.changed', payload: { changed } });
   for (const e of events) await emitEvent(tenant, e);
+}
+
+/** A presented token reduced to what authentication needs: its SHA-256 (hex and bytes) and whether it carries our checksum. */
+export interface HashedToken {
+  hash: string;
+  digest: Buffer;
+  checksummed: boolean;
 }
 
 export function actorFor(tenant: Tenant, record: TokenRecord): Actor {

@@ -4,7 +4,7 @@
  * route gives; every other request, and every failure, is the koa app's.
  */
 import { expect } from 'chai';
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent, createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger } from '../../kernel/config.js';
 import { withDirectReads } from '../../kernel/direct-reads.js';
@@ -18,9 +18,9 @@ interface Raw {
   body: string;
 }
 
-function get(base: string, path: string, headers: Record<string, string> = {}): Promise<Raw> {
+function get(base: string, path: string, headers: Record<string, string> = {}, agent?: Agent): Promise<Raw> {
   return new Promise((resolve, reject) => {
-    const req = request(base + path, { method: 'GET', headers }, (res: IncomingMessage) => {
+    const req = request(base + path, { method: 'GET', headers, ...(agent ? { agent } : {}) }, (res: IncomingMessage) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
@@ -154,6 +154,28 @@ describe('direct read lane: node reads without the koa app', function () {
       expect(comparable(viaLane, c.keepId === true)).to.deep.equal(comparable(viaKoa, c.keepId === true));
       if (c.direct) expect(viaLane.status).to.equal(200);
     });
+
+  it('a token revoked while its connection stays open is refused on that connection at once', async () => {
+    const minted = await t.api('POST', '/v1/me/tokens', { token: member.token, body: { label: 'revoked mid-connection' } });
+    expect(minted.status, minted.text).to.equal(201);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<unknown>();
+    try {
+      const headers = { authorization: `Bearer ${minted.body.token}` };
+      agent.on('free', (socket) => sockets.add(socket));
+      const first = await get(lane.url, '/v1/nodes/task-direct', headers, agent);
+      expect(first.status).to.equal(200);
+      const revoked = await t.api('DELETE', `/v1/me/tokens/${minted.body.hash_prefix}`, { token: member.token });
+      expect(revoked.status, revoked.text).to.equal(200);
+      const before = koaCalls;
+      const second = await get(lane.url, '/v1/nodes/task-direct', headers, agent);
+      expect(second.status).to.equal(401);
+      expect(koaCalls, "the refusal is the koa route's").to.equal(before + 1);
+      expect(sockets.size, 'both requests on one connection').to.equal(1);
+    } finally {
+      agent.destroy();
+    }
+  });
 
   it('the server answers node reads through the lane, with the access line and metrics of the koa route', async () => {
     const services = t.server.services;
