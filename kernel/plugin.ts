@@ -48,6 +48,11 @@ export interface KernelServices {
    * streams, waits) end at once instead of holding the stop for its whole grace period.
    */
   stopSignal: AbortSignal;
+  /**
+   * Queues a warm-up (kernel/warm.ts): a cache built on first use anyway, built ahead when the
+   * kernel has been up a moment, one per event-loop turn. For `tenantOpen` work no request may wait on.
+   */
+  warm(name: string, run: () => unknown): void;
   /** the server's public base URL (SVC_PUBLIC_URL, else the listening URL), once it listens */
   baseUrl?: string;
   /**

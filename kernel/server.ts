@@ -5,6 +5,7 @@
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { setMaxListeners } from 'node:events';
 import { withDirectReads } from './direct-reads.js';
+import { Warmer } from './warm.js';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -200,6 +201,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
   });
   runtime?.cluster.attach(tenants);
   const stopping = new AbortController();
+  const warmer = new Warmer(log);
   // every open event stream and wait listens to it: hundreds of listeners are expected, not a leak
   setMaxListeners(0, stopping.signal);
   const services: KernelServices = {
@@ -217,6 +219,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     globalStore: runtime ? pgGlobalStores(runtime.db) : undefined,
     serves: runtime ? (org) => runtime.cluster.fenceOf(org) !== null : undefined,
     stopSignal: stopping.signal,
+    warm: (name, run) => warmer.add(name, run),
   };
   // the capability to change identity facts goes to the identity plugin and nowhere else
   host.plugins.find((p) => p.name === IDENTITY_PLUGIN)?.receiveIdentityAuthority?.(IdentityAuthority.issue(IDENTITY_PLUGIN));
@@ -251,6 +254,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     if (!hasTenants(config.dataDir)) await firstStart();
     await tenants.scan();
   }
+  warmer.start();
   return {
     services,
     sandbox,
@@ -259,6 +263,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     beginStop: () => stopping.abort(),
     async close() {
       stopping.abort();
+      warmer.stop();
       try {
         for (const p of [...host.plugins].reverse()) await p.close?.();
         await runtime?.close();

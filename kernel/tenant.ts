@@ -254,6 +254,7 @@ export class Tenant {
     this.index.subscribe((event) => {
       if (event.changes.some((c) => c.before?.type === 'schema' || c.after?.type === 'schema')) this.rebuildRegistry();
     });
+    if (loaded.source === 'snapshot') this.snapshotHead = loaded.head;
     if (loaded.head && loaded.source !== 'snapshot') await this.saveSnapshot();
     await this.openEvents(owned !== undefined);
   }
@@ -441,9 +442,12 @@ export class Tenant {
   }
 
   private snapshotting = false;
+  /** the head the snapshot on disk holds (null: unknown or none) */
+  private snapshotHead: string | null = null;
 
+  /** Writes the index snapshot, unless the one on disk already holds the index's head (a stop without writes). */
   async saveSnapshot(): Promise<void> {
-    if (!this.index.head) return;
+    if (!this.index.head || this.index.head === this.snapshotHead) return;
     this.snapshotting = true;
     try {
       await this.writeSnapshot();
@@ -458,7 +462,9 @@ export class Tenant {
     for (const r of this.index.nodes.values()) {
       files.push({ path: r.path, oid: r.revision, content: r.markdown, parsed: { frontmatter: r.frontmatter, body: r.body } });
     }
-    await saveNodeSnapshot(join(this.dir, 'state', 'index-snapshot.v8'), this.index.head, files);
+    const head = this.index.head;
+    await saveNodeSnapshot(join(this.dir, 'state', 'index-snapshot.v8'), head, files);
+    this.snapshotHead = head;
     this.commitsSinceSnapshot = 0;
   }
 

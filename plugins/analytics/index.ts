@@ -17,10 +17,9 @@ export const analyticsPlugin = definePlugin({
   dependsOn: ['core', 'history'],
   optionalDependsOn: ['capture'],
   // The timelines replay the history once, in the background; analytics reads wait for it.
-  tenantOpen(tenant) {
-    timelinesOf(tenant)
-      .ready()
-      .catch(() => undefined);
+  tenantOpen(tenant, services) {
+    // loaded ahead once the server is up, not while the tenant opens (kernel/warm.ts)
+    services.warm('analytics timelines', () => timelinesOf(tenant).ready());
   },
   routes: [
     { method: 'GET', path: '/v1/analytics', operation: api.analytics },

@@ -19,11 +19,10 @@ export const historyPlugin = definePlugin({
   // appends what git has beyond them in the background (a reopen takes milliseconds, a build
   // from scratch about 1 s per 10,000 commits) so opening a tenant is not held up; history
   // reads wait for it.
-  tenantOpen(tenant) {
-    codeCommitIndexOf(tenant);
-    commitIndexOf(tenant)
-      .ready()
-      .catch(() => undefined);
+  tenantOpen(tenant, services) {
+    // loaded ahead once the server is up, not while the tenant opens (kernel/warm.ts)
+    services.warm('code commit index', () => codeCommitIndexOf(tenant));
+    services.warm('commit index', () => commitIndexOf(tenant).ready());
   },
   statusEffects: [
     {

@@ -33,8 +33,9 @@ export const queuePlugin = definePlugin({
     { description: 'show_queue as markdown, for a person.', operation: api.renderQueue, annotations: { readOnlyHint: true } },
   ],
   resources: [queueResource],
-  tenantOpen(tenant) {
-    // Build the bookkeeping while the tenant opens, not on the first request.
-    bookOf(tenant);
+  tenantOpen(tenant, services) {
+    // Built ahead once the server is up (about 0.2 s at 100k nodes), not while the tenant opens:
+    // a restarted server answers reads first; a queue read before that builds it.
+    services.warm('queue book', () => bookOf(tenant));
   },
 });

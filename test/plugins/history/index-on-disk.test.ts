@@ -119,6 +119,9 @@ describe('history: the commit index on disk across restarts', function () {
     token = t.adminToken;
     gitdir = join(dataDir, 'tenants', t.org, 'graph.git');
     indexDir = join(dataDir, 'tenants', t.org, 'commit-index');
+    // the commit index is loaded a second after start (kernel/warm.ts) or by its first read: read
+    // now, so every commit below is appended to the index on disk as it is made
+    expect((await t.api('GET', '/v1/changes?limit=1')).status).to.equal(200);
     const member = await addPerson(t, 'Mia Member');
     // one node per commit: the order of several nodes inside one commit is the event's live and
     // git's path order when read back from git (as it always was)
