@@ -7,6 +7,7 @@
 import { definePlugin } from '../../kernel/plugin.js';
 import { analyticsAccess } from './access.js';
 import * as api from './api.js';
+import { aggregatesOf } from './aggregates.js';
 import { timelinesOf } from './timeline.js';
 
 export const analyticsPlugin = definePlugin({
@@ -18,8 +19,13 @@ export const analyticsPlugin = definePlugin({
   optionalDependsOn: ['capture'],
   // The timelines replay the history once, in the background; analytics reads wait for it.
   tenantOpen(tenant, services) {
-    // loaded ahead once the server is up, not while the tenant opens (kernel/warm.ts)
-    services.warm('analytics timelines', () => timelinesOf(tenant).ready());
+    // the timelines and the kept aggregates loaded ahead once the server is up, not while the
+    // tenant opens (kernel/warm.ts): the first analytics read after a restart is as fast as the next
+    services.warm('analytics', async () => {
+      const timelines = timelinesOf(tenant);
+      await timelines.ready();
+      aggregatesOf(tenant, timelines);
+    });
   },
   routes: [
     { method: 'GET', path: '/v1/analytics', operation: api.analytics },

@@ -6,6 +6,7 @@ import { definePlugin } from '../../kernel/plugin.js';
 import { queueAccess } from './access.js';
 import * as api from './api.js';
 import { bookOf } from './book.js';
+import { rankOf } from './rank.js';
 import { queueResource } from './resources.js';
 
 export const queuePlugin = definePlugin({
@@ -34,8 +35,9 @@ export const queuePlugin = definePlugin({
   ],
   resources: [queueResource],
   tenantOpen(tenant, services) {
-    // Built ahead once the server is up (about 0.2 s at 100k nodes), not while the tenant opens:
-    // a restarted server answers reads first; a queue read before that builds it.
-    services.warm('queue book', () => bookOf(tenant));
+    // The book and its ranked index built ahead once the server is up (about 0.4 s at 100k nodes),
+    // not while the tenant opens: a restarted server answers reads first; a queue read before
+    // that builds them itself.
+    services.warm('queue book', () => rankOf(bookOf(tenant)));
   },
 });
