@@ -2,6 +2,8 @@ import { expect } from 'chai';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { deserialize, serialize } from 'node:v8';
+import { gunzipSync } from 'node:zlib';
 import { nodePath } from '../../kernel/git/objects.js';
 import { openGitStore } from '../../kernel/git/open.js';
 import type { CommitAuthor, GitStore } from '../../kernel/git/types.js';
@@ -127,5 +129,32 @@ describe('kernel/node-loader', function () {
     // the snapshot path is a directory: unreadable, still no crash
     const r = await loadNodeFiles(store, tmp, parse);
     expect(r.source).to.equal('full');
+  });
+
+  it('writes the snapshot gzipped (a fraction of its serialized size) and still reads one written before, not gzipped', async () => {
+    const many = Array.from({ length: 200 }, (_, k): [string, string] => [
+      `n${k}`,
+      `title ${k}\nstatus: open\nsummary: the same words again ${k}`,
+    ]);
+    await put(many);
+    const full = await loadNodeFiles(store, snap, parse);
+    await saveNodeSnapshot(snap, full.head!, full.files);
+    const written = readFileSync(snap);
+    expect([written[0], written[1]], 'gzip magic').to.deep.equal([0x1f, 0x8b]);
+    const inner = gunzipSync(written);
+    expect(written.length).to.be.below(inner.length / 3);
+    expect((deserialize(inner) as { head: string }).head).to.equal(full.head);
+
+    // the format before: the serialized data itself
+    writeFileSync(snap, inner);
+    parsed = [];
+    const old = await loadNodeFiles(store, snap, parse);
+    expect(old.source).to.equal('snapshot');
+    expect(parsed).to.deep.equal([]);
+    expect(byPath(old.files)).to.deep.equal(byPath(full.files));
+
+    // gzip magic over bytes that are not gzip: a full load, no crash
+    writeFileSync(snap, Buffer.concat([Buffer.from([0x1f, 0x8b]), serialize({ not: 'gzip' })]));
+    expect((await loadNodeFiles(store, snap, parse)).source).to.equal('full');
   });
 });

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { deserialize } from 'node:v8';
+import { decodeSnapshot } from '../../kernel/node-loader.js';
 import { snapshotPolicy } from '../../kernel/tenant.js';
 import { corePlugin } from '../../plugins/core/index.js';
 import { md, startTestServer, type TestServer } from '../helpers/harness.js';
@@ -30,12 +30,12 @@ describe('index snapshot policy', function () {
   });
 
   const snapshotFile = () => join(t.dataDir, 'tenants', t.org, 'state', 'index-snapshot.v8');
-  const snapshotHead = (): string | null =>
-    existsSync(snapshotFile()) ? (deserialize(readFileSync(snapshotFile())) as { head: string }).head : null;
+  const snapshotHead = async (): Promise<string | null> =>
+    existsSync(snapshotFile()) ? ((await decodeSnapshot(readFileSync(snapshotFile()))) as { head: string }).head : null;
   const head = async (): Promise<string> => (await t.api('GET', '/v1/status')).body.head as string;
 
   it('not after the minimum of commits when the graph has more nodes than that; once the commits reach its size, one snapshot of the head', async () => {
-    const before = snapshotHead();
+    const before = await snapshotHead();
     const mtime = existsSync(snapshotFile()) ? statSync(snapshotFile()).mtimeMs : 0;
     // MIN creates, one commit each: the graph then has MIN nodes plus the bootstrap ones
     for (let b = 0; b < 4; b++) {
@@ -46,7 +46,7 @@ describe('index snapshot policy', function () {
       expect(r.status, r.text.slice(0, 300)).to.equal(200);
     }
     await new Promise((r) => setTimeout(r, 300));
-    expect(snapshotHead()).to.equal(before);
+    expect(await snapshotHead()).to.equal(before);
     expect(existsSync(snapshotFile()) ? statSync(snapshotFile()).mtimeMs : 0).to.equal(mtime);
     // updates add commits, not nodes: ten of them reach the graph's size
     let revision = (await t.api('GET', '/v1/nodes/task-snap-0')).body.revision as string;
@@ -58,8 +58,8 @@ describe('index snapshot policy', function () {
       revision = r.body.results[0].revision;
     }
     const deadline = Date.now() + 20_000;
-    while (snapshotHead() === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    const saved = snapshotHead();
+    while ((await snapshotHead()) === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const saved = await snapshotHead();
     expect(saved).to.not.equal(before);
     expect(saved).to.match(/^[0-9a-f]{40}$/);
     // one snapshot, not one per commit since the threshold: no further write while these ran
