@@ -197,6 +197,16 @@ export function zlibStored(data: Buffer): Buffer {
   return out;
 }
 
+/**
+ * One object's zlib stream (level 1), its output buffer sized to the object: zlib's default
+ * output chunk (16 KB) was a fresh allocation outside Buffer's pool for every object, and with
+ * the heap of a 100,000-node graph that allocation cost as much as the compression itself
+ * (docs/performance.md "Where a seed's last tenth goes, second look").
+ */
+function deflate(data: Buffer): Buffer {
+  return deflateSync(data, { level: 1, chunkSize: Math.min(16 * 1024, Math.max(64, data.length + 64)) });
+}
+
 function writeAll(fd: number, buf: Buffer): void {
   let off = 0;
   while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
@@ -263,10 +273,10 @@ export async function buildPack(objects: PackObject[]): Promise<{ pack: Buffer; 
     if (base && delta && delta.length < o.body.length / 2) {
       depth = base.depth + 1;
       h = Buffer.concat([entryHeader(OFS_DELTA, delta.length), ofsBytes(offset - base.offset)]);
-      z = deflateSync(delta, { level: 1 });
+      z = deflate(delta);
     } else {
       h = entryHeader(o.type, o.body.length);
-      z = o.type === 'tree' ? zlibStored(o.body) : deflateSync(o.body, { level: 1 });
+      z = o.type === 'tree' ? zlibStored(o.body) : deflate(o.body);
     }
     written.set(o.oid, { offset, depth, body: o.body });
     entries.push({ oid: Buffer.from(o.oid, 'hex'), offset, crc: crc32(z, crc32(h)) });
