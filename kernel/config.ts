@@ -221,6 +221,8 @@ export interface ServerConfig {
   events: EventStreamConfig;
   /** the event log keeps at least this many newest events per tenant (SVC_EVENTS_MAX, default 100000) */
   eventsMax: number;
+  /** `workgraph serve` collects garbage once it goes quiet after allocating a lot (kernel/idle-gc.ts; SVC_IDLE_GC=0 turns it off) */
+  idleGc: boolean;
   /** and drops events older than this many days (SVC_EVENTS_RETENTION_DAYS, default 30) */
   eventsRetentionDays: number;
   /**
@@ -327,6 +329,7 @@ export function configFromEnv(e: NodeJS.ProcessEnv = process.env): ServerConfig 
     mcpSessionsPerToken: countOf(env(e, 'MCP_SESSIONS_PER_TOKEN'), 'SVC_MCP_SESSIONS_PER_TOKEN', 32),
     mcpSessionsPerTenant: countOf(env(e, 'MCP_SESSIONS_PER_TENANT'), 'SVC_MCP_SESSIONS_PER_TENANT', 500),
     eventsMax: countOf(env(e, 'EVENTS_MAX'), 'SVC_EVENTS_MAX', 100_000),
+    idleGc: env(e, 'IDLE_GC') !== '0',
     eventsRetentionDays: countOf(env(e, 'EVENTS_RETENTION_DAYS'), 'SVC_EVENTS_RETENTION_DAYS', 30),
     webhookAllowPrivate: env(e, 'WEBHOOK_ALLOW_PRIVATE') === '1',
     webhookTimeoutMs: countOf(env(e, 'WEBHOOK_TIMEOUT_MS'), 'SVC_WEBHOOK_TIMEOUT_MS', 10_000),

@@ -56,22 +56,59 @@ export function titleOf(frontmatter: Frontmatter): string {
   return summary.split('\n')[0] ?? '';
 }
 
+/** the edges of a node that has none: one shared, frozen array (an empty array is 32 bytes a node) */
+const NO_EDGES = Object.freeze([]) as unknown as Edge[];
+
 export function edgesOf(frontmatter: Frontmatter): Edge[] {
   const raw = frontmatter.edges;
-  if (!Array.isArray(raw)) return [];
+  if (!Array.isArray(raw) || raw.length === 0) return NO_EDGES;
   const out: Edge[] = [];
   for (const e of raw) {
     if (e && typeof e === 'object' && typeof (e as Edge).type === 'string' && typeof (e as Edge).to === 'string') {
       out.push(e as Edge);
     }
   }
-  return out;
+  return out.length > 0 ? out : NO_EDGES;
+}
+
+/**
+ * Frontmatter fields whose values repeat across nodes (a type, a status, a person): one string
+ * per value instead of one per node (a snapshot's deserializer and the YAML parser each make a
+ * new string per occurrence).
+ */
+const INTERNED_FIELDS = ['type', 'status', 'author', 'authored_via', 'authored_by_agent', 'assignee', 'priority', 'readiness', 'project'];
+/** interned strings at most; past it new values are kept as they come (never unbounded) */
+const INTERN_MAX = 20_000;
+const INTERN_MAX_LENGTH = 80;
+const interned = new Map<string, string>();
+
+/** The one kept instance of a short, repeating string. */
+export function intern(value: string): string {
+  if (value.length > INTERN_MAX_LENGTH) return value;
+  const kept = interned.get(value);
+  if (kept !== undefined) return kept;
+  if (interned.size < INTERN_MAX) interned.set(value, value);
+  return value;
+}
+
+function internFields(frontmatter: Frontmatter): void {
+  for (const key of INTERNED_FIELDS) {
+    const v = frontmatter[key];
+    if (typeof v === 'string') frontmatter[key] = intern(v);
+  }
+  const edges = frontmatter.edges;
+  if (Array.isArray(edges)) {
+    for (const e of edges) {
+      if (e && typeof e === 'object' && typeof (e as Edge).type === 'string') (e as Edge).type = intern((e as Edge).type);
+    }
+  }
 }
 
 export function makeRecord(path: string, revision: string, markdown: string, frontmatter: Frontmatter, body: string): NodeRecord {
   // The body is the markdown's tail: as a slice of it, V8 keeps a reference into the markdown
   // instead of a second copy of the text (a snapshot or a parser hands over separate strings).
   if (body.length >= 16 && markdown.endsWith(body)) body = markdown.slice(markdown.length - body.length);
+  internFields(frontmatter);
   return {
     id: String(frontmatter.id),
     type: String(frontmatter.type),

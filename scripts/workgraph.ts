@@ -101,6 +101,7 @@ const { configFromEnv, createLogger, systemClock } = await import('../kernel/con
 const { Tenant } = await import('../kernel/tenant.js');
 const { ORG_PATTERN, TenantManager } = await import('../kernel/tenants.js');
 const { startKernel, startServer } = await import('../kernel/server.js');
+const { startIdleGc } = await import('../kernel/idle-gc.js');
 const { createSandbox } = await import('../sandbox/index.js');
 const { seedPack } = await import('../seed-pack/index.js');
 const { allPlugins } = await import('./plugins.js');
@@ -409,6 +410,17 @@ async function serve(): Promise<void> {
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
   server = await startServer({ config, plugins: allPlugins });
+  if (config.idleGc) {
+    const log = server.services.log;
+    startIdleGc({
+      onCollect: ({ beforeBytes, afterBytes, ms }) =>
+        log.debug?.('collected garbage while idle', {
+          before_mb: Math.round(beforeBytes / 1e6),
+          after_mb: Math.round(afterBytes / 1e6),
+          ms: Math.round(ms),
+        }),
+    });
+  }
   process.stdout.write(`listening on ${server.url}\n`);
   if (requested) shutdown(requested);
 }

@@ -136,12 +136,14 @@ export class CommitIndex extends EventIndex {
       this.damagedFiles = false;
     }
     let store: CommitStore;
+    // ids kept as the graph index's own strings, not a copy per node read back from the files
+    const canon = (id: string) => tenant.index.get(id)?.id ?? id;
     try {
-      store = CommitStore.open(this.dir);
+      store = CommitStore.open(this.dir, canon);
     } catch (err) {
       tenant.log.warn('history index files unreadable; rebuilding them from git', { org: tenant.org, error: String(err) });
       rmSync(this.dir, { recursive: true, force: true });
-      store = CommitStore.open(this.dir);
+      store = CommitStore.open(this.dir, canon);
     }
     this.store = store;
     const resets = this.resets;

@@ -127,14 +127,18 @@ export class CommitStore {
   /** end of the last whole record in commits.dat */
   private recEnd = HEADER;
   private head: string | null = null;
-  private readonly nodes = new NodeTable();
+  private readonly nodes: NodeTable;
   private closed = false;
   private checkpointing: Promise<void> | null = null;
   /** bumped by `clear()`, so a checkpoint started before it does not write a stale snapshot */
   private generation = 0;
   readonly report: OpenReport = { replayed: 0, truncated: false, fresh: false };
 
-  private constructor(private readonly dir: string) {
+  private constructor(
+    private readonly dir: string,
+    canon?: (id: string) => string,
+  ) {
+    this.nodes = new NodeTable(canon);
     mkdirSync(dir, { recursive: true });
     // 'a+': reads anywhere, writes always at the end (this index only ever appends or truncates)
     this.recFd = openSync(join(dir, 'commits.dat'), 'a+');
@@ -142,9 +146,12 @@ export class CommitStore {
     this.shaFd = openSync(join(dir, 'commits.sha'), 'a+');
   }
 
-  /** Opens (or creates) the index in `dir` and recovers it to the last commit its three files hold whole. */
-  static open(dir: string): CommitStore {
-    const store = new CommitStore(dir);
+  /**
+   * Opens (or creates) the index in `dir` and recovers it to the last commit its three files hold
+   * whole. `canon`: the id string to keep for an id (NodeTable).
+   */
+  static open(dir: string, canon?: (id: string) => string): CommitStore {
+    const store = new CommitStore(dir, canon);
     try {
       store.recover();
     } catch (err) {

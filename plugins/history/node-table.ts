@@ -21,6 +21,12 @@ export interface NodeStats {
 
 export class NodeTable {
   private readonly slotOf = new Map<string, number>();
+
+  /**
+   * `canon` gives the id string to keep for an id met the first time: the graph index's own, so
+   * an id read back from the files is not a second copy of the one the index holds.
+   */
+  constructor(private readonly canon: (id: string) => string = (id) => id) {}
   private newestOf = new Int32Array(1024);
   private countOf = new Uint32Array(1024);
 
@@ -46,7 +52,7 @@ export class NodeTable {
         counts.set(this.countOf);
         this.countOf = counts;
       }
-      this.slotOf.set(id, slot);
+      this.slotOf.set(this.canon(id), slot);
       this.countOf[slot] = 0;
     }
     this.newestOf[slot] = seq;

@@ -83,6 +83,11 @@ export function needsApproval(tenant: Tenant, record: NodeRecord): boolean {
   return record.type === 'dec' || Boolean(tenant.registry.nodeTypes.get(record.type)?.self_approval_ban);
 }
 
+/** no decisive reason: one shared, frozen answer (kept per candidate, it was 72 bytes a node) */
+const UNDECIDED: Readiness = Object.freeze({ value: null, reasons: Object.freeze([]) as unknown as string[] });
+/** an empty id list kept per candidate: one shared, frozen array */
+const NO_IDS = Object.freeze([]) as unknown as string[];
+
 /** Derived readiness: decisive only with a reason; `agent` is the hand-set override and wins. */
 export function readinessOf(tenant: Tenant, record: NodeRecord): Readiness {
   const fm = record.frontmatter;
@@ -97,7 +102,7 @@ export function readinessOf(tenant: Tenant, record: NodeRecord): Readiness {
   for (const approval of externalApprovals(tenant, record)) reasons.push(approval.reason);
   for (const e of record.edges) if (e.type === 'review-requested') reasons.push(`review requested from ${e.to}`);
   if (record.status === 'review') reasons.push('in review: a person decides');
-  return reasons.length > 0 ? { value: 'human', reasons } : { value: null, reasons };
+  return reasons.length > 0 ? { value: 'human', reasons } : UNDECIDED;
 }
 
 function wakeOf(record: NodeRecord): number | null {
@@ -463,9 +468,9 @@ export class QueueBook {
       baseScore: (priority ? weights.priority[priority] : weights.priority.none) + weights.blocking * Math.log2(1 + blocking),
       wakeMs: wakeOf(record),
       blocking,
-      unblocks: order.slice(0, 3),
+      unblocks: order.length > 0 ? order.slice(0, 3) : NO_IDS,
       unblocksCount: order.length,
-      blockers,
+      blockers: blockers.length > 0 ? blockers : NO_IDS,
       createdMs,
       updatedMs,
       touchedMs,

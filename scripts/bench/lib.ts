@@ -448,6 +448,24 @@ export async function waitQuiet(label: string, maxMs = 20_000, busyBelow = 0.25)
   console.log(`  (${label}: the machine did not go quiet within ${fmtMs(maxMs)}; timing anyway)`);
 }
 
+/**
+ * The RSS a process settles at (KB): sampled every 500 ms until the last `windowMs` of samples
+ * are within 1% of each other, or `maxMs` passed (then the last sample). A server that has just
+ * gone quiet still changes: its idle collection (kernel/idle-gc.ts) comes within a few seconds.
+ */
+export async function settledRssKb(pid: number | undefined, windowMs = 6000, maxMs = 30_000): Promise<number> {
+  const samples: number[] = [];
+  const need = Math.ceil(windowMs / 500) + 1;
+  const t0 = nowMs();
+  for (;;) {
+    samples.push(rssKb(pid));
+    const last = samples.slice(-need);
+    if (last.length === need && Math.max(...last) <= Math.min(...last) * 1.01) return last[last.length - 1]!;
+    if (nowMs() - t0 >= maxMs) return samples[samples.length - 1]!;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
 /** Resident set size of a live process in KB (VmRSS), NaN where /proc is missing. */
 export function rssKb(pid: number | undefined): number {
   try {

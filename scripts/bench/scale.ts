@@ -29,6 +29,7 @@ import {
   nowMs,
   recordResult,
   rssKb,
+  settledRssKb,
   runIfMain,
   scratchDir,
   startServerProcess,
@@ -185,7 +186,7 @@ export async function main(): Promise<void> {
   }
   let api = new Api(server, token);
   await waitQuiet('scale: empty server');
-  const emptyKb = rssKb(server.child.pid);
+  const emptyKb = await settledRssKb(server.child.pid);
 
   // seed
   const requests = Math.ceil(N / BATCH);
@@ -238,7 +239,7 @@ export async function main(): Promise<void> {
     console.log(`  ${api.retried.length} seed entries refused once and sent again, e.g. ${api.retried.slice(0, 3).join('; ')}`);
 
   await waitQuiet('scale: after seed');
-  const steadyKb = rssKb(server.child.pid);
+  const steadyKb = await settledRssKb(server.child.pid);
   const perNodeKb = (steadyKb - emptyKb) / N;
 
   // concurrent writers (new nodes after the seeded ones)
@@ -329,7 +330,7 @@ export async function main(): Promise<void> {
   if (firstRead.status !== 200) throw new Error(`first read after restart: ${firstRead.status}`);
   await waitQuiet('scale: after restart');
   const restartPeakKb = restartSampler.stop();
-  const restartSteadyKb = rssKb(server.child.pid);
+  const restartSteadyKb = await settledRssKb(server.child.pid);
   await server.stop();
 
   // disk

@@ -1,0 +1,128 @@
+/**
+ * The serving process collects garbage once it goes quiet after allocating a lot
+ * (kernel/idle-gc.ts): the policy with its probes injected, V8's own collection in this
+ * process, and `workgraph serve` doing it (its debug line) unless SVC_IDLE_GC=0.
+ */
+import { expect } from 'chai';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { join } from 'node:path';
+import { startIdleGc, v8Gc } from '../../kernel/idle-gc.js';
+import { killGroup, startServeProcess } from '../helpers/processes.js';
+import { until } from '../plugins/webhooks/receiver.js';
+
+const MB = 1024 * 1024;
+
+describe('idle garbage collection (workgraph serve)', function () {
+  this.timeout(60_000);
+
+  it('collects only in a quiet interval, and only after growth of at least the bytes and the ratio since the last collection', async () => {
+    let busy = 0.5;
+    let footprint = 100 * MB;
+    const collections: Array<{ beforeBytes: number; afterBytes: number }> = [];
+    let checks = 0;
+    const stop = startIdleGc({
+      intervalMs: 5,
+      minGrowthBytes: 8 * MB,
+      minGrowthRatio: 0.1,
+      utilization: () => {
+        checks++;
+        return busy;
+      },
+      footprint: () => footprint,
+      gc: () => {
+        // what a collection leaves: the garbage goes
+        footprint -= 40 * MB;
+      },
+      onCollect: (info) => collections.push(info),
+    });
+    try {
+      await until(() => checks >= 5, 'a few busy intervals');
+      expect(collections, 'not while busy').to.deep.equal([]);
+      busy = 0.01;
+      await until(() => collections.length === 1, 'the first quiet interval');
+      expect(collections[0]).to.include({ beforeBytes: 100 * MB, afterBytes: 60 * MB });
+      // quiet, but 5 MB of growth is under both the 8 MB and 10% of 60 MB
+      footprint += 5 * MB;
+      const seen = checks;
+      await until(() => checks >= seen + 5, 'more quiet intervals');
+      expect(collections).to.have.length(1);
+      // 7 MB: past 10% (6 MB) but under 8 MB
+      footprint += 2 * MB;
+      const seen2 = checks;
+      await until(() => checks >= seen2 + 5, 'more quiet intervals');
+      expect(collections).to.have.length(1);
+      // growth of 8 MB, busy: still nothing until quiet again
+      footprint += 1 * MB;
+      busy = 0.9;
+      const seen3 = checks;
+      await until(() => checks >= seen3 + 5, 'busy intervals');
+      expect(collections).to.have.length(1);
+      busy = 0;
+      await until(() => collections.length === 2, 'the next quiet interval');
+      expect(collections[1]!.beforeBytes).to.equal(68 * MB);
+    } finally {
+      stop();
+    }
+    const after = checks;
+    await new Promise((r) => setTimeout(r, 30));
+    expect(checks, 'stopped').to.equal(after);
+  });
+
+  it("reaches V8's own full collection, which the real probes ask for once this process is quiet", async () => {
+    const gc = v8Gc();
+    expect(gc).to.be.a('function');
+    const majors: number[] = [];
+    const observer = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        if ((e as unknown as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majors.push(e.startTime);
+      }
+    });
+    observer.observe({ entryTypes: ['gc'] });
+    try {
+      gc!();
+      await until(() => majors.length >= 1, 'the major collection a call makes');
+      const collected: number[] = [];
+      const seen = majors.length;
+      const stop = startIdleGc({ intervalMs: 20, minGrowthBytes: 1, minGrowthRatio: 0, onCollect: () => collected.push(1) });
+      try {
+        await until(() => collected.length > 0, 'a collection while the test waits');
+      } finally {
+        stop();
+      }
+      await until(() => majors.length > seen, 'its major collection');
+    } finally {
+      observer.disconnect();
+    }
+  });
+
+  describe('the serving process', () => {
+    const children = new Set<ChildProcess>();
+    const dirs: string[] = [];
+    after(async () => {
+      for (const c of children) await killGroup(c, 'SIGKILL');
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    });
+
+    const serve = async (env: Record<string, string>) => {
+      const dir = mkdtempSync(join(tmpdir(), 'idle-gc-'));
+      dirs.push(dir);
+      return startServeProcess({ SVC_DATA_DIR: dir, LOG_LEVEL: 'debug', ...env }, children);
+    };
+
+    it('collects once it is quiet after its start; not with SVC_IDLE_GC=0', async () => {
+      const started = Date.now();
+      const on = await serve({});
+      await until(() => on.output().includes('collected garbage while idle'), 'the idle collection after the start', 30_000);
+      const took = Date.now() - started;
+      await killGroup(on.child, 'SIGTERM');
+      const off = await serve({ SVC_IDLE_GC: '0' });
+      // nothing to wait for but time: twice what the first server took to collect, at least 5 s
+      await new Promise((r) => setTimeout(r, Math.max(5000, 2 * took)));
+      expect(off.output()).to.not.include('collected garbage while idle');
+      await killGroup(off.child, 'SIGTERM');
+    });
+  });
+});
