@@ -10,12 +10,15 @@
  * seventh session"). Browsers have V8 collect in idle time; Node has no idle notifications.
  *
  * So the serving process (`workgraph serve`, not every in-process kernel) checks every
- * `intervalMs`: when the event loop was nearly idle over the last interval (utilization below
- * `idleUtilization`) and the heap plus ArrayBuffers grew since the last collection this started
- * by at least `minGrowthBytes` and `minGrowthRatio` of what that collection left, it asks V8 for
- * one full collection (which also gives back the young generation's room: 34 MB at 100,000
- * nodes). The collection pauses the
- * process (155 ms at 105,000 nodes), which is why it waits for a quiet interval and
+ * `intervalMs`: when no request started or finished for `quietMs` (a server waiting on
+ * fdatasync between requests has a nearly idle event loop, and a collection then stalled every
+ * writer: the first version, on event-loop utilization alone, cut the scale bench's 8 writers
+ * from 749 to 225 writes/s), the event loop was nearly idle over the last interval
+ * (utilization below `idleUtilization`: background work), and the heap plus ArrayBuffers grew
+ * since the last collection this started by at least `minGrowthBytes` and `minGrowthRatio` of
+ * what that collection left, it asks V8 for one full collection (which also gives back the
+ * young generation's room: 34 MB at 100,000 nodes). The collection pauses the process (155 ms
+ * at 105,000 nodes), which is why it waits for quiet and
  * runs at most once per growth. `SVC_IDLE_GC=0` turns it off (docs/operator.md).
  *
  * V8's `gc` is reached the way jest's leak detector reaches it: the `--expose-gc` flag set at
@@ -35,6 +38,13 @@ export interface IdleGcOptions {
   minGrowthBytes?: number;
   /** and at least this share of what the last collection left */
   minGrowthRatio?: number;
+  /**
+   * when the process last served a request (performance.now() time): it counts as quiet only
+   * `quietMs` after that. A server waiting on fdatasync between requests has a nearly idle event
+   * loop; a full collection then would stall the requests in flight.
+   */
+  lastRequestAt?: () => number;
+  quietMs?: number;
   /** tests: the collection, the footprint and the utilization probes */
   gc?: () => void;
   footprint?: () => number;
@@ -75,6 +85,8 @@ export function startIdleGc(opts: IdleGcOptions = {}): () => void {
   const minGrowth = opts.minGrowthBytes ?? 8 * 1024 * 1024;
   const minRatio = opts.minGrowthRatio ?? 0.1;
   const footprint = opts.footprint ?? processFootprint;
+  const quietMs = opts.quietMs ?? 2000;
+  const lastRequestAt = opts.lastRequestAt ?? (() => 0);
   let last: EventLoopUtilization = performance.eventLoopUtilization();
   const utilization =
     opts.utilization ??
@@ -88,6 +100,7 @@ export function startIdleGc(opts: IdleGcOptions = {}): () => void {
   let baseline = 0;
   const timer = setInterval(() => {
     if (utilization() >= idle) return;
+    if (performance.now() - lastRequestAt() < quietMs) return;
     const before = footprint();
     if (before - baseline < Math.max(minGrowth, baseline * minRatio)) return;
     const started = performance.now();

@@ -204,7 +204,13 @@ export function zlibStored(data: Buffer): Buffer {
  * (docs/performance.md "Where a seed's last tenth goes, second look").
  */
 function deflate(data: Buffer): Buffer {
-  return deflateSync(data, { level: 1, chunkSize: Math.min(16 * 1024, Math.max(64, data.length + 64)) });
+  // a window and a hash table no larger than the object needs: zlib's defaults (32 KB window,
+  // memLevel 8) allocate about 270 KB of native memory per object, past glibc's mmap threshold,
+  // and that churn kept RSS well above the heap after a bulk seed; a window of the object's size
+  // loses nothing (matches cannot reach further back than its start)
+  const windowBits = Math.min(15, Math.max(9, Math.ceil(Math.log2(data.length + 262))));
+  const memLevel = Math.min(8, Math.max(1, windowBits - 7));
+  return deflateSync(data, { level: 1, windowBits, memLevel, chunkSize: Math.min(16 * 1024, Math.max(64, data.length + 64)) });
 }
 
 function writeAll(fd: number, buf: Buffer): void {

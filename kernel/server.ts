@@ -40,6 +40,8 @@ export interface RunningServer {
   bootstrap: { org: string; person: string; token: string } | null;
   /** the separate metrics listener's URL (METRICS_PORT), or null */
   metricsUrl: string | null;
+  /** when a request last started or finished (performance.now() time; 0: none yet) */
+  lastRequestAt(): number;
   /** immediate stop: connections are cut, everything acknowledged is written out */
   close(): Promise<void>;
   /**
@@ -396,6 +398,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     metricsUrl,
     services,
     bootstrap: kernel.bootstrap,
+    lastRequestAt: () => lastRequestAt,
     close() {
       closed ??= (async () => {
         clearInterval(timer);

@@ -413,6 +413,7 @@ async function serve(): Promise<void> {
   if (config.idleGc) {
     const log = server.services.log;
     startIdleGc({
+      lastRequestAt: () => server!.lastRequestAt(),
       onCollect: ({ beforeBytes, afterBytes, ms }) =>
         log.debug?.('collected garbage while idle', {
           before_mb: Math.round(beforeBytes / 1e6),

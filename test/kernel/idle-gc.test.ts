@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { startIdleGc, v8Gc } from '../../kernel/idle-gc.js';
 import { killGroup, startServeProcess } from '../helpers/processes.js';
@@ -69,6 +69,34 @@ describe('idle garbage collection (workgraph serve)', function () {
     const after = checks;
     await new Promise((r) => setTimeout(r, 30));
     expect(checks, 'stopped').to.equal(after);
+  });
+
+  it('waits until no request started or finished for the quiet period, however idle the event loop', async () => {
+    let lastRequest = performance.now();
+    let checks = 0;
+    const collections: number[] = [];
+    const stop = startIdleGc({
+      intervalMs: 5,
+      quietMs: 200,
+      lastRequestAt: () => lastRequest,
+      utilization: () => {
+        checks++;
+        // requests keep coming (a writer waiting on fdatasync: the loop is idle between them)
+        if (checks < 10) lastRequest = performance.now();
+        return 0;
+      },
+      footprint: () => 500 * MB,
+      gc: () => undefined,
+      onCollect: () => collections.push(performance.now() - lastRequest),
+    });
+    try {
+      await until(() => checks >= 10, 'intervals with requests');
+      expect(collections, 'not while requests come').to.deep.equal([]);
+      await until(() => collections.length > 0, 'the collection once they stop');
+      expect(collections[0]).to.be.at.least(200);
+    } finally {
+      stop();
+    }
   });
 
   it("reaches V8's own full collection, which the real probes ask for once this process is quiet", async () => {
