@@ -23,7 +23,7 @@ import { openGitStore } from './git/open.js';
 import type { GitStore, StoreFence } from './git/types.js';
 import { GraphIndex, makeRecord, type NodeRecord } from './graph-index.js';
 import { HookRunner } from './hooks.js';
-import { loadNodeFiles, saveNodeSnapshot, type LoadedFile } from './node-loader.js';
+import { loadNodeFiles, prefetchNodeSnapshot, saveNodeSnapshot, type LoadedFile } from './node-loader.js';
 import { Registry, type EdgeTypeDef, type GraphSchemaLayer, type NodeTypeDef, type SchemaPack } from './registry.js';
 import { FileStateStore, type StateStore } from './state-store.js';
 import { WriteDraft, type WriteActor, type WriteMeta } from './write-draft.js';
@@ -238,11 +238,13 @@ export class Tenant {
       fence: owned?.fence,
       onCheckpoint: this.backup ? () => this.backup!.checkpointed() : undefined,
     };
+    const snapshot = join(dir, 'state', 'index-snapshot.v8');
+    // read and inflated in the thread pool while the store opens
+    const prefetched = prefetchNodeSnapshot(snapshot);
     this.store = await openGitStore(gitdir, storeOptions);
     if (owned?.ackedHead && (await ensureAckedHead(this.store, gitdir, owned.ackedHead, deps.log)))
       this.store = await openGitStore(gitdir, storeOptions);
-    const snapshot = join(dir, 'state', 'index-snapshot.v8');
-    const loaded = await loadNodeFiles(this.store, snapshot, (text) => parseStoredNode(text));
+    const loaded = await loadNodeFiles(this.store, snapshot, (text) => parseStoredNode(text), { prefetched });
     this.index.load(
       loaded.files.map((f) => {
         const parsed = f.parsed as { frontmatter: Frontmatter; body: string };
