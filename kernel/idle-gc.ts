@@ -6,8 +6,8 @@
  * that then went quiet) keeps what became garbage meanwhile, and the ArrayBuffers only that
  * garbage refers to (a snapshot's inflated bytes, parsed git objects), for as long as it stays
  * quiet. Measured at 105,000 nodes: 631 MB of RSS ten seconds after a restart, 399 MB after one
- * full collection (164 MB of ArrayBuffers were garbage; docs/performance.md "Memory per node,
- * seventh session"). Browsers have V8 collect in idle time; Node has no idle notifications.
+ * full collection (164 MB of ArrayBuffers were garbage; docs/performance.md "Memory, seed rate,
+ * disk and restart, seventh session"). Browsers have V8 collect in idle time; Node has no idle notifications.
  *
  * So the serving process (`workgraph serve`, not every in-process kernel) checks every
  * `intervalMs`: when no request started or finished for `quietMs` (a server waiting on

@@ -201,7 +201,7 @@ export function zlibStored(data: Buffer): Buffer {
  * One object's zlib stream (level 1), its output buffer sized to the object: zlib's default
  * output chunk (16 KB) was a fresh allocation outside Buffer's pool for every object, and with
  * the heap of a 100,000-node graph that allocation cost as much as the compression itself
- * (docs/performance.md "Where a seed's last tenth goes, second look").
+ * (docs/performance.md "Memory, seed rate, disk and restart, seventh session").
  */
 function deflate(data: Buffer): Buffer {
   // a window and a hash table no larger than the object needs: zlib's defaults (32 KB window,
