@@ -17,8 +17,9 @@
  * (utilization below `idleUtilization`: background work), and the heap plus ArrayBuffers grew
  * since the last collection this started by at least `minGrowthBytes` and `minGrowthRatio` of
  * what that collection left, it asks V8 for one full collection (which also gives back the
- * young generation's room: 34 MB at 100,000 nodes). The collection pauses the process (155 ms
- * at 105,000 nodes), which is why it waits for quiet and
+ * young generation's room: 34 MB at 100,000 nodes), compacting the old space (compactingGc).
+ * It pauses the process (400 ms at 103,000 nodes, 190 ms at 20,000), which is why it waits for
+ * quiet and
  * runs at most once per growth. `SVC_IDLE_GC=0` turns it off (docs/operator.md).
  *
  * V8's `gc` is reached the way jest's leak detector reaches it: the `--expose-gc` flag set at
@@ -70,6 +71,26 @@ export function v8Gc(): (() => void) | null {
   return exposed;
 }
 
+/**
+ * V8's full collection with every old-space page compacted: a plain one frees objects but keeps
+ * the pages they were spread over (after a 100,000-node seed the old space stays committed at
+ * twice what is in use; in an isolated test 243 MB committed for 83 MB live, 85 MB after a
+ * compacting one, RSS 398 -> 186 MB, in 227 ms). The flag is read at each collection and set only
+ * around this one (no JavaScript runs in between).
+ */
+export function compactingGc(): (() => void) | null {
+  const gc = v8Gc();
+  if (!gc) return null;
+  return () => {
+    setFlagsFromString('--compact-on-every-full-gc');
+    try {
+      gc();
+    } finally {
+      setFlagsFromString('--no-compact-on-every-full-gc');
+    }
+  };
+}
+
 /** heap in use plus ArrayBuffers: what a collection can give back */
 function processFootprint(): number {
   const m = process.memoryUsage();
@@ -78,12 +99,12 @@ function processFootprint(): number {
 
 /** Starts the monitor; the returned function stops it. */
 export function startIdleGc(opts: IdleGcOptions = {}): () => void {
-  const gc = opts.gc ?? v8Gc();
+  const gc = opts.gc ?? compactingGc();
   if (!gc) return () => undefined;
   const intervalMs = opts.intervalMs ?? 2000;
   const idle = opts.idleUtilization ?? 0.05;
-  const minGrowth = opts.minGrowthBytes ?? 8 * 1024 * 1024;
-  const minRatio = opts.minGrowthRatio ?? 0.1;
+  const minGrowth = opts.minGrowthBytes ?? 16 * 1024 * 1024;
+  const minRatio = opts.minGrowthRatio ?? 0.25;
   const footprint = opts.footprint ?? processFootprint;
   const quietMs = opts.quietMs ?? 2000;
   const lastRequestAt = opts.lastRequestAt ?? (() => 0);
