@@ -7,20 +7,20 @@
  * garbage refers to (a snapshot's inflated bytes, parsed git objects), for as long as it stays
  * quiet. Measured at 105,000 nodes: 631 MB of RSS ten seconds after a restart, 399 MB after one
  * full collection (164 MB of ArrayBuffers were garbage; docs/performance.md "Memory, seed rate,
- * disk and restart, seventh session"). Browsers have V8 collect in idle time; Node has no idle notifications.
+ * disk and restart, seventh session"). Browsers have V8 collect in idle time; Node has no idle
+ * notifications.
  *
  * So the serving process (`workgraph serve`, not every in-process kernel) checks every
  * `intervalMs`: when no request started or finished for `quietMs` (a server waiting on
- * fdatasync between requests has a nearly idle event loop, and a collection then stalled every
- * writer: the first version, on event-loop utilization alone, cut the scale bench's 8 writers
- * from 749 to 225 writes/s), the event loop was nearly idle over the last interval
- * (utilization below `idleUtilization`: background work), and the heap plus ArrayBuffers grew
- * since the last collection this started by at least `minGrowthBytes` and `minGrowthRatio` of
- * what that collection left, it asks V8 for one full collection (which also gives back the
- * young generation's room: 34 MB at 100,000 nodes), compacting the old space (compactingGc).
- * It pauses the process (400 ms at 103,000 nodes, 190 ms at 20,000), which is why it waits for
- * quiet and
- * runs at most once per growth. `SVC_IDLE_GC=0` turns it off (docs/operator.md).
+ * fdatasync between requests has a nearly idle event loop: the first version, deciding on
+ * event-loop utilization alone, could collect between a writer's requests), the event loop was
+ * nearly idle over the last interval (utilization below `idleUtilization`: background work),
+ * and the heap plus ArrayBuffers grew since the last collection this started by at least
+ * `minGrowthBytes` and `minGrowthRatio` of what that collection left, it asks V8 for one full
+ * collection (which also gives back the young generation's room: 34 MB at 100,000 nodes),
+ * compacting the old space (compactingGc). It pauses the process (400 ms at 103,000 nodes,
+ * 190 ms at 20,000), which is why it waits for quiet and runs at most once per growth.
+ * `SVC_IDLE_GC=0` turns it off (docs/operator.md).
  *
  * V8's `gc` is reached the way jest's leak detector reaches it: the `--expose-gc` flag set at
  * run time, the function read from a new context. When that is not available the monitor does
