@@ -144,6 +144,14 @@ export class GraphIndex {
     return this.nodes.has(id);
   }
 
+  /**
+   * The id string this index keeps for `id` (the same value; `id` itself for an unknown node):
+   * indexes that read ids back from their own files key by it instead of a copy per node.
+   */
+  ownId(id: string): string {
+    return this.nodes.get(id)?.id ?? id;
+  }
+
   idsOfType(type: string): ReadonlySet<string> {
     return this.byType.get(type) ?? new Set();
   }

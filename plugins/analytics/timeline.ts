@@ -177,8 +177,7 @@ export class Timelines extends EventIndex {
         // steps copied to arrays of their exact length with interned statuses (the deserializer
         // made each one-step array with room for 17, and a string per status and node)
         // and keyed by the graph index's own id strings, not a copy per node read back from the file
-        const { index } = this.tenant;
-        const canon = (id: string) => index.get(id)?.id ?? id;
+        const canon = (id: string) => this.tenant.index.ownId(id);
         for (const [id, timeline] of snapshot.nodes)
           this.nodes.set(canon(id), {
             steps: timeline.steps.map((s) => ({ status: intern(s.status), at: s.at })),

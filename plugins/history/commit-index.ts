@@ -137,7 +137,7 @@ export class CommitIndex extends EventIndex {
     }
     let store: CommitStore;
     // ids kept as the graph index's own strings, not a copy per node read back from the files
-    const canon = (id: string) => tenant.index.get(id)?.id ?? id;
+    const canon = (id: string) => tenant.index.ownId(id);
     try {
       store = CommitStore.open(this.dir, canon);
     } catch (err) {

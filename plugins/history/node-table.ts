@@ -21,14 +21,14 @@ export interface NodeStats {
 
 export class NodeTable {
   private readonly slotOf = new Map<string, number>();
+  private newestOf = new Int32Array(1024);
+  private countOf = new Uint32Array(1024);
 
   /**
    * `canon` gives the id string to keep for an id met the first time: the graph index's own, so
    * an id read back from the files is not a second copy of the one the index holds.
    */
   constructor(private readonly canon: (id: string) => string = (id) => id) {}
-  private newestOf = new Int32Array(1024);
-  private countOf = new Uint32Array(1024);
 
   get size(): number {
     return this.slotOf.size;
