@@ -14,12 +14,34 @@
  * `intervalMs`: when no request started or finished for `quietMs` (a server waiting on
  * fdatasync between requests has a nearly idle event loop: the first version, deciding on
  * event-loop utilization alone, could collect between a writer's requests), the event loop was
- * nearly idle over the last interval (utilization below `idleUtilization`: background work),
+ * nearly idle over the last interval (utilization below `idleUtilization`: background work), no
+ * warm-up is under way (`busy`),
  * and the heap plus ArrayBuffers grew since the last collection this started by at least
  * `minGrowthBytes` and `minGrowthRatio` of what that collection left, it asks V8 for one full
- * collection (which also gives back the young generation's room: 34 MB at 100,000 nodes),
- * compacting the old space (compactingGc). It pauses the process (400 ms at 103,000 nodes,
- * 190 ms at 20,000), which is why it waits for quiet and runs at most once per growth.
+ * collection (which also gives back the young generation's room: 34 MB at 100,000 nodes).
+ *
+ * The collection compacts the old space (compactingGc) only when that cannot take the process
+ * above the most memory it has held (its RSS high-water mark): a compaction copies every live
+ * object to new pages before it gives the old ones back, so for a moment the process holds its
+ * RSS plus its live heap. Compacting whatever the room, a restart at 100,000 nodes peaked at
+ * 672 MB against 292 MB steady and a seed at 639 against 356 (issue 16 holds peaks within 1.5x
+ * of steady); without compaction the old space keeps the pages its garbage was spread over
+ * (445 MB after that seed), which V8's own memory reducer gives back only when it comes round.
+ *
+ A collection that does not compact runs with V8's `--optimize-for-size` set
+ * around it, which has it move the live objects off the emptiest pages (a few MB of them each
+ * time) and give those pages back.
+ *
+ * A collection that gave back at least `followUpBytes` (of heap in use plus ArrayBuffers, or of
+ * the heap's committed pages) is followed by another at the next quiet interval, whatever the
+ * growth, up to `maxRun` in a row: objects released only by what a collection ran (weak
+ * callbacks and finalizers, which run after it) are garbage only at the next one, and each
+ * non-compacting one empties a few more pages. After a restart at 100,000 nodes: the first
+ * collection took the heap in use from 334 to 255 MB, the second to 198 MB (and 80 MB of
+ * external memory with it), the next ones its committed pages from 311 to 207 MB: RSS 490 ->
+ * 276 MB without going above the start's peak (V8's own memory reducer got there only about
+ * 20 s later). A collection pauses the process (90-150 ms at 100,000 nodes without compaction,
+ * 300-400 ms compacting), which is why it waits for quiet and runs only after growth.
  * `SVC_IDLE_GC=0` turns it off (docs/operator.md).
  *
  * V8's `gc` is reached the way jest's leak detector reaches it: the `--expose-gc` flag set at
@@ -46,12 +68,26 @@ export interface IdleGcOptions {
    */
   lastRequestAt?: () => number;
   quietMs?: number;
-  /** tests: the collection, the footprint and the utilization probes */
-  gc?: () => void;
+  /**
+   * work under way that will leave garbage when it ends (the kernel's warm-ups after a start):
+   * no collection while it says so; collecting before it ends pauses the process for garbage
+   * that is not there yet.
+   */
+  busy?: () => boolean;
+  /** tests: the collection (`compact`: the old space compacted), the footprint and the utilization probes */
+  gc?: (compact: boolean) => void;
+  /** tests: whether a compaction fits under the high-water mark now */
+  compactFits?: () => boolean;
+  /** tests: the heap's committed bytes */
+  committed?: () => number;
+  /** a collection that gave back at least this many bytes is followed by another (default 4 MB) */
+  followUpBytes?: number;
+  /** collections in a row at most, the first included (default 8) */
+  maxRun?: number;
   footprint?: () => number;
   utilization?: () => number;
   /** told after each collection: footprint before and after, and how long it took */
-  onCollect?: (info: { beforeBytes: number; afterBytes: number; ms: number }) => void;
+  onCollect?: (info: { beforeBytes: number; afterBytes: number; ms: number; compacted: boolean }) => void;
 }
 
 let exposed: (() => void) | null | undefined;
@@ -71,24 +107,52 @@ export function v8Gc(): (() => void) | null {
   return exposed;
 }
 
+/** Runs `fn` with V8 flags set, each pair's first, and each pair's second (the default) after it. */
+function withFlags(flags: Array<[string, string]>, fn: () => void): void {
+  for (const [set] of flags) setFlagsFromString(set);
+  try {
+    fn();
+  } finally {
+    for (const [, reset] of flags) setFlagsFromString(reset);
+  }
+}
+
+/**
+ * Set around every collection this module asks for (V8 reads it at each collection; no
+ * JavaScript runs in between): `--flush-bytecode` off. A full collection ages the compiled code
+ * of every function not run since the previous one and V8 drops it at age five
+ * (`--bytecode-old-age`); a run of up to eight collections in a quiet process would otherwise
+ * throw away the compiled and optimized code of everything, and the next requests would run cold.
+ */
+const KEEP_CODE: [string, string] = ['--no-flush-bytecode', '--flush-bytecode'];
+
 /**
  * V8's full collection with every old-space page compacted: a plain one frees objects but keeps
  * the pages they were spread over (after a 100,000-node seed the old space stays committed at
  * twice what is in use; in an isolated test 243 MB committed for 83 MB live, 85 MB after a
- * compacting one, RSS 398 -> 186 MB, in 227 ms). The flag is read at each collection and set only
- * around this one (no JavaScript runs in between).
+ * compacting one, RSS 398 -> 186 MB, in 227 ms).
  */
 export function compactingGc(): (() => void) | null {
   const gc = v8Gc();
   if (!gc) return null;
-  return () => {
-    setFlagsFromString('--compact-on-every-full-gc');
-    try {
-      gc();
-    } finally {
-      setFlagsFromString('--no-compact-on-every-full-gc');
-    }
-  };
+  return () => withFlags([['--compact-on-every-full-gc', '--no-compact-on-every-full-gc'], KEEP_CODE], gc);
+}
+
+/**
+ * A compaction's moment of most memory (RSS now plus the live heap it copies; heap in use is an
+ * upper bound of what is live) stays within the process's RSS high-water mark.
+ */
+function compactionFits(): boolean {
+  const m = process.memoryUsage();
+  return m.rss + m.heapUsed <= process.resourceUsage().maxRSS * 1024;
+}
+
+/** V8's full collection, compacting, or favouring memory over speed (`--optimize-for-size` set around it); null where it cannot be had. */
+function v8Collection(): ((compact: boolean) => void) | null {
+  const gc = v8Gc();
+  const compacting = compactingGc();
+  if (!gc || !compacting) return null;
+  return (compact) => (compact ? compacting() : withFlags([['--optimize-for-size', '--no-optimize-for-size'], KEEP_CODE], gc));
 }
 
 /** heap in use plus ArrayBuffers: what a collection can give back */
@@ -97,10 +161,24 @@ function processFootprint(): number {
   return m.heapUsed + m.arrayBuffers;
 }
 
-/** Starts the monitor; the returned function stops it. */
-export function startIdleGc(opts: IdleGcOptions = {}): () => void {
-  const gc = opts.gc ?? compactingGc();
-  if (!gc) return () => undefined;
+export interface IdleGc {
+  stop(): void;
+  /**
+   * A piece of background work just ended (a warm-up): collect now, without waiting for quiet,
+   * if the footprint grew enough since the last collection (the same rule), so the next piece
+   * does not pile its garbage on this one's.
+   */
+  afterWork(): void;
+}
+
+/** Starts the monitor. */
+export function startIdleGc(opts: IdleGcOptions = {}): IdleGc {
+  const gc = opts.gc ?? v8Collection();
+  if (!gc) return { stop: () => undefined, afterWork: () => undefined };
+  const fits = opts.compactFits ?? compactionFits;
+  const committed = opts.committed ?? (() => process.memoryUsage().heapTotal);
+  const followUpBytes = opts.followUpBytes ?? 4 * 1024 * 1024;
+  const maxRun = opts.maxRun ?? 8;
   const intervalMs = opts.intervalMs ?? 2000;
   const idle = opts.idleUtilization ?? 0.05;
   const minGrowth = opts.minGrowthBytes ?? 16 * 1024 * 1024;
@@ -108,6 +186,7 @@ export function startIdleGc(opts: IdleGcOptions = {}): () => void {
   const footprint = opts.footprint ?? processFootprint;
   const quietMs = opts.quietMs ?? 2000;
   const lastRequestAt = opts.lastRequestAt ?? (() => 0);
+  const busy = opts.busy ?? (() => false);
   let last: EventLoopUtilization = performance.eventLoopUtilization();
   const utilization =
     opts.utilization ??
@@ -119,18 +198,40 @@ export function startIdleGc(opts: IdleGcOptions = {}): () => void {
     });
   // the footprint right after the last collection (none yet: what the process started with)
   let baseline = 0;
+  // collections so far in the current run (0: none; the next quiet interval continues a run)
+  let run = 0;
+  const grown = (before: number) => before - baseline >= Math.max(minGrowth, baseline * minRatio);
+  const collect = (before: number) => {
+    const committedBefore = committed();
+    const started = performance.now();
+    const compacted = fits();
+    gc(compacted);
+    baseline = footprint();
+    const gaveBack = Math.max(before - baseline, committedBefore - committed());
+    run = gaveBack >= followUpBytes && run + 1 < maxRun ? run + 1 : 0;
+    opts.onCollect?.({ beforeBytes: before, afterBytes: baseline, ms: performance.now() - started, compacted });
+    // the collection itself is not load: the next interval is measured from here
+    if (!opts.utilization) last = performance.eventLoopUtilization();
+  };
   const timer = setInterval(() => {
     if (utilization() >= idle) return;
     if (performance.now() - lastRequestAt() < quietMs) return;
+    if (busy()) return;
     const before = footprint();
-    if (before - baseline < Math.max(minGrowth, baseline * minRatio)) return;
-    const started = performance.now();
-    gc();
-    baseline = footprint();
-    opts.onCollect?.({ beforeBytes: before, afterBytes: baseline, ms: performance.now() - started });
-    // the collection itself is not load: the next interval is measured from here
-    if (!opts.utilization) last = performance.eventLoopUtilization();
+    if (run === 0 && !grown(before)) return;
+    collect(before);
   }, intervalMs);
   timer.unref();
-  return () => clearInterval(timer);
+  let stopped = false;
+  return {
+    stop() {
+      stopped = true;
+      clearInterval(timer);
+    },
+    afterWork() {
+      if (stopped) return;
+      const before = footprint();
+      if (grown(before)) collect(before);
+    },
+  };
 }

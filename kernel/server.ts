@@ -30,6 +30,8 @@ export interface ServerOptions {
   clock?: Clock;
   log?: Logger;
   sandbox?: Sandbox;
+  /** told when each warm-up (kernel/warm.ts) has settled: `workgraph serve` collects garbage there */
+  afterWarmUp?: (name: string) => void;
 }
 
 export interface RunningServer {
@@ -42,6 +44,8 @@ export interface RunningServer {
   metricsUrl: string | null;
   /** when a request last started or finished (performance.now() time; 0: none yet) */
   lastRequestAt(): number;
+  /** the kernel's warm-ups are queued or running (kernel/warm.ts) */
+  warming(): boolean;
   /** immediate stop: connections are cut, everything acknowledged is written out */
   close(): Promise<void>;
   /**
@@ -59,6 +63,8 @@ export interface Kernel {
   cluster: ClusterRuntime | null;
   /** aborts `services.stopSignal`: long-lived answers (event streams, waits) end now */
   beginStop(): void;
+  /** a warm-up is queued or running (kernel/warm.ts) */
+  warming(): boolean;
   close(): Promise<void>;
 }
 
@@ -203,7 +209,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
   });
   runtime?.cluster.attach(tenants);
   const stopping = new AbortController();
-  const warmer = new Warmer(log);
+  const warmer = new Warmer(log, opts.afterWarmUp);
   // every open event stream and wait listens to it: hundreds of listeners are expected, not a leak
   setMaxListeners(0, stopping.signal);
   const services: KernelServices = {
@@ -263,6 +269,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     bootstrap,
     cluster: runtime,
     beginStop: () => stopping.abort(),
+    warming: () => warmer.busy,
     async close() {
       stopping.abort();
       warmer.stop();
@@ -399,6 +406,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     services,
     bootstrap: kernel.bootstrap,
     lastRequestAt: () => lastRequestAt,
+    warming: () => kernel.warming(),
     close() {
       closed ??= (async () => {
         clearInterval(timer);

@@ -409,18 +409,23 @@ async function serve(): Promise<void> {
   };
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
-  server = await startServer({ config, plugins: allPlugins });
+  // the idle collection also runs after each warm-up that grew the heap (kernel/warm.ts)
+  let afterWarmUp: (() => void) | undefined;
+  server = await startServer({ config, plugins: allPlugins, afterWarmUp: () => afterWarmUp?.() });
   if (config.idleGc) {
     const log = server.services.log;
-    startIdleGc({
+    const monitor = startIdleGc({
       lastRequestAt: () => server!.lastRequestAt(),
-      onCollect: ({ beforeBytes, afterBytes, ms }) =>
+      busy: () => server!.warming(),
+      onCollect: ({ beforeBytes, afterBytes, ms, compacted }) =>
         log.debug?.('collected garbage while idle', {
           before_mb: Math.round(beforeBytes / 1e6),
           after_mb: Math.round(afterBytes / 1e6),
           ms: Math.round(ms),
+          compacted,
         }),
     });
+    afterWarmUp = () => monitor.afterWork();
   }
   process.stdout.write(`listening on ${server.url}\n`);
   if (requested) shutdown(requested);

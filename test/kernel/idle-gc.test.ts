@@ -21,10 +21,22 @@ describe('idle garbage collection (workgraph serve)', function () {
   it('collects only in a quiet interval, and only after growth of at least the bytes and the ratio since the last collection', async () => {
     let busy = 0.5;
     let footprint = 100 * MB;
-    const collections: Array<{ beforeBytes: number; afterBytes: number }> = [];
+    // what the next collection frees; what a collection's finalizers release, the one after it frees
+    let garbage = 40 * MB;
+    let released = 3 * MB;
+    const collections: Array<{ beforeBytes: number; afterBytes: number; compacted: boolean }> = [];
     let checks = 0;
-    const stop = startIdleGc({
+    // a compaction fits under the high-water mark only at the first collection
+    let fits = true;
+    const compactions: boolean[] = [];
+    const { stop } = startIdleGc({
       intervalMs: 5,
+      compactFits: () => {
+        const now = fits;
+        fits = false;
+        return now;
+      },
+      committed: () => 0,
       minGrowthBytes: 8 * MB,
       minGrowthRatio: 0.1,
       utilization: () => {
@@ -32,9 +44,11 @@ describe('idle garbage collection (workgraph serve)', function () {
         return busy;
       },
       footprint: () => footprint,
-      gc: () => {
-        // what a collection leaves: the garbage goes
-        footprint -= 40 * MB;
+      gc: (compact) => {
+        compactions.push(compact);
+        footprint -= garbage;
+        garbage = released;
+        released = 0;
       },
       onCollect: (info) => collections.push(info),
     });
@@ -42,27 +56,35 @@ describe('idle garbage collection (workgraph serve)', function () {
       await until(() => checks >= 5, 'a few busy intervals');
       expect(collections, 'not while busy').to.deep.equal([]);
       busy = 0.01;
-      await until(() => collections.length === 1, 'the first quiet interval');
-      expect(collections[0]).to.include({ beforeBytes: 100 * MB, afterBytes: 60 * MB });
-      // quiet, but 5 MB of growth is under both the 8 MB and 10% of 60 MB
+      await until(() => collections.length >= 1, 'the first quiet interval');
+      expect(collections[0]).to.include({ beforeBytes: 100 * MB, afterBytes: 60 * MB, compacted: true });
+      // it gave back more than 4 MB: one more at the next quiet interval, without growth, for what its finalizers let go
+      await until(() => collections.length >= 2, 'the follow-up');
+      expect(collections[1]).to.include({ beforeBytes: 60 * MB, afterBytes: 57 * MB, compacted: false });
+      // quiet, but 5 MB of growth is under both the 8 MB and 10% of 57 MB; and the follow-up gave back under 4 MB: the run ends
       footprint += 5 * MB;
       const seen = checks;
       await until(() => checks >= seen + 5, 'more quiet intervals');
-      expect(collections).to.have.length(1);
-      // 7 MB: past 10% (6 MB) but under 8 MB
+      expect(collections).to.have.length(2);
+      // 7 MB: past 10% (5.7 MB) but under 8 MB
       footprint += 2 * MB;
       const seen2 = checks;
       await until(() => checks >= seen2 + 5, 'more quiet intervals');
-      expect(collections).to.have.length(1);
+      expect(collections).to.have.length(2);
       // growth of 8 MB, busy: still nothing until quiet again
       footprint += 1 * MB;
       busy = 0.9;
       const seen3 = checks;
       await until(() => checks >= seen3 + 5, 'busy intervals');
-      expect(collections).to.have.length(1);
+      expect(collections).to.have.length(2);
       busy = 0;
-      await until(() => collections.length === 2, 'the next quiet interval');
-      expect(collections[1]!.beforeBytes).to.equal(68 * MB);
+      await until(() => collections.length === 3, 'the next quiet interval');
+      expect(collections[2]!.beforeBytes).to.equal(65 * MB);
+      // it gave back nothing: no follow-up
+      const seen4 = checks;
+      await until(() => checks >= seen4 + 5, 'more quiet intervals');
+      expect(collections).to.have.length(3);
+      expect(compactions, 'compacting only when it fits under the high-water mark').to.deep.equal([true, false, false]);
     } finally {
       stop();
     }
@@ -71,11 +93,91 @@ describe('idle garbage collection (workgraph serve)', function () {
     expect(checks, 'stopped').to.equal(after);
   });
 
+  it('goes on while each collection gives back committed pages, at most maxRun in a row', async () => {
+    let committed = 400 * MB;
+    let perCollection = 10 * MB;
+    const collections: number[] = [];
+    const { stop } = startIdleGc({
+      intervalMs: 5,
+      maxRun: 4,
+      utilization: () => 0,
+      compactFits: () => false,
+      footprint: () => 200 * MB,
+      committed: () => committed,
+      gc: () => {
+        committed -= perCollection;
+      },
+      onCollect: () => collections.push(committed),
+    });
+    try {
+      await until(() => collections.length >= 4, 'a run of collections');
+      // four in a row, then nothing: no growth since, and the run is at its cap
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(collections).to.deep.equal([390 * MB, 380 * MB, 370 * MB, 360 * MB]);
+    } finally {
+      stop();
+    }
+    // a run ends early once a collection gives back less than followUpBytes
+    perCollection = 1 * MB;
+    const short: number[] = [];
+    const { stop: stop2 } = startIdleGc({
+      intervalMs: 5,
+      utilization: () => 0,
+      compactFits: () => false,
+      footprint: () => 200 * MB,
+      committed: () => committed,
+      gc: () => {
+        committed -= perCollection;
+      },
+      onCollect: () => short.push(committed),
+    });
+    try {
+      await until(() => short.length >= 1, 'the first collection');
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(short).to.have.length(1);
+    } finally {
+      stop2();
+    }
+  });
+
+  it('after a piece of work (a warm-up), collects at once if the footprint grew enough, busy or not', async () => {
+    let footprint = 10 * MB;
+    const collections: number[] = [];
+    const monitor = startIdleGc({
+      intervalMs: 60_000,
+      minGrowthBytes: 8 * MB,
+      minGrowthRatio: 0.25,
+      utilization: () => 1,
+      busy: () => true,
+      compactFits: () => false,
+      committed: () => 0,
+      footprint: () => footprint,
+      gc: () => {
+        footprint = 40 * MB;
+      },
+      onCollect: (info) => collections.push(info.beforeBytes),
+    });
+    try {
+      monitor.afterWork();
+      expect(collections, 'grew 10 MB from nothing: collected').to.deep.equal([10 * MB]);
+      footprint = 45 * MB;
+      monitor.afterWork();
+      expect(collections, '5 MB more: under 8 MB').to.have.length(1);
+      footprint = 60 * MB;
+      monitor.afterWork();
+      expect(collections, '20 MB more: past 8 MB and a quarter of 40').to.deep.equal([10 * MB, 60 * MB]);
+    } finally {
+      monitor.stop();
+    }
+    monitor.afterWork();
+    expect(collections, 'nothing once stopped').to.have.length(2);
+  });
+
   it('waits until no request started or finished for the quiet period, however idle the event loop', async () => {
     let lastRequest = performance.now();
     let checks = 0;
     const collections: number[] = [];
-    const stop = startIdleGc({
+    const { stop } = startIdleGc({
       intervalMs: 5,
       quietMs: 200,
       lastRequestAt: () => lastRequest,
@@ -99,6 +201,31 @@ describe('idle garbage collection (workgraph serve)', function () {
     }
   });
 
+  it('waits while the kernel says work is under way (the warm-ups after a start)', async () => {
+    let warming = true;
+    let checks = 0;
+    let collected = 0;
+    const { stop } = startIdleGc({
+      intervalMs: 5,
+      busy: () => warming,
+      utilization: () => {
+        checks++;
+        return 0;
+      },
+      footprint: () => 500 * MB,
+      gc: () => undefined,
+      onCollect: () => collected++,
+    });
+    try {
+      await until(() => checks >= 10, 'quiet intervals while warming up');
+      expect(collected, 'not while warming up').to.equal(0);
+      warming = false;
+      await until(() => collected > 0, 'the collection once the warm-ups are done');
+    } finally {
+      stop();
+    }
+  });
+
   it("reaches V8's own full collection, which the real probes ask for once this process is quiet", async () => {
     const gc = v8Gc();
     expect(gc).to.be.a('function');
@@ -114,7 +241,7 @@ describe('idle garbage collection (workgraph serve)', function () {
       await until(() => majors.length >= 1, 'the major collection a call makes');
       const collected: number[] = [];
       const seen = majors.length;
-      const stop = startIdleGc({ intervalMs: 20, minGrowthBytes: 1, minGrowthRatio: 0, onCollect: () => collected.push(1) });
+      const { stop } = startIdleGc({ intervalMs: 20, minGrowthBytes: 1, minGrowthRatio: 0, onCollect: () => collected.push(1) });
       try {
         await until(() => collected.length > 0, 'a collection while the test waits');
       } finally {

@@ -1,6 +1,8 @@
 /**
  * Warm-ups (kernel/warm.ts): queued work runs only once started and after its delay, one task per
- * event-loop turn in order; a failure is logged and the rest still run; a stop drops what is left.
+ * event-loop turn in order; a failure is logged and the rest still run; a stop drops what is left;
+ * a task's promise holds the next until it settles (at most the hold time); `afterEach` hears of
+ * each; `busy` holds while a task is queued or in progress.
  */
 import { expect } from 'chai';
 import { Warmer } from '../../kernel/warm.js';
@@ -37,6 +39,63 @@ describe('warm-ups', function () {
     w.add('late', () => ran.push('late'));
     await until(() => ran.includes('late'), 'the late task');
     w.stop();
+  });
+
+  it('one at a time: a promise holds the next task until it settles; afterEach hears of each, in order', async () => {
+    const after: string[] = [];
+    const w = new Warmer(logger([]), (name) => after.push(name));
+    const ran: string[] = [];
+    let finish!: () => void;
+    w.add('slow', () => {
+      ran.push('slow');
+      return new Promise<void>((resolve) => (finish = resolve));
+    });
+    w.add('quick', () => ran.push('quick'));
+    w.start(0);
+    await until(() => ran.length === 1, 'the first task');
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(ran, 'held by the unsettled promise').to.deep.equal(['slow']);
+    expect(after).to.deep.equal([]);
+    finish();
+    await until(() => after.length === 2, 'both over');
+    expect(ran).to.deep.equal(['slow', 'quick']);
+    expect(after).to.deep.equal(['slow', 'quick']);
+    w.stop();
+  });
+
+  it('a task that never settles holds the rest only for the hold time', async () => {
+    const after: string[] = [];
+    const w = new Warmer(logger([]), (name) => after.push(name), 40);
+    const ran: string[] = [];
+    w.add('hangs', () => {
+      ran.push('hangs');
+      return new Promise<void>(() => undefined);
+    });
+    w.add('next', () => ran.push('next'));
+    const started = performance.now();
+    w.start(0);
+    await until(() => ran.includes('next'), 'the task after it');
+    expect(performance.now() - started).to.be.at.least(35);
+    expect(after).to.deep.equal(['hangs', 'next']);
+    w.stop();
+  });
+
+  it('is busy while a task is queued or in progress, failed or not', async () => {
+    const w = new Warmer(logger([]));
+    expect(w.busy, 'nothing queued').to.equal(false);
+    let finish: (() => void) | undefined;
+    let fail: ((err: Error) => void) | undefined;
+    w.add('slow', () => new Promise<void>((resolve) => (finish = resolve)));
+    w.add('failing', () => new Promise<void>((_, reject) => (fail = reject)));
+    expect(w.busy, 'queued').to.equal(true);
+    w.start(0);
+    await until(() => finish !== undefined, 'the first started');
+    expect(w.busy, 'one in progress, one queued').to.equal(true);
+    finish!();
+    await until(() => fail !== undefined, 'the second started');
+    expect(w.busy, 'the second in progress').to.equal(true);
+    fail!(new Error('no cache'));
+    await until(() => !w.busy, 'both settled');
   });
 
   it('a stop drops what is left, and nothing queued afterwards runs', async () => {
