@@ -40,9 +40,12 @@ export interface Collection<T> {
   batch(changes: Array<{ key: string; value: T | null }>): Promise<void>;
   /**
    * The value of `key`, reading through to the shared store on a local miss (a record another
-   * process wrote a moment ago). The file store has no other writer: the same as `get`.
+   * process wrote a moment ago); with `fresh`, reading through even when this process has it (a
+   * record another process may have changed a moment ago, its notification not in yet: a step of
+   * a flow whose previous step another process served). The file store has no other writer: the
+   * same as `get`.
    */
-  fetch(key: string): Promise<T | undefined>;
+  fetch(key: string, opts?: { fresh?: boolean }): Promise<T | undefined>;
   /**
    * Removes `key` and returns the value it had: of several callers (in any process sharing the
    * store) exactly one gets the value, the others undefined (single-use records: OAuth codes).

@@ -231,16 +231,20 @@ class PgCollection<T> extends MemoryCollection<T> implements Collection<T> {
     super();
   }
 
-  async fetch(key: string): Promise<T | undefined> {
+  async fetch(key: string, opts?: { fresh?: boolean }): Promise<T | undefined> {
     await this.ready;
     const local = this.data.get(key);
-    if (local !== undefined || !this.store.shared) return local;
-    // a miss: another process may have written it a moment ago (its notification not in yet)
+    if (!this.store.shared || (local !== undefined && !opts?.fresh)) return local;
+    // a miss (or `fresh`): another process may have written it a moment ago (its notification
+    // not in yet); read after this process's own writes queued before it
     await this.enqueue(async () => {
       if (this.pending(key)) return;
       const rows = await this.store.read(this.name, [key]);
       const value = rows.get(key);
-      if (value !== undefined && !this.pending(key)) this.data.set(key, value as T);
+      if (this.pending(key)) return;
+      if (value !== undefined) this.data.set(key, value as T);
+      // gone from the table (another process deleted it): gone here too
+      else if (opts?.fresh) this.data.delete(key);
     });
     return this.data.get(key);
   }

@@ -267,7 +267,8 @@ export class WorkgraphOAuthProvider implements OAuthServerProvider {
   /** A live pending authorization (read through: another process may have made it). */
   async pendingOf(id: string): Promise<Pending | undefined> {
     if (id.length === 0 || id.length > 100) return undefined;
-    const stored = await this.pendings.fetch(id);
+    // fresh: the sign-in step may have been served by another process a moment ago (cluster)
+    const stored = await this.pendings.fetch(id, { fresh: true });
     return stored && stored.expires >= this.now() ? fromStored(stored) : undefined;
   }
 

@@ -37,6 +37,7 @@ describe('idle garbage collection (workgraph serve)', function () {
         return now;
       },
       committed: () => 0,
+      settleMs: 0,
       minGrowthBytes: 8 * MB,
       minGrowthRatio: 0.1,
       utilization: () => {
@@ -122,6 +123,7 @@ describe('idle garbage collection (workgraph serve)', function () {
     const short: number[] = [];
     const { stop: stop2 } = startIdleGc({
       intervalMs: 5,
+      settleMs: 0,
       utilization: () => 0,
       compactFits: () => false,
       footprint: () => 200 * MB,
@@ -137,6 +139,35 @@ describe('idle garbage collection (workgraph serve)', function () {
       expect(short).to.have.length(1);
     } finally {
       stop2();
+    }
+  });
+
+  it('a run goes on until settleMs after its first collection, whatever each gives back', async () => {
+    const at: number[] = [];
+    const { stop } = startIdleGc({
+      intervalMs: 10,
+      settleMs: 150,
+      maxRun: 1000,
+      utilization: () => 0,
+      compactFits: () => false,
+      footprint: () => 200 * MB,
+      committed: () => 0,
+      gc: () => undefined,
+      onCollect: () => at.push(performance.now()),
+    });
+    try {
+      await until(() => at.length >= 1, 'the first collection');
+      await until(() => performance.now() - at[0]! > 400, 'well past settleMs');
+      const last = at[at.length - 1]! - at[0]!;
+      expect(at.length, 'more than one').to.be.at.least(2);
+      expect(last, 'the last at or past settleMs').to.be.at.least(150);
+      // the collection before the last was still within settleMs: the run ended at the first past it
+      expect(at[at.length - 2]! - at[0]!).to.be.below(150);
+      const count = at.length;
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(at).to.have.length(count);
+    } finally {
+      stop();
     }
   });
 

@@ -244,6 +244,21 @@ describe('operational stores: postgres only', () => {
     }
   });
 
+  it('global collections: fetch with fresh reads the table even when this process has the key (a change whose notification is not in)', async () => {
+    const store = pgGlobalStore(db, 'oauth');
+    opened.push(store);
+    const c = store.collection<{ n: number }>('fresh-read');
+    await c.set('k', { n: 1 });
+    // another process's change, as the table has it before its notification arrives (none is sent here)
+    await db.pool.query(`UPDATE wg_state SET value = '{"n":2}'::jsonb WHERE org = '' AND collection LIKE '%fresh-read' AND key = 'k'`);
+    expect(await c.fetch('k'), 'kept here: the stale value').to.deep.equal({ n: 1 });
+    expect(await c.fetch('k', { fresh: true })).to.deep.equal({ n: 2 });
+    expect(c.get('k'), 'and kept').to.deep.equal({ n: 2 });
+    await db.pool.query(`DELETE FROM wg_state WHERE org = '' AND collection LIKE '%fresh-read' AND key = 'k'`);
+    expect(await c.fetch('k', { fresh: true }), 'deleted elsewhere').to.equal(undefined);
+    expect(c.has('k')).to.equal(false);
+  });
+
   it('global collections: take is exact across processes (one of racing takers gets each record)', async () => {
     const other = await openDatabase(url);
     try {
