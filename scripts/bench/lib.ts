@@ -93,7 +93,15 @@ export function machineNote(): string {
   const load = loadavg()
     .map((x) => x.toFixed(2))
     .join(' ');
-  return `machine: ${c.length} x ${c[0]?.model.trim() ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(1)} GB, node ${process.version}, git ${git}, load avg ${load}`;
+  return `machine: ${c.length} x ${c[0]?.model.trim() ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(1)} GB, node ${process.version}, git ${git}, load avg ${load}, server allocator ${serverAllocator()}`;
+}
+
+/** What scripts/with-allocator.sh preloads for the server processes here: jemalloc's path, or glibc's malloc. */
+export function serverAllocator(): string {
+  const preload = spawnSync('sh', [join(ROOT, 'scripts', 'with-allocator.sh'), 'sh', '-c', 'printf %s "$LD_PRELOAD"'], {
+    encoding: 'utf8',
+  }).stdout;
+  return preload ? `jemalloc (${preload})` : 'glibc malloc';
 }
 
 export function recordResult(name: string, data: Record<string, unknown>): void {
@@ -345,11 +353,16 @@ export function startServerProcess(dataDir: string, env: Record<string, string> 
   const t0 = nowMs();
   // BENCH_SERVER_NODE_ARGS adds node flags to the server child (e.g. --cpu-prof for profiling)
   const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...extra, join(ROOT, 'dist', 'workgraph.mjs'), 'serve'], {
-    cwd: ROOT,
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', SVC_DATA_DIR: dataDir, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  // through the allocator wrapper, as `npm start` runs it (jemalloc when the system has it)
+  const child = spawn(
+    'sh',
+    [join(ROOT, 'scripts', 'with-allocator.sh'), process.execPath, ...extra, join(ROOT, 'dist', 'workgraph.mjs'), 'serve'],
+    {
+      cwd: ROOT,
+      env: { ...process.env, HOST: '127.0.0.1', PORT: '0', SVC_DATA_DIR: dataDir, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   return new Promise((resolvePromise, reject) => {
     let out = '';
     let errText = '';

@@ -45,9 +45,10 @@ describe('docs/operator.md', () => {
     const unit = readFileSync(join(ROOT, 'docs', 'workgraph.service'), 'utf8');
     // the unit runs what `npm start` runs (package.json), from the checkout
     const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
-    const command = start.replace(/^exec node /, '');
-    expect(unit).to.match(/^ExecStart=\/usr\/bin\/node (.*)$/m);
-    expect(/^ExecStart=\/usr\/bin\/node (.*)$/m.exec(unit)![1]).to.equal(command);
+    const command = start.replace(/^exec sh scripts\/with-allocator\.sh node /, '');
+    const exec = /^ExecStart=\/bin\/sh scripts\/with-allocator\.sh \/usr\/bin\/node (.*)$/m;
+    expect(unit).to.match(exec);
+    expect(exec.exec(unit)![1]).to.equal(command);
     expect(unit).to.match(/^KillSignal=SIGTERM$/m);
   });
 });
