@@ -96,49 +96,40 @@ describe('idle garbage collection (workgraph serve)', function () {
 
   it('goes on while each collection gives back committed pages, at most maxRun in a row', async () => {
     let committed = 400 * MB;
-    let perCollection = 10 * MB;
-    const collections: number[] = [];
-    const { stop } = startIdleGc({
-      intervalMs: 5,
-      maxRun: 4,
-      utilization: () => 0,
-      compactFits: () => false,
-      footprint: () => 200 * MB,
-      committed: () => committed,
-      gc: () => {
-        committed -= perCollection;
-      },
-      onCollect: () => collections.push(committed),
-    });
+    /** a monitor whose collections each give back `perCollection` of committed heap; the committed bytes after each */
+    const monitor = (perCollection: number, opts: { maxRun?: number; settleMs?: number }) => {
+      const collections: number[] = [];
+      const { stop } = startIdleGc({
+        intervalMs: 5,
+        ...opts,
+        utilization: () => 0,
+        compactFits: () => false,
+        footprint: () => 200 * MB,
+        committed: () => committed,
+        gc: () => {
+          committed -= perCollection;
+        },
+        onCollect: () => collections.push(committed),
+      });
+      return { collections, stop };
+    };
+    const long = monitor(10 * MB, { maxRun: 4 });
     try {
-      await until(() => collections.length >= 4, 'a run of collections');
+      await until(() => long.collections.length >= 4, 'a run of collections');
       // four in a row, then nothing: no growth since, and the run is at its cap
       await new Promise((resolve) => setTimeout(resolve, 60));
-      expect(collections).to.deep.equal([390 * MB, 380 * MB, 370 * MB, 360 * MB]);
+      expect(long.collections).to.deep.equal([390 * MB, 380 * MB, 370 * MB, 360 * MB]);
     } finally {
-      stop();
+      long.stop();
     }
     // a run ends early once a collection gives back less than followUpBytes
-    perCollection = 1 * MB;
-    const short: number[] = [];
-    const { stop: stop2 } = startIdleGc({
-      intervalMs: 5,
-      settleMs: 0,
-      utilization: () => 0,
-      compactFits: () => false,
-      footprint: () => 200 * MB,
-      committed: () => committed,
-      gc: () => {
-        committed -= perCollection;
-      },
-      onCollect: () => short.push(committed),
-    });
+    const short = monitor(1 * MB, { settleMs: 0 });
     try {
-      await until(() => short.length >= 1, 'the first collection');
+      await until(() => short.collections.length >= 1, 'the first collection');
       await new Promise((resolve) => setTimeout(resolve, 60));
-      expect(short).to.have.length(1);
+      expect(short.collections).to.have.length(1);
     } finally {
-      stop2();
+      short.stop();
     }
   });
 
