@@ -27,6 +27,12 @@ const MAX_MEMORY_MB = 2048;
 /** A call caught in this many child deaths, none of which it was running, gives up. */
 const MAX_ATTEMPTS = 3;
 const BOOT_FAILURES_BEFORE_GIVING_UP = 3;
+/**
+ * A child whose channel closed but that has not exited (an abort still writing its report, on a
+ * loaded machine) is left to end by itself this long before it is killed, so its restart event
+ * names how it ended (SIGABRT), not the parent's SIGKILL.
+ */
+const EXIT_GRACE_MS = 1000;
 /** The watchdog re-reads the child's CPU time at most this often while a call runs long. */
 const MIN_CPU_CHECK_MS = 5;
 const STDERR_TAIL_CHARS = 2048;
@@ -346,8 +352,20 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
     watchdog = null;
     watchdogAt = Infinity;
     isolates = 0;
-    if (state.process.exitCode === null && state.process.signalCode === null) state.process.kill('SIGKILL');
-    const exit = state.exit ?? { code: state.process.exitCode, signal: state.process.signalCode };
+    const proc = state.process;
+    const ended =
+      state.exit ?? (proc.exitCode !== null || proc.signalCode !== null ? { code: proc.exitCode, signal: proc.signalCode } : null);
+    if (!ended && !state.killedByWatchdog) {
+      const kill = setTimeout(() => proc.kill('SIGKILL'), EXIT_GRACE_MS);
+      kill.unref();
+      proc.once('exit', () => clearTimeout(kill));
+    } else if (!ended) proc.kill('SIGKILL');
+    const exit = ended ?? { code: null, signal: null };
+    /** the restart event: at once when how the child ended is known or the watchdog killed it, else once it has exited */
+    const whenEnded = (tell: (exit: { code: number | null; signal: string | null }) => void) => {
+      if (ended || state.killedByWatchdog) tell(exit);
+      else proc.once('exit', (code, signal) => tell({ code, signal }));
+    };
     const orphans = [...inflight.values()];
     inflight.clear();
     if (closed) return;
@@ -370,15 +388,17 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
       }
     } else {
       restarts++;
-      emit({
-        type: 'restart',
-        reason: state.killedByWatchdog ? 'watchdog' : 'crashed',
-        code: exit.code,
-        signal: exit.signal,
-        stderr: state.stderr,
-        cpuMs: state.killed?.cpuMs ?? 0,
-        wallMs: state.killed?.wallMs ?? 0,
-      });
+      whenEnded((end) =>
+        emit({
+          type: 'restart',
+          reason: state.killedByWatchdog ? 'watchdog' : 'crashed',
+          code: end.code,
+          signal: end.signal,
+          stderr: state.stderr,
+          cpuMs: state.killed?.cpuMs ?? 0,
+          wallMs: state.killed?.wallMs ?? 0,
+        }),
+      );
     }
 
     const retry: Pending[] = [];
