@@ -1,21 +1,18 @@
 /**
  * The hook sandbox host (docs/design.md §1 "Hooks run only in the sandbox").
  *
- * Hook sources run in isolated-vm isolates inside a supervised child process
- * (`worker.mjs`), never in this process: isolated-vm can abort the whole process it lives
- * in (a Map grown past the memory limit, FACTS.md), so only the child may die. This module
- * multiplexes calls to the child over IPC, keeps a watchdog over each call (CPU time, with a
- * wall-time backstop: the same rule the child applies, see sandbox/README.md "Limits"),
- * restarts the child after a crash or a kill, and answers every call with a HookOutcome:
- * `run()` never rejects and never throws.
+ * Hook sources run in isolated-vm isolates inside a supervised child process (`worker.mjs`), never in this process:
+ * isolated-vm can abort the whole process it lives in (a Map grown past the memory limit, FACTS.md), so only the child
+ * may die. This module multiplexes calls to the child over IPC, keeps a watchdog over each call (CPU time, with a
+ * wall-time backstop: the same rule the child applies, see sandbox/README.md "Limits"), restarts the child after a
+ * crash or a kill, and answers every call with a HookOutcome: `run()` never rejects and never throws.
  *
- * Nothing outside `sandbox/` imports isolated-vm; this file does not either. The contract
- * (`Sandbox`, `HookCall`, `HookOutcome`, options): sandbox/types.ts.
+ * Nothing outside `sandbox/` imports isolated-vm; this file does not either. The contract: sandbox/types.ts.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { readCpuMs, usageOf, wallBackstopMs, type Measured } from './limits.js';
+import { EXIT_GRACE_MS, readCpuMs, usageOf, wallBackstopMs, type Measured } from './limits.js';
 import type { HookCall, HookFailureKind, HookOutcome, Sandbox, SandboxEvent, SandboxLimits, SandboxOptions } from './types.js';
 
 export { wallBackstopMs };
@@ -27,12 +24,6 @@ const MAX_MEMORY_MB = 2048;
 /** A call caught in this many child deaths, none of which it was running, gives up. */
 const MAX_ATTEMPTS = 3;
 const BOOT_FAILURES_BEFORE_GIVING_UP = 3;
-/**
- * A child whose channel closed but that has not exited (an abort still writing its report, on a
- * loaded machine) is left to end by itself this long before it is killed, so its restart event
- * names how it ended (SIGABRT), not the parent's SIGKILL.
- */
-const EXIT_GRACE_MS = 1000;
 /** The watchdog re-reads the child's CPU time at most this often while a call runs long. */
 const MIN_CPU_CHECK_MS = 5;
 const STDERR_TAIL_CHARS = 2048;
@@ -353,19 +344,10 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
     watchdogAt = Infinity;
     isolates = 0;
     const proc = state.process;
-    const ended =
-      state.exit ?? (proc.exitCode !== null || proc.signalCode !== null ? { code: proc.exitCode, signal: proc.signalCode } : null);
-    if (!ended && !state.killedByWatchdog) {
-      const kill = setTimeout(() => proc.kill('SIGKILL'), EXIT_GRACE_MS);
-      kill.unref();
-      proc.once('exit', () => clearTimeout(kill));
-    } else if (!ended) proc.kill('SIGKILL');
+    const done = proc.exitCode !== null || proc.signalCode !== null;
+    const ended = state.exit ?? (done ? { code: proc.exitCode, signal: proc.signalCode } : null);
+    if (!ended) setTimeout(() => proc.kill('SIGKILL'), state.killedByWatchdog ? 0 : EXIT_GRACE_MS).unref();
     const exit = ended ?? { code: null, signal: null };
-    /** the restart event: at once when how the child ended is known or the watchdog killed it, else once it has exited */
-    const whenEnded = (tell: (exit: { code: number | null; signal: string | null }) => void) => {
-      if (ended || state.killedByWatchdog) tell(exit);
-      else proc.once('exit', (code, signal) => tell({ code, signal }));
-    };
     const orphans = [...inflight.values()];
     inflight.clear();
     if (closed) return;
@@ -388,7 +370,7 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
       }
     } else {
       restarts++;
-      whenEnded((end) =>
+      const tell = (end: typeof exit) =>
         emit({
           type: 'restart',
           reason: state.killedByWatchdog ? 'watchdog' : 'crashed',
@@ -397,8 +379,10 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
           stderr: state.stderr,
           cpuMs: state.killed?.cpuMs ?? 0,
           wallMs: state.killed?.wallMs ?? 0,
-        }),
-      );
+        });
+      if (ended || state.killedByWatchdog)
+        tell(exit); // else once it exits: by itself (SIGABRT) within EXIT_GRACE_MS
+      else proc.once('exit', (code, signal) => tell({ code, signal }));
     }
 
     const retry: Pending[] = [];

@@ -59,3 +59,10 @@ export function usageOf(reply: Measured): { usage?: HookUsage } {
     },
   };
 }
+
+/**
+ * A child whose channel closed but that has not exited (an abort still writing its report, on a
+ * loaded machine) is left this long to end by itself before it is killed, so its restart event
+ * names how it ended (SIGABRT), not the parent's SIGKILL.
+ */
+export const EXIT_GRACE_MS = 1000;
