@@ -28,6 +28,7 @@ import {
   closeSync,
   existsSync,
   fdatasync,
+  fdatasyncSync,
   fstatSync,
   ftruncateSync,
   mkdirSync,
@@ -297,7 +298,7 @@ export class FileEventLog implements EventLog {
   }
 
   private startSegment(first: number): void {
-    if (this.fd >= 0) closeSync(this.fd);
+    if (this.fd >= 0) this.retire(this.fd);
     const path = join(this.opts.dir, segmentName(first));
     this.fd = openSync(path, 'a');
     writeSync(this.fd, JSON.stringify({ segment: first, covered: this.coveredCommit }) + '\n');
@@ -332,6 +333,22 @@ export class FileEventLog implements EventLog {
     let drop = 0;
     while (drop < this.ring.length && this.ring[drop]!.id < first) drop++;
     if (drop > 0) this.ring.splice(0, drop);
+  }
+
+  /**
+   * The segment being left: what was written to it is made durable now (an fdatasync in flight
+   * covers only the lines written before it started, and later ones go to the next segment's
+   * file), and the file is closed once that fdatasync is done with it. Closing it under a sync in
+   * flight failed the sync with EBADF (and a reused descriptor would have synced another file).
+   */
+  private retire(fd: number): void {
+    if (this.opts.fsync) {
+      fdatasyncSync(fd);
+      this.synced = Math.max(this.synced, this.written);
+    }
+    const inFlight = this.syncing;
+    if (!inFlight) return closeSync(fd);
+    void inFlight.catch(() => undefined).then(() => closeSync(fd));
   }
 
   /**
