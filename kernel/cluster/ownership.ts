@@ -14,7 +14,7 @@
  * preferred member once that member has been up for two leases (one hand-off a tick, so a
  * joining process takes its share gradually; a leaving one hands everything back at once).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import type { Logger } from '../config.js';
@@ -22,6 +22,9 @@ import { errors } from '../errors.js';
 import type { StoreFence } from '../git/types.js';
 import type { Tenant, TenantConfig } from '../tenant.js';
 import type { TenantManager } from '../tenants.js';
+import { clusterMembers, clusterStatus, preferredMember, type MemberRow, type OwnerRow } from './status.js';
+
+export { clusterMembers, clusterStatus, clusterTenants, preferredMember, type MemberRow, type OwnerRow } from './status.js';
 
 export interface ClusterOptions {
   pool: pg.Pool;
@@ -41,25 +44,12 @@ interface Owned {
   fence: number;
   /** local monotonic time (performance.now) until which the lease is surely ours */
   validUntil: number;
-}
-
-export interface OwnerRow {
-  org: string;
-  owner: string;
-  fence: number;
-  expired: boolean;
-  url: string | null;
-  head: string | null;
-}
-
-export interface MemberRow {
-  id: string;
-  url: string;
-  pid: number;
-  host: string;
-  started_at: string;
-  heartbeat_at: string;
-  live: boolean;
+  /**
+   * local monotonic time after which the lease has surely ended in PostgreSQL (the last claim
+   * or renewal answer's arrival plus a lease): past it, with no renewal back, the tenant is
+   * dropped here (lapse) even when the renewal itself hangs
+   */
+  endsBy: number;
 }
 
 export type Route =
@@ -68,26 +58,14 @@ export type Route =
   | { kind: 'unknown' }
   | { kind: 'unavailable'; reason: string };
 
-/** Rendezvous (highest random weight) hashing: the member a tenant prefers among `members`. */
-export function preferredMember(org: string, members: string[]): string | null {
-  let best: string | null = null;
-  let bestScore = '';
-  for (const m of members) {
-    const score = createHash('sha256').update(`${org}\0${m}`).digest('hex');
-    if (best === null || score > bestScore) {
-      best = m;
-      bestScore = score;
-    }
-  }
-  return best;
-}
-
 export class Cluster {
   readonly id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private readonly owned = new Map<string, Owned>();
   /** tenants being opened or handed off: requests for them wait on this */
   private readonly pending = new Map<string, Promise<Tenant | null>>();
   private timer: NodeJS.Timeout | null = null;
+  /** drops tenants whose lease surely ended without a renewal back (a renewal that hangs, a paused process) */
+  private lapseTimer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   /** the slower part of a tick (settings, claims, rebalance), run beside the renewals, never in their way */
   private housekeeping: Promise<void> | null = null;
@@ -146,7 +124,7 @@ export class Cluster {
     );
     if (r.rowCount !== 1) throw new Error(`tenant '${org}' already exists (or is being created by another process)`);
     const fence = Number(r.rows[0]!.fence);
-    this.owned.set(org, { fence, validUntil: sent + leaseMs * 0.75 });
+    this.owned.set(org, { fence, validUntil: sent + leaseMs * 0.75, endsBy: performance.now() + leaseMs });
     return this.storeFence(org, fence);
   }
 
@@ -202,6 +180,8 @@ export class Cluster {
     // renewals start now, not once the claimed tenants are open: on a loaded machine opening
     // them can take longer than the quarter of a lease left before the claims stop counting
     this.arm();
+    this.lapseTimer = setInterval(() => this.lapse(), Math.max(50, Math.floor(this.opts.leaseMs / 4)));
+    this.lapseTimer.unref();
     // the tenants claimed at start are open before the member reports itself up
     await Promise.allSettled([...this.pending.values()]);
   }
@@ -232,6 +212,18 @@ export class Cluster {
     this.timer.unref();
   }
 
+  /**
+   * A tenant whose lease has surely ended in PostgreSQL with no renewal back (the renewal hangs
+   * on a dead connection, or the process was paused) is closed here at once: its writes already
+   * stop at `validUntil`; this stops serving it, as a renewal that came back would.
+   */
+  private lapse(): void {
+    const now = performance.now();
+    for (const [org, o] of [...this.owned]) {
+      if (now > o.endsBy && !this.pending.has(org)) this.lose(org, o.fence, 'no lease renewal came back before the lease ran out');
+    }
+  }
+
   /** Heartbeat, renew leases (dropping lost ones), follow settings, claim free tenants, rebalance. */
   async tick(): Promise<void> {
     await this.renew();
@@ -252,8 +244,10 @@ export class Cluster {
     const held = new Map(renewed.rows.map((r) => [r.org, Number(r.fence)]));
     for (const [org, o] of [...this.owned]) {
       const fence = held.get(org);
-      if (fence === o.fence) o.validUntil = sent + leaseMs * 0.75;
-      else this.lose(org, o.fence, fence === undefined ? 'its lease was taken' : 'it was reassigned');
+      if (fence === o.fence) {
+        o.validUntil = sent + leaseMs * 0.75;
+        o.endsBy = performance.now() + leaseMs;
+      } else this.lose(org, o.fence, fence === undefined ? 'its lease was taken' : 'it was reassigned');
     }
     // tenants handed to this process by another member
     for (const [org, fence] of held) if (!this.owned.has(org) && !this.pending.has(org)) void this.adopt(org, fence);
@@ -352,7 +346,7 @@ export class Cluster {
 
   private async openOwned(org: string, fence: number, sent: number): Promise<Tenant | null> {
     const { pool, leaseMs, tenants } = this.opts;
-    this.owned.set(org, { fence, validUntil: sent + leaseMs * 0.75 });
+    this.owned.set(org, { fence, validUntil: sent + leaseMs * 0.75, endsBy: performance.now() + leaseMs });
     try {
       const row = await pool.query<{ config: TenantConfig; v: string; head: string | null }>(
         'SELECT t.config, t.updated_at::text AS v, o.head FROM wg_tenants t JOIN wg_owners o USING (org) WHERE org = $1 AND o.fence = $2',
@@ -510,6 +504,7 @@ export class Cluster {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.lapseTimer) clearInterval(this.lapseTimer);
     await this.ticking?.catch(() => undefined);
     await this.housekeeping?.catch(() => undefined);
     await Promise.allSettled([...this.pending.values()]);
@@ -528,6 +523,7 @@ export class Cluster {
   halt(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.lapseTimer) clearInterval(this.lapseTimer);
   }
 
   get ownedOrgs(): string[] {
@@ -541,53 +537,4 @@ export class Cluster {
   get uptimeMs(): number {
     return performance.now() - this.startedAt;
   }
-}
-
-/** Every member, live when its heartbeat is younger than a lease. */
-export async function clusterMembers(pool: pg.Pool, leaseMs: number): Promise<MemberRow[]> {
-  const r = await pool.query<MemberRow>(
-    `SELECT id, url, pid, host, started_at::text, heartbeat_at::text, heartbeat_at > now() - $1 * interval '1 millisecond' AS live
-       FROM wg_members ORDER BY id`,
-    [leaseMs],
-  );
-  return r.rows;
-}
-
-/** The members and every tenant's owner and preferred member (`workgraph cluster status`, with or without a running member). */
-export async function clusterStatus(
-  pool: pg.Pool,
-  leaseMs: number,
-): Promise<{ members: MemberRow[]; tenants: Array<OwnerRow & { preferred: string | null; expires_at: string }> }> {
-  const members = await clusterMembers(pool, leaseMs);
-  return { members, tenants: await clusterTenants(pool, members) };
-}
-
-/** Every registered tenant with its owner and the member it prefers. */
-export async function clusterTenants(
-  pool: pg.Pool,
-  members: MemberRow[],
-): Promise<Array<OwnerRow & { preferred: string | null; expires_at: string }>> {
-  const live = members.filter((m) => m.live).map((m) => m.id);
-  const r = await pool.query<{
-    org: string;
-    owner: string | null;
-    fence: string | null;
-    expired: boolean | null;
-    url: string | null;
-    head: string | null;
-    expires_at: string | null;
-  }>(
-    `SELECT t.org, o.owner, o.fence, o.expires_at < now() AS expired, m.url, o.head, o.expires_at::text
-       FROM wg_tenants t LEFT JOIN wg_owners o USING (org) LEFT JOIN wg_members m ON m.id = o.owner ORDER BY t.org`,
-  );
-  return r.rows.map((row) => ({
-    org: row.org,
-    owner: row.owner ?? '',
-    fence: Number(row.fence ?? 0),
-    expired: row.expired ?? true,
-    url: row.url,
-    head: row.head,
-    expires_at: row.expires_at ?? '',
-    preferred: preferredMember(row.org, live),
-  }));
 }

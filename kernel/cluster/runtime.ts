@@ -43,7 +43,16 @@ export async function openClusterRuntime(opts: {
   const { pool } = db;
   // the lease renewal's own connection: never queued behind requests holding the pool's
   const { Pool } = await pgDriver();
-  const leasePool = new Pool({ connectionString: opts.databaseUrl, max: 1, idleTimeoutMillis: 0 });
+  // a renewal answered after a lease is worth nothing (its validity would already be over): one
+  // that hangs (a connection dead without a reset) fails then, the connection is dropped, and the
+  // next renewal opens a new one instead of the chain of renewals stopping behind it
+  const leasePool = new Pool({
+    connectionString: opts.databaseUrl,
+    max: 1,
+    idleTimeoutMillis: 0,
+    query_timeout: opts.leaseMs,
+    connectionTimeoutMillis: opts.leaseMs,
+  });
   leasePool.on('error', (err) => opts.log.warn('postgres: lease connection error', { error: err.message }));
   const cluster = new Cluster({ pool, leasePool, log: opts.log, leaseMs: opts.leaseMs });
   const creation = creationHooks(cluster, db);

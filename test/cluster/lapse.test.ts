@@ -1,0 +1,114 @@
+/**
+ * A member whose lease renewal hangs (a connection dead without a reset, a paused process)
+ * stops serving its tenants once their leases have surely run out in PostgreSQL, without
+ * waiting for the renewal to come back (kernel/cluster/ownership.ts `lapse`); a renewal that
+ * fails does not stop the chain of renewals, and the tenant is claimed again once they work.
+ */
+import { expect } from 'chai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type pg from 'pg';
+import { createLogger, systemClock } from '../../kernel/config.js';
+import { openDatabase, type Database } from '../../kernel/cluster/db.js';
+import { Cluster } from '../../kernel/cluster/ownership.js';
+import { pgOperational } from '../../kernel/cluster/pg-state.js';
+import { creationHooks } from '../../kernel/cluster/runtime.js';
+import { TenantManager } from '../../kernel/tenants.js';
+import { createSandbox } from '../../sandbox/index.js';
+import type { Sandbox } from '../../sandbox/types.js';
+import { seedPack } from '../../seed-pack/index.js';
+import { allPlugins } from '../../scripts/plugins.js';
+import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
+
+const LEASE_MS = 1500;
+
+async function until(check: () => boolean, what: string, ms = 20_000): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!check()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('cluster: a member whose lease renewals hang', function () {
+  this.timeout(60_000);
+  let db: Database;
+  let dataDir: string;
+  let sandbox: Sandbox;
+  let tenants: TenantManager | null = null;
+  let cluster: Cluster | null = null;
+  /** fails the hung renewal (a failed test must not leave stop() waiting on it) */
+  let release: ((err: Error) => void) | null = null;
+
+  before(async () => {
+    const pgServer = await sharedPostgres();
+    db = await openDatabase(
+      await freshSchemaUrl(pgServer.url),
+      createLogger(() => undefined, true),
+    );
+    dataDir = mkdtempSync(join(tmpdir(), 'wg-lapse-'));
+    sandbox = createSandbox();
+  });
+
+  after(async () => {
+    release?.(new Error('test over'));
+    await cluster?.stop().catch(() => undefined);
+    await tenants?.closeAll().catch(() => undefined);
+    await sandbox?.close();
+    await db?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('closes its tenants once their leases surely ended, then claims them again when renewals work', async () => {
+    const lines: string[] = [];
+    const log = createLogger((line) => lines.push(line), true);
+    // the renewal's own connection: works, then hangs (no answer, no error) until released
+    let hanging: Promise<never> | null = null;
+    let hungCalls = 0;
+    const leasePool = {
+      query: (text: string, values?: unknown[]) => {
+        if (!hanging) return db.pool.query(text, values);
+        hungCalls++;
+        return hanging;
+      },
+    } as unknown as pg.Pool;
+    cluster = new Cluster({ pool: db.pool, leasePool, log, leaseMs: LEASE_MS });
+    const c = cluster;
+    tenants = new TenantManager({
+      dataDir,
+      sandbox,
+      pack: seedPack,
+      plugins: allPlugins,
+      clock: systemClock,
+      log,
+      fsync: true,
+      creation: creationHooks(c, db),
+      operational: pgOperational(db, (org) => c.fenceOf(org)),
+    });
+    c.attach(tenants);
+    await tenants.create({ org: 'slow', adminName: 'Admin', adminEmail: 'admin@slow.test', plugins: allPlugins.map((p) => p.name) });
+    await c.start();
+    await until(() => c.ownedOrgs.includes('slow') && c.fenceOf('slow') !== null, 'the member to own the tenant');
+    expect(tenants.get('slow'), 'open here').to.not.equal(undefined);
+
+    hanging = new Promise<never>((_, reject) => (release = reject));
+    hanging.catch(() => undefined);
+    const hungAt = performance.now();
+    await until(() => !c.ownedOrgs.includes('slow'), 'the tenant to be dropped while the renewal hangs');
+    const after = performance.now() - hungAt;
+    expect(hungCalls, 'a renewal was waiting').to.be.at.least(1);
+    // not before the lease could have run out: at least the part of a lease the last renewal left
+    expect(after, 'dropped before its lease could have ended').to.be.at.least(LEASE_MS / 3);
+    expect(c.fenceOf('slow')).to.equal(null);
+    const lost = lines.filter((l) => /tenant lost/.test(l));
+    expect(lost.join('\n')).to.match(/no lease renewal came back before the lease ran out/);
+    await until(() => tenants!.get('slow') === undefined, 'the tenant to be closed here');
+
+    // the hung renewal fails (as the lease connection's query timeout makes it); renewals go on
+    hanging = null;
+    release!(new Error('Query read timeout'));
+    release = null;
+    await until(() => c.ownedOrgs.includes('slow') && c.fenceOf('slow') !== null, 'the tenant claimed again', 30_000);
+  });
+});
