@@ -91,6 +91,12 @@ export function isOperationDef(value: unknown): value is OperationDef {
 // meta-schema by test/kernel/operation-schemas.test.ts; checking them here compiled the
 // meta-schema on a server's first request (about 50 ms of the first read's CPU)
 const ajv = new Ajv({ allErrors: true, strict: false, validateSchema: false });
+// the one format the declarations use: an RFC 3339 time with its offset, as the server writes
+// them (Ajv alone knows no formats, and warned on stderr for each schema that named it)
+ajv.addFormat('date-time', {
+  type: 'string',
+  validate: (s: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i.test(s) && !Number.isNaN(Date.parse(s)),
+});
 const compiled = new WeakMap<object, ValidateFunction>();
 
 /** The compiled validator of a schema object (cached per object). */
