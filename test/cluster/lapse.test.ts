@@ -20,16 +20,9 @@ import type { Sandbox } from '../../sandbox/types.js';
 import { seedPack } from '../../seed-pack/index.js';
 import { allPlugins } from '../../scripts/plugins.js';
 import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
+import { until } from '../plugins/webhooks/receiver.js';
 
 const LEASE_MS = 1500;
-
-async function until(check: () => boolean, what: string, ms = 20_000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('cluster: a member whose lease renewals hang', function () {
   this.timeout(60_000);
