@@ -6,10 +6,15 @@
  *   u32be payload length | u32be crc32(payload) | payload
  *   payload = u32be epoch | commit oid (20 bytes) | parent oid (20 bytes, zeros for none) |
  *             u32be count |
- *             count x ( u8 type (1 blob, 2 tree, 3 commit) | oid (20) | u32be len | body )
+ *             count x ( u8 type (1 blob, 2 tree, 3 commit, 4 tree as a delta) | oid (20) | u32be len | body )
  *
  * Bodies are stored raw: nothing is deflated on the acknowledgement path; the write-out
- * deflates them once, into a pack.
+ * deflates them once, into a pack. A tree the commit spliced from the directory's previous
+ * tree is stored as type 4: that tree's oid (20 bytes) and the git delta from it (the
+ * instructions the checkpoint pack stores too). At 100,000 nodes a directory's tree is about
+ * 17 KB and a one-node commit's delta about 100 bytes: whole trees made the journal about 26 KB
+ * a commit, most of a seed's writes and their fdatasyncs. The base is an earlier object of the
+ * chain or one a checkpoint already wrote to the repository (`resolveDeltas`).
  *
  * The ref value a record sets is its commit oid. Records form a chain (each record's parent
  * is the previous record's commit, the first one's parent is the ref as of the last
@@ -26,9 +31,11 @@
  *
  * git ignores unknown files at the top of a gitdir (`git fsck --full --strict` included).
  */
+import { createHash } from 'node:crypto';
 import { writeSync } from 'node:fs';
 import { crc32 as zlibCrc32 } from 'node:zlib';
 import type { FileHandle } from 'node:fs/promises';
+import { applyDelta } from './pack-writer.js';
 
 export const JOURNAL_NAME = 'svc-journal';
 const MAX_RECORD = 1 << 30;
@@ -36,13 +43,18 @@ const MAX_RECORD = 1 << 30;
 export const RETAIN_BYTES = 16 * 1024 * 1024;
 const TYPE_CODES = { blob: 1, tree: 2, commit: 3 } as const;
 const TYPE_NAMES = ['', 'blob', 'tree', 'commit'] as const;
+const TREE_DELTA = 4;
 
 export type ObjectType = 'blob' | 'tree' | 'commit';
 export interface JournalObject {
   type: ObjectType;
   oid: string;
-  /** the object's content, without git's `<type> <size>\0` header */
+  /** the object's content, without git's `<type> <size>\0` header (empty until `resolveDeltas` for a decoded delta) */
   body: Buffer;
+  /** a tree's previous version (written: stored as a delta when `delta` is given too; decoded: the base of a type 4 record) */
+  deltaBase?: string;
+  /** the git delta from `deltaBase` to `body` */
+  delta?: Buffer;
 }
 export interface JournalRecord {
   /** set by the writer; records of one epoch are the live journal */
@@ -69,8 +81,14 @@ export function encodeRecord(rec: JournalRecord): Buffer {
   parts.push(head);
   for (const o of rec.objects) {
     const h = Buffer.alloc(25);
-    h[0] = TYPE_CODES[o.type];
     Buffer.from(o.oid, 'hex').copy(h, 1);
+    if (o.type === 'tree' && o.deltaBase !== undefined && o.delta !== undefined && o.delta.length + 20 < o.body.length) {
+      h[0] = TREE_DELTA;
+      h.writeUInt32BE(20 + o.delta.length, 21);
+      parts.push(h, Buffer.from(o.deltaBase, 'hex'), o.delta);
+      continue;
+    }
+    h[0] = TYPE_CODES[o.type];
     h.writeUInt32BE(o.body.length, 21);
     parts.push(h, o.body);
   }
@@ -92,17 +110,50 @@ function decodePayload(p: Buffer): JournalRecord | null {
   let pos = 48;
   for (let i = 0; i < count; i++) {
     if (pos + 25 > p.length) return null;
-    const type = TYPE_NAMES[p[pos]!];
+    const code = p[pos]!;
+    const type = code === TREE_DELTA ? 'tree' : TYPE_NAMES[code];
     if (!type) return null;
     const oid = p.toString('hex', pos + 1, pos + 21);
     const len = p.readUInt32BE(pos + 21);
     pos += 25;
     if (pos + len > p.length) return null;
-    objects.push({ type, oid, body: Buffer.from(p.subarray(pos, pos + len)) });
+    if (code === TREE_DELTA) {
+      if (len < 21) return null;
+      objects.push({
+        type,
+        oid,
+        body: EMPTY,
+        deltaBase: p.toString('hex', pos, pos + 20),
+        delta: Buffer.from(p.subarray(pos + 20, pos + len)),
+      });
+    } else objects.push({ type, oid, body: Buffer.from(p.subarray(pos, pos + len)) });
     pos += len;
   }
   if (pos !== p.length) return null;
   return { epoch, commit, parent, objects };
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * Rebuilds the trees a chain of decoded records stores as deltas, in order: a base is an
+ * earlier object of the chain or, for the first commit after a checkpoint, an object the
+ * repository has (`readBase`). Each rebuilt tree must hash to its oid. Throws when a base is
+ * missing or a tree does not match: the chain cannot be replayed as it was acknowledged.
+ */
+export async function resolveDeltas(records: JournalRecord[], readBase: (oid: string) => Promise<Buffer>): Promise<void> {
+  const bodies = new Map<string, Buffer>();
+  for (const rec of records) {
+    for (const o of rec.objects) {
+      if (o.body.length === 0 && o.delta !== undefined && o.deltaBase !== undefined) {
+        const base = bodies.get(o.deltaBase) ?? (await readBase(o.deltaBase));
+        o.body = applyDelta(base, o.delta);
+        const oid = createHash('sha1').update(`tree ${o.body.length}\0`).update(o.body).digest('hex');
+        if (oid !== o.oid) throw new Error(`journal: tree ${o.oid} rebuilt from ${o.deltaBase} hashes to ${oid}`);
+      }
+      if (o.type === 'tree') bodies.set(o.oid, o.body);
+    }
+  }
 }
 
 /**

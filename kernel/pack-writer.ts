@@ -118,6 +118,50 @@ export function encodeDelta(baseLength: number, targetLength: number, ops: Array
   return Buffer.concat(parts);
 }
 
+/**
+ * The target of a git delta (gitformat-pack "Deltified representation"): the inverse of
+ * `encodeDelta`, for the commit journal's tree records. Throws on a delta that does not fit
+ * `base` or its own stated sizes.
+ */
+export function applyDelta(base: Buffer, delta: Buffer): Buffer {
+  let pos = 0;
+  const size = (): number => {
+    let n = 0;
+    let shift = 0;
+    let b: number;
+    do {
+      if (pos >= delta.length) throw new Error('truncated delta');
+      b = delta[pos++]!;
+      n += (b & 0x7f) * 2 ** shift;
+      shift += 7;
+    } while (b & 0x80);
+    return n;
+  };
+  if (size() !== base.length) throw new Error('delta base size mismatch');
+  const out = Buffer.allocUnsafe(size());
+  let at = 0;
+  while (pos < delta.length) {
+    const op = delta[pos++]!;
+    if (op & 0x80) {
+      let off = 0;
+      let len = 0;
+      for (let i = 0; i < 4; i++) if (op & (1 << i)) off += delta[pos++]! * 2 ** (8 * i);
+      for (let i = 0; i < 3; i++) if (op & (0x10 << i)) len += delta[pos++]! * 2 ** (8 * i);
+      if (len === 0) len = 0x10000;
+      if (off + len > base.length || at + len > out.length) throw new Error('delta copy out of range');
+      base.copy(out, at, off, off + len);
+      at += len;
+    } else if (op > 0) {
+      if (pos + op > delta.length || at + op > out.length) throw new Error('delta insert out of range');
+      delta.copy(out, at, pos, pos + op);
+      pos += op;
+      at += op;
+    } else throw new Error('delta opcode 0');
+  }
+  if (at !== out.length) throw new Error('delta target size mismatch');
+  return out;
+}
+
 /** Length of the common prefix of `a` and `b` (native compares of 256-byte blocks, then bytes). */
 function commonPrefix(a: Buffer, b: Buffer, limit: number): number {
   let i = 0;

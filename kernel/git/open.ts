@@ -10,7 +10,7 @@ import { promises as fsp } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import git from 'isomorphic-git';
 import { createDurableFs, fsyncDir, fsyncFile, writeFileDurable } from '../durable-fs.js';
-import { decodeJournal, JOURNAL_NAME, JournalWriter } from '../commit-journal.js';
+import { decodeJournal, JOURNAL_NAME, JournalWriter, resolveDeltas } from '../commit-journal.js';
 import { writePack } from '../pack-writer.js';
 import { openStores } from './cli.js';
 import { EMPTY_TREE_OID, MAIN_REF, OID_RE } from './objects.js';
@@ -43,6 +43,7 @@ async function readLooseRef(dir: string): Promise<string | null | 'invalid'> {
 async function recoverJournal(
   dir: string,
   readRef: () => Promise<string | null>,
+  readObject: (oid: string) => Promise<Buffer>,
   doSync: boolean,
 ): Promise<{ journal: JournalWriter; replayed: number }> {
   const path = `${dir}/${JOURNAL_NAME}`;
@@ -69,6 +70,8 @@ async function recoverJournal(
     // no pack directory yet
   }
   if (chain.length) {
+    // trees journaled as deltas, rebuilt from the chain or from what the last checkpoint wrote
+    await resolveDeltas(chain, readObject);
     // every object of the chain, whether or not a write-out got it to disk before the crash:
     // one durable pack (a duplicate of an object git already has is harmless)
     await writePack(
@@ -136,7 +139,9 @@ export async function openGitStore(gitdir: string, opts: GitStoreOptions = {}): 
       return null;
     }
   };
-  const recovered = doFsync ? await recoverJournal(dir, resolveHead, doFsync) : null;
+  const readObject = async (oid: string): Promise<Buffer> =>
+    Buffer.from((await git.readObject({ fs, gitdir: dir, oid, format: 'content' })).object as Uint8Array);
+  const recovered = doFsync ? await recoverJournal(dir, resolveHead, readObject, doFsync) : null;
   const journal = recovered?.journal ?? null;
   try {
     const head = await resolveHead();

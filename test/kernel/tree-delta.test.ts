@@ -4,10 +4,10 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { spliceTree, type TreeChange } from '../../kernel/git/objects.js';
+import { spliceTree, spliceTreeDelta, type TreeChange } from '../../kernel/git/objects.js';
 import { openGitStore } from '../../kernel/git/open.js';
 import type { CommitAuthor } from '../../kernel/git/types.js';
-import { prefixSuffixDelta, writePack } from '../../kernel/pack-writer.js';
+import { applyDelta, prefixSuffixDelta, writePack } from '../../kernel/pack-writer.js';
 
 const ann: CommitAuthor = { name: 'Ann Example', email: 'ann@example.com', timestamp: 1_700_000_000 };
 
@@ -77,6 +77,37 @@ describe('kernel/git: trees spliced per commit, stored as deltas in checkpoint p
       ),
       { numRuns: 60 },
     );
+  });
+
+  it('applyDelta rebuilds what spliceTreeDelta and prefixSuffixDelta encode (the journal replays trees with it), and refuses a delta for another base', () => {
+    const hex = (n: number) => n.toString(16).padStart(40, '0');
+    const nameArb = fc.stringMatching(/^[a-z0-9._-]{1,8}$/).filter((n) => n !== '.' && n !== '..');
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(nameArb, { minLength: 1, maxLength: 40 }),
+        fc.array(fc.tuple(nameArb, fc.boolean()), { minLength: 1, maxLength: 8 }),
+        (names, ops) => {
+          const base = spliceTree(
+            Buffer.alloc(0),
+            names.map((name, i) => ({ name, entry: { mode: '100644', oid: hex(i + 1) }, oldMode: null })),
+          );
+          const changes = new Map<string, TreeChange>();
+          ops.forEach(([name, del], i) => {
+            const had = names.includes(name);
+            if (del && !had) return;
+            changes.set(name, { name, entry: del ? null : { mode: '100644', oid: hex(1000 + i) }, oldMode: had ? '100644' : null });
+          });
+          const { body, delta } = spliceTreeDelta(base, [...changes.values()]);
+          expect(applyDelta(base, delta).equals(body)).to.equal(true);
+        },
+      ),
+      { numRuns: 200 },
+    );
+    // copies of 64 KiB (encoded with no size bytes) and longer, inserts between them
+    const a = Buffer.from('x'.repeat(0x10000) + 'MIDDLE' + 'y'.repeat(200_000));
+    const b = Buffer.from('x'.repeat(0x10000) + 'another middle' + 'y'.repeat(200_000));
+    expect(applyDelta(a, prefixSuffixDelta(a, b)).equals(b)).to.equal(true);
+    expect(() => applyDelta(b, prefixSuffixDelta(a, b))).to.throw(/base size/);
   });
 
   it('prefixSuffixDelta is small for a local change, and git rebuilds the target from it in a pack', async () => {

@@ -154,6 +154,42 @@ describe('kernel/git/open: commit journal replay', function () {
     await expectRecovered(commits2[1]!, 2);
   });
 
+  it('journals a changed large tree as a delta of its previous version and rebuilds it at replay (bases in the repository and in the chain)', async () => {
+    // a directory of 80 files, checkpointed: its tree is in the repository
+    const dir = 'nodes/t/00';
+    const files = Array.from({ length: 80 }, (_, i) => ({ path: `${dir}/task-${String(i).padStart(3, '0')}.md`, content: `task ${i}` }));
+    await store.commit({ changes: files, author: ann, message: 'seed', expectedParent: null });
+    await store.close();
+    store = await openGitStore(gitdir, { checkpointOnClose: false, checkpointIdleMs: 60_000 });
+    const heads: string[] = [];
+    for (const i of [5, 6, 7]) {
+      const r = await store.commit({
+        changes: [{ path: files[i]!.path, content: `changed ${i}` }],
+        author: ann,
+        message: `c${i}`,
+        expectedParent: store.head(),
+      });
+      heads.push(r.commit);
+    }
+    await store.close(); // as a crash would: the journal keeps the three commits
+    const recs = records();
+    expect(recs).to.have.length(3);
+    for (const rec of recs) {
+      const deltas = rec.objects.filter((o) => o.delta !== undefined);
+      // the 80-entry tree, and its parent's (256 buckets would be larger still)
+      expect(deltas.map((o) => o.type)).to.include('tree');
+      for (const o of deltas) expect(o.body.length, 'the tree itself is not in the record').to.equal(0);
+    }
+    expect(readFileSync(journalPath()).length, 'three one-file commits, not three 80-entry trees').to.be.lessThan(3 * 2000);
+    await expectRecovered(heads[2]!, 80);
+    const loaded = await store.loadFiles(dir);
+    expect(loaded.filter((f) => f.content.startsWith('changed')).map((f) => f.content)).to.deep.equal([
+      'changed 5',
+      'changed 6',
+      'changed 7',
+    ]);
+  });
+
   it('opens with an empty or missing journal, and leaves a ref it does not know alone', async () => {
     const c1 = await store.commit({ changes: [{ path: paths[0]!, content: 'x' }], author: ann, message: 'm', expectedParent: null });
     await store.close();
