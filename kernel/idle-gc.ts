@@ -115,7 +115,25 @@ export function v8Gc(): (() => void) | null {
   return exposed;
 }
 
-/** Runs `fn` with V8 flags set, each pair's first, and each pair's second (the default) after it. */
+/**
+ * How the process itself set a V8 flag (`--name` or `--no-name` on its command line or in
+ * NODE_OPTIONS, the last one winning, underscores as dashes), else `fallback` (V8's default):
+ * what a flag set around a collection goes back to, so an operator's own choice survives it.
+ */
+export function startupSetting(name: string, fallback: string, args: string[] = processArgs()): string {
+  let found = fallback;
+  for (const a of args) {
+    const flag = a.replace(/_/g, '-');
+    if (flag === `--${name}` || flag === `--no-${name}`) found = flag;
+  }
+  return found;
+}
+
+function processArgs(): string[] {
+  return [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean)];
+}
+
+/** Runs `fn` with V8 flags set, each pair's first, and each pair's second (the process's own setting) after it. */
 function withFlags(flags: Array<[string, string]>, fn: () => void): void {
   for (const [set] of flags) setFlagsFromString(set);
   try {
@@ -132,7 +150,7 @@ function withFlags(flags: Array<[string, string]>, fn: () => void): void {
  * (`--bytecode-old-age`); a run of up to eight collections in a quiet process would otherwise
  * throw away the compiled and optimized code of everything, and the next requests would run cold.
  */
-const KEEP_CODE: [string, string] = ['--no-flush-bytecode', '--flush-bytecode'];
+const KEEP_CODE: [string, string] = ['--no-flush-bytecode', startupSetting('flush-bytecode', '--flush-bytecode')];
 
 /**
  * V8's full collection with every old-space page compacted: a plain one frees objects but keeps
@@ -143,7 +161,8 @@ const KEEP_CODE: [string, string] = ['--no-flush-bytecode', '--flush-bytecode'];
 export function compactingGc(): (() => void) | null {
   const gc = v8Gc();
   if (!gc) return null;
-  return () => withFlags([['--compact-on-every-full-gc', '--no-compact-on-every-full-gc'], KEEP_CODE], gc);
+  return () =>
+    withFlags([['--compact-on-every-full-gc', startupSetting('compact-on-every-full-gc', '--no-compact-on-every-full-gc')], KEEP_CODE], gc);
 }
 
 /**
@@ -160,7 +179,10 @@ function v8Collection(): ((compact: boolean) => void) | null {
   const gc = v8Gc();
   const compacting = compactingGc();
   if (!gc || !compacting) return null;
-  return (compact) => (compact ? compacting() : withFlags([['--optimize-for-size', '--no-optimize-for-size'], KEEP_CODE], gc));
+  return (compact) =>
+    compact
+      ? compacting()
+      : withFlags([['--optimize-for-size', startupSetting('optimize-for-size', '--no-optimize-for-size')], KEEP_CODE], gc);
 }
 
 /** heap in use plus ArrayBuffers: what a collection can give back */

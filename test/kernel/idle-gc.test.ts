@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { join } from 'node:path';
-import { startIdleGc, v8Gc } from '../../kernel/idle-gc.js';
+import { startIdleGc, startupSetting, v8Gc } from '../../kernel/idle-gc.js';
 import { killGroup, startServeProcess } from '../helpers/processes.js';
 import { until } from '../plugins/webhooks/receiver.js';
 
@@ -246,6 +246,18 @@ describe('idle garbage collection (workgraph serve)', function () {
     } finally {
       stop();
     }
+  });
+
+  it("a flag set around a collection goes back to the process's own setting of it, else V8's default", () => {
+    expect(startupSetting('flush-bytecode', '--flush-bytecode', [])).to.equal('--flush-bytecode');
+    expect(startupSetting('flush-bytecode', '--flush-bytecode', ['--no-node-snapshot', '--no-flush-bytecode'])).to.equal(
+      '--no-flush-bytecode',
+    );
+    // NODE_OPTIONS after the command line, the last one winning; V8's underscores count as dashes
+    expect(startupSetting('flush-bytecode', '--flush-bytecode', ['--no-flush-bytecode', '--flush_bytecode'])).to.equal('--flush-bytecode');
+    expect(startupSetting('optimize-for-size', '--no-optimize-for-size', ['--optimize_for_size'])).to.equal('--optimize-for-size');
+    // a flag that only starts with the name is another flag
+    expect(startupSetting('flush-bytecode', '--flush-bytecode', ['--no-flush-bytecode-now'])).to.equal('--flush-bytecode');
   });
 
   it("reaches V8's own full collection, which the real probes ask for once this process is quiet", async () => {
