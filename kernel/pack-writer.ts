@@ -9,7 +9,8 @@
  * (incompressible SHA-1s; no zlib context per object); blobs and commits are deflated.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { mkdirSync, renameSync, unlinkSync } from 'node:fs';
+import { open, unlink } from 'node:fs/promises';
 import { crc32, deflateSync } from 'node:zlib';
 import { fsyncDir } from './durable-fs.js';
 
@@ -257,35 +258,26 @@ function deflate(data: Buffer): Buffer {
   return deflateSync(data, { level: 1, windowBits, memLevel, chunkSize: Math.min(16 * 1024, Math.max(64, data.length + 64)) });
 }
 
-function writeAll(fd: number, buf: Buffer): void {
-  let off = 0;
-  while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
-}
-
 let seq = 0;
 
-/** Write `buf` to `dir/tmpName`, fsync it when durable, and return the temp path. */
-function writeTemp(dir: string, prefix: string, buf: Buffer, durable: boolean): string {
+/**
+ * Write `buf` to `dir/tmpName`, fsync it when durable, and return the temp path. In the thread
+ * pool: a checkpoint's pack is megabytes at 100k nodes, and its write and fsync on the main
+ * thread held every request (reads included) for as long.
+ */
+async function writeTemp(dir: string, prefix: string, buf: Buffer, durable: boolean): Promise<string> {
   const path = `${dir}/${prefix}_${process.pid}_${(seq++).toString(36)}`;
-  const fd = openSync(path, 'wx', 0o444);
+  const fh = await open(path, 'wx', 0o444);
   try {
-    writeAll(fd, buf);
-    if (durable) fsyncSync(fd);
+    let off = 0;
+    while (off < buf.length) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
+    if (durable) await fh.sync();
   } catch (err) {
-    closeSync(fd);
-    try {
-      unlinkSync(path);
-    } catch {
-      // gone already
-    }
+    await fh.close().catch(() => undefined);
+    await unlink(path).catch(() => undefined);
     throw err;
-  } finally {
-    try {
-      closeSync(fd);
-    } catch {
-      // closed in the catch above
-    }
   }
+  await fh.close();
   return path;
 }
 
@@ -376,10 +368,10 @@ export async function writePack(gitdir: string, objects: PackObject[], durable: 
   const dir = `${gitdir}/objects/pack`;
   mkdirSync(dir, { recursive: true });
   const { pack, idx, name } = await buildPack(objects);
-  const tmpPack = writeTemp(dir, 'tmp_wgpack', pack, durable);
+  const tmpPack = await writeTemp(dir, 'tmp_wgpack', pack, durable);
   let tmpIdx: string | null = null;
   try {
-    tmpIdx = writeTemp(dir, 'tmp_wgidx', idx, durable);
+    tmpIdx = await writeTemp(dir, 'tmp_wgidx', idx, durable);
     renameSync(tmpPack, `${dir}/${name}.pack`);
     renameSync(tmpIdx, `${dir}/${name}.idx`);
   } catch (err) {
