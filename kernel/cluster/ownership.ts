@@ -404,11 +404,13 @@ export class Cluster {
       while ((this.inflight.get(org) ?? 0) > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
       await this.opts.tenants.closeOne(org); // drains writes and checkpoints under our fence
       this.owned.delete(org);
-      await this.opts.pool.query(
+      const moved = await this.opts.pool.query(
         `UPDATE wg_owners SET owner = $3, fence = fence + 1, expires_at = now() + $4 * interval '1 millisecond' WHERE org = $1 AND fence = $2`,
         [org, o.fence, to, this.opts.leaseMs],
       );
-      this.opts.log.info('tenant handed off', { org, to });
+      // a process paused (or slowed) during the hand-off finds its lease already taken over
+      if (moved.rowCount === 1) this.opts.log.info('tenant handed off', { org, to });
+      else this.opts.log.warn('tenant lost', { org, fence: o.fence, why: 'it was taken over before the hand-off completed' });
     } finally {
       this.pending.delete(org);
       release(null);

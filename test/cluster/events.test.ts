@@ -304,7 +304,9 @@ describe('cluster: events, webhooks and MCP subscriptions across members and a f
       process.kill(-owner.child.pid!, 'SIGCONT');
     }
     const contAt = performance.now();
-    await until(() => /tenant lost/.test(owner.output()), 'the resumed owner to notice it lost the tenant', 30_000);
+    await until(() => /tenant lost/.test(owner.output()), 'the resumed owner to notice it lost the tenant', 30_000).catch((err: Error) => {
+      throw new Error(`${err.message}; the owner's last output:\n${owner.output().slice(-4000)}`);
+    });
     await until(() => new Set(hooked.eventIds()).size >= ids.length, 'every event at the receiver', 60_000);
     const nodes = new Set(hooked.received.map((r) => r.json.data.nodes[0] as string));
     expect(ids.filter((id) => !nodes.has(id))).to.deep.equal([]);

@@ -3,6 +3,7 @@
  * stops serving its tenants once their leases have surely run out in PostgreSQL, without
  * waiting for the renewal to come back (kernel/cluster/ownership.ts `lapse`); a renewal that
  * fails does not stop the chain of renewals, and the tenant is claimed again once they work.
+ * A hand-off whose lease was taken over meanwhile reports the tenant lost, not handed off.
  */
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -54,8 +55,9 @@ describe('cluster: a member whose lease renewals hang', function () {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
+  const lines: string[] = [];
+
   it('closes its tenants once their leases surely ended, then claims them again when renewals work', async () => {
-    const lines: string[] = [];
     const log = createLogger((line) => lines.push(line), true);
     // the renewal's own connection: works, then hangs (no answer, no error) until released
     let hanging: Promise<never> | null = null;
@@ -108,5 +110,23 @@ describe('cluster: a member whose lease renewals hang', function () {
     release!(new Error('Query read timeout'));
     release = null;
     await until(() => c.ownedOrgs.includes('slow') && c.fenceOf('slow') !== null, 'the tenant claimed again', 30_000);
+  });
+  it('a hand-off that finds its lease already taken over (the process was paused during it) reports the tenant lost, not handed off', async () => {
+    const c = cluster!;
+    expect(c.ownedOrgs).to.include('slow');
+    // renewals stopped, so only the hand-off can notice; then the tenant is taken over meanwhile
+    c.halt();
+    await db.pool.query(
+      `UPDATE wg_owners SET owner = 'intruder', fence = fence + 1, expires_at = now() + interval '1 minute' WHERE org = 'slow'`,
+    );
+    const before = lines.length;
+    await (c as unknown as { handOff(org: string, to: string): Promise<void> }).handOff('slow', 'another-member');
+    const after = lines.slice(before).join('\n');
+    expect(after).to.not.match(/tenant handed off/);
+    expect(after).to.match(/"why":"it was taken over before the hand-off completed".*"msg":"tenant lost"/);
+    expect(c.ownedOrgs).to.not.include('slow');
+    expect(tenants!.get('slow')).to.equal(undefined);
+    const row = await db.pool.query(`SELECT owner FROM wg_owners WHERE org = 'slow'`);
+    expect(row.rows[0].owner, 'the take-over stands').to.equal('intruder');
   });
 });

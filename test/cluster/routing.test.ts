@@ -169,8 +169,9 @@ describe('cluster: cookie, ticket and OAuth requests reach the tenant owner', fu
     const back = await formPost(`${owner.url}/app/orgs`, { csrf: field('csrf', orgsHtml), org: 'beta' }, second);
     expect(back.status).to.equal(303);
     const again = await get(`${b.url}/app/nodes/task-routed`, second);
-    expect(again.status).to.equal(200);
-    expect(await again.text()).to.include('Routed through the owner');
+    const againHtml = await again.text();
+    expect(again.status, `${b.url}: ${againHtml.slice(0, 400)}`).to.equal(200);
+    expect(againHtml).to.include('Routed through the owner');
   });
 
   it('lens render ticket: minted via the API, exchanged and rendered through non-owners (API route and app view)', async () => {
