@@ -89,8 +89,13 @@ export interface KernelServices {
 export interface RequestRouter {
   /** 'headers': decide from method, URL and headers; 'body': the body is needed too (read whole, at most 1 MiB); false: not this router's */
   applies(req: IncomingMessage): 'headers' | 'body' | false;
-  /** the tenant's org, or a token's SHA-256 (hex) whose tenant it is, or null */
-  route(req: IncomingMessage, body: Buffer | null): Promise<{ org: string } | { tokenHash: string } | null>;
+  /**
+   * the tenant's org, or a token's SHA-256 (hex) whose tenant it is, or null. `fresh`: the
+   * request was forwarded here by another member, which decided from its own view: read what
+   * decides from the database, not this process's copy (two members with different stale copies
+   * would otherwise forward a request between them until it gives up)
+   */
+  route(req: IncomingMessage, body: Buffer | null, opts?: { fresh: boolean }): Promise<{ org: string } | { tokenHash: string } | null>;
 }
 
 /** The data-directory-wide store `name`: `services.globalStore` if set, else SVC_DATA_DIR/<name>/ files. */

@@ -170,6 +170,7 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
 
   /** Which tenant a request is for: its bearer token, else the plugins' routers (which may read the body). */
   const tenantOf = async (req: IncomingMessage): Promise<{ org: string | null; hash: string | null; body: Buffer | null }> => {
+    const forwarded = (Number(req.headers[HOP_HEADER] ?? 0) || 0) > 0;
     const token = bearerToken(req);
     if (token) {
       const { hash } = hashTokenBytes(token);
@@ -180,7 +181,7 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
       const needs = router.applies(req);
       if (!needs) continue;
       if (needs === 'body' && body === null) body = await readBody(req, ROUTER_BODY_LIMIT);
-      const found = await router.route(req, body);
+      const found = await router.route(req, body, { fresh: forwarded });
       if (!found) continue;
       if ('org' in found) return { org: found.org, hash: null, body };
       const org = await orgOf(found.tokenHash);

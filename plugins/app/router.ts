@@ -45,14 +45,16 @@ export function appRouter(services: KernelServices): RequestRouter {
       if (inviteOrg(req) || oidcOrg(req)) return 'headers';
       return cookieOf(req.headers.cookie, SESSION_COOKIE) ? 'headers' : false;
     },
-    async route(req, body) {
+    async route(req, body, opts) {
       if (isSignin(req) && body) {
         const token = (new URLSearchParams(body.toString('utf8')).get('token') ?? '').trim();
         if (token) return { tokenHash: hashToken(token) };
       }
       const org = inviteOrg(req) ?? oidcOrg(req);
       if (org) return { org };
-      const found = await sessionStoreOf(services).recordOf(cookieOf(req.headers.cookie, SESSION_COOKIE));
+      // forwarded here: the session's current tenant as the table has it (a switch made on
+      // another member may not have reached this process's copy yet)
+      const found = await sessionStoreOf(services).recordOf(cookieOf(req.headers.cookie, SESSION_COOKIE), { fresh: opts?.fresh === true });
       return found ? { org: found.record.current } : null;
     },
   };

@@ -87,10 +87,10 @@ export class SessionStore {
    * for routing a request to the owner of the session's current tenant, and for adding a
    * tenant to a session whose current tenant another process serves. Checks no token.
    */
-  async recordOf(cookie: string | undefined): Promise<{ key: string; record: StoredSession } | null> {
+  async recordOf(cookie: string | undefined, opts?: { fresh: boolean }): Promise<{ key: string; record: StoredSession } | null> {
     if (!cookie || cookie.length > 100) return null;
     const key = sha256(cookie);
-    const record = await this.records.fetch(key);
+    const record = await this.records.fetch(key, opts);
     return record && this.now() < record.expires_ms ? { key, record } : null;
   }
 
