@@ -76,7 +76,21 @@ describe('app: the walk of a signed-in person (Chromium)', function () {
     expect(lease.body.items.find((i: { id: string }) => i.id === 'task-login').lease.by).to.equal(bob.id);
 
     await page.selectOption('#status-sel', 'done');
-    await Promise.all([page.locator('.flash', { hasText: /Status set to done/ }).waitFor(), page.click('form[action$="/status"] button')]);
+    await Promise.all([
+      page
+        .locator('.flash', { hasText: /Status set to done/ })
+        .waitFor()
+        // what the page said instead (a CI run under load once timed out here)
+        .catch(async (err: Error) => {
+          throw new Error(
+            `${err.message}\nthe page's flash: ${await page
+              .locator('.flash')
+              .allTextContents()
+              .catch(() => [])}`,
+          );
+        }),
+      page.click('form[action$="/status"] button'),
+    ]);
     pages.push(await page.content());
     expect(await page.textContent('.flash')).to.include('Status set to done');
     const node = await t.api('GET', '/v1/nodes/task-login');
