@@ -154,9 +154,14 @@ export class AppHost {
     return path === '/app' || path.startsWith('/app/') || path.startsWith('/views/');
   }
 
-  signedFor(session: LiveSession): Signed {
-    const flash = this.flashes.get(session.key) ?? null;
-    this.flashes.delete(session.key);
+  /**
+   * `keepFlash`: a live page's background refresh (static/live.js sends `x-workgraph-live`): it
+   * neither shows nor takes the one-time message, which belongs to the page the person's own
+   * form post leads to (a refresh set off by that post's own event used to take it first)
+   */
+  signedFor(session: LiveSession, opts?: { keepFlash: boolean }): Signed {
+    const flash = opts?.keepFlash ? null : (this.flashes.get(session.key) ?? null);
+    if (!opts?.keepFlash) this.flashes.delete(session.key);
     return {
       bridge: new Bridge(this.services, session.tenant, session.actor),
       viewer: {
@@ -268,7 +273,7 @@ export class AppHost {
           'this form was not sent by this app (or your session changed); reload the page and try again',
         );
       }
-      const signed = this.signedFor(session);
+      const signed = this.signedFor(session, { keepFlash: route.method === 'GET' && headers['x-workgraph-live'] === '1' });
       if (!signed.bridge.has('app')) throw errors.notFound('the app (its plugin is not enabled for this tenant)');
       signed.viewer.live = signed.bridge.has('events');
       // the header's unread count on every page; an inbox that cannot answer leaves the page without it

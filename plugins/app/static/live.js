@@ -36,7 +36,8 @@
     }
     running = true;
     try {
-      const res = await fetch(location.href, { credentials: 'same-origin', headers: { accept: 'text/html' } });
+      // marked as a refresh: the server leaves the page's one-time message for the next real page
+      const res = await fetch(location.href, { credentials: 'same-origin', headers: { accept: 'text/html', 'x-workgraph-live': '1' } });
       if (!res.ok) return;
       const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
       for (const fresh of doc.querySelectorAll('[data-live]')) {

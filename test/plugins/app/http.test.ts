@@ -117,6 +117,24 @@ describe('app: HTTP behaviour', function () {
     expect(huge.status).to.equal(413);
   });
 
+  it("a live page's background refresh neither shows nor takes the one-time message of a form post", async () => {
+    const b = new Browserless(t.url);
+    await b.signIn(t.adminToken);
+    const csrf = b.csrfOf((await b.request('GET', '/app/nodes/task-docs')).text);
+    const posted = await b.request('POST', '/app/nodes/task-docs/priority', { csrf, priority: 'p1' });
+    expect(posted.status, posted.text).to.equal(303);
+    // the page's live.js refreshes (an event of that very change) before the browser follows the redirect
+    const refresh = await fetch(`${t.url}/app/nodes/task-docs`, {
+      headers: { cookie: [...b.cookies].map(([k, v]) => `${k}=${v}`).join('; '), 'x-workgraph-live': '1' },
+    });
+    expect(refresh.status).to.equal(200);
+    expect(await refresh.text()).to.not.include('Priority set to p1');
+    const page = await b.request('GET', posted.location!);
+    expect(page.text).to.match(/class="flash[^"]*"[^>]*>[^<]*Priority set to p1/);
+    // shown once
+    expect((await b.request('GET', posted.location!)).text).to.not.include('Priority set to p1');
+  });
+
   it('sign-in needs the form it was given (CSRF cookie), and never redirects off the app', async () => {
     const b = new Browserless(t.url);
     const forged = await b.request('POST', '/app/signin', { csrf: 'x', token: t.adminToken, next: '/app/queue' });
