@@ -106,6 +106,15 @@ export function ownerMember(status: Status, org: string): Member | undefined {
 }
 
 /** Whether `org` has a live owner with an unexpired lease that the status names among its members. */
+/**
+ * `ownedIn`, and by the member the tenant prefers among the live ones: no rebalancing hand-off is
+ * coming (one moved a tenant away between a test's look at its owner and the SIGSTOP it sent)
+ */
+export function settledIn(org: string): (s: Status) => boolean {
+  const owned = ownedIn(org);
+  return (s) => owned(s) && s.tenants.some((t) => t.org === org && t.owner === t.preferred);
+}
+
 export function ownedIn(org: string): (s: Status) => boolean {
   return (s) => {
     const t = s.tenants.find((x) => x.org === org);
