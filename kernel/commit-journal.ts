@@ -31,10 +31,10 @@
  *
  * git ignores unknown files at the top of a gitdir (`git fsck --full --strict` included).
  */
-import { createHash } from 'node:crypto';
 import { writeSync } from 'node:fs';
 import { crc32 as zlibCrc32 } from 'node:zlib';
 import type { FileHandle } from 'node:fs/promises';
+import { encodeObject } from './git/objects.js';
 import { applyDelta } from './pack-writer.js';
 
 export const JOURNAL_NAME = 'svc-journal';
@@ -148,7 +148,7 @@ export async function resolveDeltas(records: JournalRecord[], readBase: (oid: st
       if (o.body.length === 0 && o.delta !== undefined && o.deltaBase !== undefined) {
         const base = bodies.get(o.deltaBase) ?? (await readBase(o.deltaBase));
         o.body = applyDelta(base, o.delta);
-        const oid = createHash('sha1').update(`tree ${o.body.length}\0`).update(o.body).digest('hex');
+        const { oid } = encodeObject('tree', o.body);
         if (oid !== o.oid) throw new Error(`journal: tree ${o.oid} rebuilt from ${o.deltaBase} hashes to ${oid}`);
       }
       if (o.type === 'tree') bodies.set(o.oid, o.body);
