@@ -45,14 +45,18 @@ function expectNotOwner(err: unknown): void {
 
 describe('operational stores: postgres only', () => {
   let base = '';
+  /** the stores' local directory (not the system's temp directory itself: they create auth/ and state/ in it) */
+  let local = '';
   before(async () => {
     base = (await sharedPostgres()).url;
     url ||= await freshSchemaUrl(base);
     db ??= await openDatabase(url);
+    local = mkdtempSync(join(tmpdir(), 'wg-pg-stores-'));
   });
   after(async () => {
     for (const s of opened.splice(0)) await s.close?.();
     await db?.close();
+    rmSync(local, { recursive: true, force: true });
   });
 
   async function owned(fence = 1): Promise<string> {
@@ -68,7 +72,7 @@ describe('operational stores: postgres only', () => {
   it('fencing: once the fence moved, set/delete/batch and token mutations fail 503 not_owner and memory is unchanged', async () => {
     const org = await owned();
     const fences = new Map([[org, 1 as number | null]]);
-    const { state, tokens } = await pgOperational(db, (o) => fences.get(o))(org, tmpdir());
+    const { state, tokens } = await pgOperational(db, (o) => fences.get(o))(org, local);
     opened.push(state, tokens);
     const c = state.collection<string>('leases');
     await c.set('a', 'mine');
@@ -165,8 +169,8 @@ describe('operational stores: postgres only', () => {
 
   it('tokens: unfenced writes (operator tools), NOTIFY to the owner, routing by hash, a hash of another tenant is refused', async () => {
     const org = await owned();
-    const owner = new PgTokenStore(db, org, () => 1, tmpdir());
-    const cli = new PgTokenStore(db, org, () => undefined, tmpdir());
+    const owner = new PgTokenStore(db, org, () => 1, local);
+    const cli = new PgTokenStore(db, org, () => undefined, local);
     opened.push(owner, cli);
     await owner.load();
     await cli.load();
@@ -180,7 +184,7 @@ describe('operational stores: postgres only', () => {
     expect(owner.reload()).to.equal(false);
 
     const elsewhere = await owned();
-    const intruder = new PgTokenStore(db, elsewhere, () => 1, tmpdir());
+    const intruder = new PgTokenStore(db, elsewhere, () => 1, local);
     opened.push(intruder);
     await intruder.load();
     const err = await rejection(intruder.mutate((records) => void records.set(rec.hash, { ...rec, person: 'person-evil' })));
@@ -193,11 +197,11 @@ describe('operational stores: postgres only', () => {
     const own = await openDatabase(url);
     try {
       const org = await owned();
-      const owner = new PgTokenStore(own, org, () => 1, tmpdir());
+      const owner = new PgTokenStore(own, org, () => 1, local);
       await owner.load();
       (own as unknown as { dropListener(): void }).dropListener();
       const rec = record(generateToken('pat'));
-      await new PgTokenStore(db, org, () => undefined, tmpdir()).mutate((records) => void records.set(rec.hash, rec));
+      await new PgTokenStore(db, org, () => undefined, local).mutate((records) => void records.set(rec.hash, rec));
       await until(() => owner.find(rec.hash) !== undefined, 'the re-read after reconnecting');
       await owner.close();
     } finally {

@@ -52,6 +52,8 @@ function fileBackend(): Backend {
 let url = '';
 let db: Database;
 const opened: Array<{ close?(): Promise<void> }> = [];
+/** where the PostgreSQL stores keep their local files (removed at teardown, not left in the system's temp directory) */
+let pgRoot = '';
 
 function pgBackend(): Backend {
   return {
@@ -59,10 +61,12 @@ function pgBackend(): Backend {
     async setup() {
       url ||= await freshSchemaUrl((await sharedPostgres()).url);
       db ??= await openDatabase(url);
+      pgRoot ||= mkdtempSync(join(tmpdir(), 'wg-stores-pg-'));
     },
     async teardown() {
       for (const s of opened.splice(0)) await s.close?.();
       await db?.close();
+      if (pgRoot) rmSync(pgRoot, { recursive: true, force: true });
     },
     async tenant() {
       const org = orgName();
@@ -70,12 +74,12 @@ function pgBackend(): Backend {
       const open = pgOperational(db, (o) => (o === org ? 1 : null));
       return {
         state: async () => {
-          const s = (await open(org, join(tmpdir(), org))).state;
+          const s = (await open(org, join(pgRoot, org))).state;
           opened.push(s);
           return s;
         },
         tokens: async () => {
-          const t = (await open(org, join(tmpdir(), org))).tokens;
+          const t = (await open(org, join(pgRoot, org))).tokens;
           opened.push(t);
           return t;
         },
