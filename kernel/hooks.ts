@@ -26,15 +26,18 @@ export class HookRunner {
     private readonly sandbox: Sandbox,
     private readonly tenant: string,
     private readonly limits: () => Partial<SandboxLimits>,
+    /** what a pack hook's answer depends on (SchemaPack.hook_inputs); the whole input otherwise */
+    private readonly inputsOf: ReadonlyMap<string, (input: unknown) => unknown> = new Map(),
   ) {}
 
   private async call(ref: HookRef, input: unknown): Promise<{ ok: true; value: unknown } | { ok: false; message: string }> {
+    const reads = this.inputsOf.get(ref.source);
     const key = createHash('sha1')
       .update(ref.owner)
       .update('\0')
       .update(ref.source)
       .update('\0')
-      .update(JSON.stringify(input))
+      .update(JSON.stringify(reads ? reads(input) : input) ?? '')
       .digest('hex');
     if (this.cache.has(key)) return { ok: true, value: this.cache.get(key) };
     const call = { tenant: this.tenant, owner: ref.owner, hook: ref.hook, source: ref.source, input, limits: this.limits() };

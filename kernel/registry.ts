@@ -79,6 +79,14 @@ export interface SchemaPack {
   node_types: NodeTypeDef[];
   edge_types: EdgeTypeDef[];
   queue_policy: Record<string, unknown>;
+  /**
+   * For hooks the pack wrote itself, by hook source: the part of a call's input the hook's
+   * answer depends on. The HookRunner caches verdicts on it, so a pack hook is asked once per
+   * distinct question (a transition table's verdict for every new task is the same one) instead
+   * of once per node. A schema node's hook, or a pack type whose hook a layer replaced, has a
+   * different source and is keyed on its whole input.
+   */
+  hook_inputs?: ReadonlyMap<string, (input: unknown) => unknown>;
 }
 
 /** One active graph-resident schema node, as read from the graph. */

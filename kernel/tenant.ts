@@ -183,10 +183,15 @@ export class Tenant {
   ) {
     this.tokens = stores?.tokens ?? new FileTokenStore(join(dir, 'auth'));
     this.state = stores?.state ?? new FileStateStore(join(dir, 'state'));
-    this.hooks = new HookRunner(deps.sandbox, org, () => ({
-      timeoutMs: this.config.limits.hook_timeout_ms,
-      memoryMb: this.config.limits.hook_memory_mb,
-    }));
+    this.hooks = new HookRunner(
+      deps.sandbox,
+      org,
+      () => ({
+        timeoutMs: this.config.limits.hook_timeout_ms,
+        memoryMb: this.config.limits.hook_memory_mb,
+      }),
+      deps.pack.hook_inputs,
+    );
   }
 
   static readConfig(dir: string): TenantConfig {

@@ -304,9 +304,37 @@ export const seedQueuePolicy = {
   age_cap_days: 60,
 };
 
+type HookInput = { from?: unknown; to?: unknown; actor?: unknown; node?: Record<string, unknown> | null };
+
+/**
+ * What each seed hook reads of its input (hooks/status-transition.js: the two statuses, and for a
+ * self-approval type the node's author and the actor; hooks/validate-fields.js: the node's type
+ * and its ruled fields), so identical questions share one cached verdict.
+ */
+function seedHookInputs(): Map<string, (input: unknown) => unknown> {
+  const inputs = new Map<string, (input: unknown) => unknown>();
+  for (const [seed, def] of seeds.map((s, i) => [s, seedNodeTypes[i]!] as const)) {
+    const transition = def.hooks.transition;
+    if (transition)
+      inputs.set(transition, (raw) => {
+        const i = raw as HookInput;
+        return seed.selfApproval ? [i.from, i.to, i.node?.author, i.actor] : [i.from, i.to];
+      });
+    const validate = def.hooks.validate;
+    const fields = seed.fields ?? [];
+    if (validate)
+      inputs.set(validate, (raw) => {
+        const node = (raw as HookInput).node ?? {};
+        return [node.type, ...fields.map((f) => node[f.field])];
+      });
+  }
+  return inputs;
+}
+
 export const seedPack: SchemaPack = {
   default_edge_weight: 0.3,
   node_types: seedNodeTypes,
   edge_types: seedEdgeTypes,
   queue_policy: seedQueuePolicy,
+  hook_inputs: seedHookInputs(),
 };
