@@ -306,9 +306,15 @@ export class FileEventLog implements EventLog {
     this.currentCount = 0;
   }
 
+  /**
+   * The ring keeps at least the newest `ringSize` events and is cut back to them once it holds a
+   * quarter more (64 at least): cutting on every push once full moved the whole array each time
+   * (about 11 us an event at 4,096: 114 ms of a 10,000-node seed at 170,000 nodes, against 13 ms
+   * at 0-10,000 while the ring was filling).
+   */
   private pushRing(event: WorkEvent): void {
     this.ring.push(event);
-    if (this.ring.length > this.ringSize) this.ring.splice(0, this.ring.length - this.ringSize);
+    if (this.ring.length > this.ringSize + Math.max(64, this.ringSize >> 2)) this.ring.splice(0, this.ring.length - this.ringSize);
   }
 
   /** Drops the oldest segments past the retention bounds (never the newest). */

@@ -91,6 +91,10 @@ describe('events: retention and storage', function () {
       const emitted = await Promise.all(Array.from({ length: 250 }, (_, i) => log.emit(op(i + 1))));
       expect(emitted.map((e) => e.id)).to.deep.equal(emitted.map((_, i) => i + 1));
       expect(readdirSync(dir).length).to.be.greaterThan(2);
+      // the ring holds the newest ringSize events, cut back once it holds 64 more (not at every push)
+      const ring = (log as unknown as { ring: Array<{ id: number }> }).ring;
+      expect(ring.length).to.be.within(16, 16 + 64);
+      expect(ring[ring.length - 1]!.id).to.equal(250);
       const check = async (l: FileEventLog) => {
         expect((await l.read(0, undefined, 1000)).map((e) => e.id)).to.deep.equal(emitted.map((e) => e.id));
         expect((await l.read(120, undefined, 5)).map((e) => e.id)).to.deep.equal([121, 122, 123, 124, 125]);
