@@ -18,12 +18,18 @@
  * cluster-1 / embedded (the cost of PostgreSQL's acknowledgements and routing; target >= 0.9x
  * each), plus one tenant's reads sent to its owner and then to a member that forwards them: the
  * latency of each, and the forwarding member's CPU per forwarded read (it serves none of that
- * tenant's reads itself, so its CPU meanwhile is the forwarding's; target <= 50 µs).
+ * tenant's reads itself, so its CPU meanwhile is the forwarding's; target <= 50 µs), next to
+ * its reference in the same run: a bare Node reverse proxy in front of the same owner (this
+ * file run with `--bare-proxy URL`: node:http, a keep-alive agent, the answer piped back, no
+ * routing, no checks), probed the same way. That is the floor of forwarding over HTTP in Node.
  *
  * Env: BENCH_CLUSTER_SECONDS (default 6), BENCH_CLUSTER_CONNECTIONS (default 24),
  * BENCH_CLUSTER_TENANTS (default 6).
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { Agent, createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,12 +38,14 @@ import {
   fmtRate,
   fmtRatio,
   machineNote,
+  NODE_ARGS,
   processCpuMs,
   recordResult,
   ROOT,
   runIfMain,
   scratchDir,
   startServerProcess,
+  stopChild,
   waitQuiet,
   verdict,
   type ServerChild,
@@ -51,6 +59,50 @@ const LEASE_MS = 3000;
 const FORWARD_CPU_TARGET_US = 50;
 /** issue 27 item 7: a one-member cluster serves reads and writes at least this fraction of the embedded rate */
 const ONE_MEMBER_TARGET = 0.9;
+
+/** `cluster.ts --bare-proxy URL`: the reference forwarder, one process, prints `listening on URL`. */
+async function bareProxy(target: string): Promise<void> {
+  const to = new URL(target);
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const server = createServer((req, res) => {
+    const upstream = request(
+      { host: to.hostname, port: to.port, path: req.url, method: req.method, headers: req.headers, agent },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  server.keepAliveTimeout = 5000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  process.stdout.write(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`);
+  process.on('SIGTERM', () => server.close(() => process.exit(0)));
+}
+
+function startBareProxy(target: string): Promise<ServerChild> {
+  const child = spawn(process.execPath, [...NODE_ARGS, fileURLToPath(import.meta.url), '--bare-proxy', target], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString('utf8');
+      const m = /listening on (\S+)/.exec(out);
+      if (m)
+        resolve({
+          child,
+          url: m[1]!,
+          readyMs: 0,
+          cpuMs: NaN,
+          stop: () => stopChild(child),
+        });
+    });
+    child.on('exit', (code) => reject(new Error(`bare proxy exited (${code})`)));
+  });
+}
 
 interface AutocannonRequest {
   method?: string;
@@ -109,6 +161,9 @@ interface Phase {
   /** the owner's CPU per read it serves directly / per read forwarded to it, microseconds */
   ownerDirectCpuUs: number | null;
   ownerForwardedCpuUs: number | null;
+  /** the reference: a bare Node reverse proxy's CPU per read it forwards to the same owner, and that read's p50 */
+  bareProxyCpuUs: number | null;
+  bareProxyP50: number | null;
   errors: number;
 }
 
@@ -157,6 +212,8 @@ async function drive(
   let forwardCpuUs: number | null = null;
   let ownerDirectCpuUs: number | null = null;
   let ownerForwardedCpuUs: number | null = null;
+  let bareProxyCpuUs: number | null = null;
+  let bareProxyP50: number | null = null;
   if (owners && members.length > 1) {
     const t = tenants[0]!;
     const ownerUrl = owners.get(t.org)!;
@@ -173,12 +230,16 @@ async function drive(
       await new Promise((resolve) => setTimeout(resolve, ms));
       return members.map((m, i) => ((processCpuMs(m.child.pid) - before[i]!) * 1000) / ms);
     };
-    /** One tenant's reads sent to `url`; the CPU each member spent meanwhile above its idle rate, per request. */
-    const probe = async (url: string) => {
+    /**
+     * One tenant's reads sent to `url`; the CPU each member spent meanwhile above its idle rate,
+     * per request (and `proxy`'s, the reference forwarder, when given).
+     */
+    const probe = async (url: string, proxy?: ServerChild) => {
       await waitQuiet('cluster probe', 30_000);
       const idle = await idleCpuMsPerS(2000);
       const started = performance.now();
       const before = members.map((m) => processCpuMs(m.child.pid));
+      const proxyBefore = proxy ? processCpuMs(proxy.child.pid) : 0;
       const res = await autocannon({
         url,
         connections: 4,
@@ -202,10 +263,19 @@ async function drive(
         const i = members.indexOf(m);
         return (Math.max(0, processCpuMs(m.child.pid) - before[i]! - idle[i]! * seconds) * 1000) / count;
       };
-      return { p50: res.latency.p50, owner: cpuUs(owner), forwarder: cpuUs(forwarder) };
+      const proxyUs = proxy ? ((processCpuMs(proxy.child.pid) - proxyBefore) * 1000) / count : null;
+      return { p50: res.latency.p50, owner: cpuUs(owner), forwarder: cpuUs(forwarder), proxy: proxyUs };
     };
     const direct = await probe(ownerUrl);
     const forwarded = await probe(forwarder.url);
+    const bare = await startBareProxy(ownerUrl);
+    try {
+      const viaBare = await probe(bare.url, bare);
+      bareProxyCpuUs = viaBare.proxy;
+      bareProxyP50 = viaBare.p50;
+    } finally {
+      await bare.stop();
+    }
     ownerP50 = direct.p50;
     forwardedP50 = forwarded.p50;
     ownerDirectCpuUs = direct.owner;
@@ -240,6 +310,8 @@ async function drive(
     forwardCpuUs,
     ownerDirectCpuUs,
     ownerForwardedCpuUs,
+    bareProxyCpuUs,
+    bareProxyP50,
     errors,
   };
 }
@@ -335,10 +407,15 @@ export async function main(): Promise<void> {
     row('embedded', embedded);
     row('cluster-1', one);
     row('cluster-3', three);
-    console.log(`  read p50 of one tenant: from its owner ${three.ownerP50} ms, forwarded by another member ${three.forwardedP50} ms`);
+    console.log(
+      `  read p50 of one tenant: from its owner ${three.ownerP50} ms, forwarded by another member ${three.forwardedP50} ms, through a bare Node proxy ${three.bareProxyP50} ms`,
+    );
     const us = (x: number | null) => (x === null ? 'n/a' : `${Math.round(x)} µs`);
     console.log(
       `  forwarding: the forwarding member's CPU per forwarded read ${us(three.forwardCpuUs)} (target <= ${FORWARD_CPU_TARGET_US} µs: ${verdict(three.forwardCpuUs !== null && three.forwardCpuUs <= FORWARD_CPU_TARGET_US)}); the owner's per read served directly ${us(three.ownerDirectCpuUs)}, per read forwarded to it ${us(three.ownerForwardedCpuUs)}`,
+    );
+    console.log(
+      `  reference: a bare Node reverse proxy (node:http, keep-alive agent, piped, no routing) in front of the same owner: ${us(three.bareProxyCpuUs)} CPU a forwarded read; ours / bare ${three.forwardCpuUs !== null && three.bareProxyCpuUs ? fmtRatio(three.forwardCpuUs / three.bareProxyCpuUs) : 'n/a'}`,
     );
     console.log(
       `  failover: kill -9 of a tenant's owner to its first acknowledged write through another member: ${Math.round(failoverMs)} ms (lease ${LEASE_MS} ms)`,
@@ -368,4 +445,11 @@ export async function main(): Promise<void> {
   }
 }
 
-runIfMain(import.meta.url, main);
+if (process.argv[2] === '--bare-proxy') {
+  bareProxy(process.argv[3]!).catch((err: unknown) => {
+    process.stderr.write(`${String(err)}\n`);
+    process.exit(1);
+  });
+} else {
+  runIfMain(import.meta.url, main);
+}
