@@ -87,8 +87,7 @@ const scaleId = (i: number): string => `task-scale-${String(i).padStart(6, '0')}
 /**
  * The bench's client: node:http over kept-alive connections. fetch (undici) spent about 0.5 ms of
  * CPU a request on this VM's 2 cores, against 0.14 ms for this, and the writers' figures measured
- * the client as much as the server: 8 writers against 1 at 170,000 nodes were 1.0-1.4x through
- * fetch, 2.3-2.5x through this (docs/performance.md "Tenth session").
+ * the client as much as the server (docs/performance.md "Tenth session").
  */
 class Api {
   private readonly agent = new Agent({ keepAlive: true, maxSockets: 16 });
