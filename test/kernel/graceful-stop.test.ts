@@ -141,7 +141,11 @@ describe('graceful stop (SIGTERM, SIGINT)', function () {
       JSON.stringify(outcomes.filter((o) => o.status && o.status !== 200 && o.status !== 503).slice(0, 2)),
     ).to.equal(true);
     for (const o of outcomes.filter((x) => x.status !== undefined)) expect(() => JSON.parse(o.body!), o.body).to.not.throw();
-    expect(acknowledged.length).to.be.greaterThan(30);
+    // the 30 the stop waited for; a request still on its way when the signal came may be refused
+    // (503 shutting_down) rather than served, so none more is owed (a CI run at f3437b1 had none)
+    expect(acknowledged.length).to.be.at.least(30);
+    // the stop came in the middle of the burst: not every worker got through its 400 writes
+    expect(outcomes.length).to.be.below(6 * 400);
     expect(server.output()).to.match(/"msg":"stopped"/);
 
     const again = await startServer(dataDir);
