@@ -26,10 +26,9 @@
  * Env: BENCH_CLUSTER_SECONDS (default 6), BENCH_CLUSTER_CONNECTIONS (default 24),
  * BENCH_CLUSTER_TENANTS (default 6).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -38,14 +37,13 @@ import {
   fmtRate,
   fmtRatio,
   machineNote,
-  NODE_ARGS,
   processCpuMs,
   recordResult,
   ROOT,
   runIfMain,
   scratchDir,
+  startReference,
   startServerProcess,
-  stopChild,
   waitQuiet,
   verdict,
   type ServerChild,
@@ -82,26 +80,7 @@ async function bareProxy(target: string): Promise<void> {
 }
 
 function startBareProxy(target: string): Promise<ServerChild> {
-  const child = spawn(process.execPath, [...NODE_ARGS, fileURLToPath(import.meta.url), '--bare-proxy', target], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString('utf8');
-      const m = /listening on (\S+)/.exec(out);
-      if (m)
-        resolve({
-          child,
-          url: m[1]!,
-          readyMs: 0,
-          cpuMs: NaN,
-          stop: () => stopChild(child),
-        });
-    });
-    child.on('exit', (code) => reject(new Error(`bare proxy exited (${code})`)));
-  });
+  return startReference(import.meta.url, ['--bare-proxy', target], 'bare proxy');
 }
 
 interface AutocannonRequest {

@@ -344,6 +344,26 @@ function ensureBundle(): void {
 }
 
 /**
+ * A reference server: the bench file `moduleUrl` run again with `args` (its own `--bare...` mode),
+ * one process, ready once it prints `listening on URL`.
+ */
+export function startReference(moduleUrl: string, args: string[], what: string): Promise<ServerChild> {
+  const t0 = nowMs();
+  const child = spawn(process.execPath, [...NODE_ARGS, fileURLToPath(moduleUrl), ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString('utf8');
+      const m = /listening on (\S+)/.exec(out);
+      if (m) resolve({ child, url: m[1]!, readyMs: nowMs() - t0, cpuMs: NaN, stop: () => stopChild(child) });
+    });
+    child.on('exit', (code) => reject(new Error(`${what} exited (${code})`)));
+  });
+}
+/**
  * Starts `workgraph serve` exactly as `npm start` does (`node dist/workgraph.mjs serve`, the
  * bundle built first, not timed) on `dataDir` with PORT=0, and
  * resolves when it prints its `listening on` line.

@@ -21,13 +21,11 @@
  */
 import Router from '@koa/router';
 import Koa from 'koa';
-import { spawn } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   benchId,
   fixture,
@@ -35,15 +33,12 @@ import {
   fmtRatio,
   machineNote,
   median,
-  NODE_ARGS,
-  nowMs,
   recordResult,
   processCpuMs,
-  ROOT,
   runIfMain,
   scratchDir,
+  startReference,
   startServerProcess,
-  stopChild,
   verdict,
   waitQuiet,
   type ServerChild,
@@ -104,20 +99,7 @@ async function bareServer(mapFile: string): Promise<void> {
 }
 
 function startBare(mapFile: string): Promise<ServerChild> {
-  const t0 = nowMs();
-  const child = spawn(process.execPath, [...NODE_ARGS, fileURLToPath(import.meta.url), '--bare', mapFile], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString('utf8');
-      const m = /listening on (\S+)/.exec(out);
-      if (m) resolve({ child, url: m[1]!, readyMs: nowMs() - t0, cpuMs: NaN, stop: () => stopChild(child) });
-    });
-    child.on('exit', (code) => reject(new Error(`bare server exited (${code})`)));
-  });
+  return startReference(import.meta.url, ['--bare', mapFile], 'bare server');
 }
 
 interface Load {
