@@ -12,7 +12,7 @@ import { appRouter } from './router.js';
 import { doSignin, doSignout, showOrgs, showSignin, switchOrg } from './pages/auth.js';
 import { showAnalytics, showGraph, showProgram, showPrograms, showSearch } from './pages/explore.js';
 import { claimNode, editNode, priorityNode, readinessNode, releaseNode, showHistoryEntry, showNode, statusNode } from './pages/node.js';
-import { postComment, removeComment } from './pages/comments.js';
+import { changeComment, postComment, removeComment } from './pages/comments.js';
 import { moveCard, showBoard } from './pages/board.js';
 import { finishOidc, redeemInvite, showInvite, startOidc } from './pages/signin-links.js';
 import { createNode, lookup, showNew } from './pages/create.js';
@@ -64,6 +64,7 @@ function buildHost(host: AppHost): AppHost {
   host.postSigned('/app/nodes/:id/assign', assignNode);
   host.postSigned('/app/nodes/:id/unassign', unassignNode);
   host.postSigned('/app/nodes/:id/comments', postComment);
+  host.postSigned('/app/comments/:id/edit', changeComment);
   host.postSigned('/app/comments/:id/delete', removeComment);
   host.getSigned('/app/nodes/:id/history/:sha', showHistoryEntry);
   host.getSigned('/app/nodes/:id/graph', showGraph);

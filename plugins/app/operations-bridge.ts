@@ -213,6 +213,10 @@ export class Bridge {
     this.need('comments', 'comments');
     return call(commentsApi.addComment, this.ctx, { id, body });
   }
+  editComment(id: string, body: string, revision?: string) {
+    this.need('comments', 'comments');
+    return call(commentsApi.editComment, this.ctx, revision ? { id, body, revision } : { id, body });
+  }
   deleteComment(id: string) {
     this.need('comments', 'comments');
     return call(commentsApi.deleteComment, this.ctx, { id });

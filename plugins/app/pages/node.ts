@@ -8,7 +8,7 @@ import { isSvcError, SvcError } from '../../../kernel/errors.js';
 import { csrfField, html, layout, raw, type Html, diffLineClass } from '../html.js';
 import type { AppRequest, AppResult, Signed } from '../host.js';
 import { markdownToSafeHtml } from '../markdown.js';
-import { commentRedirect, commentsSection } from './comments.js';
+import { commentRedirect, commentsSection, type CommentEdit } from './comments.js';
 import { editFieldsForm, fieldsConflictPanel, type FieldsConflict } from './node-edit.js';
 import { assignSection, edgeForm } from './node-people.js';
 import { nodeLink } from './queue.js';
@@ -47,7 +47,14 @@ function when(iso: string): Html {
 export async function nodePage(
   s: Signed,
   id: string,
-  opts: { error?: SvcError; conflict?: Conflict; fieldsConflict?: FieldsConflict; status?: number; commentDraft?: string } = {},
+  opts: {
+    error?: SvcError;
+    conflict?: Conflict;
+    fieldsConflict?: FieldsConflict;
+    status?: number;
+    commentDraft?: string;
+    commentEdit?: CommentEdit;
+  } = {},
 ): Promise<AppResult> {
   const b = s.bridge;
   const node = nodeFields(await b.getNode(id));
@@ -68,7 +75,7 @@ export async function nodePage(
   const action = (name: string) => `/app/nodes/${encodeURIComponent(id)}/${name}`;
   const err = opts.error;
   const resolution = node.resolution;
-  const comments = await commentsSection(s, id, opts.commentDraft);
+  const comments = await commentsSection(s, id, opts.commentDraft, opts.commentEdit);
   const described = history ? await describeHistory(s, id, history.history, history.total) : [];
   const fields = Object.entries(fm).filter(([k]) => !HIDDEN_FIELDS.has(k));
   const stamps = fields.filter(([k]) => STAMP_FIELDS.has(k));

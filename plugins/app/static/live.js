@@ -23,8 +23,10 @@
     banner.hidden = state !== 'paused';
   };
 
-  // A form field the person is typing in is never replaced under them.
+  // A form field the person is typing in is never replaced under them, nor a form they opened
+  // (a comment's edit form is a <details> they unfolded).
   const busy = (region) => {
+    if (region.querySelector('details[open] form')) return true;
     const active = document.activeElement;
     return active && region.contains(active) && /^(INPUT|TEXTAREA|SELECT)$/.test(active.tagName) && active.type !== 'hidden';
   };

@@ -1,7 +1,7 @@
 /**
  * Issue 25 acceptance "comment with a mention", in real Chromium: Ada posts a comment on a node
  * page naming `@bob-builder`; the comment shows with her name, its time and the mention as a
- * link to Bob; Bob, whose inbox is open meanwhile, sees "Mentioned you in a comment" arrive
+ * link to Bob, and she edits it from its fold; Bob, whose inbox is open meanwhile, sees "Mentioned you in a comment" arrive
  * without a reload, and its link takes him to the comment. No serious axe violations on the
  * node page with comments at 1280 and 390 px.
  */
@@ -53,6 +53,60 @@ describe('app: comments with a mention (Chromium)', function () {
       await adaPage.setViewportSize({ width, height: 800 });
       expect(serious(await axe(adaPage)), `axe at ${width} px`).to.deep.equal([]);
     }
+    // her own comment unfolds into its edit form; the saved text replaces the old one, marked edited
+    await comment.locator('summary', { hasText: 'Edit' }).click();
+    await comment.getByLabel(/Edit your comment/).fill('Can you check the **DNS** plan, @bob-builder? Launch is close: Friday.');
+    expect(serious(await axe(adaPage)), 'axe with the edit form open').to.deep.equal([]);
+    await Promise.all([
+      adaPage.waitForURL(new RegExp(`/app/nodes/task-launch#${commentId}$`)),
+      comment.getByRole('button', { name: 'Save comment' }).click(),
+    ]);
+    await adaPage.locator('.flash', { hasText: 'Comment saved' }).waitFor();
+    expect(await adaPage.locator(`li.comment#${commentId} .markdown`).textContent()).to.include('Launch is close: Friday.');
+    expect(await adaPage.locator(`li.comment#${commentId} .meta`).textContent()).to.include('edited');
+
+    // an unfolded edit form is not redrawn under her by the live refresh; folded again, the page catches up
+    await adaPage.waitForFunction(() => document.documentElement.dataset.live === 'open');
+    await comment.locator('summary', { hasText: 'Edit' }).click();
+    await adaPage.locator('#comments-h').click(); // the form open, no field focused
+    const refreshes = () => adaPage.evaluate(() => Number(document.documentElement.dataset.liveRefreshes ?? '0'));
+    // the refresh that fetched Bob's reply: the count when its copy of the page arrived
+    await adaPage.evaluate(() => {
+      const w = window as unknown as { __replyAt?: number };
+      const original = window.fetch.bind(window);
+      window.fetch = async (...args: Parameters<typeof fetch>) => {
+        const res = await original(...args);
+        const at = Number(document.documentElement.dataset.liveRefreshes ?? '0');
+        void res
+          .clone()
+          .text()
+          .then((text) => {
+            if (w.__replyAt === undefined && text.includes('On it: the DNS records')) w.__replyAt = at;
+          });
+        return res;
+      };
+    });
+    const reply = await fetch(`${t.url}/v1/nodes/task-launch/comments`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bob.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ body: 'On it: the DNS records go in on Thursday.' }),
+    });
+    expect(reply.status).to.equal(201);
+    await adaPage.waitForFunction(() => {
+      const at = (window as unknown as { __replyAt?: number }).__replyAt;
+      return at !== undefined && Number(document.documentElement.dataset.liveRefreshes ?? '0') > at;
+    });
+    expect(await comment.locator('details[open]').count(), 'the open fold was kept').to.equal(1);
+    expect(await adaPage.locator('li.comment', { hasText: 'On it: the DNS records' }).count()).to.equal(0);
+    await comment.locator('summary', { hasText: 'Edit' }).click();
+    const folded = await refreshes();
+    await fetch(`${t.url}/v1/nodes/task-launch/comments`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bob.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ body: 'And the certificates on Friday.' }),
+    });
+    await adaPage.waitForFunction((n) => Number(document.documentElement.dataset.liveRefreshes ?? '0') > n, folded);
+    await adaPage.locator('li.comment', { hasText: 'On it: the DNS records' }).waitFor();
 
     const item = bobPage.locator('li.inbox-item.unread', { hasText: 'Mentioned you in a comment' });
     await item.waitFor();
@@ -65,8 +119,9 @@ describe('app: comments with a mention (Chromium)', function () {
       item.getByRole('link', { name: 'Launch the new site' }).click(),
     ]);
     expect(await bobPage.locator(`li.comment#${commentId}`).textContent()).to.include('Can you check the DNS plan');
-    // not his comment: no delete button for Bob
+    // not his comment: no delete button and no edit fold for Bob
     expect(await bobPage.locator(`li.comment#${commentId} button`).count()).to.equal(0);
+    expect(await bobPage.locator(`li.comment#${commentId} details`).count()).to.equal(0);
 
     expect(adaWatch.problems).to.deep.equal([]);
     expect(bobWatch.problems).to.deep.equal([]);

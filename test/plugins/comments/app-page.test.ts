@@ -3,7 +3,8 @@
  * with author names and times, markdown sanitized, a mention a link to the person; posting
  * needs the session's CSRF token; a blank comment comes back inline (422) with nothing
  * written; the delete button is the author's (or an admin's), and another person's delete is
- * refused.
+ * refused; the edit form is the author's alone, saves with the revision it was drawn with, and
+ * a stale or blank edit comes back inline with the text kept and nothing written.
  */
 import { expect } from 'chai';
 import { addPerson, putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
@@ -43,8 +44,13 @@ describe('comments in the web app (node page)', function () {
     expect(section).to.include('<strong>check</strong>');
     expect(section).to.include('@nobody');
     expect(section).to.match(/<time datetime="\d{4}-\d\d-\d\dT/);
+    // the rendered text: no script, no script link (the author's edit fold holds the raw text, escaped)
+    const rendered = section.slice(section.indexOf('<div class="markdown">'), section.indexOf('</div>'));
+    expect(rendered).to.include('<strong>check</strong>');
+    expect(rendered).to.not.include('<script>alert');
+    expect(rendered).to.not.include('javascript:');
     expect(section).to.not.include('<script>alert');
-    expect(section).to.not.include('javascript:');
+    expect(section).to.include('&lt;script&gt;alert(1)&lt;/script&gt; [click](javascript:alert(1)) and @nobody</textarea>');
     expect(section).to.include('>Delete</button>');
     // the comment's own page is its place on the discussed node's page
     const id = /#(comment-[0-9a-f]{16})$/.exec(posted.location!)![1]!;
@@ -78,5 +84,79 @@ describe('comments in the web app (node page)', function () {
     expect((await admin.request('GET', '/app/nodes/task-cm-page')).text)
       .to.include('Comment deleted')
       .and.include('No comments yet.');
+  });
+
+  it('the author edits a comment from its fold; a stale revision is 409 inline with the text kept, a blank one 422, nothing written', async () => {
+    const s = new FormClient(t.url);
+    await s.signedIn(ada.token);
+    const page = await s.request('GET', '/app/nodes/task-cm-page');
+    const posted = await s.request('POST', '/app/nodes/task-cm-page/comments', {
+      csrf: s.csrfOf(page.text),
+      body: 'First thoughts on the page',
+    });
+    const id = /#(comment-[0-9a-f]{16})$/.exec(posted.location!)![1]!;
+    const mine = await s.request('GET', '/app/nodes/task-cm-page');
+    const item = mine.text.slice(mine.text.indexOf(`id="${id}"`));
+    expect(item).to.include('<summary>Edit</summary>').and.include(`action="/app/comments/${id}/edit"`);
+    const revision = /name="revision" value="([^"]+)"/.exec(item)![1]!;
+    expect(item).to.include('>First thoughts on the page</textarea>');
+
+    // not Bob's to edit, nor the admin's (who may delete it)
+    for (const token of [bob.token, t.adminToken]) {
+      const other = new FormClient(t.url);
+      await other.signedIn(token);
+      const theirs = await other.request('GET', '/app/nodes/task-cm-page');
+      expect(theirs.text.slice(theirs.text.indexOf(`id="${id}"`))).to.not.include(`/app/comments/${id}/edit`);
+      const refused = await other.request('POST', `/app/comments/${id}/edit`, {
+        csrf: other.csrfOf(theirs.text),
+        body: 'Rewritten',
+        revision: '',
+      });
+      expect(refused.status).to.equal(403);
+      expect(refused.text).to.include('forbidden');
+    }
+
+    const saved = await s.request('POST', `/app/comments/${id}/edit`, {
+      csrf: s.csrfOf(mine.text),
+      body: 'Second thoughts, @bob-builder: **ship it**',
+      revision,
+    });
+    expect(saved.status, saved.text.slice(0, 500)).to.equal(303);
+    expect(saved.location).to.equal(`/app/nodes/task-cm-page#${id}`);
+    const after = await s.request('GET', '/app/nodes/task-cm-page');
+    const edited = after.text.slice(after.text.indexOf(`id="${id}"`));
+    expect(after.text).to.include('Comment saved');
+    expect(edited)
+      .to.include('<strong>ship it</strong>')
+      .and.include(`<a href="/app/nodes/${bob.id}" title="Bob Builder">@bob-builder</a>`);
+    expect(edited).to.match(/edited <time datetime="\d{4}-/);
+    expect(edited).to.not.include('First thoughts');
+
+    // the same revision again: someone else's change (this edit) came first
+    const head = t.server.services.tenants.get(t.org)!.head;
+    const stale = await s.request('POST', `/app/comments/${id}/edit`, {
+      csrf: s.csrfOf(after.text),
+      body: 'Third thoughts from an old tab',
+      revision,
+    });
+    expect(stale.status).to.equal(409);
+    expect(stale.text).to.include('Not done: ').and.include('(409 conflict)');
+    const fold = stale.text.slice(stale.text.indexOf(`id="${id}"`));
+    expect(fold).to.include('<details class="comment-edit" open>').and.include('>Third thoughts from an old tab</textarea>');
+    const newer = /name="revision" value="([^"]+)"/.exec(fold)![1]!;
+    expect(newer).to.not.equal(revision);
+    const blank = await s.request('POST', `/app/comments/${id}/edit`, { csrf: s.csrfOf(after.text), body: '  ', revision: newer });
+    expect(blank.status).to.equal(422);
+    expect(blank.text).to.include('a comment needs some text');
+    expect(t.server.services.tenants.get(t.org)!.head).to.equal(head);
+
+    // saving the kept text with the newer revision is the person's decision, and goes through
+    const again = await s.request('POST', `/app/comments/${id}/edit`, {
+      csrf: s.csrfOf(after.text),
+      body: 'Third thoughts from an old tab',
+      revision: newer,
+    });
+    expect(again.status).to.equal(303);
+    expect((await s.request('GET', '/app/nodes/task-cm-page')).text).to.include('Third thoughts from an old tab</p>');
   });
 });
