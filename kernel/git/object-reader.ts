@@ -12,7 +12,6 @@
  * hang) and the next read starts a new one.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import git from 'isomorphic-git';
 import { gitEnv } from './cli.js';
 
 export interface RawObject {
@@ -182,7 +181,8 @@ export class ObjectReader {
       this.recycle();
       o = await this.current().read(oid);
     }
-    if (!o) throw new git.Errors.NotFoundError(oid);
+    // isomorphic-git's own error, as its readObject throws (imported on a miss only: kernel/git/open.ts)
+    if (!o) throw new (await import('isomorphic-git')).default.Errors.NotFoundError(oid);
     return o;
   }
 

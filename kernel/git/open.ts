@@ -8,13 +8,19 @@
 import type { GitStore, GitStoreOptions } from './types.js';
 import { promises as fsp } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
-import git from 'isomorphic-git';
 import { createDurableFs, fsyncDir, fsyncFile, writeFileDurable } from '../durable-fs.js';
 import { decodeJournal, JOURNAL_NAME, JournalWriter, resolveDeltas } from '../commit-journal.js';
 import { writePack } from '../pack-writer.js';
 import { openStores } from './cli.js';
 import { EMPTY_TREE_OID, MAIN_REF, OID_RE } from './objects.js';
 import { GitStoreImpl } from './store.js';
+
+/**
+ * isomorphic-git, imported when first needed: a store that exists and has its branch as a loose
+ * ref (what every commit writes) opens without it, and its 0.8 MB of code (with pako) stayed
+ * off every start (docs/performance.md "Eleventh session").
+ */
+const isoGit = async () => (await import('isomorphic-git')).default;
 
 /** The loose `refs/heads/main`: an oid, null when absent, 'invalid' when unreadable. */
 async function readLooseRef(dir: string): Promise<string | null | 'invalid'> {
@@ -126,21 +132,24 @@ export async function openGitStore(gitdir: string, opts: GitStoreOptions = {}): 
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   if (names.length === 0) {
-    await git.init({ fs: createDurableFs({ fsync: doFsync }), gitdir: dir, bare: true, defaultBranch: 'main' });
+    await (await isoGit()).init({ fs: createDurableFs({ fsync: doFsync }), gitdir: dir, bare: true, defaultBranch: 'main' });
   } else if (!names.includes('HEAD') || !names.includes('objects')) {
     throw new Error(`${dir} exists and is not a git repository`);
   }
 
   const resolveHead = async (): Promise<string | null> => {
+    // the loose ref, as isomorphic-git reads it first; packed-refs (after `git gc`) through it
+    const loose = await readLooseRef(dir);
+    if (loose !== null && loose !== 'invalid') return loose;
     try {
-      return await git.resolveRef({ fs, gitdir: dir, ref: MAIN_REF });
+      return await (await isoGit()).resolveRef({ fs, gitdir: dir, ref: MAIN_REF });
     } catch (err) {
       if ((err as { code?: string }).code !== 'NotFoundError') throw err;
       return null;
     }
   };
   const readObject = async (oid: string): Promise<Buffer> =>
-    Buffer.from((await git.readObject({ fs, gitdir: dir, oid, format: 'content' })).object as Uint8Array);
+    Buffer.from((await (await isoGit()).readObject({ fs, gitdir: dir, oid, format: 'content' })).object as Uint8Array);
   const recovered = doFsync ? await recoverJournal(dir, resolveHead, readObject, doFsync) : null;
   const journal = recovered?.journal ?? null;
   try {

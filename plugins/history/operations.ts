@@ -200,7 +200,7 @@ export async function recentChanges(ctx: OpContext, input: Static<typeof RecentC
   const project = input.project || null;
   const commits = commitIndexOf(tenant);
   await commits.ready();
-  const since = parseSince(input.since, commits, ctx.services.clock.now());
+  const since = await parseSince(input.since, commits, ctx.services.clock.now());
   const scope = project ? scopeValues(tenant, project) : null;
 
   // Newest first; the first change met for a node is its newest one. The walk stops at the

@@ -3,7 +3,6 @@
  * relative phrase ("yesterday", "3 days ago") read by chrono-node against the injected
  * clock. Anything else is 422.
  */
-import * as chrono from 'chrono-node';
 import { errors } from '../../kernel/errors.js';
 import type { CommitIndex } from './commit-index.js';
 
@@ -16,7 +15,7 @@ function invalid(message: string, value: string): never {
   throw errors.validation(message, [{ field: 'since', message, value: value.slice(0, 200) }]);
 }
 
-export function parseSince(raw: string | undefined, commits: CommitIndex, nowMs: number): Since | null {
+export async function parseSince(raw: string | undefined, commits: CommitIndex, nowMs: number): Promise<Since | null> {
   if (raw === undefined || raw.trim() === '') return null;
   const value = raw.trim();
   if (value.length > 200) invalid('since is too long', value);
@@ -31,6 +30,8 @@ export function parseSince(raw: string | undefined, commits: CommitIndex, nowMs:
   if (ISO.test(value)) {
     ms = Date.parse(value.replace(' ', 'T'));
   } else {
+    // chrono-node (0.15 MB) is imported on the first relative phrase, not at every start
+    const chrono = await import('chrono-node');
     const parsed = chrono.parseDate(value, new Date(nowMs));
     ms = parsed ? parsed.getTime() : Number.NaN;
   }

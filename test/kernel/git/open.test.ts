@@ -209,4 +209,21 @@ describe('kernel/git/open: commit journal replay', function () {
     expect(statSync(journalPath()).size).to.equal(0);
     expect(fsck(gitdir).status).to.equal(0);
   });
+
+  it('opens a repository whose branch `git gc` packed (no loose ref), and commits on from it', async () => {
+    const c1 = await store.commit({ changes: [{ path: paths[0]!, content: 'x' }], author: ann, message: 'm', expectedParent: null });
+    await store.close();
+    gitCli(gitdir, ['gc', '--quiet']);
+    expect(existsSync(refPath()), 'git gc packed the branch').to.equal(false);
+    expect(readFileSync(join(gitdir, 'packed-refs'), 'utf8')).to.include(`${c1.commit} refs/heads/main`);
+    store = await openGitStore(gitdir);
+    expect(store.head()).to.equal(c1.commit);
+    expect((await store.loadFiles('')).map((f) => f.content)).to.deep.equal(['x']);
+    const c2 = await store.commit({ changes: [{ path: paths[1]!, content: 'y' }], author: ann, message: 'm2', expectedParent: c1.commit });
+    await store.close(); // the checkpoint moves the (loose again) ref
+    expect(gitCli(gitdir, ['rev-parse', 'refs/heads/main']).trim()).to.equal(c2.commit);
+    expect(fsck(gitdir).status).to.equal(0);
+    store = await openGitStore(gitdir);
+    expect(store.head()).to.equal(c2.commit);
+  });
 });
