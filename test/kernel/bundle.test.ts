@@ -17,8 +17,10 @@ import { ROOT } from '../helpers/processes.js';
 async function startBundled(
   nodeArgs: string[] = [],
   env: Record<string, string> = {},
+  /** a data directory a previous start made (a restart); a new one when absent */
+  reuse?: string,
 ): Promise<{ child: ChildProcess; url: string; dataDir: string }> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'wg-bundle-'));
+  const dataDir = reuse ?? mkdtempSync(join(tmpdir(), 'wg-bundle-'));
   let output = '';
   const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist', 'workgraph.mjs'), 'serve'], {
     cwd: ROOT,
@@ -152,7 +154,7 @@ describe('what a start of the bundle loads (docs/performance.md "Empty server")'
     rmSync(log, { force: true });
   });
 
-  it('leaves OAuth, GitHub and cluster code unloaded until used, and never loads isolated-vm in the server process', async () => {
+  it('leaves OAuth, GitHub, cluster, git-library and date-phrase code unloaded until used, and never loads isolated-vm in the server process', async () => {
     // the bundle the previous suite built (npm run build) and its module map
     const meta = JSON.parse(readFileSync(join(ROOT, 'dist', 'workgraph.meta.json'), 'utf8')) as {
       outputs: Record<string, { inputs: Record<string, unknown>; imports: Array<{ path: string; external?: boolean }> }>;
@@ -161,7 +163,15 @@ describe('what a start of the bundle loads (docs/performance.md "Empty server")'
       Object.entries(meta.outputs)
         .filter(([file, o]) => file.endsWith('.mjs') && Object.keys(o.inputs).some((input) => input.startsWith(`node_modules/${pkg}/`)))
         .map(([file]) => file.split('/').pop()!);
-    const lazy = { express: chunksWith('express'), octokit: chunksWith('@octokit/rest'), pg: chunksWith('pg') };
+    const lazy = {
+      express: chunksWith('express'),
+      octokit: chunksWith('@octokit/rest'),
+      pg: chunksWith('pg'),
+      // a store that exists opens without the git library (the first start creates it with it)
+      'isomorphic-git': chunksWith('isomorphic-git'),
+      // the first relative `since` loads it
+      'chrono-node': chunksWith('chrono-node'),
+    };
     for (const [pkg, files] of Object.entries(lazy)) expect(files, `the chunk that holds ${pkg}`).to.have.length(1);
     for (const [file, o] of Object.entries(meta.outputs))
       expect(
@@ -169,10 +179,15 @@ describe('what a start of the bundle loads (docs/performance.md "Empty server")'
         `${file} imports isolated-vm`,
       ).to.deep.equal([]);
 
+    // exactly `npm start` (node dist/workgraph.mjs serve), plus a module hook that records each
+    // file loaded; the first start creates the data directory, the one measured is a restart
+    const hook = ['--import', join(ROOT, 'test', 'helpers', 'load-log.mjs')];
+    ({ child, dataDir } = await startBundled(hook, { WG_LOAD_LOG: log }));
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
     rmSync(log, { force: true });
-    // exactly `npm start` (node dist/workgraph.mjs serve), plus a module hook that records each file loaded
     let base: string;
-    ({ child, url: base, dataDir } = await startBundled(['--import', join(ROOT, 'test', 'helpers', 'load-log.mjs')], { WG_LOAD_LOG: log }));
+    ({ child, url: base, dataDir } = await startBundled(hook, { WG_LOAD_LOG: log }, dataDir));
     const token = readFileSync(join(dataDir, 'data', 'admin-token'), 'utf8').trim();
     const read = await fetch(`${base}/v1/nodes/proj-root`, { headers: { authorization: `Bearer ${token}` } });
     expect(read.status).to.equal(200);
@@ -192,5 +207,12 @@ describe('what a start of the bundle loads (docs/performance.md "Empty server")'
     expect(discovery.status).to.equal(200);
     expect(((await discovery.json()) as { issuer: string }).issuer).to.equal(base);
     expect(loaded().has(lazy.express[0]!), 'express loaded by the first OAuth request').to.equal(true);
+
+    // the first relative phrase loads chrono-node, and is answered
+    const changes = await fetch(`${base}/v1/changes?since=${encodeURIComponent('3 days ago')}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(changes.status).to.equal(200);
+    expect(loaded().has(lazy['chrono-node'][0]!), 'chrono-node loaded by the first relative since').to.equal(true);
   });
 });
