@@ -262,6 +262,10 @@ export class Bridge {
     this.need('identity', 'people');
     return call(identityApi.offboardPerson, this.ctx, { id });
   }
+  invitePerson(id: string, expiresInHours?: number) {
+    this.need('identity', 'people');
+    return call(identityApi.invitePerson, this.ctx, dropUndefined({ id, expires_in_hours: expiresInHours }));
+  }
   listTeamTokens() {
     this.need('identity', 'tokens');
     return call(identityApi.listTeamTokens, this.ctx, {});

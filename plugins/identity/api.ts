@@ -327,22 +327,31 @@ export const offboardPerson = defineOperation({
   run: ops.offboardPerson,
 });
 
-export const InvitePersonInput = PersonIdInput;
+export const InvitePersonInput = object(
+  {
+    id: PersonId,
+    expires_in_hours: s.integer(`how long the link can be opened, in hours (default 24, at most ${signin.SIGNIN_LINK_MAX_HOURS})`, {
+      minimum: 1,
+      maximum: signin.SIGNIN_LINK_MAX_HOURS,
+    }),
+  },
+  ['id'],
+);
 export const SigninLink = answer({
   person: s.string(),
   url: s.string('the one-time sign-in link, shown once: the secret is in its #fragment; only its hash is kept'),
-  expires_at: s.string('the link works once, until this moment (24 hours)', { format: 'date-time' }),
+  expires_at: s.string('the link works once, until this moment (24 hours unless asked otherwise)', { format: 'date-time' }),
 });
 
 export const invitePerson = defineOperation({
   name: 'invite_person',
   summary: 'A one-time app sign-in link for a person (admin)',
   description:
-    'Admin only. A sign-in link for the web app, shown once, valid 24 hours and for one use; it signs the person in without a token. A new invite replaces the older link; offboarding kills it. 409 when the app plugin is not enabled.',
+    'Admin only. A sign-in link for the web app, shown once, for one use, valid 24 hours or `expires_in_hours` (1-168); it signs the person in without a token. A new invite replaces the older link; offboarding kills it. 409 when the app plugin is not enabled.',
   input: InvitePersonInput,
   output: SigninLink,
   errors: [403, 409],
-  example: { id: 'person-alice' },
+  example: { id: 'person-alice', expires_in_hours: 72 },
   run: signin.invitePerson,
 });
 

@@ -26,8 +26,10 @@ import type { Collection } from '../../kernel/state-store.js';
 import type { InvitePersonInput, SigninLink } from './api.js';
 import { nowMs, personNode, requireAdmin, requireDirectCredential } from './gates.js';
 
-/** How long a sign-in link can be opened: a day covers "sent in the evening, opened next morning". */
+/** How long a sign-in link can be opened by default: a day covers "sent in the evening, opened next morning". */
 export const SIGNIN_LINK_TTL_MS = 24 * 3600 * 1000;
+/** The longest an admin may ask for (`expires_in_hours`): a week covers "sent on Friday for a Monday start". */
+export const SIGNIN_LINK_MAX_HOURS = 7 * 24;
 /** The token record behind an app session lives as long as the session can (plugins/app/session.ts). */
 export const APP_SESSION_TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
 
@@ -70,7 +72,7 @@ export async function invitePerson(ctx: OpContext, input: Static<typeof InvitePe
     throw errors.conflict('the app plugin is not enabled for this tenant: a sign-in link would lead nowhere', { plugin: 'app' });
   const secret = randomBytes(32).toString('base64url');
   const now = nowMs(ctx);
-  const expires = now + SIGNIN_LINK_TTL_MS;
+  const expires = now + (input.expires_in_hours === undefined ? SIGNIN_LINK_TTL_MS : input.expires_in_hours * 3600 * 1000);
   // one live link a person: this write replaces (invalidates) any older one
   await linksOf(ctx.tenant).set(input.id, {
     hash: sha256(secret),

@@ -151,6 +151,46 @@ describe('app: the operator console over HTTP (/app/admin)', function () {
     expect(flash(last.text)![0]).to.equal('error');
   });
 
+  it('people: a one-time sign-in link, valid a day, 3 days or a week, shown once and working; one for a person added with a link', async () => {
+    const before = t.clock.now();
+    const page = await admin.request('GET', '/app/admin/people');
+    expect(page.text).to.include(`action="/app/admin/people/${bob.id}/invite"`).and.include('<option value="168">a week</option>');
+    const made = await admin.postAndFollow(`/app/admin/people/${bob.id}/invite`, { hours: '168' });
+    expect(made.status, made.text.slice(0, 500)).to.equal(200);
+    expect(made.text).to.include('Sign-in link for Bob Builder');
+    const link = unescape(/id="link-value" class="secret" readonly value="([^"]+)"/.exec(made.text)![1]!);
+    expect(link).to.match(new RegExp(`/app/invite/${t.org}#[A-Za-z0-9_-]{43}$`));
+    const stored = t.server.services.tenants.get(t.org)!.state.collection<{ expires_ms: number }>('signin-links').get(bob.id)!;
+    expect(stored.expires_ms - before).to.be.within(168 * 3600 * 1000, 168 * 3600 * 1000 + (t.clock.now() - before));
+    // never again on a page
+    expect((await admin.request('GET', '/app/admin/people')).text).to.not.include(new URL(link).hash);
+    // it signs Bob in: the invite page's form with the secret from the fragment
+    const browser = new FormClient(t.url);
+    const invitePage = await browser.request('GET', new URL(link).pathname);
+    const signedIn = await browser.request('POST', new URL(link).pathname, {
+      csrf: browser.csrfOf(invitePage.text),
+      secret: new URL(link).hash.slice(1),
+    });
+    expect(signedIn.status, signedIn.text.slice(0, 300)).to.equal(303);
+    expect((await browser.request('GET', '/app/queue')).text).to.include('Bob Builder');
+    // a lifetime the operation refuses comes back as the console's error, nothing stored
+    const refused = await admin.postAndFollow(`/app/admin/people/${bob.id}/invite`, { hours: '1000' });
+    expect(refused.status).to.equal(422);
+    expect(flash(refused.text)![0]).to.equal('error');
+    expect(t.server.services.tenants.get(t.org)!.state.collection('signin-links').has(bob.id)).to.equal(false);
+
+    const added = await admin.postAndFollow('/app/admin/people', {
+      name: 'Dana Designer',
+      email: 'dana@example.test',
+      link: 'on',
+      token: 'on',
+    });
+    expect(added.status, added.text.slice(0, 500)).to.equal(200);
+    expect(added.text).to.include('Sign-in link for Dana Designer').and.include('Sign-in token for Dana Designer');
+    expect(added.text).to.match(/id="link-value" class="secret" readonly value="[^"]+\/app\/invite\//);
+    expect(added.text).to.match(/id="secret-value" class="secret" readonly value="svc_pat_/);
+  });
+
   it('tokens: a minted one is shown once; revoking one ends it', async () => {
     const minted = await admin.postAndFollow('/app/admin/tokens', { person: bob.id });
     const secret = /readonly value="(svc_pat_[^"]+)"/.exec(minted.text)![1]!;

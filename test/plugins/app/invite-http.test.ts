@@ -1,6 +1,7 @@
 /**
  * One-time sign-in links over plain HTTP (issue 25 item 6): `invite_person` over REST and MCP
- * (admins only), and redeeming a link at POST /app/invite/{org}: one use, 24 hours, never in
+ * (admins only), and redeeming a link at POST /app/invite/{org}: one use, 24 hours (or
+ * `expires_in_hours`, 1 to 168), never in
  * another tenant, dead after a re-invite or offboarding; the secret reaches no log line.
  * The browser walk is test/plugins/app/invite.test.ts.
  */
@@ -83,6 +84,30 @@ describe('app: one-time sign-in links (invite_person, POST /app/invite/{org})', 
     expect((await new InviteBrowser(t.url).redeem(wrong.href)).status).to.equal(403);
     wrong.hash = '';
     expect((await new InviteBrowser(t.url).redeem(wrong.href)).status).to.equal(403);
+  });
+
+  it('`expires_in_hours` (1 to 168) sets the lifetime: a 3-day link opens after 2 days, not after 3; out of range is 422 over REST and MCP', async () => {
+    const before = t.clock.now();
+    const res = await t.api('POST', `/v1/admin/people/${bob.id}/invite`, { body: { expires_in_hours: 72 } });
+    expect(res.status, res.text).to.equal(201);
+    expect(Date.parse(res.body.expires_at)).to.be.within(before + 72 * 3600 * 1000, t.clock.now() + 72 * 3600 * 1000);
+    t.clock.advance(48 * 3600 * 1000);
+    expect((await new InviteBrowser(t.url).redeem(res.body.url as string)).status).to.equal(303);
+    const late = (await t.api('POST', `/v1/admin/people/${bob.id}/invite`, { body: { expires_in_hours: 72 } })).body.url as string;
+    t.clock.advance(72 * 3600 * 1000 + 1);
+    expect((await new InviteBrowser(t.url).redeem(late)).status).to.equal(410);
+    for (const hours of [0, 169, 1.5]) {
+      const bad = await t.api('POST', `/v1/admin/people/${bob.id}/invite`, { body: { expires_in_hours: hours } });
+      expect(bad.status, `${hours} hours`).to.equal(422);
+      expect(bad.body.error.code).to.equal('validation_failed');
+    }
+    const admin = await t.mcp();
+    const week = await t.tool(admin, 'invite_person', { id: bob.id, expires_in_hours: 168 });
+    expect(week.isError, week.text).to.equal(false);
+    expect(Date.parse(week.json.expires_at) - t.clock.now()).to.be.within(168 * 3600 * 1000 - 60_000, 168 * 3600 * 1000);
+    const tooLong = await t.tool(admin, 'invite_person', { id: bob.id, expires_in_hours: 169 });
+    expect(tooLong.isError).to.equal(true);
+    expect(tooLong.text).to.contain('validation_failed');
   });
 
   it('a re-invite kills the older link; offboarding kills the newest and ends the session it made', async () => {

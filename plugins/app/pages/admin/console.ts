@@ -54,10 +54,10 @@ export function when(iso: string | null | undefined, none = 'never'): Html {
  * answer page itself carries it, never a redirect, a flash or a URL, so reloading the list
  * never shows it again.
  */
-export function secretOnce(label: string, secret: string, note: string): Html {
-  return html`<section class="secret-once" aria-labelledby="secret-h"><h2 id="secret-h">${label}</h2>
+export function secretOnce(label: string, secret: string, note: string, key = 'secret'): Html {
+  return html`<section class="secret-once" aria-labelledby="${key}-h"><h2 id="${key}-h">${label}</h2>
 <p>${note} It is shown this once: copy it now.</p>
-<p><label for="secret-value" class="sr-only">${label}</label><input id="secret-value" class="secret" readonly value="${secret}" size="60"></p></section>`;
+<p><label for="${key}-value" class="sr-only">${label}</label><input id="${key}-value" class="secret" readonly value="${secret}" size="60"></p></section>`;
 }
 
 /**

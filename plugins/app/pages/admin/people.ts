@@ -1,14 +1,32 @@
 /**
  * The console's people and tokens pages (identity operations through operations-bridge.ts):
  * people with their handle, admin rights, agents and token counts; create a person, grant and
- * revoke admin, offboard; the team's tokens with revoke, and minting a token for a person, whose
- * secret the answer page shows once (never a list, a flash or a URL).
+ * revoke admin, offboard, make a one-time sign-in link (invite_person, valid a day, three or a
+ * week); the team's tokens with revoke, and minting a token for a person. A token's secret and a
+ * link are shown once on the answer page (never a list, a flash or a URL).
  */
 import { isSvcError } from '../../../../kernel/errors.js';
 import { csrfField, html, type Html } from '../../html.js';
 import type { AppRequest, AppResult, Signed } from '../../host.js';
 import { nodeLink } from '../queue.js';
 import { act, consolePage, requireConsoleAdmin, secretOnce, when } from './console.js';
+
+/** A sign-in link's lifetimes the console offers (invite_person's `expires_in_hours`), the default first. */
+const LINK_HOURS: Array<[number, string]> = [
+  [24, 'a day'],
+  [72, '3 days'],
+  [168, 'a week'],
+];
+
+/** The page that shows a sign-in link once. */
+function linkOnce(name: string, link: { url: string; expires_at: string }): Html {
+  return secretOnce(
+    `Sign-in link for ${name}`,
+    link.url,
+    `Send it to ${name} over a private channel; it signs them in once, until ${link.expires_at.replace('T', ' ').slice(0, 16)} UTC. A newer link replaces it.`,
+    'link',
+  );
+}
 
 /** The name a comment mentions a person by: the local part of the email (plugins/comments resolves it). */
 const handleOf = (email: string | null) => (email ? `@${email.split('@')[0]}` : '');
@@ -23,6 +41,7 @@ function createForm(s: Signed, draft: { name?: string; email?: string; roles?: s
 <label for="person-name">Name<input id="person-name" name="name" required maxlength="200" value="${draft.name ?? ''}"></label>
 <label for="person-email">Email<input id="person-email" name="email" type="email" required maxlength="200" value="${draft.email ?? ''}"></label>
 <label for="person-roles">Roles (comma-separated, optional)<input id="person-roles" name="roles" value="${draft.roles ?? ''}"></label>
+<label for="person-link"><span><input id="person-link" type="checkbox" name="link" value="on"> make a one-time sign-in link for them (valid a day)</span></label>
 <label for="person-token"><span><input id="person-token" type="checkbox" name="token" value="on"> mint a sign-in token for them</span></label>
 <button type="submit">Add person</button></form></section>`;
 }
@@ -41,11 +60,14 @@ async function peopleBody(s: Signed, before: Html | '' = '', draft?: { name?: st
       ? ''
       : html`<form method="post" action="${base}/offboard" class="inline">${csrf}${confirmButton('Offboard', `Offboard ${p.name}`, true)}</form>`;
     const mint = html`<form method="post" action="/app/admin/tokens" class="inline">${csrf}<input type="hidden" name="person" value="${p.id}">${confirmButton('New token', `New token for ${p.name}`)}</form>`;
+    const link = self
+      ? ''
+      : html`<form method="post" action="${base}/invite" class="inline">${csrf}<label for="link-${p.id}" class="sr-only">Sign-in link for ${p.name} valid for</label><select id="link-${p.id}" name="hours">${LINK_HOURS.map(([h, label]) => html`<option value="${String(h)}">${label}</option>`)}</select>${confirmButton('Sign-in link', `Sign-in link for ${p.name}`)}</form>`;
     return html`<tr id="${p.id}"><th scope="row">${nodeLink(p.id, p.name)}${self ? html` <span class="small muted">(you)</span>` : ''}<br><span class="small muted">${p.email ?? ''}</span></th>
 <td>${handleOf(p.email)}</td><td>${p.is_admin ? html`<span class="badge status ok">admin</span>` : 'member'}${p.status !== 'active' ? html` <span class="badge">${p.status}</span>` : ''}</td>
 <td>${own.length ? own.map((a, i) => html`${i ? ', ' : ''}${a.label}`) : html`<span class="muted">none</span>`}</td>
 <td>${p.active_tokens} live of ${p.tokens}<br><span class="small muted">last used ${when(p.last_used)}</span></td>
-<td class="actions-cell">${adminForm} ${mint} ${offboard}</td></tr>`;
+<td class="actions-cell">${adminForm} ${mint} ${link} ${offboard}</td></tr>`;
   });
   return html`${before}<div class="table-wrap"><table class="console"><caption class="sr-only">People of ${s.viewer.org}</caption>
 <thead><tr><th scope="col">Person</th><th scope="col">Handle</th><th scope="col">Role</th><th scope="col">Agents</th><th scope="col">Tokens</th><th scope="col">Actions</th></tr></thead>
@@ -80,16 +102,41 @@ export async function addPerson(req: AppRequest, s: Signed): Promise<AppResult> 
     return consolePage(s, 'people', 'People', await peopleBody(s, problem, draft), err.status);
   }
   let shown: Html | '' = '';
+  if (req.form.get('link') === 'on') {
+    try {
+      shown = linkOnce(created.name, await s.bridge.invitePerson(created.id));
+    } catch (err) {
+      // the person exists either way: say why there is no link (the app plugin off: 409)
+      if (!isSvcError(err) || err.status >= 500) throw err;
+      shown = html`<p class="flash error" role="alert">No sign-in link: ${err.message}</p>`;
+    }
+  }
   if (req.form.get('token') === 'on') {
     const minted = await s.bridge.adminMintToken({ person: created.id, label: 'invited from the console' });
-    shown = secretOnce(
+    shown = html`${shown}${secretOnce(
       `Sign-in token for ${created.name}`,
       minted.token,
       `Give it to ${created.name} over a private channel; it signs in at /app/signin until ${minted.expires.slice(0, 10)}.`,
-    );
+    )}`;
   }
   const done = html`<p class="flash ok" role="status">Added ${created.name} (${created.email}).</p>${shown}`;
   return consolePage(s, 'people', 'People', await peopleBody(s, done));
+}
+
+/** POST /app/admin/people/:id/invite {hours}: invite_person, the link shown once on the answer page. */
+export async function invitePerson(req: AppRequest, s: Signed): Promise<AppResult> {
+  requireConsoleAdmin(s);
+  const id = req.params.id!;
+  const name = String(s.bridge.tenant.index.get(id)?.frontmatter.name ?? id);
+  const hours = Number(req.form.get('hours') ?? '24');
+  try {
+    const link = await s.bridge.invitePerson(id, Number.isInteger(hours) ? hours : 24);
+    return consolePage(s, 'people', 'People', await peopleBody(s, linkOnce(name, link)));
+  } catch (err) {
+    if (!isSvcError(err) || err.status >= 500) throw err;
+    const problem = html`<p class="flash error" role="alert">No sign-in link for ${name}: ${err.message}</p>`;
+    return consolePage(s, 'people', 'People', await peopleBody(s, problem), err.status);
+  }
 }
 
 /** POST /app/admin/people/:id/grant-admin | revoke-admin | offboard */

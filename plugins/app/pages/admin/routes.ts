@@ -6,7 +6,7 @@ import type { AppHost } from '../../host.js';
 import { showAgents, showAudit } from './agents.js';
 import { showGithubLinks, switchGithubLink } from './github.js';
 import { requireConsoleAdmin } from './console.js';
-import { addPerson, mintToken, personAction, revokeToken, showPeople, showTokens } from './people.js';
+import { addPerson, invitePerson, mintToken, personAction, revokeToken, showPeople, showTokens } from './people.js';
 import { showPlugins, switchPlugin } from './plugins.js';
 import { addWebhook, showWebhook, showWebhooks, webhookAction } from './webhooks.js';
 
@@ -22,6 +22,7 @@ export function mountAdminConsole(host: AppHost): void {
   host.postSigned('/app/admin/people/:id/grant-admin', personAction('grant'));
   host.postSigned('/app/admin/people/:id/revoke-admin', personAction('revoke'));
   host.postSigned('/app/admin/people/:id/offboard', personAction('offboard'));
+  host.postSigned('/app/admin/people/:id/invite', invitePerson);
   host.getSigned('/app/admin/tokens', showTokens);
   host.postSigned('/app/admin/tokens', mintToken);
   host.postSigned('/app/admin/tokens/:prefix/revoke', revokeToken);
