@@ -6,9 +6,68 @@
  * and grants `openid email profile` without a form: the protocol around it (discovery,
  * authorization code with PKCE, state, nonce, signed ID token, userinfo) is the provider's own.
  */
+import { generateKeyPairSync } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import Provider from 'oidc-provider';
+import Provider, { type Adapter, type AdapterPayload } from 'oidc-provider';
+
+/**
+ * The provider's storage, in memory and per provider (the shape of oidc-provider's adapter
+ * interface): named in the configuration, so the provider does not fall back to its
+ * development adapter and warn about it on every start.
+ */
+function memoryAdapter(): new (name: string) => Adapter {
+  const store = new Map<string, { payload: AdapterPayload; expires: number }>();
+  const live = (key: string): AdapterPayload | undefined => {
+    const hit = store.get(key);
+    if (!hit) return undefined;
+    if (hit.expires <= Date.now()) {
+      store.delete(key);
+      return undefined;
+    }
+    return hit.payload;
+  };
+  return class MemoryAdapter implements Adapter {
+    constructor(private readonly name: string) {}
+    private key(id: string): string {
+      return `${this.name}:${id}`;
+    }
+    async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+      store.set(this.key(id), { payload, expires: Date.now() + expiresIn * 1000 });
+      if (payload.grantId) store.set(`grant:${payload.grantId}:${this.key(id)}`, { payload: {}, expires: Date.now() + expiresIn * 1000 });
+      if (payload.uid)
+        store.set(`uid:${this.name}:${payload.uid}`, { payload: { id } as AdapterPayload, expires: Date.now() + expiresIn * 1000 });
+      if (payload.userCode)
+        store.set(`code:${this.name}:${payload.userCode}`, { payload: { id } as AdapterPayload, expires: Date.now() + expiresIn * 1000 });
+    }
+    async find(id: string): Promise<AdapterPayload | undefined> {
+      return live(this.key(id));
+    }
+    async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+      const ref = live(`uid:${this.name}:${uid}`) as { id?: string } | undefined;
+      return ref?.id ? live(this.key(ref.id)) : undefined;
+    }
+    async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+      const ref = live(`code:${this.name}:${userCode}`) as { id?: string } | undefined;
+      return ref?.id ? live(this.key(ref.id)) : undefined;
+    }
+    async consume(id: string): Promise<void> {
+      const hit = live(this.key(id));
+      if (hit) hit.consumed = Math.floor(Date.now() / 1000);
+    }
+    async destroy(id: string): Promise<void> {
+      store.delete(this.key(id));
+    }
+    async revokeByGrantId(grantId: string): Promise<void> {
+      const prefix = `grant:${grantId}:`;
+      for (const key of [...store.keys()])
+        if (key.startsWith(prefix)) {
+          store.delete(key.slice(prefix.length));
+          store.delete(key);
+        }
+    }
+  };
+}
 
 export interface TestAccount {
   email: string;
@@ -45,7 +104,11 @@ export async function startOidcProvider(): Promise<TestOidcProvider> {
       current = sub;
     },
     configure(redirectUri) {
+      // its own signing key (named, so the provider does not use and warn about its development keys)
+      const signing = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' });
       const provider = new Provider(issuer, {
+        adapter: memoryAdapter(),
+        jwks: { keys: [{ ...signing, kid: 'test-signing', use: 'sig', alg: 'RS256' }] },
         clients: [
           {
             client_id: clientId,
