@@ -35,6 +35,53 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 /** The last bearer header each connection sent, hashed (gone with the connection). */
 const socketTokens = new WeakMap<Socket, HashedToken & { header: string }>();
 
+/**
+ * A RawResponse the lane can answer, prepared once: its headers as the flat list `writeHead`
+ * takes and its body's byte length; null when it is koa's (see `prepare`). A cached answer (the
+ * node read's, plugins/core/node-read-cache.ts) is the same instance for every hit, so a hot
+ * node's headers are not listed and its body not measured again per request.
+ */
+const prepared = new WeakMap<RawResponse, { headers: string[]; length: string } | null>();
+
+function prepare(result: RawResponse): { headers: string[]; length: string } | null {
+  let p = prepared.get(result);
+  if (p !== undefined) return p;
+  // streams, redirects and bodies without a declared type (koa would name one) are koa's
+  const body = result.body;
+  if (result.attach || result.writesBody || !(typeof body === 'string' || Buffer.isBuffer(body))) p = null;
+  else if (!Object.keys(result.headers).some((k) => k.toLowerCase() === 'content-type')) p = null;
+  else
+    p = {
+      headers: Object.entries(result.headers).flat(),
+      length: String(typeof body === 'string' ? Buffer.byteLength(body) : body.length),
+    };
+  prepared.set(result, p);
+  return p;
+}
+
+/**
+ * The operation context of a direct read: a class, so a request allocates one plain object (an
+ * object literal with a getter took V8's slow path per request); `headers` is built on first use.
+ */
+class DirectContext implements OpContext {
+  readonly via = 'rest' as const;
+  private copied: Record<string, string | undefined> | null = null;
+  constructor(
+    readonly tenant: Tenant,
+    readonly actor: Actor,
+    readonly services: KernelServices,
+    private readonly req: IncomingMessage,
+  ) {}
+  get headers(): Record<string, string | undefined> {
+    if (!this.copied) {
+      const headers: Record<string, string | undefined> = {};
+      for (const [k, v] of Object.entries(this.req.headers)) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+      this.copied = headers;
+    }
+    return this.copied;
+  }
+}
+
 interface DirectRoute {
   plugin: PluginDef;
   route: RouteDef;
@@ -119,20 +166,7 @@ export function withDirectReads(services: KernelServices, app: Handler): Handler
     const { tenant, actor } = identity;
     if (!services.host.usable(tenant, direct.plugin)) return app(req, res);
     const op = direct.route.operation;
-    let headers: Record<string, string | undefined> | null = null;
-    const ctx: OpContext = {
-      tenant,
-      actor,
-      via: 'rest',
-      services,
-      get headers() {
-        if (!headers) {
-          headers = {};
-          for (const [k, v] of Object.entries(req.headers)) headers[k] = Array.isArray(v) ? v.join(', ') : v;
-        }
-        return headers;
-      },
-    };
+    const ctx = new DirectContext(tenant, actor, services, req);
     let result: unknown;
     try {
       const routeQuery = query === null ? {} : (parseQuery(query) as Record<string, string | string[] | undefined>);
@@ -147,13 +181,14 @@ export function withDirectReads(services: KernelServices, app: Handler): Handler
     const out = ['x-request-id', requestId, 'x-content-type-options', 'nosniff'];
     let status: number;
     let body: string | Buffer;
+    let length: string | null = null;
     if (result instanceof RawResponse) {
-      // streams, redirects and bodies without a declared type (koa would name one) are koa's
-      if (result.attach || result.writesBody || !(typeof result.body === 'string' || Buffer.isBuffer(result.body))) return app(req, res);
-      if (!Object.keys(result.headers).some((k) => k.toLowerCase() === 'content-type')) return app(req, res);
+      const ready = prepare(result);
+      if (!ready) return app(req, res);
       status = result.status;
-      body = result.body;
-      for (const [k, v] of Object.entries(result.headers)) out.push(k, v);
+      body = result.body as string | Buffer;
+      for (const h of ready.headers) out.push(h);
+      length = ready.length;
     } else {
       status = direct.route.status ?? 200;
       let payload = result;
@@ -166,7 +201,7 @@ export function withDirectReads(services: KernelServices, app: Handler): Handler
     }
     // koa drops the body of these; only plain answers with a body come this way
     if (status < 200 || status >= 300 || status === 204 || status === 205) return app(req, res);
-    out.push('Content-Length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.length));
+    out.push('Content-Length', length ?? String(typeof body === 'string' ? Buffer.byteLength(body) : body.length));
     // a graceful stop began while this request ran: the client must not reuse the connection
     if (services.closing) out.push('connection', 'close');
     res.writeHead(status, out);
