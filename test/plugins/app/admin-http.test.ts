@@ -174,9 +174,11 @@ describe('app: the operator console over HTTP (/app/admin)', function () {
     expect(signedIn.status, signedIn.text.slice(0, 300)).to.equal(303);
     expect((await browser.request('GET', '/app/queue')).text).to.include('Bob Builder');
     // a lifetime the operation refuses comes back as the console's error, nothing stored
-    const refused = await admin.postAndFollow(`/app/admin/people/${bob.id}/invite`, { hours: '1000' });
-    expect(refused.status).to.equal(422);
-    expect(flash(refused.text)![0]).to.equal('error');
+    for (const hours of ['1000', 'soon']) {
+      const refused = await admin.postAndFollow(`/app/admin/people/${bob.id}/invite`, { hours });
+      expect(refused.status, hours).to.equal(422);
+      expect(flash(refused.text)![0]).to.equal('error');
+    }
     expect(t.server.services.tenants.get(t.org)!.state.collection('signin-links').has(bob.id)).to.equal(false);
 
     const added = await admin.postAndFollow('/app/admin/people', {

@@ -128,9 +128,10 @@ export async function invitePerson(req: AppRequest, s: Signed): Promise<AppResul
   requireConsoleAdmin(s);
   const id = req.params.id!;
   const name = String(s.bridge.tenant.index.get(id)?.frontmatter.name ?? id);
-  const hours = Number(req.form.get('hours') ?? '24');
+  // the form's choice as a number; anything else is the operation's 422, as over REST
+  const hours = req.form.has('hours') ? Number(req.form.get('hours')) : undefined;
   try {
-    const link = await s.bridge.invitePerson(id, Number.isInteger(hours) ? hours : 24);
+    const link = await s.bridge.invitePerson(id, hours);
     return consolePage(s, 'people', 'People', await peopleBody(s, linkOnce(name, link)));
   } catch (err) {
     if (!isSvcError(err) || err.status >= 500) throw err;
