@@ -39,7 +39,7 @@
  */
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -372,6 +372,20 @@ export async function main(): Promise<void> {
   console.log(
     `  ack -> webhook receiver p50 ${ms(h50)}  p99 ${ms(h99)}  max ${ms(pct(hook.ack, 100))}  (send -> receiver p50 ${ms(pct(hook.sent, 50))}, p99 ${ms(pct(hook.sent, 99))}; ${hook.ack.length} receipts)`,
   );
+  // What the target asks of this machine, from this run's own figures (cpus(), not
+  // availableParallelism(): this process is pinned to one core): the cores the server and
+  // the listeners would need together at the target rate (each at its per-write cost measured
+  // with listeners; the writers' own CPU comes on top), and what is left of the server's one
+  // JavaScript thread a write for the listeners once a write's own cost is paid
+  const targetRate = TARGET_RATIO * rWithout;
+  const listenersCpu = rate.with.listenersCpu / rate.with.writes;
+  const coresNeeded = (targetRate * (cpuWith + listenersCpu)) / 1000;
+  const threadMs = 1000 / targetRate;
+  console.log(
+    `  at ${TARGET_RATIO}x (${fmtRate(targetRate)}/s) the server and the listeners would need ${coresNeeded.toFixed(2)} of this machine's ${cpus().length} cores (the writers' CPU on top); ` +
+      `the server's JavaScript thread would have ${threadMs.toFixed(1)} ms a write, ${(threadMs - cpuWithout).toFixed(1)} ms above a write without listeners ` +
+      `for ${HOOKS} deliveries and ${STREAMS} streams (they take ${(cpuWith - cpuWithout).toFixed(1)} ms now)`,
+  );
   if (STREAMS > TIMED)
     console.log(
       `  light readers took ${(lightBytes / 1e6).toFixed(1)} MB in all (${(lightBytes / (STREAMS - TIMED) / rate.with.writes).toFixed(0)} bytes a stream and write)`,
@@ -405,7 +419,8 @@ export async function main(): Promise<void> {
     server_cpu_ms_per_write_without: cpuWithout,
     server_cpu_ms_per_write_with: cpuWith,
     ratio_by_server_cpu: cpuRatio,
-    listeners_cpu_ms_per_write_with: rate.with.listenersCpu / rate.with.writes,
+    listeners_cpu_ms_per_write_with: listenersCpu,
+    cores_needed_at_target: coresNeeded,
     stream_ack_p50_ms: s50,
     stream_ack_p99_ms: s99,
     stream_sent_p99_ms: pct(stream.sent, 99),
