@@ -87,7 +87,9 @@ function p99Of(xs: number[]): number {
 export async function main(): Promise<void> {
   console.log(machineNote());
   console.log(`soak: ${MINUTES} min, ${CLIENTS} clients, graph of ${NODES} task nodes, fsync on`);
-  const dataDir = join(scratchDir('soak'), 'data');
+  // BENCH_SOAK_DATA: a data directory a previous soak left (its history kept), to compare a
+  // server with a long history against a new one; the graph is seeded only when it is not there
+  const dataDir = process.env.BENCH_SOAK_DATA ?? join(scratchDir('soak'), 'data');
   const server = await startServerProcess(dataDir, { SVC_FSYNC: '1', SVC_METRICS_TOKEN: METRICS_TOKEN });
   /** the server's V8 heap in use (its own /metrics): RSS also moves with how much room V8 keeps */
   const heapMb = async (): Promise<number> => {
@@ -104,8 +106,9 @@ export async function main(): Promise<void> {
   };
 
   try {
-    // seed
-    for (let start = 0; start < NODES; start += 100) {
+    // seed (unless a kept data directory already holds the graph)
+    const seeded = (await call('GET', `/v1/nodes/${idOf(NODES - 1)}`)) === 200;
+    for (let start = 0; start < (seeded ? 0 : NODES); start += 100) {
       const nodes = [];
       for (let i = start; i < Math.min(NODES, start + 100); i++)
         nodes.push({ node: { id: idOf(i), type: 'task', summary: `Soak task ${i}: rows dropped on DST boundaries` } });
@@ -158,10 +161,13 @@ export async function main(): Promise<void> {
     /** every request's latency, per minute */
     const latencies: number[][] = [];
     let lat: number[] = [];
+    /** per operation: its latencies in the first sampled minutes (2-4) and in the last three */
+    const byOp = new Map<OpName, number[][]>();
     let requests = 0;
     let commits = 0;
     let errors5xx = 0;
     let refused = 0;
+    let minutesDone = 0;
     const t0 = nowMs();
     const end = t0 + MINUTES * 60_000 + SAMPLE_MS / 2;
     const loop = async () => {
@@ -174,7 +180,11 @@ export async function main(): Promise<void> {
         } catch {
           status = 599; // the connection failed: counted with the 5xx
         }
-        lat.push(nowMs() - started);
+        const took = nowMs() - started;
+        lat.push(took);
+        let perMinute = byOp.get(op);
+        if (!perMinute) byOp.set(op, (perMinute = []));
+        (perMinute[minutesDone] ??= []).push(took);
         requests++;
         if (status >= 500) errors5xx++;
         else if (status >= 400) refused++;
@@ -195,6 +205,7 @@ export async function main(): Promise<void> {
         p99: p99Of(lat),
       };
       minutes.push(m);
+      minutesDone = minutes.length;
       latencies.push(lat);
       lat = [];
       requests = commits = errors5xx = refused = 0;
@@ -224,6 +235,15 @@ export async function main(): Promise<void> {
     const total5xx = minutes.reduce((a, m) => a + m.errors5xx, 0);
     const totalRequests = minutes.reduce((a, m) => a + m.requests, 0);
     const totalCommits = minutes.reduce((a, m) => a + m.commits, 0);
+    // which operations got slower: each one's p99 and count, minutes 2-4 against the last three
+    for (const [op, perMinute] of [...byOp].sort((a, b) => a[0].localeCompare(b[0]))) {
+      const first = perMinute.slice(1, 4).flat();
+      const lastOnes = perMinute.slice(minutes.length - 3, minutes.length).flat();
+      console.log(
+        `  ${op.padEnd(9)} p99 ${p99Of(first).toFixed(1)} -> ${p99Of(lastOnes).toFixed(1)} ms (${fmtRatio(p99Of(lastOnes) / p99Of(first))}), ` +
+          `${first.length} -> ${lastOnes.length} requests`,
+      );
+    }
     console.log(
       `soak: ${MINUTES} min, ${totalRequests} requests, ${totalCommits} commits; RSS ${warm.rssMb.toFixed(1)} -> ${last.rssMb.toFixed(1)} MB ` +
         `(${per10.toFixed(1)} MB per 10 min, ${perCommitKb.toFixed(3)} KB per commit; target < ${FLAT_KB_PER_COMMIT} KB: ${verdict(perCommitKb < FLAT_KB_PER_COMMIT)}); ` +
