@@ -33,18 +33,6 @@ export async function runGit(gitdir: string, args: string[]): Promise<Buffer> {
   return runGitNoSettle(gitdir, args);
 }
 
-/** Sizes in bytes of the repository's pack files. */
-export async function packSizes(gitdir: string): Promise<number[]> {
-  const dir = `${gitdir}/objects/pack`;
-  const sizes: number[] = [];
-  for (const name of await fsp.readdir(dir).catch(() => [] as string[])) {
-    if (!name.endsWith('.pack')) continue;
-    const st = await fsp.stat(`${dir}/${name}`).catch(() => null);
-    if (st) sizes.push(st.size);
-  }
-  return sizes;
-}
-
 /** Number of pack files in the repository. */
 export async function countPacks(gitdir: string): Promise<number> {
   try {

@@ -32,7 +32,8 @@ import { mkdirSync } from 'node:fs';
 import { fsyncDir, fsyncFile, writeFileAtomicSync, type DurableFs } from '../durable-fs.js';
 import type { JournalWriter } from '../commit-journal.js';
 import { writePack } from '../pack-writer.js';
-import { countPacks, openStores, packSizes, runGitNoSettle } from './cli.js';
+import { countPacks, openStores, runGitNoSettle } from './cli.js';
+import { geometricRollCount, listPacks, rollUpPacks } from './pack-rollup.js';
 import {
   applyChanges,
   baseName,
@@ -316,30 +317,20 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
   }
 
   /**
-   * Pack files accumulate (one per write-out); past the limit, one background
-   * `git repack --geometric=2 -d` merges the small ones (and any loose objects) into a
-   * geometric progression of sizes. git writes and fsyncs the new pack before deleting
-   * the ones it replaced; packs written meanwhile are left alone.
+   * Pack files accumulate (one per write-out); past the limit, one background roll-up
+   * merges the smallest ones into one pack, so the packs left form a geometric progression
+   * of sizes (each at least twice the one below it): an object is rewritten about log2 of the
+   * repository's size times in all, and the packs stay few. kernel/git/pack-rollup.ts (and
+   * why it is not `git repack --geometric`). The new pack is durable before the merged ones
+   * are deleted; packs written meanwhile are left alone.
    */
   private maybeRepack(): void {
     const limit = this.opts.packLimit ?? PACK_LIMIT;
     if (limit <= 0 || this.packs < limit || this.repacking || this.closing) return;
-    this.repacking = packSizes(this.gitdir)
-      .then((sizes) => {
-        // A geometric roll-up keeps what it merges as it is: each checkpoint pack starts every
-        // directory it touches with a whole tree, and without paths git finds no deltas
-        // between packs. Once the younger packs together outweigh the largest one, one full
-        // repack (paths known, existing deltas reused) deltifies all of it; the doubling keeps
-        // the total work linear in the repository. `-k` (keep unreachable) because a
-        // checkpoint may write a pack and move the ref while git walks the old ref: its objects
-        // must not be dropped as unreachable.
-        const largest = Math.max(0, ...sizes);
-        const rest = sizes.reduce((a, b) => a + b, 0) - largest;
-        const args =
-          rest >= largest
-            ? ['repack', '-a', '-d', '-k', '-q', '-l', '--no-write-bitmap-index']
-            : ['repack', '-d', '-q', '-l', '--geometric=2', '--no-write-bitmap-index'];
-        return runGitNoSettle(this.gitdir, args);
+    this.repacking = listPacks(this.gitdir)
+      .then(async (packs) => {
+        const merge = packs.slice(0, geometricRollCount(packs.map((p) => p.size)));
+        if (merge.length > 1) await rollUpPacks(this.gitdir, merge, true);
       })
       .then(
         () => undefined,
