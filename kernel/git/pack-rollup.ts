@@ -91,16 +91,24 @@ async function looseObjectIds(gitdir: string): Promise<string[]> {
 }
 
 /** Runs `git pack-objects` with object ids (one hex line each) written to its stdin; resolves with the new pack's hash. */
-function packObjects(gitdir: string, lines: AsyncIterable<string>): Promise<string> {
+function packObjects(gitdir: string, lines: AsyncIterable<string>, signal?: AbortSignal): Promise<string> {
   return new Promise((resolve, reject) => {
     const args = ['pack-objects', '--local', '--quiet', '--delta-base-offset', '--non-empty', `${gitdir}/objects/pack/pack`];
-    const child = spawn('git', ['--git-dir', gitdir, ...args], { env: gitEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('git', ['--git-dir', gitdir, ...args], {
+      env: gitEnv(),
+      stdio: ['pipe', 'pipe', 'pipe'],
+      ...(signal ? { signal } : {}),
+    });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => out.push(c));
     child.stderr.on('data', (c: Buffer) => err.push(c));
     child.stdin.on('error', () => undefined); // an early exit is reported by 'close'
-    child.on('error', reject);
+    // an abort kills git: 'close' follows once it has exited, and rejects (so temp files are
+    // only removed after git is gone)
+    child.on('error', (e) => {
+      if (e.name !== 'AbortError') reject(e);
+    });
     child.on('close', (code) => {
       const hash = Buffer.concat(out).toString('utf8').trim();
       if (code === 0 && /^[0-9a-f]{40,64}$/.test(hash)) resolve(hash);
@@ -132,16 +140,17 @@ async function* idLines(gitdir: string, packs: readonly PackFile[], loose: reado
 /**
  * Merge `packs` (and the repository's loose objects) into one new pack; the merged packs and
  * loose objects are deleted once it is in place (durably when `durable`). Packs written
- * meanwhile are not touched. Returns the new pack's name.
+ * meanwhile are not touched. Returns the new pack's name. Aborting `signal` before git is done
+ * stops it and deletes nothing (its temp files are removed).
  */
-export async function rollUpPacks(gitdir: string, packs: readonly PackFile[], durable: boolean): Promise<string> {
+export async function rollUpPacks(gitdir: string, packs: readonly PackFile[], durable: boolean, signal?: AbortSignal): Promise<string> {
   const dir = `${gitdir}/objects/pack`;
   const loose = await looseObjectIds(gitdir);
   const temps = async () => new Set((await fsp.readdir(dir).catch(() => [] as string[])).filter((f) => f.startsWith('tmp_')));
   const tempsBefore = await temps();
   let name: string;
   try {
-    name = `pack-${await packObjects(gitdir, idLines(gitdir, packs, loose))}`;
+    name = `pack-${await packObjects(gitdir, idLines(gitdir, packs, loose), signal)}`;
   } catch (err) {
     // git leaves its half-written temp pack behind; nothing else of ours writes packs here
     for (const f of await temps()) if (!tempsBefore.has(f)) await fsp.rm(`${dir}/${f}`, { force: true });

@@ -115,6 +115,8 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
   /** pack files in objects/pack (counted at open, then as checkpoints and repacks add and merge them) */
   private packs = 0;
   private repacking: Promise<void> | null = null;
+  /** stops the merge in progress (at close) */
+  private repackAbort: AbortController | null = null;
   /** cluster mode: the newest journal record known durable, and the newest whose acknowledgement reached the fence */
   private ackTarget = { seq: 0, commit: '' };
   private ackedSeq = 0;
@@ -330,7 +332,9 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
     this.repacking = listPacks(this.gitdir)
       .then(async (packs) => {
         const merge = packs.slice(0, geometricRollCount(packs.map((p) => p.size)));
-        if (merge.length > 1) await rollUpPacks(this.gitdir, merge, true);
+        if (merge.length < 2) return;
+        this.repackAbort = new AbortController();
+        await rollUpPacks(this.gitdir, merge, true, this.repackAbort.signal);
       })
       .then(
         () => undefined,
@@ -340,6 +344,7 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
         this.packs = await countPacks(this.gitdir);
         // the reader's git may hold the replaced packs open (their space is freed when it exits)
         this.packed.recycle();
+        this.repackAbort = null;
         this.repacking = null;
       });
   }
@@ -535,6 +540,7 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
     this.idleTimer = null;
     this.lagTimer = null;
     await this.queue;
+    this.repackAbort?.abort(); // a merge in progress is dropped whole: its packs stay as they were
     await this.repacking;
     this.closed = true;
     if (openStores.get(this.gitdir) === this) openStores.delete(this.gitdir);

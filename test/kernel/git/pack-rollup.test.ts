@@ -134,4 +134,18 @@ describe('kernel/git/pack-rollup', function () {
     expect(readdirSync(join(gitdir, 'objects', 'pack')).sort()).to.deep.equal(before);
     expect(fsck(gitdir).status).to.equal(0);
   });
+
+  it('an aborted merge (the store closing) stops git and deletes nothing', async () => {
+    await packsOf(3);
+    const packs = await listPacks(gitdir);
+    const before = readdirSync(join(gitdir, 'objects', 'pack')).sort();
+    const controller = new AbortController();
+    const merging = rollUpPacks(gitdir, packs, true, controller.signal);
+    controller.abort();
+    let failed: Error | null = null;
+    await merging.catch((e: Error) => (failed = e));
+    expect(failed).to.be.an('error');
+    expect(readdirSync(join(gitdir, 'objects', 'pack')).sort()).to.deep.equal(before);
+    expect(fsck(gitdir).status).to.equal(0);
+  });
 });
