@@ -319,18 +319,30 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
   }
 
   /**
-   * Pack files accumulate (one per write-out); past the limit, one background roll-up
-   * merges the smallest ones into one pack, so the packs left form a geometric progression
-   * of sizes (each at least twice the one below it): an object is rewritten about log2 of the
-   * repository's size times in all, and the packs stay few. kernel/git/pack-rollup.ts (and
-   * why it is not `git repack --geometric`). The new pack is durable before the merged ones
-   * are deleted; packs written meanwhile are left alone.
+   * Pack files accumulate (one per write-out); past the limit, one background merge of the
+   * smallest ones, so the packs left form a geometric progression of sizes (each at least
+   * twice the one below it), by object ids without a history walk (kernel/git/pack-rollup.ts,
+   * and why it is not `git repack --geometric`); or, at each doubling of the repository, a full
+   * `git repack -a -d -k`. The new pack is durable before the replaced ones are deleted; packs
+   * written meanwhile are left alone.
    */
   private maybeRepack(): void {
     const limit = this.opts.packLimit ?? PACK_LIMIT;
     if (limit <= 0 || this.packs < limit || this.repacking || this.closing) return;
     this.repacking = listPacks(this.gitdir)
       .then(async (packs) => {
+        // Once the younger packs together outweigh the largest one, one full repack: the merges
+        // below find deltas only among objects of similar size (git has no paths for them), and
+        // each checkpoint pack starts every directory it touches with a whole tree; git's own
+        // walk gives it the paths and deltifies all of it (existing deltas reused). The doubling
+        // keeps the total work linear. `-k` (keep unreachable): a checkpoint may write a pack and
+        // move the ref while git walks the old ref, and its objects must not be dropped.
+        const largest = packs.length ? packs[packs.length - 1]!.size : 0;
+        const rest = packs.reduce((a, p) => a + p.size, 0) - largest;
+        if (packs.length > 1 && rest >= largest) {
+          await runGitNoSettle(this.gitdir, ['repack', '-a', '-d', '-k', '-q', '-l', '--no-write-bitmap-index']);
+          return;
+        }
         const merge = packs.slice(0, geometricRollCount(packs.map((p) => p.size)));
         if (merge.length < 2) return;
         this.repackAbort = new AbortController();
