@@ -11,7 +11,7 @@
  * history, and so did the soak's p99. Given the ids, pack-objects looks each object up
  * (deltas whose base is merged too are reused as they are) and searches deltas for the
  * rest among objects of similar size (it has no paths): the work is that of the packs
- * merged. The store still runs `git repack -a -d -k` at each doubling of the repository,
+ * merged. The store still runs `git repack -a -d -k` when the largest pack would be merged,
  * whose walk gives git the paths to deltify a checkpoint's whole trees against the same
  * directory's older ones: merged by ids alone, the 100k-node scale bench's data directory
  * was 8.5x the size of `git gc --aggressive` (2.5-2.7x with the full repacks).

@@ -331,15 +331,17 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
     if (limit <= 0 || this.packs < limit || this.repacking || this.closing) return;
     this.repacking = listPacks(this.gitdir)
       .then(async (packs) => {
-        // Once the younger packs together outweigh the largest one, one full repack: the merges
-        // below find deltas only among objects of similar size (git has no paths for them), and
-        // each checkpoint pack starts every directory it touches with a whole tree; git's own
-        // walk gives it the paths and deltifies all of it (existing deltas reused). The doubling
-        // keeps the total work linear. `-k` (keep unreachable): a checkpoint may write a pack and
-        // move the ref while git walks the old ref, and its objects must not be dropped.
+        // Whenever the largest pack would be merged (the younger ones together weigh half of
+        // it), one full repack instead: the merges below find deltas only among objects of
+        // similar size (git has no paths for them), and each checkpoint pack starts every
+        // directory it touches with a whole tree; git's own walk gives it the paths and
+        // deltifies all of it (existing deltas reused). The repository grows by at least half
+        // between two, which keeps the total work linear. `-k` (keep unreachable): a checkpoint
+        // may write a pack and move the ref while git walks the old ref, and its objects must
+        // not be dropped.
         const largest = packs.length ? packs[packs.length - 1]!.size : 0;
         const rest = packs.reduce((a, p) => a + p.size, 0) - largest;
-        if (packs.length > 1 && rest >= largest) {
+        if (packs.length > 1 && 2 * rest >= largest) {
           await runGitNoSettle(this.gitdir, ['repack', '-a', '-d', '-k', '-q', '-l', '--no-write-bitmap-index']);
           return;
         }
