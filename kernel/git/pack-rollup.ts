@@ -8,13 +8,13 @@
  * and that walk (git 2.39) does not stop at the packs it leaves alone. Beside a history of
  * 1.6 million commits it took 7.4 s of CPU and 1.4 GB of memory to merge two 0.2 MB packs
  * (docs/performance.md, twelfth session), on every sixteenth checkpoint: the work grew with
- * history, and so did the soak's p99. Given the ids, pack-objects looks each object up
+ * history, and the soak's throughput fell with it. Given the ids, pack-objects looks each object up
  * (deltas whose base is merged too are reused as they are) and searches deltas for the
  * rest among objects of similar size (it has no paths): the work is that of the packs
  * merged. The store still runs `git repack -a -d -k` when the largest pack would be merged,
  * whose walk gives git the paths to deltify a checkpoint's whole trees against the same
  * directory's older ones: merged by ids alone, the 100k-node scale bench's data directory
- * was 8.5x the size of `git gc --aggressive` (2.5-2.7x with the full repacks).
+ * was 8.5x the size of `git gc --aggressive` (1.96-2.60x with the full repacks).
  *
  * Crash safety: pack-objects writes the new pack and index under temp names and renames
  * them into place (.idx last); they are fsynced with the directory before any merged pack

@@ -322,8 +322,8 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
    * Pack files accumulate (one per write-out); past the limit, one background merge of the
    * smallest ones, so the packs left form a geometric progression of sizes (each at least
    * twice the one below it), by object ids without a history walk (kernel/git/pack-rollup.ts,
-   * and why it is not `git repack --geometric`); or, at each doubling of the repository, a full
-   * `git repack -a -d -k`. The new pack is durable before the replaced ones are deleted; packs
+   * and why it is not `git repack --geometric`); or, whenever the largest pack would be
+   * merged, a full `git repack -a -d -k`. The new pack is durable before the replaced ones are deleted; packs
    * written meanwhile are left alone.
    */
   private maybeRepack(): void {
