@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { decodeJournal, JOURNAL_NAME } from '../../../kernel/commit-journal.js';
 import { openGitStore } from '../../../kernel/git/open.js';
 import type { GitStore } from '../../../kernel/git/types.js';
+import { until } from '../stores-helpers.js';
 import { ann, fsck, gitCli } from './helpers.js';
 
 describe('kernel/git/open: commit journal replay', function () {
@@ -85,8 +86,8 @@ describe('kernel/git/open: commit journal replay', function () {
     store = await openGitStore(gitdir, { checkpointIdleMs: 30, checkpointOnClose: false });
     await store.commit({ changes: [{ path: paths[0]!, content: '3' }], author: ann, message: 'm', expectedParent: store.head() });
     expect(records()).to.have.length(1);
-    await new Promise((r) => setTimeout(r, 200));
-    expect(records()).to.have.length(0);
+    // the idle checkpoint (30 ms after the commit): waited for, not slept on (a loaded machine is slower)
+    await until(() => records().length === 0, 'the idle checkpoint', 15_000);
   });
 
   it('reuses the file in place after a checkpoint; stale records of the old epoch are never replayed', async () => {
@@ -99,7 +100,7 @@ describe('kernel/git/open: commit journal replay', function () {
       expectedParent: store.head(),
     });
     for (const c of ['a', 'b', 'c']) await store.commit(same(c)); // the third one queues a checkpoint
-    for (let i = 0; i < 100 && records().length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await until(() => records().length === 0, 'the checkpoint', 15_000);
     const sizeAfterCheckpoint = statSync(journalPath()).size;
     expect(sizeAfterCheckpoint).to.be.greaterThan(0); // blocks kept for reuse
     expect(records()).to.have.length(0);

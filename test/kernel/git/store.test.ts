@@ -9,6 +9,7 @@ import { nodePath } from '../../../kernel/git/objects.js';
 import { openGitStore } from '../../../kernel/git/open.js';
 import { HeadMismatchError, type CommitAuthor, type GitStore } from '../../../kernel/git/types.js';
 import { writePack, type PackObject } from '../../../kernel/pack-writer.js';
+import { until } from '../stores-helpers.js';
 import { ann, fsck, gitCli } from './helpers.js';
 
 /** A loose-object/ref writer that throws for matching paths while `armed`. */
@@ -375,8 +376,15 @@ describe('kernel/git/store', function () {
     });
     // in-process reads never wait
     expect(await store.readBlob(c2.blobs['nodes/t/00/a.md']!)).to.equal('two');
-    await new Promise((r) => setTimeout(r, 400));
-    expect(gitCli(gitdir, ['rev-parse', 'HEAD']).trim()).to.equal(c2.commit);
+    // the write-out lag (50 ms) moves the ref on its own: waited for, not slept on
+    const gitHead = () => {
+      try {
+        return gitCli(gitdir, ['rev-parse', 'HEAD']).trim();
+      } catch {
+        return null; // no ref written yet
+      }
+    };
+    await until(() => gitHead() === c2.commit, 'the write-out lag', 15_000);
     const c3 = await store.commit({
       changes: [{ path: 'nodes/t/00/a.md', content: 'three' }],
       author: ann,
