@@ -118,7 +118,11 @@ function packObjects(gitdir: string, lines: AsyncIterable<string>, signal?: Abor
       else reject(new Error(`git pack-objects failed (${code}): ${Buffer.concat(err).toString('utf8').trim()}`));
     });
     (async () => {
-      for await (const chunk of lines) if (!child.stdin.write(chunk)) await new Promise((r) => child.stdin.once('drain', r));
+      for await (const chunk of lines) {
+        // git gone early (a bad object, an abort): stop feeding it; 'close' reports why
+        if (child.stdin.destroyed) return;
+        if (!child.stdin.write(chunk)) await new Promise((r) => (child.stdin.once('drain', r), child.stdin.once('close', r)));
+      }
       child.stdin.end();
     })().catch((e: unknown) => {
       child.kill();
