@@ -11,10 +11,11 @@
  * history, and the soak's throughput fell with it. Given the ids, pack-objects looks each object up
  * (deltas whose base is merged too are reused as they are) and searches deltas for the
  * rest among objects of similar size (it has no paths): the work is that of the packs
- * merged. The store still runs `git repack -a -d -k` when the largest pack would be merged,
- * whose walk gives git the paths to deltify a checkpoint's whole trees against the same
- * directory's older ones: merged by ids alone, the 100k-node scale bench's data directory
- * was 8.5x the size of `git gc --aggressive` (1.96-2.60x with the full repacks).
+ * merged. Until a pack is sealed (`planPackWork`) the store still runs `git repack -a -d -k`
+ * when the largest pack would be merged, whose walk gives git the paths to deltify a
+ * checkpoint's whole trees against the same directory's older ones: merged by ids alone, the
+ * 100k-node scale bench's data directory was 8.5x the size of `git gc --aggressive`
+ * (1.96-2.60x with the full repacks).
  *
  * Crash safety: pack-objects writes the new pack and index under temp names and renames
  * them into place (.idx last); they are fsynced with the directory before any merged pack
@@ -65,6 +66,31 @@ export function geometricRollCount(sizes: readonly number[], factor = 2): number
     if (suffixOk[k] && sizes[k]! >= factor * sum) return k;
   }
   return n;
+}
+
+/** What the store's background maintenance does next (`planPackWork`). */
+export type PackWork = { kind: 'full' } | { kind: 'merge'; packs: PackFile[] } | null;
+
+/**
+ * Packs of at least `seal` bytes are never rewritten in the background (like git's own
+ * `gc.bigPackThreshold`): each rewrite of a pack costs in proportion to its size, and a full
+ * repack in proportion to the whole history (its walk: 77 s of CPU and 3.4 GB at 2.2 million
+ * commits, a minute and a half of lost throughput even at `nice 19`, docs/performance.md,
+ * thirteenth session). So the work of one background step is bounded by `seal`, whatever
+ * the history's length. While no pack is sealed: the full `git repack -a -d -k` whenever the
+ * younger packs together weigh half of the largest (it deltifies with paths, which merges by
+ * ids cannot), else the geometric merge of the smallest by ids. Once one is: geometric merges
+ * by ids among the packs below `seal` only (the merged pack may then be sealed in turn).
+ */
+export function planPackWork(packs: readonly PackFile[], seal: number): PackWork {
+  const open = packs.filter((p) => p.size < seal);
+  if (open.length === packs.length) {
+    const largest = packs.length ? packs[packs.length - 1]!.size : 0;
+    const rest = packs.reduce((a, p) => a + p.size, 0) - largest;
+    if (packs.length > 1 && 2 * rest >= largest) return { kind: 'full' };
+  }
+  const merge = open.slice(0, geometricRollCount(open.map((p) => p.size)));
+  return merge.length < 2 ? null : { kind: 'merge', packs: merge };
 }
 
 /** The object ids of a pack index (version 2, or the original version 1), as binary. */

@@ -21,7 +21,7 @@
  * commit: creating six files a commit, and each journal fdatasync then flushing them
  * too (ext4 orders data before the metadata it commits), cost more than everything else
  * on the write path together. Packs accumulate, one per checkpoint; past `packLimit` a
- * background `git repack --geometric=2 -d` merges them.
+ * background step merges them (`maybeRepack`).
  *
  * With `fsync: false` there is no journal: each commit writes loose objects and the ref
  * before it is acknowledged, nothing is fsynced. Opening a store and replaying its journal:
@@ -33,7 +33,7 @@ import { fsyncDir, fsyncFile, writeFileAtomicSync, type DurableFs } from '../dur
 import type { JournalWriter } from '../commit-journal.js';
 import { writePack } from '../pack-writer.js';
 import { countPacks, openStores, runGitNoSettle } from './cli.js';
-import { geometricRollCount, listPacks, rollUpPacks } from './pack-rollup.js';
+import { listPacks, planPackWork, rollUpPacks } from './pack-rollup.js';
 import {
   applyChanges,
   baseName,
@@ -60,6 +60,8 @@ import { GitStoreReads, type CachedTree } from './reads.js';
 
 /** pack files whose count starts a background geometric repack */
 const PACK_LIMIT = 16;
+/** packs of at least this size are never rewritten in the background (`planPackWork`) */
+const PACK_SEAL = 128 * 1024 * 1024;
 
 /** A directory's tree as a commit builds it; `swapHead` turns it into the cached HEAD tree. */
 interface NewTree {
@@ -114,6 +116,8 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
   private unwrittenCommits: Array<{ commit: string; objects: EncodedObject[] }> = [];
   /** pack files in objects/pack (counted at open, then as checkpoints and repacks add and merge them) */
   private packs = 0;
+  /** of them, packs of at least the seal size, which background maintenance leaves alone */
+  private sealedPacks = 0;
   private repacking: Promise<void> | null = null;
   /** stops the merge in progress (at close) */
   private repackAbort: AbortController | null = null;
@@ -156,7 +160,13 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
         this.rootTree = m[1]!;
       }
     }
+    await this.countPacks();
+  }
+
+  private async countPacks(): Promise<void> {
     this.packs = await countPacks(this.gitdir);
+    const seal = this.opts.packSeal ?? PACK_SEAL;
+    this.sealedPacks = (await listPacks(this.gitdir)).filter((p) => p.size >= seal).length;
   }
 
   /**
@@ -319,43 +329,33 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
   }
 
   /**
-   * Pack files accumulate (one per write-out); past the limit, one background merge of the
-   * smallest ones, so the packs left form a geometric progression of sizes (each at least
-   * twice the one below it), by object ids without a history walk (kernel/git/pack-rollup.ts,
-   * and why it is not `git repack --geometric`); or, whenever the largest pack would be
-   * merged, a full `git repack -a -d -k`. The new pack is durable before the replaced ones are deleted; packs
-   * written meanwhile are left alone.
+   * Pack files accumulate (one per write-out); past the limit (packs below the seal size
+   * counted), one background step of `planPackWork` (kernel/git/pack-rollup.ts): a merge of
+   * the smallest by object ids, so the packs left form a geometric progression of sizes, or
+   * while no pack is sealed and the largest would be merged, a full `git repack -a -d -k`
+   * (`-k`, keep unreachable: a checkpoint may write a pack and move the ref while git walks
+   * the old ref, and its objects must not be dropped). The new pack is durable before the
+   * replaced ones are deleted; packs written meanwhile are left alone.
    */
   private maybeRepack(): void {
     const limit = this.opts.packLimit ?? PACK_LIMIT;
-    if (limit <= 0 || this.packs < limit || this.repacking || this.closing) return;
+    if (limit <= 0 || this.packs - this.sealedPacks < limit || this.repacking || this.closing) return;
     this.repacking = listPacks(this.gitdir)
       .then(async (packs) => {
-        // Whenever the largest pack would be merged (the younger ones together weigh half of
-        // it), one full repack instead: the merges below find deltas only among objects of
-        // similar size (git has no paths for them), and each checkpoint pack starts every
-        // directory it touches with a whole tree; git's own walk gives it the paths and
-        // deltifies all of it (existing deltas reused). The repository grows by at least half
-        // between two, which keeps the total work linear. `-k` (keep unreachable): a checkpoint
-        // may write a pack and move the ref while git walks the old ref, and its objects must
-        // not be dropped.
-        const largest = packs.length ? packs[packs.length - 1]!.size : 0;
-        const rest = packs.reduce((a, p) => a + p.size, 0) - largest;
-        if (packs.length > 1 && 2 * rest >= largest) {
+        const work = planPackWork(packs, this.opts.packSeal ?? PACK_SEAL);
+        if (work?.kind === 'full') {
           await runGitNoSettle(this.gitdir, ['repack', '-a', '-d', '-k', '-q', '-l', '--no-write-bitmap-index']);
-          return;
+        } else if (work) {
+          this.repackAbort = new AbortController();
+          await rollUpPacks(this.gitdir, work.packs, true, this.repackAbort.signal);
         }
-        const merge = packs.slice(0, geometricRollCount(packs.map((p) => p.size)));
-        if (merge.length < 2) return;
-        this.repackAbort = new AbortController();
-        await rollUpPacks(this.gitdir, merge, true, this.repackAbort.signal);
       })
       .then(
         () => undefined,
         () => undefined, // retried after the next write-out
       )
       .then(async () => {
-        this.packs = await countPacks(this.gitdir);
+        await this.countPacks();
         // the reader's git may hold the replaced packs open (their space is freed when it exits)
         this.packed.recycle();
         this.repackAbort = null;

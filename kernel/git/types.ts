@@ -110,10 +110,12 @@ export interface GitStoreOptions {
   /** testing hook: writes a checkpoint's pack (default kernel/pack-writer.ts writePack) */
   writePack?: (gitdir: string, objects: PackObject[], durable: boolean) => Promise<string>;
   /**
-   * background repack once this many packs exist (default 16; 0 = never): a full
-   * `git repack -a -d -k` when the younger packs outweigh the largest, else `--geometric=2`
+   * background pack maintenance once this many packs below `packSeal` exist (default 16;
+   * 0 = never): kernel/git/pack-rollup.ts `planPackWork`
    */
   packLimit?: number;
+  /** packs of at least this many bytes are never rewritten in the background (default 128 MiB) */
+  packSeal?: number;
   /** told how long each journal fdatasync (one per group of commits) and each checkpoint took (metrics) */
   observe?: StoreObserver;
   /**

@@ -5,7 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nodePath } from '../../../kernel/git/objects.js';
 import { openGitStore } from '../../../kernel/git/open.js';
-import { geometricRollCount, indexObjectIds, listPacks, rollUpPacks } from '../../../kernel/git/pack-rollup.js';
+import {
+  geometricRollCount,
+  indexObjectIds,
+  listPacks,
+  planPackWork,
+  rollUpPacks,
+  type PackFile,
+} from '../../../kernel/git/pack-rollup.js';
 import type { GitStore } from '../../../kernel/git/types.js';
 import { ann, fsck, gitCli } from './helpers.js';
 
@@ -52,6 +59,45 @@ describe('kernel/git/pack-rollup', function () {
     // the merged pack would outgrow the next one: that one is merged too, up to everything
     expect(geometricRollCount([5, 5, 12])).to.equal(3);
     expect(geometricRollCount([5, 5, 12, 30, 200])).to.equal(4);
+  });
+
+  it('plans a full repack only while no pack is sealed; past the seal, merges by ids among the smaller packs only', () => {
+    const packs = (...sizes: number[]): PackFile[] => sizes.map((size, i) => ({ name: `pack-${i}`, size }));
+    const names = (w: ReturnType<typeof planPackWork>) => (w?.kind === 'merge' ? w.packs.map((p) => p.name) : w);
+    // nothing sealed: the largest would be merged (the rest weigh half of it) -> the full repack
+    expect(planPackWork(packs(10, 10, 40), 1000)).to.deep.equal({ kind: 'full' });
+    // nothing sealed, the largest left alone -> the geometric merge of the smallest
+    expect(names(planPackWork(packs(1, 1, 10, 100), 1000))).to.deep.equal(['pack-0', 'pack-1']);
+    expect(planPackWork(packs(1, 2, 4, 16), 1000)).to.equal(null);
+    expect(planPackWork(packs(), 1000)).to.equal(null);
+    // the same packs with the largest sealed: never a full repack, and the sealed one is never merged
+    expect(names(planPackWork(packs(10, 10, 40), 40))).to.deep.equal(['pack-0', 'pack-1']);
+    expect(names(planPackWork(packs(5, 5, 12, 500, 900), 100))).to.deep.equal(['pack-0', 'pack-1', 'pack-2']);
+    expect(planPackWork(packs(3, 500, 900), 100)).to.equal(null);
+  });
+
+  it('a store leaves a sealed pack as it is: the packs written after it are merged by ids, no full repack', async () => {
+    await packsOf(6);
+    gitCli(gitdir, ['repack', '-a', '-d', '-q']);
+    const [sealed] = await listPacks(gitdir);
+    const sealedBytes = readFileSync(join(gitdir, 'objects', 'pack', `${sealed!.name}.pack`));
+    store = await openGitStore(gitdir, { checkpointEvery: 1, packLimit: 4, packSeal: sealed!.size, checkpointIdleMs: 60_000 });
+    for (let i = 0; i < 12; i++) {
+      await store.commit({
+        changes: [{ path: nodePath('task', `s${i % 4}`), content: `sealed ${i}\n`.repeat(20) }],
+        author: ann,
+        message: `s${i}`,
+        expectedParent: store.head(),
+      });
+    }
+    await store.close(); // waits for a merge in progress
+    store = null;
+    const after = await listPacks(gitdir);
+    expect(after.length).to.be.lessThan(13);
+    expect(after.filter((p) => p.name === sealed!.name)).to.have.length(1);
+    expect(readFileSync(join(gitdir, 'objects', 'pack', `${sealed!.name}.pack`)).equals(sealedBytes)).to.equal(true);
+    expect(gitCli(gitdir, ['rev-list', '--count', 'HEAD']).trim()).to.equal('18');
+    expect(fsck(gitdir).status).to.equal(0);
   });
 
   it('reads the object ids of version 2 and version 1 pack indexes as git lists them', async () => {
