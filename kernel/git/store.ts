@@ -58,7 +58,7 @@ import {
 } from './objects.js';
 import { GitStoreReads, type CachedTree } from './reads.js';
 
-/** pack files whose count starts a background geometric repack */
+/** packs below the seal whose count starts a background maintenance step (`maybeRepack`) */
 const PACK_LIMIT = 16;
 /** packs of at least this size are never rewritten in the background (`planPackWork`) */
 const PACK_SEAL = 128 * 1024 * 1024;
