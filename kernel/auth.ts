@@ -338,8 +338,14 @@ export function newTokenRecord(
   };
 }
 
+/** A record's `expires` parsed, with the string it was parsed from (a record can be changed in place). */
+const expiresMs = new WeakMap<TokenRecord, { text: string; ms: number }>();
+
 export function isLive(record: TokenRecord, nowMs: number): boolean {
   if (record.revoked_at) return false;
-  if (record.expires && Date.parse(record.expires) <= nowMs) return false;
-  return true;
+  if (!record.expires) return true;
+  let parsed = expiresMs.get(record);
+  if (parsed?.text !== record.expires) expiresMs.set(record, (parsed = { text: record.expires, ms: Date.parse(record.expires) }));
+  // an unparsable date is NaN: not after now, so the token is live, as Date.parse alone decided
+  return !(parsed.ms <= nowMs);
 }

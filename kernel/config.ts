@@ -127,13 +127,24 @@ export function createLogger(
   );
   const emit = (lvl: 'debug' | 'info' | 'warn' | 'error') => (message: string, fields?: Record<string, unknown>) =>
     fields && Object.keys(fields).length > 0 ? logger[lvl](fields, message) : logger[lvl](message);
-  const str = (v: string | null) => (v === null ? 'null' : JSON.stringify(v));
+  // the route, tenant and actor of an access line repeat from request to request: their JSON is
+  // kept (a bounded table, emptied when full; the same string object is found by its cached hash)
+  const quoted = new Map<string, string>();
+  const str = (v: string | null) => {
+    if (v === null) return 'null';
+    let q = quoted.get(v);
+    if (q === undefined) {
+      if (quoted.size >= 4096) quoted.clear();
+      quoted.set(v, (q = JSON.stringify(v)));
+    }
+    return q;
+  };
   // pino's line for info(fields, 'request'): level, time, the fields in order, msg
   const request = (f: AccessFields) => {
     if (!logger.isLevelEnabled('info')) return;
     write(
       redact(
-        `{"level":"info"${isoTimeField()},"method":${str(f.method)},"route":${str(f.route)},"status":${f.status},"duration_ms":${f.duration_ms},"tenant":${str(f.tenant)},"actor":${str(f.actor)},"request_id":${str(f.request_id)},"msg":"request"}`,
+        `{"level":"info"${isoTimeField()},"method":${str(f.method)},"route":${str(f.route)},"status":${f.status},"duration_ms":${f.duration_ms},"tenant":${str(f.tenant)},"actor":${str(f.actor)},"request_id":${JSON.stringify(f.request_id)},"msg":"request"}`,
       ),
     );
   };

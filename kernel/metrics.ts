@@ -7,6 +7,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { HookCall, HookOutcome, Sandbox } from '../sandbox/types.js';
+import { RequestHistogram } from './request-histogram.js';
 
 /** What the git store reports about its durable path (seconds). */
 export interface StoreObserver {
@@ -18,7 +19,7 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 
 export class KernelMetrics {
   readonly registry = new Registry();
-  readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  readonly httpDuration: RequestHistogram;
   readonly writeQueueDepth: Gauge<'tenant'>;
   readonly commitDuration: Histogram<'tenant'>;
   readonly journalSync: Histogram<'tenant'>;
@@ -30,13 +31,13 @@ export class KernelMetrics {
   constructor(openTenants: () => number) {
     collectDefaultMetrics({ register: this.registry, prefix: 'workgraph_' });
     const registers = [this.registry];
-    this.httpDuration = new Histogram({
-      name: 'workgraph_http_request_duration_seconds',
-      help: 'HTTP request duration by route pattern (never the raw path), method and status',
-      labelNames: ['method', 'route', 'status'],
-      buckets: LATENCY_BUCKETS,
-      registers,
-    });
+    this.httpDuration = new RequestHistogram(
+      'workgraph_http_request_duration_seconds',
+      'HTTP request duration by route pattern (never the raw path), method and status',
+      ['method', 'route', 'status'],
+      LATENCY_BUCKETS,
+      this.registry,
+    );
     this.writeQueueDepth = new Gauge({
       name: 'workgraph_write_queue_depth',
       help: 'writes queued or running in the tenant write queue',

@@ -465,8 +465,34 @@ export interface HashedToken {
   checksummed: boolean;
 }
 
+/**
+ * The actor last made for a token record, with the person node it was made from: a node is
+ * replaced, never changed, on a write, so the same node object (and the same record fields) gives
+ * the same actor, and a token's requests do not build it again (a node read made one a request).
+ */
+const actors = new WeakMap<
+  TokenRecord,
+  { tenant: Tenant; person: unknown; personId: string; agent: string | null; session: string | null; actor: Actor }
+>();
+
 export function actorFor(tenant: Tenant, record: TokenRecord): Actor {
   const person = tenant.index.get(record.person);
+  const last = actors.get(record);
+  if (
+    last &&
+    last.tenant === tenant &&
+    last.person === person &&
+    last.personId === record.person &&
+    last.agent === record.agent &&
+    last.session === record.session
+  )
+    return last.actor;
+  const actor = makeActor(tenant, record, person);
+  actors.set(record, { tenant, person, personId: record.person, agent: record.agent, session: record.session, actor });
+  return actor;
+}
+
+function makeActor(tenant: Tenant, record: TokenRecord, person: ReturnType<Tenant['index']['get']>): Actor {
   const bound = person !== undefined && person.type === 'person';
   const isAdmin = bound && person.edges.some((e) => e.type === 'stewards' && e.to === ROOT_ID);
   return {
