@@ -16,7 +16,10 @@
  *           is added, and each node has at most three such edges): what grows is history alone
  *
  * Every minute (BENCH_SOAK_SAMPLE_MS shortens it for a smoke run): the server's RSS and open file descriptors (/proc), the requests, commits and
- * 5xx answers of that minute, and its p99 latency. The figures: RSS growth per 10 minutes and
+ * 5xx answers of that minute, its p99 latency and the CPU a request of the server and of this
+ * client process (a closed loop's latency moves with either: the two tell a slower server from a
+ * slower machine or client). The client keeps the latencies of minutes 2-4 and of the last three
+ * only, so its own memory does not grow with the run. The figures: RSS growth per 10 minutes and
  * per commit from the end of the second minute (warm) to the end, and p99 of the last three
  * minutes against minutes 2-4. Targets: RSS flat in history (growth per commit under
  * 0.1 KB, i.e. a year of commits costs nothing that a week does not) and p99 at the end
@@ -24,7 +27,18 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fmtRatio, machineNote, nowMs, recordResult, rssKb, runIfMain, scratchDir, startServerProcess, verdict } from './lib.js';
+import {
+  fmtRatio,
+  machineNote,
+  nowMs,
+  processCpuMs,
+  recordResult,
+  rssKb,
+  runIfMain,
+  scratchDir,
+  startServerProcess,
+  verdict,
+} from './lib.js';
 
 const MINUTES = Number(process.env.BENCH_SOAK_MINUTES ?? 60);
 const NODES = Number(process.env.BENCH_SOAK_NODES ?? 3000);
@@ -68,6 +82,9 @@ interface Minute {
   errors5xx: number;
   refused: number;
   p99: number;
+  /** server and client (this process) CPU per request in the minute, µs */
+  serverCpuUs?: number;
+  clientCpuUs?: number;
 }
 
 function fdCount(pid: number | undefined): number {
@@ -170,6 +187,9 @@ export async function main(): Promise<void> {
     let minutesDone = 0;
     const t0 = nowMs();
     const end = t0 + MINUTES * 60_000 + SAMPLE_MS / 2;
+    // CPU of the server process (/proc) and of this client process at the last sample, µs / ms
+    const startCpu = process.cpuUsage();
+    const cpuAt = { server: processCpuMs(server.child.pid), client: startCpu.user + startCpu.system };
     const loop = async () => {
       while (nowMs() < end) {
         const op = pick();
@@ -204,13 +224,26 @@ export async function main(): Promise<void> {
         refused,
         p99: p99Of(lat),
       };
+      const serverCpu = processCpuMs(server.child.pid);
+      const clientCpu = process.cpuUsage();
+      m.serverCpuUs = ((serverCpu - cpuAt.server) * 1000) / Math.max(1, requests);
+      m.clientCpuUs = (clientCpu.user + clientCpu.system - cpuAt.client) / Math.max(1, requests);
+      cpuAt.server = serverCpu;
+      cpuAt.client = clientCpu.user + clientCpu.system;
       minutes.push(m);
       minutesDone = minutes.length;
       latencies.push(lat);
       lat = [];
+      // the client keeps only the latencies the figures need (minutes 2-4 and the last three): a
+      // minute that leaves the window is dropped, so its own memory and collections stay flat
+      const leaving = latencies.length - 4;
+      if (leaving >= 4) {
+        latencies[leaving] = [];
+        for (const perMinute of byOp.values()) if (perMinute[leaving]) perMinute[leaving] = [];
+      }
       requests = commits = errors5xx = refused = 0;
       console.log(
-        `  minute ${String(m.minute).padStart(3)}: RSS ${m.rssMb.toFixed(1)} MB, heap in use ${m.heapMb.toFixed(1)} MB, fds ${m.fds}, ${m.requests} requests (${m.commits} commits, ${m.refused} 4xx, ${m.errors5xx} 5xx), p99 ${m.p99.toFixed(1)} ms`,
+        `  minute ${String(m.minute).padStart(3)}: RSS ${m.rssMb.toFixed(1)} MB, heap in use ${m.heapMb.toFixed(1)} MB, fds ${m.fds}, ${m.requests} requests (${m.commits} commits, ${m.refused} 4xx, ${m.errors5xx} 5xx), p99 ${m.p99.toFixed(1)} ms, CPU a request: server ${m.serverCpuUs.toFixed(0)} µs, client ${m.clientCpuUs.toFixed(0)} µs`,
       );
     }, SAMPLE_MS);
     await Promise.all(Array.from({ length: CLIENTS }, loop));
