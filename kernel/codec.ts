@@ -486,14 +486,47 @@ export function canonicalFrontmatter(frontmatter: Frontmatter): Frontmatter {
 export function serializeNode(frontmatter: Frontmatter, body: string): string {
   if (typeof body !== 'string') throw new CodecError('body must be a string', ['body is not a string']);
   const data = canonicalFrontmatter(frontmatter);
+  const keys = Object.keys(data);
+  let yamlText = keys.length === 0 ? yamlOf(data) : '';
+  for (const key of keys) yamlText += pairText(key, data[key]);
+  return `---\n${yamlText}---\n${normalizeBody(body)}`;
+}
+
+/** The YAML of canonical frontmatter as one document (what `serializeNode` writes; tests compare). */
+export function yamlOf(data: Frontmatter): string {
   const doc = new Document(data, { version: '1.2', schema: 'core', aliasDuplicateObjects: false });
   visit(doc, {
     Scalar(_key, node) {
       if (typeof node.value === 'string' && mustDoubleQuote(node.value)) node.type = Scalar.QUOTE_DOUBLE;
     },
   });
-  const yamlText = escapeNonPrintable(doc.toString(STRINGIFY_OPTIONS));
-  return `---\n${yamlText}---\n${normalizeBody(body)}`;
+  return escapeNonPrintable(doc.toString(STRINGIFY_OPTIONS));
+}
+
+/**
+ * A top-level block mapping is its pairs' texts one after another, so a node's YAML is built
+ * pair by pair, each pair's text kept by its key and its value's JSON (canonical data: JSON is
+ * exact for it). A write changes one or two fields of a node, and fields like `type: task` repeat
+ * across nodes: the YAML library, about a tenth of a soak's server CPU, then runs only for what
+ * changed. The table is bounded by its characters and emptied when full.
+ */
+const pairTexts = new Map<string, string>();
+let pairChars = 0;
+const PAIR_TEXT_CHARS = 4 * 1024 * 1024;
+
+function pairText(key: string, value: unknown): string {
+  const id = `${JSON.stringify(key)}:${JSON.stringify(value)}`;
+  let text = pairTexts.get(id);
+  if (text === undefined) {
+    text = yamlOf({ [key]: value });
+    if (pairChars + id.length + text.length > PAIR_TEXT_CHARS) {
+      pairTexts.clear();
+      pairChars = 0;
+    }
+    pairTexts.set(id, text);
+    pairChars += id.length + text.length;
+  }
+  return text;
 }
 
 // ---------------------------------------------------------------------------------------

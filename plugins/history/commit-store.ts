@@ -374,14 +374,21 @@ export class CommitStore {
     return out!;
   }
 
-  /** Commits newest first, from `from` (default: the newest) down to seq 0, read a block at a time. */
+  /**
+   * Commits newest first, from `from` (default: the newest) down to seq 0, read a block at a time
+   * and decoded as they are taken (the change feed stops after a few dozen of a block's 128).
+   */
   *newestFirst(from = this.n - 1): Generator<CommitRecord> {
     let hi = Math.min(from, this.n - 1);
     while (hi >= 0) {
       const lo = Math.max(0, hi - BLOCK_COMMITS + 1);
-      const block: CommitRecord[] = [];
-      this.forRecords(lo, hi, (buf, start, end) => block.push(decodeCommit(buf, start, end)));
-      for (let i = block.length - 1; i >= 0; i--) yield block[i]!;
+      let block: Buffer = Buffer.alloc(0);
+      const bounds: number[] = [];
+      this.forRecords(lo, hi, (buf, start, end) => {
+        block = buf;
+        bounds.push(start, end);
+      });
+      for (let i = bounds.length - 2; i >= 0; i -= 2) yield decodeCommit(block, bounds[i]!, bounds[i + 1]!);
       hi = lo - 1;
     }
   }

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import {
   CANONICAL_KEY_ORDER,
+  canonicalFrontmatter,
   CodecError,
   normalizeBody,
   parseClientMarkdown,
@@ -10,6 +11,7 @@ import {
   parseStoredNode,
   parseStoredNodeFast,
   serializeNode,
+  yamlOf,
   type Frontmatter,
 } from '../../kernel/codec.js';
 
@@ -701,6 +703,32 @@ describe('kernel/codec', () => {
       cyc.self = cyc;
       expectCodecError(() => serializeNode(cyc, ''), /circular/);
       expectCodecError(() => serializeNode([] as unknown as Frontmatter, ''), /plain object/);
+    });
+  });
+
+  describe('serializeNode pair by pair', () => {
+    it('writes what one YAML document of the whole frontmatter is, first time and from its table (property)', function () {
+      // synchronous CPU work, as below: no wall-clock limit
+      this.timeout(0);
+      fc.assert(
+        fc.property(frontmatterArb, bodyArb, (fm, body) => {
+          const whole = `---\n${yamlOf(canonicalFrontmatter(fm))}---\n${normalizeBody(body)}`;
+          expect(serializeNode(fm, body)).to.equal(whole);
+          // the second time every pair comes from the table
+          expect(serializeNode(fm, body)).to.equal(whole);
+        }),
+        { numRuns: Number(process.env.CODEC_PROPERTY_RUNS ?? 2000) },
+      );
+      expect(serializeNode({}, '')).to.equal('---\n{}\n---\n');
+    });
+
+    it('tells values apart that print alike in JavaScript but not in YAML', () => {
+      const text = (v: unknown) => serializeNode({ id: 'x', v } as Frontmatter, '');
+      expect(text('1')).to.include('v: "1"');
+      expect(text(1)).to.include('v: 1\n');
+      expect(text(['a'])).to.not.equal(text('a'));
+      expect(text({ a: 1 })).to.not.equal(text([{ a: 1 }]));
+      expect(serializeNode({ ['__proto__']: 1, id: 'x' } as Frontmatter, '')).to.include('__proto__: 1');
     });
   });
 
