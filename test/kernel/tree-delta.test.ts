@@ -48,7 +48,7 @@ describe('kernel/git: trees spliced per commit, stored as deltas in checkpoint p
 
   it('spliceTree gives the bytes git writes for the changed listing (random names, files and subtrees, adds, replaces, deletes)', () => {
     const hex = (n: number) => n.toString(16).padStart(40, '0');
-    const nameArb = fc.stringMatching(/^[a-z0-9._ü-]{1,6}$/).filter((n) => n !== '.' && n !== '..');
+    const nameArb = fc.stringMatching(/^[a-z0-9._ü -]{1,6}$/).filter((n) => n !== '.' && n !== '..');
     fc.assert(
       fc.property(
         fc.uniqueArray(fc.tuple(nameArb, fc.boolean()), { selector: (t) => t[0], maxLength: 12 }),
@@ -77,6 +77,27 @@ describe('kernel/git: trees spliced per commit, stored as deltas in checkpoint p
       ),
       { numRuns: 60 },
     );
+  });
+
+  it('spliceTree reads a subtree whose name begins with a space (its mode is five digits, the name starts where a six-digit mode would end)', () => {
+    const hex = (n: number) => n.toString(16).padStart(40, '0');
+    const listing: Listing = new Map([
+      [' a', { mode: '40000', oid: hex(1) }],
+      [' b', { mode: '100644', oid: hex(2) }],
+      ['a', { mode: '40000', oid: hex(3) }],
+      ['c', { mode: '100644', oid: hex(4) }],
+    ]);
+    const baseBody = treeBody(gitdir, mktree(gitdir, listing));
+    const changes: TreeChange[] = [
+      { name: ' a', entry: { mode: '40000', oid: hex(5) }, oldMode: '40000' },
+      { name: ' c', entry: { mode: '100644', oid: hex(6) }, oldMode: null },
+      { name: 'c', entry: null, oldMode: '100644' },
+    ];
+    const after: Listing = new Map(listing);
+    after.set(' a', { mode: '40000', oid: hex(5) });
+    after.set(' c', { mode: '100644', oid: hex(6) });
+    after.delete('c');
+    expect(treeOid(spliceTree(baseBody, changes))).to.equal(mktree(gitdir, after));
   });
 
   it('applyDelta rebuilds what spliceTreeDelta and prefixSuffixDelta encode (the journal replays trees with it), and refuses a delta for another base', () => {
