@@ -4,17 +4,21 @@
  */
 import type { TokenRecord } from './auth.js';
 
+/**
+ * Read-only: one actor object serves every request of its token while the person node is the
+ * same one (kernel/tenants.ts `actorFor`), so nothing may change it.
+ */
 export interface Actor {
-  org: string;
-  token: TokenRecord;
+  readonly org: string;
+  readonly token: TokenRecord;
   /** person node id the token is bound to (for agent tokens: the owner) */
-  personId: string;
+  readonly personId: string;
   /** false when the person node does not exist in the graph */
-  bound: boolean;
-  name: string;
-  email: string;
-  isAdmin: boolean;
+  readonly bound: boolean;
+  readonly name: string;
+  readonly email: string;
+  readonly isAdmin: boolean;
   /** set for agent tokens (standing or per-session) */
-  agent: string | null;
-  session: string | null;
+  readonly agent: string | null;
+  readonly session: string | null;
 }
