@@ -47,7 +47,7 @@ interface Sample {
 export class RequestHistogram {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
-  private series = new Map<string, HistogramSeries>();
+  private readonly series = new Map<string, HistogramSeries>();
 
   constructor(
     readonly name: string,
