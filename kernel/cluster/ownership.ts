@@ -20,6 +20,7 @@ import type pg from 'pg';
 import type { Logger } from '../config.js';
 import { errors } from '../errors.js';
 import type { StoreFence } from '../git/types.js';
+import { HeadAcks } from './head-acks.js';
 import type { Tenant, TenantConfig } from '../tenant.js';
 import type { TenantManager } from '../tenants.js';
 import { clusterMembers, clusterStatus, preferredMember, type MemberRow, type OwnerRow } from './status.js';
@@ -52,6 +53,14 @@ interface Owned {
   endsBy: number;
 }
 
+/**
+ * Renews every lease of member $1 for $2 ms: the rows locked in org order, as the acknowledged
+ * heads' batches lock them (head-acks.ts), so the two never wait on each other in a cycle.
+ */
+export const RENEW_LEASES = `UPDATE wg_owners o SET expires_at = now() + $2 * interval '1 millisecond'
+  FROM (SELECT org FROM wg_owners WHERE owner = $1 AND expires_at > now() ORDER BY org FOR NO KEY UPDATE) l
+ WHERE o.org = l.org RETURNING o.org, o.fence`;
+
 export type Route =
   | { kind: 'local'; tenant: Tenant }
   | { kind: 'remote'; url: string; owner: string }
@@ -76,12 +85,16 @@ export class Cluster {
   /** where tenants owned elsewhere were found, for a short while (routing reads no table per request) */
   private readonly remotes = new Map<string, { url: string; owner: string; until: number }>();
   private readonly inflight = new Map<string, number>();
+  /** every owned tenant's acknowledged head, recorded a batch at a time */
+  private readonly headAcks: HeadAcks;
 
   /** the URL other members forward requests to (set once the listener is up) */
   url = '';
   private tenantManager: TenantManager | null = null;
 
-  constructor(private readonly options: ClusterOptions) {}
+  constructor(private readonly options: ClusterOptions) {
+    this.headAcks = new HeadAcks(options.pool);
+  }
 
   /** The tenant manager whose tenants this member opens and closes. */
   attach(tenants: TenantManager): void {
@@ -158,8 +171,7 @@ export class Cluster {
     };
     return {
       acknowledge: async (commit) => {
-        const r = await pool.query('UPDATE wg_owners SET head = $3 WHERE org = $1 AND fence = $2', [org, fence, commit]);
-        if (r.rowCount !== 1) throw lost();
+        if (!(await this.headAcks.record(org, fence, commit))) throw lost();
       },
       check: async () => {
         const r = await pool.query('SELECT 1 FROM wg_owners WHERE org = $1 AND fence = $2', [org, fence]);
@@ -237,10 +249,7 @@ export class Cluster {
     const pool = this.opts.leasePool ?? this.opts.pool;
     const sent = performance.now();
     await pool.query('UPDATE wg_members SET heartbeat_at = now() WHERE id = $1', [this.id]);
-    const renewed = await pool.query<{ org: string; fence: string }>(
-      `UPDATE wg_owners SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = $1 AND expires_at > now() RETURNING org, fence`,
-      [this.id, leaseMs],
-    );
+    const renewed = await pool.query<{ org: string; fence: string }>(RENEW_LEASES, [this.id, leaseMs]);
     const held = new Map(renewed.rows.map((r) => [r.org, Number(r.fence)]));
     for (const [org, o] of [...this.owned]) {
       const fence = held.get(org);

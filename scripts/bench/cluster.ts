@@ -23,8 +23,12 @@
  * file run with `--bare-proxy URL`: node:http, a keep-alive agent, the answer piped back, no
  * routing, no checks), probed the same way. That is the floor of forwarding over HTTP in Node.
  *
+ * embedded and cluster-1 run side by side in ROUNDS alternating rounds (their order swapped each
+ * round, the machine quiet for 10 s before each), so the ratio compares the same minutes of this
+ * shared VM.
+ *
  * Env: BENCH_CLUSTER_SECONDS (default 6), BENCH_CLUSTER_CONNECTIONS (default 24),
- * BENCH_CLUSTER_TENANTS (default 6).
+ * BENCH_CLUSTER_TENANTS (default 6), BENCH_CLUSTER_ROUNDS (default 4).
  */
 import { spawnSync } from 'node:child_process';
 import { Agent, createServer, request } from 'node:http';
@@ -53,6 +57,8 @@ const SECONDS = Number(process.env.BENCH_CLUSTER_SECONDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CLUSTER_CONNECTIONS ?? 24);
 const TENANTS = Number(process.env.BENCH_CLUSTER_TENANTS ?? 6);
 const LEASE_MS = 3000;
+/** rounds of embedded and cluster-1, alternating (contenders interleaved, as every bench here runs them) */
+const ROUNDS = Number(process.env.BENCH_CLUSTER_ROUNDS ?? 4);
 /** issue 27 item 7: a forwarded request costs the forwarding member at most this much CPU */
 const FORWARD_CPU_TARGET_US = 50;
 /** issue 27 item 7: a one-member cluster serves reads and writes at least this fraction of the embedded rate */
@@ -295,6 +301,21 @@ async function drive(
   };
 }
 
+/** The rounds of one contender as one phase: mean rates and CPU a request, the worst p50, every error. */
+function combine(rounds: Phase[]): Phase & { rounds: Array<{ writes: number; reads: number }> } {
+  const mean = (f: (p: Phase) => number) => rounds.reduce((a, p) => a + f(p), 0) / rounds.length;
+  return {
+    ...rounds[0]!,
+    writes: mean((p) => p.writes),
+    reads: mean((p) => p.reads),
+    writeCpuUs: mean((p) => p.writeCpuUs),
+    readCpuUs: mean((p) => p.readCpuUs),
+    readP50: Math.max(...rounds.map((p) => p.readP50)),
+    errors: rounds.reduce((a, p) => a + p.errors, 0),
+    rounds: rounds.map((p) => ({ writes: p.writes, reads: p.reads })),
+  };
+}
+
 function status(env: Record<string, string>): {
   members: Array<{ id: string; url: string; live: boolean }>;
   tenants: Array<{ org: string; url: string | null; expired: boolean; preferred: string | null }>;
@@ -321,7 +342,7 @@ export async function main(): Promise<void> {
   const dirs: string[] = [];
   const children: ServerChild[] = [];
   try {
-    // embedded reference
+    // embedded reference and a one-member cluster, both up, driven in alternating rounds
     const embeddedDir = scratchDir('cluster-embedded');
     dirs.push(embeddedDir);
     const embeddedEnv = { SVC_DATA_DIR: embeddedDir, SVC_BOOTSTRAP_TOKEN: BOOTSTRAP };
@@ -329,10 +350,7 @@ export async function main(): Promise<void> {
     children.push(single);
     const embeddedTenants = addTenants(embeddedEnv);
     await new Promise((r) => setTimeout(r, 1500)); // the CLI's tenants are picked up by the server's scan
-    const embedded = await drive([single], embeddedTenants, 'e', null);
-    await single.stop();
 
-    // cluster: one member, then three
     const clusterDir = scratchDir('cluster-shared');
     dirs.push(clusterDir);
     const clusterEnv = {
@@ -349,7 +367,21 @@ export async function main(): Promise<void> {
       [first],
       clusterTenants.map((t) => t.org),
     );
-    const one = await drive([first], clusterTenants, 'c1', null);
+    const embeddedRounds: Phase[] = [];
+    const oneRounds: Phase[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      // the order alternates, and the machine stays quiet for 10 s before each: the server driven
+      // before has written its packs out and run its idle collections (kernel/idle-gc.ts, a few
+      // seconds after its load ends), which otherwise took CPU from the next one's drive
+      for (const which of r % 2 === 0 ? ['e', 'c1'] : ['c1', 'e']) {
+        await waitQuiet(`cluster round ${r + 1}`, 60_000, 0.25, 40);
+        if (which === 'e') embeddedRounds.push(await drive([single], embeddedTenants, `e${r}`, null));
+        else oneRounds.push(await drive([first], clusterTenants, `c1r${r}`, null));
+      }
+    }
+    const embedded = combine(embeddedRounds);
+    const one = combine(oneRounds);
+    await single.stop();
     const more = [await startServerProcess(clusterDir, clusterEnv), await startServerProcess(clusterDir, clusterEnv)];
     children.push(...more);
     const members = [first, ...more];
@@ -405,6 +437,9 @@ export async function main(): Promise<void> {
     const oneWrites = one.writes / embedded.writes;
     const oneReads = one.reads / embedded.reads;
     console.log(
+      `  cluster-1 / embedded by round: writes ${one.rounds.map((x, i) => fmtRatio(x.writes / embedded.rounds[i]!.writes)).join(', ')}; reads ${one.rounds.map((x, i) => fmtRatio(x.reads / embedded.rounds[i]!.reads)).join(', ')}`,
+    );
+    console.log(
       `cluster: 3 processes / 1: writes ${fmtRatio(three.writes / one.writes)}, reads ${fmtRatio(three.reads / one.reads)}; cluster-1 / embedded: writes ${fmtRatio(oneWrites)}, reads ${fmtRatio(oneReads)} (target >= ${fmtRatio(ONE_MEMBER_TARGET)} each: ${verdict(oneWrites >= ONE_MEMBER_TARGET && oneReads >= ONE_MEMBER_TARGET)}); forwarding ${us(three.forwardCpuUs)} CPU a forwarded read (target <= ${FORWARD_CPU_TARGET_US} µs)`,
     );
     recordResult('cluster', {
@@ -416,6 +451,7 @@ export async function main(): Promise<void> {
       tenants: TENANTS,
       connections: CONNECTIONS,
       seconds: SECONDS,
+      rounds: ROUNDS,
     });
   } finally {
     for (const c of children) await c.stop().catch(() => undefined);

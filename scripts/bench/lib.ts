@@ -468,14 +468,15 @@ async function busyFraction(ms: number): Promise<number> {
 /**
  * Wait until the machine is quiet: a server that just opened a tenant finishes its
  * background start-up work (history and analytics indexes read the whole git log) before a
- * steady-state rate is timed. Gives up after `maxMs` and says so.
+ * steady-state rate is timed. Quiet means `windows` quarter-seconds in a row below `busyBelow`.
+ * Gives up after `maxMs` and says so.
  */
-export async function waitQuiet(label: string, maxMs = 20_000, busyBelow = 0.25): Promise<void> {
+export async function waitQuiet(label: string, maxMs = 20_000, busyBelow = 0.25, windows = 3): Promise<void> {
   const t0 = nowMs();
   let quiet = 0;
   while (nowMs() - t0 < maxMs) {
     if ((await busyFraction(250)) < busyBelow) {
-      if (++quiet >= 3) return;
+      if (++quiet >= windows) return;
     } else quiet = 0;
   }
   console.log(`  (${label}: the machine did not go quiet within ${fmtMs(maxMs)}; timing anyway)`);
