@@ -346,6 +346,7 @@ export function isLive(record: TokenRecord, nowMs: number): boolean {
   if (!record.expires) return true;
   let parsed = expiresMs.get(record);
   if (parsed?.text !== record.expires) expiresMs.set(record, (parsed = { text: record.expires, ms: Date.parse(record.expires) }));
-  // an unparsable date is NaN: not after now, so the token is live, as Date.parse alone decided
-  return !(parsed.ms <= nowMs);
+  // an expiry that cannot be read (NaN) fails closed: the server writes ISO-8601, so only a
+  // store changed by other hands holds one, and a token must not outlive its expiry by it
+  return parsed.ms > nowMs;
 }
