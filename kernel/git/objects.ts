@@ -145,11 +145,32 @@ function entryBytes(name: string, e: TreeEntry): Buffer {
 }
 
 /**
+ * Where each entry of a serialized tree starts (byte offsets, in order): one pass over the
+ * body. A spliced tree gets its table from the splice (`spliceTreeDelta`), so a directory the
+ * store keeps changing is scanned once, not at every commit.
+ */
+export function treeStarts(body: Buffer): Uint32Array {
+  const out: number[] = [];
+  let pos = 0;
+  while (pos < body.length) {
+    out.push(pos);
+    // a mode is "100644", "100755", "120000", "160000" or "40000": found without a native call
+    // (five digits first: a tree's name may begin with a space, a six-digit mode never has one at 5)
+    const sp = body[pos + 5] === 0x20 ? pos + 5 : body[pos + 6] === 0x20 ? pos + 6 : body.indexOf(0x20, pos);
+    let nul = sp < 0 ? -1 : sp + 1;
+    while (nul >= 0 && nul < body.length && body[nul] !== 0) nul++;
+    if (sp < 0 || nul < 0 || nul + 21 > body.length) throw new Error('corrupt tree object');
+    pos = nul + 21;
+  }
+  return Uint32Array.from(out);
+}
+
+/**
  * The body of a tree after `changes`, spliced into the serialized body of the tree they
  * change (`base`, in git order with canonical modes): unchanged runs of entries are copied
- * as bytes, so a commit touching one entry of a large directory costs one pass of
- * `indexOf` over it instead of rebuilding, sorting and re-encoding every entry. Gives the
- * same bytes as `serializeTree` of the changed entries (tested).
+ * as bytes, so a commit touching one entry of a large directory costs one copy of it instead
+ * of rebuilding, sorting and re-encoding every entry. Gives the same bytes as `serializeTree`
+ * of the changed entries (tested).
  */
 export function spliceTree(base: Buffer, changes: TreeChange[]): Buffer {
   return spliceTreeDelta(base, changes).body;
@@ -158,66 +179,84 @@ export function spliceTree(base: Buffer, changes: TreeChange[]): Buffer {
 /**
  * `spliceTree`, plus the git delta that turns `base` into the result (its copied runs and
  * inserted entries, as gitformat-pack delta instructions): what a checkpoint pack stores
- * instead of the whole tree.
+ * instead of the whole tree, and the result's entry table (`treeStarts`).
+ *
+ * Each change finds its place by binary search over `baseStarts` (the base's entry table,
+ * scanned when not given): a name is compared with about log2(n) entries instead of every
+ * entry before it, and no entry's name is scanned for its end (an entry ends 21 bytes after
+ * its name: the NUL and the 20-byte id). At 100,000 nodes a bucket directory holds about 390
+ * entries and a 100-node commit splices about 85 of them.
  */
-export function spliceTreeDelta(base: Buffer, changes: TreeChange[]): { body: Buffer; delta: Buffer } {
+export function spliceTreeDelta(
+  base: Buffer,
+  changes: TreeChange[],
+  baseStarts?: Uint32Array,
+): { body: Buffer; delta: Buffer; starts: Uint32Array } {
   const sorted = changes
     .map((c) => ({ c, key: entryKey(c.name, c.entry ? c.entry.mode : (c.oldMode ?? FILE_MODE)) }))
     .sort((a, b) => Buffer.compare(a.key, b.key));
+  const starts = baseStarts ?? treeStarts(base);
+  const n = starts.length;
+  const startOf = (i: number): number => (i < n ? starts[i]! : base.length);
+  /** entry i against a sort key */
+  const compareAt = (i: number, key: Buffer): number => {
+    const pos = starts[i]!;
+    const sp = base[pos + 5] === 0x20 ? pos + 5 : pos + 6;
+    const nul = startOf(i + 1) - 21;
+    const tree = sp - pos === 5 && base[pos] === 0x34 && base[pos + 1] === 0x30; // "40000"
+    return compareEntryKey(base, sp + 1, nul, tree, key);
+  };
   const parts: Buffer[] = [];
   const ops: Array<number | Buffer> = []; // a base offset (then its length), or inserted bytes
-  let ci = 0;
+  const newStarts = new Uint32Array(n + sorted.length);
+  let w = 0;
+  let outPos = 0;
+  // the pending run of unchanged base entries: from entry `runEntry`, at byte `runStart`
+  let runEntry = 0;
   let runStart = 0;
-  let pos = 0;
-  const copy = (from: number, to: number): void => {
-    if (to <= from) return;
-    parts.push(base.subarray(from, to));
-    ops.push(from, to - from);
-  };
-  const emit = (k: number, at: number): void => {
-    copy(runStart, at);
-    const { c } = sorted[k]!;
-    if (c.entry) {
-      const bytes = entryBytes(c.name, c.entry);
-      parts.push(bytes);
-      ops.push(bytes);
+  const flush = (toEntry: number): void => {
+    const to = startOf(toEntry);
+    if (to > runStart) {
+      const shift = outPos - runStart;
+      for (let x = runEntry; x < toEntry; x++) newStarts[w++] = starts[x]! + shift;
+      parts.push(base.subarray(runStart, to));
+      ops.push(runStart, to - runStart);
+      outPos += to - runStart;
     }
   };
-  while (pos < base.length && ci < sorted.length) {
-    // a mode is "100644", "100755", "120000", "160000" or "40000": found without a native call
-    // (five digits first: a tree's name may begin with a space, a six-digit mode never has one at 5)
-    const sp = base[pos + 5] === 0x20 ? pos + 5 : base[pos + 6] === 0x20 ? pos + 6 : base.indexOf(0x20, pos);
-    let nul = sp < 0 ? -1 : sp + 1;
-    while (nul >= 0 && nul < base.length && base[nul] !== 0) nul++;
-    if (sp < 0 || nul < 0 || nul + 21 > base.length) throw new Error('corrupt tree object');
-    const tree = sp - pos === 5 && base[pos] === 0x34 && base[pos + 1] === 0x30; // "40000"
-    const end = nul + 21;
-    let c = compareEntryKey(base, sp + 1, nul, tree, sorted[ci]!.key);
-    while (c > 0) {
-      emit(ci, pos);
-      runStart = pos;
-      ci++;
-      if (ci >= sorted.length) break;
-      c = compareEntryKey(base, sp + 1, nul, tree, sorted[ci]!.key);
+  const insert = (c: TreeChange): void => {
+    if (!c.entry) return;
+    const bytes = entryBytes(c.name, c.entry);
+    newStarts[w++] = outPos;
+    parts.push(bytes);
+    ops.push(bytes);
+    outPos += bytes.length;
+  };
+  let next = 0; // the first base entry not yet passed
+  for (const { c, key } of sorted) {
+    // the first entry at or after `key`
+    let lo = next;
+    let hi = n;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compareAt(mid, key) < 0) lo = mid + 1;
+      else hi = mid;
     }
-    if (ci < sorted.length && c === 0) {
-      emit(ci, pos);
-      runStart = end;
-      ci++;
+    flush(lo);
+    insert(c);
+    if (lo < n && compareAt(lo, key) === 0) {
+      // replaced or deleted: the run goes on after it
+      runEntry = lo + 1;
+      next = lo + 1;
+    } else {
+      runEntry = lo;
+      next = lo;
     }
-    pos = end;
+    runStart = startOf(runEntry);
   }
-  copy(runStart, base.length);
-  for (; ci < sorted.length; ci++) {
-    const { c } = sorted[ci]!;
-    if (c.entry) {
-      const bytes = entryBytes(c.name, c.entry);
-      parts.push(bytes);
-      ops.push(bytes);
-    }
-  }
-  const body = Buffer.concat(parts);
-  return { body, delta: encodeDelta(base.length, body.length, ops) };
+  flush(n);
+  const body = Buffer.concat(parts, outPos);
+  return { body, delta: encodeDelta(base.length, body.length, ops), starts: w === newStarts.length ? newStarts : newStarts.slice(0, w) };
 }
 
 export function applyChanges(entries: Entries, changes: Iterable<TreeChange>): Entries {

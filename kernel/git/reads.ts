@@ -33,6 +33,8 @@ export interface CachedTree {
   entries: Entries;
   /** the serialized tree when its modes are canonical (what `spliceTree` builds on) */
   body: Buffer | null;
+  /** where each entry of `body` starts (objects.ts `treeStarts`), once a splice made or read it */
+  starts?: Uint32Array;
 }
 
 /**

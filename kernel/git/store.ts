@@ -48,8 +48,8 @@ import {
   MAIN_REF,
   parentDir,
   serializeTree,
-  spliceTree,
   spliceTreeDelta,
+  treeStarts,
   TREE_MODE,
   validatePath,
   type EncodedObject,
@@ -67,6 +67,7 @@ const PACK_SEAL = 128 * 1024 * 1024;
 interface NewTree {
   oid: string;
   body: Buffer;
+  starts: Uint32Array | undefined;
   base: CachedTree | null;
   changes: TreeChange[];
 }
@@ -433,9 +434,13 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
       const changes = [...d.changes.values()];
       let body: Buffer;
       let delta: Buffer | undefined;
-      if (d.base === null) body = spliceTree(Buffer.alloc(0), changes);
-      else if (d.base.body) ({ body, delta } = spliceTreeDelta(d.base.body, changes));
-      else body = serializeTree(applyChanges(new Map(d.base.entries), changes));
+      let starts: Uint32Array | undefined;
+      if (d.base === null) ({ body, starts } = spliceTreeDelta(Buffer.alloc(0), changes));
+      else if (d.base.body) {
+        // the base's entry table is kept for the next splice of this directory
+        d.base.starts ??= treeStarts(d.base.body);
+        ({ body, delta, starts } = spliceTreeDelta(d.base.body, changes, d.base.starts));
+      } else body = serializeTree(applyChanges(new Map(d.base.entries), changes));
       const obj: EncodedObject = encodeObject('tree', body);
       // the directory's previous tree: a checkpoint pack stores this one as a delta against it
       if (d.base && d.base.oid !== EMPTY_TREE_OID) {
@@ -443,7 +448,7 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
         obj.delta = delta;
       }
       objects.set(obj.oid, obj);
-      newTrees.set(dir, { oid: obj.oid, body, base: d.base, changes });
+      newTrees.set(dir, { oid: obj.oid, body, starts, base: d.base, changes });
       if (dir === '') rootOid = obj.oid;
       else overlaySet(overlay.get(parentDir(dir))!, baseName(dir), { mode: TREE_MODE, oid: obj.oid });
     }
@@ -531,7 +536,13 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
   /** Durable: swap the tree cache and head (the HEAD trees' entry maps are updated in place). */
   private swapHead(newTrees: Map<string, NewTree | null>, rootOid: string, commit: string): void {
     for (const [dir, t] of newTrees) {
-      if (t) this.trees.set(dir, { oid: t.oid, body: t.body, entries: applyChanges(t.base ? t.base.entries : new Map(), t.changes) });
+      if (t)
+        this.trees.set(dir, {
+          oid: t.oid,
+          body: t.body,
+          entries: applyChanges(t.base ? t.base.entries : new Map(), t.changes),
+          starts: t.starts,
+        });
       else this.trees.delete(dir);
     }
     this.rootTree = rootOid;

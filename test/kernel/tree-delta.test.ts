@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { spliceTree, spliceTreeDelta, type TreeChange } from '../../kernel/git/objects.js';
+import { serializeTree, spliceTree, spliceTreeDelta, treeStarts, type TreeChange } from '../../kernel/git/objects.js';
 import { openGitStore } from '../../kernel/git/open.js';
 import type { CommitAuthor } from '../../kernel/git/types.js';
 import { applyDelta, prefixSuffixDelta, writePack } from '../../kernel/pack-writer.js';
@@ -76,6 +76,47 @@ describe('kernel/git: trees spliced per commit, stored as deltas in checkpoint p
         },
       ),
       { numRuns: 60 },
+    );
+  });
+
+  it('a chain of splices, each from the entry table the one before returned, gives serializeTree bytes and the table of its result', () => {
+    const hex = (n: number) => n.toString(16).padStart(40, '0');
+    const nameArb = fc.stringMatching(/^[a-z0-9._ü -]{1,5}$/).filter((n) => n !== '.' && n !== '..');
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.tuple(nameArb, fc.boolean()), { selector: (t) => t[0], maxLength: 40 }),
+        fc.array(fc.array(fc.tuple(nameArb, fc.constantFrom<'set' | 'delete'>('set', 'set', 'delete'), fc.boolean()), { maxLength: 10 }), {
+          minLength: 1,
+          maxLength: 6,
+        }),
+        (start, commits) => {
+          const listing: Listing = new Map(start.map(([n, isTree], i) => [n, { mode: isTree ? '40000' : '100644', oid: hex(i + 1) }]));
+          let body = serializeTree(listing);
+          let starts: Uint32Array | undefined;
+          let k = 1000;
+          for (const ops of commits) {
+            const changes = new Map<string, TreeChange>();
+            for (const [name, op, isTree] of ops) {
+              const old = listing.get(name);
+              if (op === 'delete' && !old) continue;
+              const mode = old ? old.mode : isTree ? '40000' : '100644';
+              changes.set(name, { name, entry: op === 'set' ? { mode, oid: hex(k++) } : null, oldMode: old ? old.mode : null });
+            }
+            const withTable = spliceTreeDelta(body, [...changes.values()], starts);
+            const scanned = spliceTreeDelta(body, [...changes.values()]);
+            for (const c of changes.values()) {
+              if (c.entry) listing.set(c.name, c.entry);
+              else listing.delete(c.name);
+            }
+            expect(withTable.body.equals(serializeTree(listing))).to.equal(true);
+            expect(scanned.body.equals(withTable.body) && scanned.delta.equals(withTable.delta)).to.equal(true);
+            expect([...withTable.starts]).to.deep.equal([...treeStarts(withTable.body)]);
+            body = withTable.body;
+            starts = withTable.starts;
+          }
+        },
+      ),
+      { numRuns: 2000 },
     );
   });
 
