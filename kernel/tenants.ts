@@ -128,6 +128,8 @@ export class TenantManager {
   /** Cluster mode: open a tenant this process was given ownership of. */
   async openOwned(org: string, owned: OwnedTenant): Promise<Tenant> {
     await this.closeOne(org);
+    // a close begun elsewhere (a lost lease) ends before the tenant opens again
+    await this.closing.get(org)?.catch(() => undefined);
     const tenant = await Tenant.open(join(this.tenantsDir, org), this.deps, owned);
     this.tenants.set(org, tenant);
     this.indexTokens(tenant);
@@ -142,8 +144,14 @@ export class TenantManager {
     this.tenants.delete(org);
     for (const [hash, owner] of this.tokenOwners) if (owner === org) this.tokenOwners.delete(hash);
     this.indexedTokenVersions.delete(org);
-    await tenant.close();
+    const closed = tenant.close().finally(() => {
+      if (this.closing.get(org) === closed) this.closing.delete(org);
+    });
+    this.closing.set(org, closed);
+    await closed;
   }
+  /** tenants closing in cluster mode (closeOne), by org */
+  private readonly closing = new Map<string, Promise<void>>();
 
   /** Cluster mode: settings changed in the registry. */
   async applyConfig(org: string, config: TenantConfig): Promise<void> {

@@ -171,7 +171,20 @@ export class Cluster {
     };
     return {
       acknowledge: async (commit) => {
-        if (!(await this.headAcks.record(org, fence, commit))) throw lost();
+        let recorded: boolean;
+        try {
+          recorded = await this.headAcks.record(org, fence, commit);
+        } catch (err) {
+          // whether PostgreSQL took the head is unknown: the store stops (kernel/git/store.ts), and
+          // the tenant is reopened here from the journal and the head PostgreSQL holds (the next
+          // renewal finds the lease still ours and adopts it), or by whoever takes it over
+          this.lose(org, fence, `its acknowledged head could not be recorded: ${String(err)}`);
+          throw errors.unavailable(
+            'owner_unavailable',
+            `the database did not confirm this write of tenant ${org}; it may or may not have been applied: read it back, then retry`,
+          );
+        }
+        if (!recorded) throw lost();
       },
       check: async () => {
         const r = await pool.query('SELECT 1 FROM wg_owners WHERE org = $1 AND fence = $2', [org, fence]);

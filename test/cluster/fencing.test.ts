@@ -44,8 +44,8 @@ describe('cluster: fencing a former owner', function () {
   let sandbox: Sandbox;
   const managers: TenantManager[] = [];
 
-  function member(): { cluster: Cluster; tenants: TenantManager } {
-    const cluster = new Cluster({ pool: db.pool, log: quiet, leaseMs: 60_000 });
+  function member(pool: Database['pool'] = db.pool): { cluster: Cluster; tenants: TenantManager } {
+    const cluster = new Cluster({ pool, log: quiet, leaseMs: 60_000 });
     const tenants = new TenantManager({
       dataDir,
       sandbox,
@@ -150,6 +150,59 @@ describe('cluster: fencing a former owner', function () {
     const fsck = spawnSync(
       'git',
       ['--git-dir', join(dataDir, 'tenants', 'acme', 'graph.git'), 'fsck', '--full', '--strict', '--no-dangling'],
+      { encoding: 'utf8' },
+    );
+    expect(fsck.status, fsck.stdout + fsck.stderr).to.equal(0);
+  });
+
+  it('a write whose head the database did not confirm answers 503 owner_unavailable; the tenant reopens at the confirmed head and takes writes', async () => {
+    // the pool as the cluster sees it, with the acknowledged heads' statement failing on demand
+    let failHeads = false;
+    const flaky = new Proxy(db.pool, {
+      get(target, prop) {
+        if (prop === 'query')
+          return (q: unknown, ...rest: unknown[]) =>
+            failHeads && (q as { name?: string } | null)?.name === 'wg_record_heads'
+              ? Promise.reject(new Error('Connection terminated unexpectedly'))
+              : (target.query as (...a: unknown[]) => unknown).call(target, q, ...rest);
+        const v: unknown = Reflect.get(target, prop, target);
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const a = member(flaky);
+    const created = await a.tenants.create({ org: 'flaky', adminName: 'Admin', adminEmail: 'admin@flaky.test', plugins: ['core'] });
+    const first = (await a.cluster.claim('flaky'))!;
+    expect(first).to.not.equal(null);
+    await put(first, created.person, 'task-one');
+    const confirmed = (await ownerRow('flaky')).head;
+    expect(confirmed).to.equal(first.head);
+
+    failHeads = true;
+    let error: unknown = null;
+    await put(first, created.person, 'task-unconfirmed').catch((err: unknown) => (error = err));
+    failHeads = false;
+    expect(isSvcError(error) && error.status === 503 && error.code === 'owner_unavailable', String(error)).to.equal(true);
+    expect(a.cluster.localTenant('flaky'), 'no longer served from the stopped store').to.equal(undefined);
+
+    // the next renewal finds the lease still this process's and opens the tenant again
+    await (a.cluster as unknown as { renew(): Promise<void> }).renew();
+    let again: Tenant | undefined;
+    for (const deadline = Date.now() + 30_000; !again && Date.now() < deadline;) {
+      again = a.cluster.localTenant('flaky');
+      if (!again) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(again, 'reopened').to.not.equal(undefined);
+    expect(again).to.not.equal(first);
+    expect(again!.head, 'the head the database confirmed').to.equal(confirmed);
+    expect(again!.index.has('task-one')).to.equal(true);
+    expect(again!.index.has('task-unconfirmed'), 'the unconfirmed commit is not in the history').to.equal(false);
+    await put(again!, created.person, 'task-two');
+    expect((await ownerRow('flaky')).head).to.equal(again!.head);
+    await again!.store.settled();
+    expect(refOf('flaky')).to.equal(again!.head);
+    const fsck = spawnSync(
+      'git',
+      ['--git-dir', join(dataDir, 'tenants', 'flaky', 'graph.git'), 'fsck', '--full', '--strict', '--no-dangling'],
       { encoding: 'utf8' },
     );
     expect(fsck.status, fsck.stdout + fsck.stderr).to.equal(0);
