@@ -120,8 +120,9 @@ export function acquireDataDirLock(dataDir: string): () => void {
       } finally {
         closeSync(fd);
       }
+      // one exit listener for every lock this process holds (unlinkIfOurs walks them all)
+      if (heldLocks.size === 0) process.once('exit', unlinkIfOurs);
       heldLocks.set(file, 1);
-      process.once('exit', unlinkIfOurs);
       return releaserFor(file);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw err;

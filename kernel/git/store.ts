@@ -29,6 +29,7 @@
  */
 import { HeadMismatchError, type CommitInput, type CommitOutput, type GitStore, type GitStoreOptions } from './types.js';
 import { mkdirSync } from 'node:fs';
+import { errors, isSvcError } from '../errors.js';
 import { fsyncDir, fsyncFile, writeFileAtomicSync, type DurableFs } from '../durable-fs.js';
 import type { JournalWriter } from '../commit-journal.js';
 import { writePack } from '../pack-writer.js';
@@ -62,6 +63,12 @@ import { GitStoreReads, type CachedTree } from './reads.js';
 const PACK_LIMIT = 16;
 /** packs of at least this size are never rewritten in the background (`planPackWork`) */
 const PACK_SEAL = 128 * 1024 * 1024;
+
+/** A failed disk (journal fdatasync, pack write-out) as writers hear it: 503, the system error's code only (no paths). */
+function storageFailure(err: unknown, what: string): Error {
+  const code = (err as { code?: unknown }).code;
+  return errors.unavailable('storage_unavailable', `${what}${typeof code === 'string' ? ` (${code})` : ''}`);
+}
 
 /** A directory's tree as a commit builds it; `swapHead` turns it into the cached HEAD tree. */
 interface NewTree {
@@ -369,7 +376,7 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
     if (this.broken) {
       // a store stopped by its fence says so (503 not_owner), every write after it alike
       if ((this.broken as { code?: unknown }).code === 'not_owner') throw this.broken;
-      throw new Error(`git store needs reopening: ${this.broken.message}`);
+      throw storageFailure(this.broken, 'the git store needs reopening: writes are refused until the server restarts (reads still answer)');
     }
     if (input.expectedParent !== this.headOid) throw new HeadMismatchError(input.expectedParent, this.headOid);
     if (!input.changes.length) throw new Error('commit needs at least one change');
@@ -480,7 +487,7 @@ export class GitStoreImpl extends GitStoreReads implements GitStore {
         (err: unknown) => {
           // the head moved past a record whose durability is unknown: no more commits until reopened
           this.broken ??= err as Error;
-          throw err;
+          throw isSvcError(err) ? err : storageFailure(err, 'the commit could not be made durable and was not acknowledged');
         },
       );
       durable.catch(() => undefined); // the acknowledging caller sees the failure; never unhandled

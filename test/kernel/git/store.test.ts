@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { isSvcError } from '../../../kernel/errors.js';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -345,6 +346,7 @@ describe('kernel/git/store', function () {
         .commit({ changes: [{ path: c, content: 'c3' }], author: ann, message: 'c3', expectedParent: c2.commit })
         .catch((e: unknown) => (err = e));
       expect(String(err)).to.contain('needs reopening');
+      expect(isSvcError(err) && err.status === 503 && err.code === 'storage_unavailable', String(err)).to.equal(true);
       await store.close();
 
       store = await openGitStore(gitdir);
