@@ -104,6 +104,9 @@ describe('cluster: acknowledged heads recorded in batches', function () {
       const renewal = db.pool.query(RENEW_LEASES, ['me', 60_000]);
       await waitingOnLocks(2);
       await holdA.query('COMMIT'); // the first head goes through; the batch of five goes out
+      for (const deadline = Date.now() + 20_000; acks.statements < 2 && Date.now() < deadline;)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(acks.statements, 'the batch of five was sent').to.equal(2);
       await waitingOnLocks(2); // the batch on 'corp', the renewal on 'corp' or on the batch's rows
       await holdC.query('COMMIT');
       const [renewed, recorded] = await Promise.allSettled([renewal, Promise.all(heads)]);
