@@ -22,6 +22,38 @@ function git(gitdir: string, args: string[], input?: string): string {
 
 type Listing = Map<string, { mode: string; oid: string }>;
 
+const hex = (n: number) => n.toString(16).padStart(40, '0');
+
+/** A starting listing from generated (name, is a tree) pairs. */
+function listingOf(start: Array<[string, boolean]>): Listing {
+  return new Map(start.map(([n, isTree], i) => [n, { mode: isTree ? '40000' : '100644', oid: hex(i + 1) }]));
+}
+
+/**
+ * What the store hands a splice for generated operations: one change per name, the base's mode
+ * for it (a name keeps its kind: the store refuses a file where a directory is), new ids from
+ * `next`. A delete of a missing name is dropped.
+ */
+function changesOf(listing: Listing, ops: Array<[string, 'set' | 'delete', boolean]>, next: () => number): Map<string, TreeChange> {
+  const changes = new Map<string, TreeChange>();
+  for (const [name, op, isTree] of ops) {
+    const old = listing.get(name);
+    if (op === 'delete' && !old) continue;
+    const mode = old ? old.mode : isTree ? '40000' : '100644';
+    changes.set(name, { name, entry: op === 'set' ? { mode, oid: hex(next()) } : null, oldMode: old ? old.mode : null });
+  }
+  return changes;
+}
+
+/** `listing` after `changes`, in place. */
+function applyTo(listing: Listing, changes: Map<string, TreeChange>): Listing {
+  for (const c of changes.values()) {
+    if (c.entry) listing.set(c.name, c.entry);
+    else listing.delete(c.name);
+  }
+  return listing;
+}
+
 /** The tree git itself builds from a listing (`git mktree` sorts and encodes the entries). */
 function mktree(gitdir: string, entries: Listing): string {
   const lines = [...entries].map(([name, e]) => `${e.mode === '40000' ? '040000 tree' : `${e.mode} blob`} ${e.oid}\t${name}`);
@@ -47,30 +79,17 @@ describe('kernel/git: trees spliced per commit, stored as deltas in checkpoint p
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('spliceTree gives the bytes git writes for the changed listing (random names, files and subtrees, adds, replaces, deletes)', () => {
-    const hex = (n: number) => n.toString(16).padStart(40, '0');
     const nameArb = fc.stringMatching(/^[a-z0-9._ü -]{1,6}$/).filter((n) => n !== '.' && n !== '..');
     fc.assert(
       fc.property(
         fc.uniqueArray(fc.tuple(nameArb, fc.boolean()), { selector: (t) => t[0], maxLength: 12 }),
         fc.array(fc.tuple(nameArb, fc.constantFrom<'set' | 'delete'>('set', 'delete'), fc.boolean()), { maxLength: 8 }),
         (start, ops) => {
-          const listing: Listing = new Map(start.map(([n, isTree], i) => [n, { mode: isTree ? '40000' : '100644', oid: hex(i + 1) }]));
-          // what the store hands spliceTree: one change per name, the base's mode for it
-          const changes = new Map<string, TreeChange>();
+          const listing = listingOf(start);
           let k = 100;
-          for (const [name, op, isTree] of ops) {
-            const old = listing.get(name);
-            if (op === 'delete' && !old) continue;
-            // a name keeps its kind (the store refuses a file where a directory is)
-            const mode = old ? old.mode : isTree ? '40000' : '100644';
-            changes.set(name, { name, entry: op === 'set' ? { mode, oid: hex(k++) } : null, oldMode: old ? old.mode : null });
-          }
+          const changes = changesOf(listing, ops, () => k++);
           const baseBody = treeBody(gitdir, mktree(gitdir, listing));
-          const after: Listing = new Map(listing);
-          for (const c of changes.values()) {
-            if (c.entry) after.set(c.name, c.entry);
-            else after.delete(c.name);
-          }
+          const after = applyTo(new Map(listing), changes);
           const spliced = spliceTree(baseBody, [...changes.values()]);
           expect(treeOid(spliced)).to.equal(mktree(gitdir, after));
         },
@@ -80,7 +99,6 @@ describe('kernel/git: trees spliced per commit, stored as deltas in checkpoint p
   });
 
   it('a chain of splices, each from the entry table the one before returned, gives serializeTree bytes and the table of its result', () => {
-    const hex = (n: number) => n.toString(16).padStart(40, '0');
     const nameArb = fc.stringMatching(/^[a-z0-9._ü -]{1,5}$/).filter((n) => n !== '.' && n !== '..');
     fc.assert(
       fc.property(
@@ -90,24 +108,15 @@ describe('kernel/git: trees spliced per commit, stored as deltas in checkpoint p
           maxLength: 6,
         }),
         (start, commits) => {
-          const listing: Listing = new Map(start.map(([n, isTree], i) => [n, { mode: isTree ? '40000' : '100644', oid: hex(i + 1) }]));
+          const listing = listingOf(start);
           let body = serializeTree(listing);
           let starts: Uint32Array | undefined;
           let k = 1000;
           for (const ops of commits) {
-            const changes = new Map<string, TreeChange>();
-            for (const [name, op, isTree] of ops) {
-              const old = listing.get(name);
-              if (op === 'delete' && !old) continue;
-              const mode = old ? old.mode : isTree ? '40000' : '100644';
-              changes.set(name, { name, entry: op === 'set' ? { mode, oid: hex(k++) } : null, oldMode: old ? old.mode : null });
-            }
+            const changes = changesOf(listing, ops, () => k++);
             const withTable = spliceTreeDelta(body, [...changes.values()], starts);
             const scanned = spliceTreeDelta(body, [...changes.values()]);
-            for (const c of changes.values()) {
-              if (c.entry) listing.set(c.name, c.entry);
-              else listing.delete(c.name);
-            }
+            applyTo(listing, changes);
             expect(withTable.body.equals(serializeTree(listing))).to.equal(true);
             expect(scanned.body.equals(withTable.body) && scanned.delta.equals(withTable.delta)).to.equal(true);
             expect([...withTable.starts]).to.deep.equal([...treeStarts(withTable.body)]);
@@ -121,7 +130,6 @@ describe('kernel/git: trees spliced per commit, stored as deltas in checkpoint p
   });
 
   it('spliceTree reads a subtree whose name begins with a space (its mode is five digits, the name starts where a six-digit mode would end)', () => {
-    const hex = (n: number) => n.toString(16).padStart(40, '0');
     const listing: Listing = new Map([
       [' a', { mode: '40000', oid: hex(1) }],
       [' b', { mode: '100644', oid: hex(2) }],
@@ -142,7 +150,6 @@ describe('kernel/git: trees spliced per commit, stored as deltas in checkpoint p
   });
 
   it('applyDelta rebuilds what spliceTreeDelta and prefixSuffixDelta encode (the journal replays trees with it), and refuses a delta for another base', () => {
-    const hex = (n: number) => n.toString(16).padStart(40, '0');
     const nameArb = fc.stringMatching(/^[a-z0-9._-]{1,8}$/).filter((n) => n !== '.' && n !== '..');
     fc.assert(
       fc.property(
