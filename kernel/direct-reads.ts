@@ -20,20 +20,15 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import type { Socket } from 'node:net';
 import { parse as parseQuery } from 'node:querystring';
 import type { Actor } from './actor.js';
-import { bearer, hostGuard, JWT_SHAPE, REQUEST_ID, requestRecorder } from './http-common.js';
+import { hostGuard, REQUEST_ID, requestRecorder } from './http-common.js';
 import { restInput } from './http-answers.js';
 import { invoke } from './operation.js';
 import { RawResponse, serialize, StatusPayload, type KernelServices, type OpContext, type PluginDef, type RouteDef } from './plugin.js';
 import type { Tenant } from './tenant.js';
-import type { HashedToken } from './tenants.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
-
-/** The last bearer header each connection sent, hashed (gone with the connection). */
-const socketTokens = new WeakMap<Socket, HashedToken & { header: string }>();
 
 /**
  * A RawResponse the lane can answer, prepared once: its headers as the flat list `writeHead`
@@ -170,19 +165,10 @@ export function withDirectReads(services: KernelServices, app: Handler): Handler
     if (!found || !found.hit.direct) return app(req, res);
     for (const prefix of middlewarePrefixes) if (path.startsWith(prefix)) return app(req, res);
     if (refusal(req.socket.localPort, path, req.headers)) return app(req, res);
-    // The bearer header's hash, once per connection: a keep-alive client sends the same header
-    // with every request, and the SHA-256 was about 5% of a read. Only the same client's same
-    // header string matches (a proxy that mixes clients on one connection sends another header
-    // and is hashed again); liveness and the constant-time comparison run on every request.
-    const header = req.headers.authorization;
-    let hashed = socketTokens.get(req.socket);
-    if (!hashed || hashed.header !== header) {
-      const token = bearer(header);
-      if (!token || (services.bearerAuthenticators.length > 0 && JWT_SHAPE.test(token))) return app(req, res);
-      const h = services.tenants.hashed(token);
-      if (!h || header === undefined) return app(req, res);
-      socketTokens.set(req.socket, (hashed = { ...h, header }));
-    }
+    // the bearer header's hash, once per connection (kernel/tenants.ts `hashedHeader`); anything
+    // but one of the kernel's tokens (a connector's JWT for a plugin's authenticator) is koa's
+    const hashed = services.tenants.hashedHeader(req.socket, req.headers.authorization);
+    if (!hashed) return app(req, res);
     let identity: { tenant: Tenant; actor: Actor };
     try {
       identity = services.tenants.authenticateHashed(hashed);

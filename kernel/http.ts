@@ -249,7 +249,10 @@ export function createApp(services: KernelServices): Koa {
   const authenticate = (ctx: Koa.Context): { tenant: Tenant; actor: Actor } => {
     const header = ctx.get('authorization') || undefined;
     try {
-      return noteIdentity(ctx, services.tenants.authenticate(bearer(header)));
+      // hashed once per connection (a keep-alive client sends the same header every time)
+      const hashed = services.tenants.hashedHeader(ctx.req.socket, header);
+      if (!hashed) throw errors.unauthorized();
+      return noteIdentity(ctx, services.tenants.authenticateHashed(hashed));
     } catch (err) {
       if (isSvcError(err) && err.status === 401) {
         services.metrics.authFailures.inc();

@@ -13,6 +13,7 @@ import type { Actor } from './actor.js';
 import { generateToken, hashTokenBytes, isLive, isOpaqueToken, isWellFormedToken, newTokenRecord, type TokenRecord } from './auth.js';
 import type { Clock, Logger } from './config.js';
 import { errors } from './errors.js';
+import { bearer } from './http-common.js';
 import type { PluginDef } from './plugin.js';
 import type { KernelMetrics } from './metrics.js';
 import type { EdgeTypeDef, NodeTypeDef, SchemaPack } from './registry.js';
@@ -326,6 +327,23 @@ export class TenantManager {
   }
 
   /**
+   * `hashed` of a request's Authorization header, once per connection: a keep-alive client sends
+   * the same header with every request, and a SHA-256 a request was about 5% of a read (the
+   * cluster's front door, the direct read lane and the koa routes each hashed it). Only the same
+   * header string on the same connection matches (a proxy that mixes clients on one connection
+   * sends another header and is hashed again); liveness, revocation and the constant-time
+   * comparison still run on every request (`authenticateHashed`).
+   */
+  hashedHeader(connection: object, header: string | undefined): HashedToken | null {
+    if (header === undefined) return null;
+    const last = connectionTokens.get(connection);
+    if (last && last.header === header) return last.hashed;
+    const hashed = this.hashed(bearer(header));
+    connectionTokens.set(connection, { header, hashed });
+    return hashed;
+  }
+
+  /**
    * `authenticate` for a token hashed before (`hashed`): the direct read lane hashes the bearer
    * header once per connection (kernel/direct-reads.ts). Liveness, revocation and the
    * constant-time comparison are checked on every call.
@@ -465,6 +483,9 @@ async function announceConfigChange(
   if (Object.keys(changed).length > 0) events.push({ ...admin, type: 'settings.changed', payload: { changed } });
   for (const e of events) await emitEvent(tenant, e);
 }
+
+/** The last Authorization header each connection sent, hashed (`hashedHeader`; gone with the connection). */
+const connectionTokens = new WeakMap<object, { header: string; hashed: HashedToken | null }>();
 
 /** A presented token reduced to what authentication needs: its SHA-256 (hex and bytes) and whether it carries our checksum. */
 export interface HashedToken {

@@ -22,7 +22,6 @@ import { request as httpRequest, Agent, type IncomingMessage, type ServerRespons
 import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { hashTokenBytes, isOpaqueToken } from '../auth.js';
 import type { Logger } from '../config.js';
 import type { RequestRouter } from '../plugin.js';
 import type { TenantManager } from '../tenants.js';
@@ -54,13 +53,6 @@ export interface ForwardOptions {
   routers: () => RequestRouter[];
   /** cluster mode's token refresh: make sure a token minted elsewhere is known to the open tenant */
   ensureToken?: (org: string, hash: string) => Promise<void>;
-}
-
-function bearerToken(req: IncomingMessage): string | null {
-  const header = req.headers.authorization;
-  if (!header) return null;
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return m && isOpaqueToken(m[1]!) ? m[1]! : null;
 }
 
 function sendError(res: ServerResponse, status: number, code: string, message: string, retryAfter?: number): void {
@@ -171,11 +163,8 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
   /** Which tenant a request is for: its bearer token, else the plugins' routers (which may read the body). */
   const tenantOf = async (req: IncomingMessage): Promise<{ org: string | null; hash: string | null; body: Buffer | null }> => {
     const forwarded = (Number(req.headers[HOP_HEADER] ?? 0) || 0) > 0;
-    const token = bearerToken(req);
-    if (token) {
-      const { hash } = hashTokenBytes(token);
-      return { org: await orgOf(hash), hash, body: null };
-    }
+    const hashed = opts.tenants.hashedHeader(req.socket, req.headers.authorization);
+    if (hashed) return { org: await orgOf(hashed.hash), hash: hashed.hash, body: null };
     let body: Buffer | null = null;
     for (const router of opts.routers()) {
       const needs = router.applies(req);
@@ -277,9 +266,10 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
    */
   const servedHere = (req: IncomingMessage, res: ServerResponse): boolean => {
     if (req.headers[LOCAL_HEADER] !== undefined) return false;
-    const token = bearerToken(req);
-    if (!token) return false;
-    const org = opts.tenants.orgOfTokenHash(hashTokenBytes(token).hash);
+    // hashed once per connection (kernel/tenants.ts `hashedHeader`), as the app behind it hashes it
+    const hashed = opts.tenants.hashedHeader(req.socket, req.headers.authorization);
+    if (!hashed) return false;
+    const org = opts.tenants.orgOfTokenHash(hashed.hash);
     if (!org || !opts.cluster.localTenant(org)) return false;
     res.once('close', opts.cluster.enter(org));
     opts.local(req, res);

@@ -15,7 +15,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -400,7 +400,14 @@ export function startServerProcess(dataDir: string, env: Record<string, string> 
       if (m) {
         clearTimeout(timer);
         child.stdout!.removeAllListeners('data');
-        child.stdout!.resume();
+        // BENCH_SERVER_LOG: the server's output after its listening line goes to that file (a
+        // `--trace-gc` of BENCH_SERVER_NODE_ARGS, say); otherwise it is read and dropped
+        const logTo = process.env.BENCH_SERVER_LOG;
+        if (logTo) {
+          const file = createWriteStream(logTo, { flags: 'a' });
+          child.stdout!.pipe(file);
+          child.stderr!.pipe(file);
+        } else child.stdout!.resume();
         const readyMs = nowMs() - t0;
         resolvePromise({
           child,

@@ -177,6 +177,37 @@ describe('direct read lane: node reads without the koa app', function () {
     }
   });
 
+  it('koa routes on one kept-alive connection: each request is the actor of the header it sends, a revoked token refused at once', async () => {
+    // the bearer header is hashed once per connection (kernel/tenants.ts `hashedHeader`): only the
+    // same header string reuses the hash, and liveness is checked on every request
+    const minted = await t.api('POST', '/v1/me/tokens', { token: member.token, body: { label: 'switching on one connection' } });
+    expect(minted.status, minted.text).to.equal(201);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<unknown>();
+    agent.on('free', (socket) => sockets.add(socket));
+    try {
+      const me = async (token: string) => {
+        const r = await get(t.url, '/v1/me', { authorization: `Bearer ${token}` }, agent);
+        return { status: r.status, person: r.status === 200 ? (JSON.parse(r.body) as { person: string }).person : null };
+      };
+      const admin = await me(t.adminToken);
+      const asMember = await me(minted.body.token);
+      expect(admin.status).to.equal(200);
+      expect(asMember).to.deep.equal({ status: 200, person: member.id });
+      expect(admin.person).to.not.equal(member.id);
+      expect(await me(t.adminToken)).to.deep.equal(admin);
+      expect((await me('svc_pat_wrongwrongwrongwrong')).status).to.equal(401);
+      expect(await me(minted.body.token)).to.deep.equal(asMember);
+      const revoked = await t.api('DELETE', `/v1/me/tokens/${minted.body.hash_prefix}`, { token: member.token });
+      expect(revoked.status, revoked.text).to.equal(200);
+      expect((await me(minted.body.token)).status, 'the same header, revoked meanwhile').to.equal(401);
+      expect(await me(t.adminToken)).to.deep.equal(admin);
+      expect(sockets.size, 'every request on one connection').to.equal(1);
+    } finally {
+      agent.destroy();
+    }
+  });
+
   it('the server answers node reads through the lane, with the access line and metrics of the koa route', async () => {
     const services = t.server.services;
     const sample = async () => {
