@@ -213,6 +213,8 @@ export class JournalWriter {
   private syncing: Promise<void> | null = null;
   /** told how long each group fdatasync took (seconds) */
   onSync: ((seconds: number) => void) | null = null;
+  /** told when a group fdatasync starts; what it returns is called when that fdatasync ends, either way */
+  onSyncStart: (() => () => void) | null = null;
 
   /**
    * Write one record after the live ones into the page cache, not yet durable (`syncTo` the
@@ -245,13 +247,16 @@ export class JournalWriter {
       if (!this.syncing) {
         const target = this.written;
         const started = performance.now();
+        const ended = this.onSyncStart?.();
         this.syncing = this.fh.datasync().then(
           () => {
+            ended?.();
             this.onSync?.((performance.now() - started) / 1000);
             this.synced = Math.max(this.synced, target);
             this.syncing = null;
           },
           (err: unknown) => {
+            ended?.();
             this.syncing = null;
             throw err;
           },

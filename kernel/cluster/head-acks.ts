@@ -17,8 +17,19 @@
  * `renew`), so the two multi-row statements of a process never wait on each other in a cycle.
  * A statement that fails (the database unreachable) fails every tenant in it: each stops
  * taking commits until it is reopened, as one tenant's failed acknowledgement did before.
+ *
+ * A batch also waits for the tenants' journal fdatasyncs that were in flight when it opened
+ * (`syncStarted`, from kernel/commit-journal.ts through the store's fence), at most
+ * `GATHER_MAX_MS`: concurrent tenants' fdatasyncs end within about one fdatasync of each other,
+ * and sent as each ended, six busy tenants made 0.28 statements a write (a transaction and a
+ * WAL flush of PostgreSQL's each, on the cores the server shares with it). A tenant whose head
+ * is already in the batch is not waited for (its next fdatasync goes in the next batch), so a
+ * lone writer's acknowledgement leaves at once, as before.
  */
 import type pg from 'pg';
+
+/** the longest a batch waits for fdatasyncs in flight before it goes out with what it has */
+export const GATHER_MAX_MS = 3;
 
 interface Pending {
   org: string;
@@ -44,6 +55,12 @@ export class HeadAcks {
   /** by org and fence: the newest head waiting for the next statement */
   private pending = new Map<string, Pending>();
   private flying = false;
+  /** journal fdatasyncs in flight, by id: their tenant */
+  private syncs = new Map<number, string>();
+  private nextSync = 1;
+  /** the open batch waits for these fdatasyncs to end (null: no batch is gathering) */
+  private gathering: Set<number> | null = null;
+  private gatherTimer: NodeJS.Timeout | null = null;
   /** statements sent and heads recorded (tests and the metrics of a probe) */
   statements = 0;
   heads = 0;
@@ -64,8 +81,43 @@ export class HeadAcks {
         p.commit = commit;
         p.waiters.push({ resolve, reject });
       } else this.pending.set(key, { org, fence, commit, waiters: [{ resolve, reject }] });
-      if (!this.flying) this.send();
+      if (!this.flying && !this.gathering) this.gather();
     });
+  }
+
+  /**
+   * A journal fdatasync of `org` started: a batch that opens before it ends (and has no head of
+   * `org` yet) waits for it. The returned call marks its end.
+   */
+  syncStarted(org: string): () => void {
+    const id = this.nextSync++;
+    this.syncs.set(id, org);
+    return () => {
+      if (!this.syncs.delete(id)) return;
+      // the fdatasync's own acknowledgements reach `record` in the promise jobs that follow: the
+      // batch leaves after them
+      if (this.gathering?.delete(id) && this.gathering.size === 0) setImmediate(() => this.release());
+    };
+  }
+
+  /** Opens a batch: it leaves once the fdatasyncs in flight of tenants not in it have ended (at most GATHER_MAX_MS). */
+  private gather(): void {
+    if (this.pending.size === 0) return;
+    const inBatch = new Set<string>();
+    for (const p of this.pending.values()) inBatch.add(p.org);
+    const waitFor = new Set<number>();
+    for (const [id, org] of this.syncs) if (!inBatch.has(org)) waitFor.add(id);
+    if (waitFor.size === 0) return this.send();
+    this.gathering = waitFor;
+    this.gatherTimer = setTimeout(() => this.release(), GATHER_MAX_MS);
+  }
+
+  private release(): void {
+    if (!this.gathering) return;
+    this.gathering = null;
+    if (this.gatherTimer) clearTimeout(this.gatherTimer);
+    this.gatherTimer = null;
+    this.send();
   }
 
   private send(): void {
@@ -91,6 +143,6 @@ export class HeadAcks {
 
   private next(): void {
     this.flying = false;
-    this.send();
+    this.gather();
   }
 }

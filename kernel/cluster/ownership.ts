@@ -190,6 +190,7 @@ export class Cluster {
         const r = await pool.query('SELECT 1 FROM wg_owners WHERE org = $1 AND fence = $2', [org, fence]);
         if (r.rowCount !== 1) throw lost();
       },
+      syncStarted: () => this.headAcks.syncStarted(org),
     };
   }
 

@@ -157,6 +157,9 @@ export async function openGitStore(gitdir: string, opts: GitStoreOptions = {}): 
     const store = new GitStoreImpl(dir, fs, journal, opts, head, EMPTY_TREE_OID);
     store.replayedCommits = recovered?.replayed ?? 0;
     if (journal && opts.observe) journal.onSync = (s) => opts.observe!.journalSync(s);
+    // cluster mode: the acknowledgements wait for the fdatasyncs in flight (kernel/cluster/head-acks.ts)
+    const fence = opts.fence;
+    if (journal && fence?.syncStarted) journal.onSyncStart = () => fence.syncStarted!();
     await store.init();
     openStores.set(dir, store);
     return store;

@@ -134,6 +134,12 @@ export interface StoreFence {
   acknowledge(commit: string): Promise<void>;
   /** rejects when the tenant is no longer ours */
   check(): Promise<void>;
+  /**
+   * A journal fdatasync started whose commits will be acknowledged here; the returned call marks
+   * its end (either way). Lets the acknowledgements of several tenants wait for each other's
+   * fdatasyncs and go to the database together (kernel/cluster/head-acks.ts).
+   */
+  syncStarted?(): () => void;
 }
 
 /** Thrown by `commit` when `expectedParent` is not the current head. */

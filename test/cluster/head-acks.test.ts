@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { createLogger } from '../../kernel/config.js';
 import { openDatabase, type Database } from '../../kernel/cluster/db.js';
-import { HeadAcks } from '../../kernel/cluster/head-acks.js';
+import { GATHER_MAX_MS, HeadAcks } from '../../kernel/cluster/head-acks.js';
 import { RENEW_LEASES } from '../../kernel/cluster/ownership.js';
 import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
 
@@ -62,6 +62,41 @@ describe('cluster: acknowledged heads recorded in batches', function () {
     expect((await Promise.all(rounds)).every(Boolean)).to.equal(true);
     for (const org of ORGS) expect(await headOf(org), org).to.equal(commit(org, 39));
     expect(acks.statements, 'batched: far fewer statements than heads asked').to.be.below(rounds.length / 4);
+  });
+
+  it("a batch waits for the other tenants' fdatasyncs in flight, and leaves with their heads in one statement", async () => {
+    const acks = new HeadAcks(db.pool);
+    // every tenant's journal fdatasync in flight; they end one after another, each tenant then
+    // asking for its head (as kernel/git/store.ts does once its record is durable)
+    const ends = ORGS.map((org) => acks.syncStarted(org));
+    const heads: Array<Promise<boolean>> = [];
+    for (const [i, org] of ORGS.entries()) {
+      ends[i]!();
+      heads.push(acks.record(org, 7, commit(org, 1)));
+      await new Promise((resolve) => setImmediate(resolve));
+      if (i < ORGS.length - 1) expect(acks.statements, `sent before ${ORGS[i + 1]}'s fdatasync ended`).to.equal(0);
+    }
+    expect(await Promise.all(heads)).to.deep.equal(ORGS.map(() => true));
+    expect(acks.statements, 'one statement for the six').to.equal(1);
+    for (const org of ORGS) expect(await headOf(org), org).to.equal(commit(org, 1));
+  });
+
+  it("a lone tenant's head is not held back by its own next fdatasync, and nobody waits past GATHER_MAX_MS", async () => {
+    const acks = new HeadAcks(db.pool);
+    // acme's next group is already syncing when its head is asked for: that one goes in a later batch
+    acks.syncStarted('acme')();
+    const nextGroup = acks.syncStarted('acme');
+    expect(await acks.record('acme', 7, commit('acme', 1))).to.equal(true);
+    expect(acks.statements).to.equal(1);
+    nextGroup();
+    // an fdatasync that never ends (a hung disk) holds another tenant's batch only so long
+    acks.syncStarted('corp');
+    const started = performance.now();
+    expect(await acks.record('beta', 7, commit('beta', 1))).to.equal(true);
+    expect(acks.statements).to.equal(2);
+    // a statement's round trip is on top: the bound only shows it was not held for the hung one
+    expect(performance.now() - started).to.be.below(GATHER_MAX_MS + 2000);
+    expect(await headOf('beta')).to.equal(commit('beta', 1));
   });
 
   it('a failing statement rejects every head in it, and the next batch goes out', async () => {
