@@ -65,7 +65,11 @@ export class HeadAcks {
   statements = 0;
   heads = 0;
 
-  constructor(private readonly pool: pg.Pool) {}
+  /** `gatherMaxMs`: how long a batch waits at most for fdatasyncs in flight (GATHER_MAX_MS; tests set their own) */
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly gatherMaxMs = GATHER_MAX_MS,
+  ) {}
 
   /**
    * Records `commit` as `org`'s acknowledged head under `fence`: true once it is in
@@ -109,7 +113,7 @@ export class HeadAcks {
     for (const [id, org] of this.syncs) if (!inBatch.has(org)) waitFor.add(id);
     if (waitFor.size === 0) return this.send();
     this.gathering = waitFor;
-    this.gatherTimer = setTimeout(() => this.release(), GATHER_MAX_MS);
+    this.gatherTimer = setTimeout(() => this.release(), this.gatherMaxMs);
   }
 
   private release(): void {

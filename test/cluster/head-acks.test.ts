@@ -65,7 +65,8 @@ describe('cluster: acknowledged heads recorded in batches', function () {
   });
 
   it("a batch waits for the other tenants' fdatasyncs in flight, and leaves with their heads in one statement", async () => {
-    const acks = new HeadAcks(db.pool);
+    // a wait bound no loaded machine reaches between two steps here (the bound has its own test)
+    const acks = new HeadAcks(db.pool, 60_000);
     // every tenant's journal fdatasync in flight; they end one after another, each tenant then
     // asking for its head (as kernel/git/store.ts does once its record is durable)
     const ends = ORGS.map((org) => acks.syncStarted(org));
@@ -82,21 +83,21 @@ describe('cluster: acknowledged heads recorded in batches', function () {
   });
 
   it("a lone tenant's head is not held back by its own next fdatasync, and nobody waits past GATHER_MAX_MS", async () => {
-    const acks = new HeadAcks(db.pool);
+    const acks = new HeadAcks(db.pool, 60_000);
     // acme's next group is already syncing when its head is asked for: that one goes in a later batch
     acks.syncStarted('acme')();
     const nextGroup = acks.syncStarted('acme');
     expect(await acks.record('acme', 7, commit('acme', 1))).to.equal(true);
     expect(acks.statements).to.equal(1);
     nextGroup();
-    // an fdatasync that never ends (a hung disk) holds another tenant's batch only so long
-    acks.syncStarted('corp');
-    const started = performance.now();
-    expect(await acks.record('beta', 7, commit('beta', 1))).to.equal(true);
-    expect(acks.statements).to.equal(2);
-    // a statement's round trip is on top: the bound only shows it was not held for the hung one
-    expect(performance.now() - started).to.be.below(GATHER_MAX_MS + 2000);
+    // an fdatasync that never ends (a hung disk) holds another tenant's batch only so long: with
+    // the production bound (GATHER_MAX_MS) the head is recorded, not held until the test times out
+    const bounded = new HeadAcks(db.pool);
+    bounded.syncStarted('corp');
+    expect(await bounded.record('beta', 7, commit('beta', 1))).to.equal(true);
+    expect(bounded.statements).to.equal(1);
     expect(await headOf('beta')).to.equal(commit('beta', 1));
+    expect(GATHER_MAX_MS).to.be.at.most(5);
   });
 
   it('a failing statement rejects every head in it, and the next batch goes out', async () => {
