@@ -50,6 +50,19 @@ describe('the allocator wrapper (scripts/with-allocator.sh)', () => {
     expect(r.status).to.equal(7);
   });
 
+  it("sizes libuv's thread pool to 16 unless UV_THREADPOOL_SIZE is set", () => {
+    const pool = (env: Record<string, string>) => {
+      const base = { ...process.env };
+      delete base.UV_THREADPOOL_SIZE;
+      const r = spawnSync('sh', [SCRIPT, 'sh', '-c', 'printf %s "$UV_THREADPOOL_SIZE"'], { env: { ...base, ...env }, encoding: 'utf8' });
+      expect(r.status, r.stderr).to.equal(0);
+      return r.stdout;
+    };
+    expect(pool({})).to.equal('16');
+    expect(pool({ UV_THREADPOOL_SIZE: '6' })).to.equal('6');
+    expect(pool({ SVC_JEMALLOC: '0' })).to.equal('16');
+  });
+
   it('is how `npm start` runs the server', () => {
     const start = (JSON.parse(readFileSync(PACKAGE, 'utf8')) as { scripts: Record<string, string> }).scripts.start;
     expect(start).to.match(/^exec sh scripts\/with-allocator\.sh node scripts\/start\.mjs serve$/);
