@@ -83,6 +83,44 @@ async function readBody(req: IncomingMessage, limit = Infinity): Promise<Buffer>
   return Buffer.concat(chunks);
 }
 
+/**
+ * The request-target as the owner is sent it: always a path. The forward's destination is the
+ * owner's URL alone; building it from the request-target (`new URL(req.url, owner)`) sent a
+ * request for `//host/...` or in absolute form (`http://host/...`), bearer token and all, to
+ * whatever host the client named, and piped that host's answer back (SSRF). An absolute-form
+ * target keeps its path and query; `*` and anything unparsable become `/`.
+ */
+export function originForm(url: string | undefined): string {
+  if (url === undefined || url === '') return '/';
+  if (url.startsWith('/')) return url;
+  try {
+    const parsed = new URL(url);
+    return `${parsed.pathname}${parsed.search}`;
+  } catch {
+    return '/';
+  }
+}
+
+/** A request that carries no body by its framing (RFC 9112 6.3: neither Content-Length nor Transfer-Encoding). */
+function bodiless(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return (length === undefined || length === '0') && req.headers['transfer-encoding'] === undefined;
+}
+
+/** A member's URL as request options need it, parsed once per URL (members are few). */
+const targets = new Map<string, { https: boolean; hostname: string; port: string }>();
+function targetOf(url: string): { https: boolean; hostname: string; port: string } {
+  let t = targets.get(url);
+  if (!t) {
+    const u = new URL(url);
+    const https = u.protocol === 'https:';
+    t = { https, hostname: u.hostname.replace(/^\[|\]$/g, ''), port: u.port || (https ? '443' : '80') };
+    if (targets.size >= 1000) targets.clear();
+    targets.set(url, t);
+  }
+  return t;
+}
+
 export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessage, res: ServerResponse) => void {
   /** marks a request this process sent to its own listener (a client cannot guess it) */
   const localSecret = randomBytes(16).toString('hex');
@@ -116,7 +154,7 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
     org: string | null = null,
   ): Promise<'sent' | { error: NodeJS.ErrnoException; connected: boolean }> =>
     new Promise((resolve) => {
-      const url = new URL(req.url ?? '/', target);
+      const to = targetOf(target);
       const headers: Record<string, string | string[]> = {};
       for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) headers[k] = v;
       headers[HOP_HEADER] = String(hop + 1);
@@ -129,9 +167,17 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
         ? `${String(req.headers['x-forwarded-for'])}, ${forwardedFor}`
         : forwardedFor;
       if (body) headers['content-length'] = String(body.length);
-      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+      const send = to.https ? httpsRequest : httpRequest;
       let connected = false;
-      const upstream = send(url, { method: req.method, headers, agent: url.protocol === 'https:' ? httpsAgent : agent }, (answer) => {
+      const options = {
+        hostname: to.hostname,
+        port: to.port,
+        path: originForm(req.url),
+        method: req.method,
+        headers,
+        agent: to.https ? httpsAgent : agent,
+      };
+      const upstream = send(options, (answer) => {
         const out: Record<string, string | string[]> = {};
         for (const [k, v] of Object.entries(answer.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
         res.writeHead(answer.statusCode ?? 502, out);
@@ -157,7 +203,12 @@ export function clusterRequestHandler(opts: ForwardOptions): (req: IncomingMessa
         resolve({ error, connected });
       });
       if (body) upstream.end(body);
-      else req.pipe(upstream);
+      else if (bodiless(req)) {
+        // nothing to stream: the request leaves now, not a tick after the client's request ends
+        // through a pipe (its machinery was 15-20 µs of a forwarded read's CPU in a profile)
+        upstream.end();
+        req.resume();
+      } else req.pipe(upstream);
     });
 
   /** Which tenant a request is for: its bearer token, else the plugins' routers (which may read the body). */

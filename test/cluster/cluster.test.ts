@@ -10,6 +10,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
@@ -102,6 +104,41 @@ describe('cluster: 3 processes on PostgreSQL sharing a data directory', function
       // tenants never see each other's data, whichever process answers
       const foreign = await api(others[0]!.url, 'GET', `/v1/nodes/${id}`, tokens[org === 'beta' ? 'gamma' : 'beta']!);
       expect(foreign.status).to.equal(404);
+    }
+  });
+
+  it('a forwarded request goes to the owner only: a request-target naming another host does not reach it', async () => {
+    // a member built the forward's URL from the request-target, so `//host/...` and the
+    // absolute form sent the request, bearer token and all, to any host the client named (SSRF)
+    let hits = 0;
+    const canary: Server = createServer((_req, res) => {
+      hits++;
+      res.end('canary');
+    });
+    await new Promise<void>((r) => canary.listen(0, '127.0.0.1', r));
+    try {
+      const here = `127.0.0.1:${(canary.address() as AddressInfo).port}`;
+      const owner = ownerMember(await clusterStatus(env), 'beta')!;
+      const forwarder = live().find((m) => m !== owner)!;
+      const raw = (target: string) =>
+        new Promise<string>((resolve, reject) => {
+          const u = new URL(forwarder.url);
+          const socket = connect(Number(u.port), u.hostname, () =>
+            socket.write(`GET ${target} HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${tokens.beta}\r\nConnection: close\r\n\r\n`),
+          );
+          let answer = '';
+          socket.on('data', (d: Buffer) => (answer += d.toString()));
+          socket.on('end', () => resolve(answer));
+          socket.on('error', reject);
+        });
+      for (const target of [`//${here}/v1/nodes/task-any-beta`, `http://${here}/v1/nodes/task-any-beta`]) {
+        const answer = await raw(target);
+        expect(answer, target).to.match(/^HTTP\/1\.1 \d{3} /);
+        expect(answer, target).to.not.contain('canary');
+      }
+      expect(hits, 'requests that reached the named host').to.equal(0);
+    } finally {
+      await new Promise((r) => canary.close(r));
     }
   });
 
