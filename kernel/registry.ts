@@ -243,10 +243,9 @@ export class Registry {
         t.moves = moves;
         if (!statuses.includes(t.initial)) t.initial = statuses[0]!;
         if (t.hooks.transition) {
-          t.hooks.transition = t.hooks.transition.replace(
-            /const table = \{.*?\};\n/s,
-            `const table = ${JSON.stringify({ type: t.type, statuses, moves, self_approval: t.self_approval_ban })};\n`,
-          );
+          // a function, not a string: `$&`, `$'` and the like in a status would be replacement patterns
+          const table = `const table = ${JSON.stringify({ type: t.type, statuses, moves, self_approval: t.self_approval_ban })};\n`;
+          t.hooks.transition = t.hooks.transition.replace(/const table = \{.*?\};\n/s, () => table);
         }
         t.source = 'graph';
       }
