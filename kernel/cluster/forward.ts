@@ -90,7 +90,7 @@ async function readBody(req: IncomingMessage, limit = Infinity): Promise<Buffer>
  * whatever host the client named, and piped that host's answer back (SSRF). An absolute-form
  * target keeps its path and query; `*` and anything unparsable become `/`.
  */
-export function originForm(url: string | undefined): string {
+function originForm(url: string | undefined): string {
   if (url === undefined || url === '') return '/';
   if (url.startsWith('/')) return url;
   try {
