@@ -6,7 +6,8 @@
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type Koa from 'koa';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
+import type * as RateLimiterPackage from 'rate-limiter-flexible';
+import type { RateLimiterMemory } from 'rate-limiter-flexible';
 import { readRawBody } from '../../kernel/body.js';
 import { errors, isSvcError, SvcError } from '../../kernel/errors.js';
 import type { KernelServices } from '../../kernel/plugin.js';
@@ -102,6 +103,15 @@ function compile(path: string): { pattern: RegExp; keys: string[] } {
   return { pattern: new RegExp(`^${source}/?$`), keys };
 }
 
+/**
+ * rate-limiter-flexible, imported on first use. It is CommonJS: the bundle's chunk for it has only
+ * a default export (its `module.exports`), and Node's `import()` has that default too.
+ */
+async function rateLimiterPackage(): Promise<typeof RateLimiterPackage> {
+  const m = (await import('rate-limiter-flexible')) as typeof RateLimiterPackage & { default?: typeof RateLimiterPackage };
+  return m.default ?? m;
+}
+
 export class AppHost {
   readonly sessions: SessionStore;
   private readonly routes: Route[] = [];
@@ -110,12 +120,41 @@ export class AppHost {
   /**
    * Sign-in attempts per client address (SVC_SIGNIN_RATE a minute): each attempt takes a
    * point, a successful one gives it back, so only failures add up. In memory, per process.
+   * The limiter's package is imported with the first sign-in, not at start (docs/performance.md).
    */
-  readonly signinLimiter: RateLimiterMemory;
+  private signinLimiter: Promise<RateLimiterMemory> | null = null;
 
   constructor(readonly services: KernelServices) {
     this.sessions = sessionStoreOf(services);
-    this.signinLimiter = new RateLimiterMemory({ keyPrefix: 'app-signin', points: services.config.signinRatePerMinute, duration: 60 });
+  }
+
+  private limiter(): Promise<RateLimiterMemory> {
+    return (this.signinLimiter ??= rateLimiterPackage().then(
+      ({ RateLimiterMemory }) =>
+        new RateLimiterMemory({ keyPrefix: 'app-signin', points: this.services.config.signinRatePerMinute, duration: 60 }),
+      (err: unknown) => {
+        this.signinLimiter = null; // the next attempt imports it again
+        throw err;
+      },
+    ));
+  }
+
+  /** Takes a point of the address's sign-in budget: null, or the seconds to wait when it is spent. */
+  async spendSigninPoint(ip: string): Promise<number | null> {
+    const limiter = await this.limiter();
+    const { RateLimiterRes } = await rateLimiterPackage();
+    try {
+      await limiter.consume(ip);
+      return null;
+    } catch (err) {
+      if (!(err instanceof RateLimiterRes)) throw err;
+      return Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+    }
+  }
+
+  /** Gives the point back: a sign-in that succeeded does not count against the address. */
+  async refundSigninPoint(ip: string): Promise<void> {
+    await (await this.limiter()).reward(ip, 1);
   }
 
   /**

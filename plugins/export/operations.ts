@@ -14,7 +14,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough, pipeline, type Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
-import tar, { type Header as TarHeader, type Pack } from 'tar-stream';
+import type { Header as TarHeader, Pack } from 'tar-stream';
 import { errors } from '../../kernel/errors.js';
 import type { NodeRecord } from '../../kernel/graph-index.js';
 import { RawResponse, type OpContext } from '../../kernel/plugin.js';
@@ -50,7 +50,10 @@ export async function exportGraph(ctx: OpContext, input: Static<typeof ExportGra
     ]);
   }
   if (!ctx.tenant.head) throw errors.conflict('the graph has no commits yet');
-  return history ? bundleExport(ctx) : tarExport(ctx, gzip, auth, auth ? await storedAuthFiles(ctx.tenant) : {});
+  if (history) return bundleExport(ctx);
+  // the tar writer is imported with the first export, not at every start (docs/performance.md)
+  const { pack } = (await import('tar-stream')).default;
+  return tarExport(ctx, pack, gzip, auth, auth ? await storedAuthFiles(ctx.tenant) : {});
 }
 
 // ---------------------------------------------------------------- tarball
@@ -120,7 +123,13 @@ async function storedAuthFiles(tenant: Tenant): Promise<{ tokens?: AuthFile; sta
   };
 }
 
-function tarExport(ctx: OpContext, gzip: boolean, withAuth: boolean, stored: { tokens?: AuthFile; state?: AuthFile[] }): RawResponse {
+function tarExport(
+  ctx: OpContext,
+  newPack: () => Pack,
+  gzip: boolean,
+  withAuth: boolean,
+  stored: { tokens?: AuthFile; state?: AuthFile[] },
+): RawResponse {
   const { tenant } = ctx;
   // Taken in one synchronous step, so the list matches this head exactly. It holds
   // references to the index's immutable records, not copies of their content.
@@ -149,7 +158,7 @@ function tarExport(ctx: OpContext, gzip: boolean, withAuth: boolean, stored: { t
   }
   const now = new Date(ctx.services.clock.now());
 
-  const pack = tar.pack();
+  const pack = newPack();
   const out = gzip ? createGzip() : new PassThrough();
   // Errors (a client that went away) arrive through the pipeline callback and the entry
   // callbacks; these listeners keep a late duplicate emission from becoming uncaught.

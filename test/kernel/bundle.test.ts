@@ -154,7 +154,7 @@ describe('what a start of the bundle loads (docs/performance.md "Empty server")'
     rmSync(log, { force: true });
   });
 
-  it('leaves OAuth, GitHub, cluster, git-library and date-phrase code unloaded until used, and never loads isolated-vm in the server process', async () => {
+  it('leaves OAuth, GitHub, cluster, git-library, date-phrase, export, rate-limit and OpenID Connect code unloaded until used, and never loads isolated-vm in the server process', async () => {
     // the bundle the previous suite built (npm run build) and its module map
     const meta = JSON.parse(readFileSync(join(ROOT, 'dist', 'workgraph.meta.json'), 'utf8')) as {
       outputs: Record<string, { inputs: Record<string, unknown>; imports: Array<{ path: string; external?: boolean }> }>;
@@ -167,12 +167,20 @@ describe('what a start of the bundle loads (docs/performance.md "Empty server")'
       express: chunksWith('express'),
       octokit: chunksWith('@octokit/rest'),
       pg: chunksWith('pg'),
+      // the tar writer, with the first export
+      'tar-stream': chunksWith('tar-stream'),
+      // the app's sign-in rate limiter (and OAuth's), with the first sign-in attempt
+      'rate-limiter-flexible': chunksWith('rate-limiter-flexible'),
+      // the app's OpenID Connect client, with the first provider sign-in
+      'openid-client': chunksWith('openid-client'),
       // a store that exists opens without the git library (the first start creates it with it)
       'isomorphic-git': chunksWith('isomorphic-git'),
       // the first relative `since` loads it
       'chrono-node': chunksWith('chrono-node'),
     };
     for (const [pkg, files] of Object.entries(lazy)) expect(files, `the chunk that holds ${pkg}`).to.have.length(1);
+    // mime-db is required from node_modules at run time (one JSON.parse), never bundled as code
+    expect(chunksWith('mime-db'), 'chunks that bundle mime-db').to.deep.equal([]);
     for (const [file, o] of Object.entries(meta.outputs))
       expect(
         o.imports.filter((i) => i.path === 'isolated-vm'),
@@ -207,6 +215,16 @@ describe('what a start of the bundle loads (docs/performance.md "Empty server")'
     expect(discovery.status).to.equal(200);
     expect(((await discovery.json()) as { issuer: string }).issuer).to.equal(base);
     expect(loaded().has(lazy.express[0]!), 'express loaded by the first OAuth request').to.equal(true);
+
+    // the first export loads the tar writer, and streams a tarball
+    const tarball = await fetch(`${base}/v1/export`, { headers: { authorization: `Bearer ${token}` } });
+    expect(tarball.status).to.equal(200);
+    expect(
+      Buffer.from(await tarball.arrayBuffer())
+        .subarray(257, 262)
+        .toString('latin1'),
+    ).to.equal('ustar');
+    expect(loaded().has(lazy['tar-stream'][0]!), 'tar-stream loaded by the first export').to.equal(true);
 
     // the first relative phrase loads chrono-node, and is answered
     const changes = await fetch(`${base}/v1/changes?since=${encodeURIComponent('3 days ago')}`, {

@@ -3,7 +3,6 @@
  * never stored, shown or put in a URL), sign-out, and the tenant switch over
  * GET /v1/me/org-choices.
  */
-import { RateLimiterRes } from 'rate-limiter-flexible';
 import { hashToken } from '../../../kernel/auth.js';
 import { isSvcError } from '../../../kernel/errors.js';
 import { csrfField, html, layout } from '../html.js';
@@ -77,11 +76,8 @@ export async function doSignin(req: AppRequest, host: AppHost): Promise<AppResul
     };
   }
   // Brute force: a failed attempt costs a point of the client address's budget; a success gives it back.
-  try {
-    await host.signinLimiter.consume(req.ip);
-  } catch (err) {
-    if (!(err instanceof RateLimiterRes)) throw err;
-    const seconds = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+  const seconds = await host.spendSigninPoint(req.ip);
+  if (seconds !== null)
     return {
       status: 429,
       headers: { 'retry-after': String(seconds) },
@@ -92,7 +88,6 @@ export async function doSignin(req: AppRequest, host: AppHost): Promise<AppResul
         null,
       ),
     };
-  }
   const token = (req.form.get('token') ?? '').trim();
   let identity: ReturnType<typeof host.services.tenants.authenticate>;
   try {
@@ -106,7 +101,7 @@ export async function doSignin(req: AppRequest, host: AppHost): Promise<AppResul
       html: signinPage(req.form.get('csrf')!, next, 'That is not a valid personal access token of a person. Check it and try again.', null),
     };
   }
-  await host.signinLimiter.reward(req.ip, 1);
+  await host.refundSigninPoint(req.ip);
   const patHash = hashToken(token);
   // Always a new session id and CSRF token (session fixation): the browser's previous session,
   // if any, only lends its tenants to the new record and is deleted.

@@ -10,8 +10,7 @@
  * its own (7 days), so revoking it or offboarding the person ends the session.
  */
 import { createHash } from 'node:crypto';
-import * as oidc from 'openid-client';
-import { RateLimiterRes } from 'rate-limiter-flexible';
+import type * as Oidc from 'openid-client';
 import { isLoopbackName } from '../../../kernel/config.js';
 import { globalStore, type KernelServices } from '../../../kernel/plugin.js';
 import type { Collection } from '../../../kernel/state-store.js';
@@ -84,15 +83,11 @@ export async function redeemInvite(req: AppRequest, host: AppHost): Promise<AppR
   if (!sameSecret(req.form.get('csrf') ?? undefined, req.cookie(INVITE_CSRF_COOKIE)))
     return refused(403, 'This sign-in form expired or was not sent by this app. Open your link again.');
   // guessing secrets costs the address's sign-in budget, as wrong tokens do
-  try {
-    await host.signinLimiter.consume(req.ip);
-  } catch (err) {
-    if (!(err instanceof RateLimiterRes)) throw err;
-    const seconds = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+  const seconds = await host.spendSigninPoint(req.ip);
+  if (seconds !== null)
     return refused(429, `Too many sign-in attempts from your address. Please wait ${seconds} seconds and try again.`, {
       headers: { 'retry-after': String(seconds) },
     });
-  }
   const tenant = signinTenant(host.services, org);
   const now = host.services.clock.now();
   const result = tenant ? await redeemSigninLink(tenant, (req.form.get('secret') ?? '').trim(), now) : null;
@@ -104,7 +99,7 @@ export async function redeemInvite(req: AppRequest, host: AppHost): Promise<AppR
       'This sign-in link is not valid: it was already used, replaced by a newer one, revoked, or belongs to another workspace. Ask an administrator for a new one.',
     );
   }
-  await host.signinLimiter.reward(req.ip, 1);
+  await host.refundSigninPoint(req.ip);
   const hash = await mintAppSessionCredential(tenant, result.person, 'invite link', result.invitedBy, now);
   return startSession(req, host, tenant.org, hash, {}, '/app/queue', INVITE_CSRF_COOKIE, '/app/invite');
 }
@@ -141,22 +136,25 @@ interface PendingSignin {
   expires_ms: number;
 }
 
-const discovered = new WeakMap<KernelServices, Promise<oidc.Configuration>>();
+const discovered = new WeakMap<KernelServices, Promise<Oidc.Configuration>>();
 
 /** The provider's configuration, discovered once per server (a failed discovery is retried on the next sign-in). */
-function providerOf(services: KernelServices): Promise<oidc.Configuration> | null {
+function providerOf(services: KernelServices): Promise<Oidc.Configuration> | null {
   const settings = services.config.oidc;
   if (!settings) return null;
   let found = discovered.get(services);
   if (!found) {
     const issuer = new URL(settings.issuer);
-    found = oidc.discovery(
-      issuer,
-      settings.clientId,
-      settings.clientSecret,
-      undefined,
-      // plain http only to a provider on this machine (kernel/config.ts refuses it elsewhere)
-      issuer.protocol === 'http:' && isLoopbackName(issuer.hostname) ? { execute: [oidc.allowInsecureRequests] } : undefined,
+    // the OpenID Connect client is imported with the first provider sign-in, not at start
+    found = import('openid-client').then((oidc) =>
+      oidc.discovery(
+        issuer,
+        settings.clientId,
+        settings.clientSecret,
+        undefined,
+        // plain http only to a provider on this machine (kernel/config.ts refuses it elsewhere)
+        issuer.protocol === 'http:' && isLoopbackName(issuer.hostname) ? { execute: [oidc.allowInsecureRequests] } : undefined,
+      ),
     );
     found.catch(() => discovered.delete(services));
     discovered.set(services, found);
@@ -204,7 +202,7 @@ export async function startOidc(req: AppRequest, host: AppHost): Promise<AppResu
       'Single sign-on is not set up',
       'This server has no identity provider configured; sign in with a link or a token.',
     );
-  let config: oidc.Configuration;
+  let config: Oidc.Configuration;
   try {
     config = await provider;
   } catch (err) {
@@ -212,17 +210,14 @@ export async function startOidc(req: AppRequest, host: AppHost): Promise<AppResu
     return oidcRefusal(502, 'The identity provider did not answer', 'The sign-in provider could not be reached. Try again in a moment.');
   }
   // each start writes a record: it costs a point of the address's sign-in budget until it succeeds
-  try {
-    await host.signinLimiter.consume(req.ip);
-  } catch (err) {
-    if (!(err instanceof RateLimiterRes)) throw err;
-    const seconds = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+  const seconds = await host.spendSigninPoint(req.ip);
+  if (seconds !== null)
     return {
       ...oidcRefusal(429, 'Too many sign-in attempts', `Please wait ${seconds} seconds and try again.`),
       headers: { 'retry-after': String(seconds) },
     };
-  }
   const org = req.query.get('org');
+  const oidc = await import('openid-client');
   const verifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
   const nonce = oidc.randomNonce();
@@ -253,11 +248,12 @@ export async function startOidc(req: AppRequest, host: AppHost): Promise<AppResu
 }
 
 /** The email the provider vouches for: from the ID token, else its userinfo endpoint. */
-async function verifiedEmail(config: oidc.Configuration, tokens: oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers) {
+async function verifiedEmail(config: Oidc.Configuration, tokens: Oidc.TokenEndpointResponse & Oidc.TokenEndpointResponseHelpers) {
   const claims = tokens.claims();
   if (!claims) return { email: null, verified: false };
   let source: Record<string, unknown> = claims;
-  if (typeof claims.email !== 'string') source = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
+  if (typeof claims.email !== 'string')
+    source = await (await import('openid-client')).fetchUserInfo(config, tokens.access_token, claims.sub);
   return { email: typeof source.email === 'string' ? source.email : null, verified: source.email_verified === true };
 }
 
@@ -285,6 +281,7 @@ export async function finishOidc(req: AppRequest, host: AppHost): Promise<AppRes
   let found: { email: string | null; verified: boolean };
   try {
     const config = await provider;
+    const oidc = await import('openid-client');
     const tokens = await oidc.authorizationCodeGrant(config, new URL(`${redirectUri(host.services)}?${req.query.toString()}`), {
       pkceCodeVerifier: pending.verifier,
       expectedState: state,
@@ -322,7 +319,7 @@ export async function finishOidc(req: AppRequest, host: AppHost): Promise<AppRes
   );
   const hashes: Record<string, string> = {};
   for (const m of matches) hashes[m.org] = await mintAppSessionCredential(m.tenant, m.person, 'OpenID Connect', null, now);
-  await host.signinLimiter.reward(req.ip, 1);
+  await host.refundSigninPoint(req.ip);
   const first = matches[0]!;
   return startSession(req, host, first.org, hashes[first.org]!, hashes, pending.next, OIDC_STATE_COOKIE, '/app/signin/oidc');
 }
