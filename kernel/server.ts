@@ -21,8 +21,7 @@ import { IdentityAuthority } from './identity-guard.js';
 import { PluginHost } from './plugin-host.js';
 import { KernelMetrics } from './metrics.js';
 import { ORG_PATTERN, TenantManager } from './tenants.js';
-import { openClusterRuntime, type ClusterRuntime } from './cluster/runtime.js';
-import { pgGlobalStores, pgOperational } from './cluster/pg-state.js';
+import type { ClusterRuntime } from './cluster/runtime.js';
 
 export interface ServerOptions {
   config: ServerConfig;
@@ -189,9 +188,19 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
   const { config } = opts;
   let tenants: TenantManager | null = null;
   const metrics = new KernelMetrics(() => tenants?.list().length ?? 0);
-  const runtime = config.databaseUrl
-    ? await openClusterRuntime({ databaseUrl: config.databaseUrl, leaseMs: config.clusterLeaseMs, log, tenants: () => tenants! })
-    : null;
+  // cluster mode's code (and the PostgreSQL driver it loads) is imported only when it is on
+  const [clusterRuntime, pgState] = config.databaseUrl
+    ? await Promise.all([import('./cluster/runtime.js'), import('./cluster/pg-state.js')])
+    : [null, null];
+  const runtime =
+    clusterRuntime && config.databaseUrl
+      ? await clusterRuntime.openClusterRuntime({
+          databaseUrl: config.databaseUrl,
+          leaseMs: config.clusterLeaseMs,
+          log,
+          tenants: () => tenants!,
+        })
+      : null;
   const ownSandbox = opts.sandbox ? null : createSandbox();
   const sandbox = metrics.observeSandbox(opts.sandbox ?? ownSandbox!);
   tenants = new TenantManager({
@@ -206,7 +215,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     backupRemote: config.backupRemote,
     eventRetention: { maxEvents: config.eventsMax, maxAgeDays: config.eventsRetentionDays },
     creation: runtime?.creation,
-    operational: runtime ? pgOperational(runtime.db, (org) => runtime.cluster.fenceOf(org)) : undefined,
+    operational: runtime && pgState ? pgState.pgOperational(runtime.db, (org) => runtime.cluster.fenceOf(org)) : undefined,
   });
   runtime?.cluster.attach(tenants);
   const stopping = new AbortController();
@@ -225,7 +234,7 @@ async function openKernel(opts: ServerOptions, clock: Clock, log: Logger, host: 
     authChallenge: () => 'Bearer',
     registeredRoutes: [],
     requestRouters: [],
-    globalStore: runtime ? pgGlobalStores(runtime.db) : undefined,
+    globalStore: runtime && pgState ? pgState.pgGlobalStores(runtime.db) : undefined,
     serves: runtime ? (org) => runtime.cluster.fenceOf(org) !== null : undefined,
     stopSignal: stopping.signal,
     warm: (name, run) => warmer.add(name, run),

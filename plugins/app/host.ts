@@ -189,10 +189,6 @@ export class AppHost {
     this.routes.push({ method, pattern, keys, handler, signed, label: path, ownCsrf });
   }
 
-  static handles(path: string): boolean {
-    return path === '/app' || path.startsWith('/app/') || path.startsWith('/views/');
-  }
-
   /**
    * `keepFlash`: a live page's background refresh (static/live.js sends `x-workgraph-live`): it
    * neither shows nor takes the one-time message, which belongs to the page the person's own

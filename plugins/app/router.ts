@@ -14,7 +14,7 @@ import type { IncomingMessage } from 'node:http';
 import { hashToken } from '../../kernel/auth.js';
 import type { KernelServices, RequestRouter } from '../../kernel/plugin.js';
 import { ticketOrgOf } from '../lenses/public.js';
-import { AppHost } from './host.js';
+import { isAppPath } from './paths.js';
 import { cookieOf, SESSION_COOKIE, sessionStoreOf } from './session.js';
 
 const pathOf = (req: IncomingMessage) => (req.url ?? '/').split('?')[0]!;
@@ -39,7 +39,7 @@ export function appRouter(services: KernelServices): RequestRouter {
   return {
     applies(req) {
       const path = pathOf(req);
-      if (!AppHost.handles(path) || path.startsWith('/app/static/')) return false; // static files: any process
+      if (!isAppPath(path) || path.startsWith('/app/static/')) return false; // static files: any process
       if (ticketOrgOf(req)) return false; // the ticket's router
       if (isSignin(req) && String(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) return 'body';
       if (inviteOrg(req) || oidcOrg(req)) return 'headers';

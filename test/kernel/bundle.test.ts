@@ -154,7 +154,7 @@ describe('what a start of the bundle loads (docs/performance.md "Empty server")'
     rmSync(log, { force: true });
   });
 
-  it('leaves OAuth, GitHub, cluster, git-library, date-phrase, export, rate-limit and OpenID Connect code unloaded until used, and never loads isolated-vm in the server process', async () => {
+  it('leaves OAuth, GitHub, cluster, git-library, date-phrase, export, app-page, rate-limit and OpenID Connect code unloaded until used, and never loads isolated-vm in the server process', async () => {
     // the bundle the previous suite built (npm run build) and its module map
     const meta = JSON.parse(readFileSync(join(ROOT, 'dist', 'workgraph.meta.json'), 'utf8')) as {
       outputs: Record<string, { inputs: Record<string, unknown>; imports: Array<{ path: string; external?: boolean }> }>;
@@ -163,10 +163,18 @@ describe('what a start of the bundle loads (docs/performance.md "Empty server")'
       Object.entries(meta.outputs)
         .filter(([file, o]) => file.endsWith('.mjs') && Object.keys(o.inputs).some((input) => input.startsWith(`node_modules/${pkg}/`)))
         .map(([file]) => file.split('/').pop()!);
+    const chunksOf = (source: string) =>
+      Object.entries(meta.outputs)
+        .filter(([file, o]) => file.endsWith('.mjs') && Object.keys(o.inputs).includes(source))
+        .map(([file]) => file.split('/').pop()!);
     const lazy = {
       express: chunksWith('express'),
       octokit: chunksWith('@octokit/rest'),
       pg: chunksWith('pg'),
+      // cluster mode's own code, imported only when SVC_DATABASE_URL is set
+      'kernel/cluster': chunksOf('kernel/cluster/forward.ts'),
+      // the app's pages and host, with the first app request
+      'app pages': chunksOf('plugins/app/mount.ts'),
       // the tar writer, with the first export
       'tar-stream': chunksWith('tar-stream'),
       // the app's sign-in rate limiter (and OAuth's), with the first sign-in attempt
@@ -215,6 +223,12 @@ describe('what a start of the bundle loads (docs/performance.md "Empty server")'
     expect(discovery.status).to.equal(200);
     expect(((await discovery.json()) as { issuer: string }).issuer).to.equal(base);
     expect(loaded().has(lazy.express[0]!), 'express loaded by the first OAuth request').to.equal(true);
+
+    // the first app request loads the pages, and is answered
+    const signin = await fetch(`${base}/app/signin`);
+    expect(signin.status).to.equal(200);
+    expect(await signin.text()).to.include('<form');
+    expect(loaded().has(lazy['app pages'][0]!), 'the app pages loaded by the first app request').to.equal(true);
 
     // the first export loads the tar writer, and streams a tarball
     const tarball = await fetch(`${base}/v1/export`, { headers: { authorization: `Bearer ${token}` } });
