@@ -136,6 +136,9 @@ interface PendingSignin {
   expires_ms: number;
 }
 
+/** The OpenID Connect client, imported with the first provider sign-in, not at start. */
+const oidcClient = (): Promise<typeof Oidc> => import('openid-client');
+
 const discovered = new WeakMap<KernelServices, Promise<Oidc.Configuration>>();
 
 /** The provider's configuration, discovered once per server (a failed discovery is retried on the next sign-in). */
@@ -145,8 +148,7 @@ function providerOf(services: KernelServices): Promise<Oidc.Configuration> | nul
   let found = discovered.get(services);
   if (!found) {
     const issuer = new URL(settings.issuer);
-    // the OpenID Connect client is imported with the first provider sign-in, not at start
-    found = import('openid-client').then((oidc) =>
+    found = oidcClient().then((oidc) =>
       oidc.discovery(
         issuer,
         settings.clientId,
@@ -217,7 +219,7 @@ export async function startOidc(req: AppRequest, host: AppHost): Promise<AppResu
       headers: { 'retry-after': String(seconds) },
     };
   const org = req.query.get('org');
-  const oidc = await import('openid-client');
+  const oidc = await oidcClient();
   const verifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
   const nonce = oidc.randomNonce();
@@ -252,8 +254,7 @@ async function verifiedEmail(config: Oidc.Configuration, tokens: Oidc.TokenEndpo
   const claims = tokens.claims();
   if (!claims) return { email: null, verified: false };
   let source: Record<string, unknown> = claims;
-  if (typeof claims.email !== 'string')
-    source = await (await import('openid-client')).fetchUserInfo(config, tokens.access_token, claims.sub);
+  if (typeof claims.email !== 'string') source = await (await oidcClient()).fetchUserInfo(config, tokens.access_token, claims.sub);
   return { email: typeof source.email === 'string' ? source.email : null, verified: source.email_verified === true };
 }
 
@@ -281,7 +282,7 @@ export async function finishOidc(req: AppRequest, host: AppHost): Promise<AppRes
   let found: { email: string | null; verified: boolean };
   try {
     const config = await provider;
-    const oidc = await import('openid-client');
+    const oidc = await oidcClient();
     const tokens = await oidc.authorizationCodeGrant(config, new URL(`${redirectUri(host.services)}?${req.query.toString()}`), {
       pkceCodeVerifier: pending.verifier,
       expectedState: state,
