@@ -24,7 +24,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
 import { EVENT_TYPES } from '../../plugins/webhooks/payloads.js';
-import { Receiver, until } from '../plugins/webhooks/receiver.js';
+import { Receiver } from '../plugins/webhooks/receiver.js';
+import { until } from '../helpers/until.js';
 import {
   api,
   members,

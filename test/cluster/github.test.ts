@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
 import { example } from '../plugins/github/webhook-examples.js';
-import { until } from '../plugins/webhooks/receiver.js';
+import { until } from '../helpers/until.js';
 import { api, members, ownedIn, ownerMember, startMember, stopAll, waitForStatus, type ClusterEnv } from './members.js';
 
 const LEASE_MS = 5000;

@@ -21,7 +21,7 @@ import type { Sandbox } from '../../sandbox/types.js';
 import { seedPack } from '../../seed-pack/index.js';
 import { allPlugins } from '../../scripts/plugins.js';
 import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
-import { until } from '../plugins/webhooks/receiver.js';
+import { until } from '../helpers/until.js';
 
 /** long enough that a tenant's creation under a loaded CI machine stays within its renewed reservation */
 const LEASE_MS = 4000;

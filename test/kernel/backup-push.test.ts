@@ -9,18 +9,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/harness.js';
+import { until } from '../helpers/until.js';
 
 function git(args: string[]): { status: number | null; out: string } {
   const r = spawnSync('git', args, { encoding: 'utf8' });
   return { status: r.status, out: `${r.stdout}`.trim() };
-}
-
-async function until(ok: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe('off-site copy: SVC_BACKUP_REMOTE', function () {

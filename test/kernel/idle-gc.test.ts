@@ -11,7 +11,7 @@ import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { startIdleGc, startupSetting, v8Gc } from '../../kernel/idle-gc.js';
 import { killGroup, startServeProcess } from '../helpers/processes.js';
-import { until } from '../plugins/webhooks/receiver.js';
+import { until } from '../helpers/until.js';
 
 const MB = 1024 * 1024;
 

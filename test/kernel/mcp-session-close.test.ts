@@ -7,6 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../helpers/harness.js';
+import { until } from '../helpers/until.js';
 
 /** This tenant's sessions on the server (with `open`: those whose notification stream is open), from the `workgraph_mcp_sessions` gauge. */
 async function sessions(t: TestServer, open = false): Promise<number> {
@@ -17,14 +18,6 @@ async function sessions(t: TestServer, open = false): Promise<number> {
     if (labels.includes(`tenant="${t.org}"`) && (!open || labels.includes('stream="open"'))) n += Number(m[2]);
   }
   return n;
-}
-
-async function until(check: () => boolean | Promise<boolean>, what: string, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 describe('MCP sessions: the tenant closes in this process', function () {

@@ -17,6 +17,7 @@ import { startServer } from '../../kernel/server.js';
 import { corePlugin } from '../../plugins/core/index.js';
 import { eventsPlugin } from '../../plugins/events/index.js';
 import { addPerson, md, startTestServer, type TestServer } from '../helpers/harness.js';
+import { until } from '../helpers/until.js';
 
 interface StdioSession {
   client: Client;
@@ -94,15 +95,6 @@ function resourceUpdates(client: Client): string[] {
     uris.push(n.params.uri);
   });
   return uris;
-}
-
-/** Resolves once `check` holds (polled every 10 ms), or fails after `ms`. */
-async function until(check: () => boolean, what: string, ms: number): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 const dirs: string[] = [];

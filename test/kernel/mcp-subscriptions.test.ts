@@ -12,6 +12,7 @@ import type { EventLog, EventListener, NewEvent, WorkEvent } from '../../kernel/
 import { ResourceSubscriptions } from '../../kernel/mcp-subscriptions.js';
 import type { OpContext } from '../../kernel/plugin.js';
 import { addPerson, putNodes, startTestServer, type TestServer } from '../helpers/harness.js';
+import { until } from '../helpers/until.js';
 
 interface Watcher {
   client: Client;
@@ -29,15 +30,6 @@ function textOf(read: { contents: Array<object> }): string {
   const text = first && 'text' in first ? first.text : undefined;
   if (typeof text !== 'string') throw new Error('expected a text resource');
   return text;
-}
-
-/** Resolves once `check` holds, polling every 10 ms; fails after `ms` with `what`. */
-async function until(check: () => boolean | Promise<boolean>, what: string, ms = 5000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 /** The workgraph_mcp_sessions samples of this server: `${stream}` -> count for its tenant. */

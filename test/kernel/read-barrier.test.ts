@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { md, putNodes, startTestServer, type TestServer } from '../helpers/harness.js';
-import { until } from '../plugins/webhooks/receiver.js';
+import { until } from '../helpers/until.js';
 
 /** Holds every FileHandle.datasync of this process while `held`, until released. */
 class DatasyncGate {

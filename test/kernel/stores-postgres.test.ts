@@ -23,7 +23,8 @@ import { pgGlobalStore, pgGlobalStores, pgOperational, PgStateStore } from '../.
 import { orgOfToken, PgTokenStore } from '../../kernel/cluster/pg-tokens.js';
 import { importTenantFiles } from '../../kernel/cluster/pg-import.js';
 import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
-import { orgName, record, until } from './stores-helpers.js';
+import { orgName, record } from './stores-helpers.js';
+import { until } from '../helpers/until.js';
 
 let url = '';
 let db: Database;

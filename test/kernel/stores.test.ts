@@ -13,7 +13,8 @@ import { FileStateStore, type StateStore } from '../../kernel/state-store.js';
 import { openDatabase, type Database } from '../../kernel/cluster/db.js';
 import { pgOperational } from '../../kernel/cluster/pg-state.js';
 import { freshSchemaUrl, sharedPostgres } from '../helpers/postgres.js';
-import { orgName, record, until } from './stores-helpers.js';
+import { orgName, record } from './stores-helpers.js';
+import { until } from '../helpers/until.js';
 
 interface Backend {
   name: string;

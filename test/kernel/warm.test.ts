@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { Warmer } from '../../kernel/warm.js';
-import { until } from '../plugins/webhooks/receiver.js';
+import { until } from '../helpers/until.js';
 
 function logger(lines: string[]) {
   const push = (m: string, f?: Record<string, unknown>) => lines.push(`${m} ${JSON.stringify(f ?? {})}`);

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { wallBackstopMs } from '../../sandbox/index.js';
 import { ANSWER_SLACK_MS, BENIGN, TRANSITION_INPUT, childCpuMs, cutBy, sandboxScope, type TestSandbox, type Timed } from './helpers.js';
+import { until } from '../helpers/until.js';
 
 /**
  * Hook limits are CPU time, with a wall-time backstop (sandbox/README.md "Limits"). Starving
@@ -33,10 +34,6 @@ function expectCutNearCpuLimit(timed: Timed, limitMs: number): void {
   else expect(timed.ms, about).to.be.at.least(wallBackstopMs(limitMs));
 }
 
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 1));
-}
-
 /**
  * Once the child has used `startedCpuMs` of CPU since now (the call is running), freeze it for
  * `holdMs` of wall time, then let it go on.
@@ -45,7 +42,7 @@ async function freezeMidCall(t: TestSandbox, startedCpuMs: number, holdMs: numbe
   const pid = t.pid();
   const base = childCpuMs(pid);
   if (pid === undefined || base === null) throw new Error('no child CPU time to watch');
-  await until(() => (childCpuMs(pid) ?? Infinity) - base >= startedCpuMs);
+  await until(() => (childCpuMs(pid) ?? Infinity) - base >= startedCpuMs, 'the call to be under way', 60_000, { every: 1 });
   process.kill(pid, 'SIGSTOP');
   try {
     // the stimulus itself: a stretch of wall time in which the child gets no CPU

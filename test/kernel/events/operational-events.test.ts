@@ -14,16 +14,7 @@ import { leasesPlugin } from '../../../plugins/leases/index.js';
 import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { sweepExpired } from '../../../plugins/leases/events.js';
 import { post, startLeaseServer, tasks, tenantOf, TTL } from '../../plugins/leases/helpers.js';
-
-async function until<T>(check: () => Promise<T | undefined> | T | undefined, limitMs = 10_000): Promise<T> {
-  const start = Date.now();
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() - start > limitMs) throw new Error(`condition not met within ${limitMs} ms`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+import { until } from '../../helpers/until.js';
 
 describe('events: lease events', function () {
   this.timeout(60_000);

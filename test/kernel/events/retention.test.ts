@@ -14,7 +14,7 @@ import { FileEventLog } from '../../../kernel/events/log.js';
 import { matchesFilter, type NewEvent } from '../../../kernel/events/types.js';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { startTestServer, type TestServer } from '../../helpers/harness.js';
-import { until } from '../stores-helpers.js';
+import { until } from '../../helpers/until.js';
 
 const DAY = 86_400_000;
 const op = (i: number, extra: Partial<NewEvent> = {}): NewEvent => ({

@@ -15,6 +15,7 @@ import { ObjectReader } from '../../../kernel/git/object-reader.js';
 import { openGitStore } from '../../../kernel/git/open.js';
 import type { GitStore } from '../../../kernel/git/types.js';
 import { ann, gitCli } from './helpers.js';
+import { until } from '../../helpers/until.js';
 
 function gitRaw(gitdir: string, args: string[]): Buffer {
   return execFileSync('git', ['--git-dir', gitdir, ...args], { stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 28 });
@@ -26,15 +27,6 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-/** Polls until `cond` holds (a condition, not a fixed sleep); fails after `ms`. */
-async function waitFor(cond: () => boolean, ms = 10_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 10));
   }
 }
 
@@ -171,10 +163,10 @@ describe('kernel/git/object-reader', function () {
     const pid = readerOf(store).pid!;
     expect(alive(pid)).to.equal(true);
     await store.close();
-    await waitFor(() => !alive(pid));
+    await until(() => !alive(pid), 'the reader process to exit');
     expect(readerOf(store).pid).to.equal(undefined);
     expect((await store.readObject(commits[0]!)).type).to.equal('commit');
-    await waitFor(() => readerOf(store).pid === undefined);
+    await until(() => readerOf(store).pid === undefined, 'the store to forget its reader');
   });
 
   it('close() awaited as the last thing a process does finishes (the idle child does not end the process first)', () => {
@@ -196,8 +188,8 @@ describe('kernel/git/object-reader', function () {
     await store.readObject(commits[1]!);
     const pid = readerOf(store).pid!;
     process.kill(pid, 'SIGKILL');
-    await waitFor(() => !alive(pid));
-    await waitFor(() => readerOf(store).pid === undefined);
+    await until(() => !alive(pid), 'the reader process to exit');
+    await until(() => readerOf(store).pid === undefined, 'the store to forget its reader');
     expect((await store.readObject(commits[2]!)).type).to.equal('commit');
     expect(readerOf(store).pid).to.not.equal(pid);
   });
@@ -207,7 +199,7 @@ describe('kernel/git/object-reader', function () {
     try {
       expect((await reader.read(commits[0]!)).type).to.equal('commit');
       const pid = reader.pid!;
-      await waitFor(() => !alive(pid));
+      await until(() => !alive(pid), 'the reader process to exit');
       expect(reader.pid).to.equal(undefined);
       expect((await reader.read(commits[1]!)).type).to.equal('commit');
     } finally {

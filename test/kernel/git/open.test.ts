@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { decodeJournal, JOURNAL_NAME } from '../../../kernel/commit-journal.js';
 import { openGitStore } from '../../../kernel/git/open.js';
 import type { GitStore } from '../../../kernel/git/types.js';
-import { until } from '../stores-helpers.js';
+import { until } from '../../helpers/until.js';
 import { ann, fsck, gitCli } from './helpers.js';
 
 describe('kernel/git/open: commit journal replay', function () {

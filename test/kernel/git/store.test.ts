@@ -10,7 +10,7 @@ import { nodePath } from '../../../kernel/git/objects.js';
 import { openGitStore } from '../../../kernel/git/open.js';
 import { HeadMismatchError, type CommitAuthor, type GitStore } from '../../../kernel/git/types.js';
 import { writePack, type PackObject } from '../../../kernel/pack-writer.js';
-import { until } from '../stores-helpers.js';
+import { until } from '../../helpers/until.js';
 import { ann, fsck, gitCli } from './helpers.js';
 
 /** A loose-object/ref writer that throws for matching paths while `armed`. */

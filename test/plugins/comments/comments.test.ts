@@ -8,6 +8,7 @@
 import { expect } from 'chai';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { addPerson, putNodes, runSecrets, startTestServer, type ApiResponse, type TestServer } from '../../helpers/harness.js';
+import { until } from '../../helpers/until.js';
 
 interface Comment {
   id: string;
@@ -22,15 +23,19 @@ interface Comment {
   unresolved?: string[];
 }
 
-/** Polls `check` until it holds (events are derived from commits and may trail the answer by a moment). */
-async function until<T>(what: string, read: () => Promise<T>, check: (v: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const v = await read();
-    if (check(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what} never held: ${JSON.stringify(v).slice(0, 600)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+/** Reads until `check` holds for what was read (the failure names the last reading). */
+async function untilRead<T>(what: string, read: () => Promise<T>, check: (v: T) => boolean): Promise<T> {
+  let last: T | undefined;
+  const held = await until(
+    async () => {
+      last = await read();
+      return check(last) ? { value: last } : undefined;
+    },
+    () => `${what}; last read: ${JSON.stringify(last).slice(0, 600)}`,
+    10_000,
+    { every: 25 },
+  );
+  return held.value;
 }
 
 describe('comments: discussion on any node, with @mentions', function () {
@@ -89,7 +94,7 @@ describe('comments: discussion on any node, with @mentions', function () {
     const res = await comment('spec-cm-b', 'Over to you @bob-builder, and a note to myself @Ada', ada.token);
     expect(res.status, res.text).to.equal(201);
     const id = res.body.id as string;
-    const inbox = await until(
+    const inbox = await untilRead(
       'bob sees the mention',
       () => t.api('GET', '/v1/inbox?kind=mention', { token: bob.token }),
       (r) => r.body.items.some((i: { comment?: string }) => i.comment === id),
@@ -207,7 +212,7 @@ describe('comments: discussion on any node, with @mentions', function () {
     expect(edited.status, edited.text).to.equal(200);
     expect(edited.body).to.include({ id: made.id, body: 'Second draft, cc @zoë.o.brien', edited: true, author: bob.id });
     expect(edited.body.mentions.map((m: { person: string }) => m.person)).to.deep.equal([zoe.id]);
-    await until(
+    await untilRead(
       'zoe hears of the edit’s new mention',
       () => t.api('GET', '/v1/inbox?kind=mention', { token: zoe.token }),
       (r) => r.body.items.some((i: { comment?: string }) => i.comment === made.id),

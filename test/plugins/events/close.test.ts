@@ -5,7 +5,8 @@
  */
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../../helpers/harness.js';
-import { openStream, until } from './helpers.js';
+import { openStream } from './helpers.js';
+import { until } from '../../helpers/until.js';
 
 describe('events: the tenant closes in this process', function () {
   this.timeout(30_000);
@@ -20,11 +21,11 @@ describe('events: the tenant closes in this process', function () {
     t = await startTestServer({ config: { tenantPollMs: 3_600_000 } });
     const stream = await openStream(t, '/v1/events', t.adminToken);
     expect(stream.status).to.equal(200);
-    await until(() => stream.text().includes('events after'), 5000, 'the stream to open');
+    await until(() => stream.text().includes('events after'), 'the stream to open', 5000);
     expect(t.server.services.config.events.heartbeatMs, 'the heartbeat alone would take longer').to.be.at.least(10_000);
     const closedAt = performance.now();
     await t.server.services.tenants.closeOne(t.org);
-    await until(() => stream.ended(), 5000, 'the stream to end');
+    await until(() => stream.ended(), 'the stream to end', 5000);
     expect(performance.now() - closedAt).to.be.lessThan(5000);
   });
 });

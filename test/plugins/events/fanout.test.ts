@@ -4,7 +4,8 @@ import { eventsPlugin } from '../../../plugins/events/index.js';
 import { streamCounts } from '../../../plugins/events/slots.js';
 import { configFromEnv } from '../../../kernel/config.js';
 import { putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
-import { openStream, until } from './helpers.js';
+import { openStream } from './helpers.js';
+import { until } from '../../helpers/until.js';
 
 const STREAMS = 200;
 
@@ -28,11 +29,11 @@ describe('events: fan-out to many open streams', function () {
           ...(await Promise.all(Array.from({ length: 20 }, () => openStream(t, '/v1/events?types=node.created', t.adminToken)))),
         );
       expect(streams.every((s) => s.status === 200)).to.equal(true);
-      await until(() => streamCounts(t.server.services).byTenant.get(t.org) === STREAMS, 10_000, 'every stream open');
+      await until(() => streamCounts(t.server.services).byTenant.get(t.org) === STREAMS, 'every stream open', 10_000);
       const at = Date.now();
       await putNodes(t, [{ id: 'task-fanout', type: 'task', summary: 'to everyone' }]);
       const written = Date.now();
-      await until(() => streams.every((s) => s.frames().length >= 1), 10_000, 'every stream to get the event');
+      await until(() => streams.every((s) => s.frames().length >= 1), 'every stream to get the event', 10_000);
       if (process.env.WG_PRINT_SIZES) console.log(`write ${written - at} ms, delivered to all ${Date.now() - written} ms after`);
       expect(Date.now() - written, 'from the acknowledged write to the last stream').to.be.below(1000);
       for (const s of streams) {
@@ -42,6 +43,6 @@ describe('events: fan-out to many open streams', function () {
     } finally {
       for (const s of streams) s.close();
     }
-    await until(() => (streamCounts(t.server.services).byTenant.get(t.org) ?? 0) === 0, 10_000, 'every slot released');
+    await until(() => (streamCounts(t.server.services).byTenant.get(t.org) ?? 0) === 0, 'every slot released', 10_000);
   });
 });

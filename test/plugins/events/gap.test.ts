@@ -5,7 +5,8 @@ import { startServer, type RunningServer } from '../../../kernel/server.js';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { eventsPlugin } from '../../../plugins/events/index.js';
 import { startTestServer, testStoreConfig } from '../../helpers/harness.js';
-import { httpBody, parseFrames, rawStream, until } from './helpers.js';
+import { httpBody, parseFrames, rawStream } from './helpers.js';
+import { until } from '../../helpers/until.js';
 
 const DAY = 86_400_000;
 
@@ -60,7 +61,7 @@ describe('events: a cursor before pruned events (retention)', function () {
       const t2 = { url: second.url } as Parameters<typeof rawStream>[0];
       const s = rawStream(t2, '/v1/events?since=5&types=test.old', adminToken);
       s.socket.resume();
-      await until(() => parseFrames(httpBody(s.received())).length >= 2, 10_000, 'the gap and the first kept event');
+      await until(() => parseFrames(httpBody(s.received())).length >= 2, 'the gap and the first kept event', 10_000);
       const [gap, next] = parseFrames(httpBody(s.received()));
       expect(gap!.event).to.equal('gap');
       expect(JSON.parse(gap!.data!)).to.deep.equal({ since: 5, first_id: log.firstId, resume_id: log.firstId - 1 });

@@ -3,17 +3,6 @@ import { connect, type Socket } from 'node:net';
 import type { NewEvent, WorkEvent } from '../../../kernel/events/types.js';
 import type { TestServer } from '../../helpers/harness.js';
 
-/** Polls `check` until it is truthy (or throws after `ms`): tests wait for conditions, never sleep. */
-export async function until<T>(check: () => T | Promise<T>, ms = 10_000, what = 'condition'): Promise<NonNullable<T>> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** Appends an operational event through the tenant's log, as an operation would. */
 export function emit(t: TestServer, event: Partial<NewEvent> & { type: string }): Promise<WorkEvent> {
   const tenant = t.server.services.tenants.get(t.org)!;

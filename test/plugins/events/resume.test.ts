@@ -6,7 +6,7 @@ import { startServer, type RunningServer } from '../../../kernel/server.js';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { eventsPlugin } from '../../../plugins/events/index.js';
 import { md, startTestServer, testStoreConfig } from '../../helpers/harness.js';
-import { until } from './helpers.js';
+import { until } from '../../helpers/until.js';
 
 describe('events: an eventsource client resumes with Last-Event-ID across a server restart', function () {
   this.timeout(90_000);
@@ -39,9 +39,9 @@ describe('events: an eventsource client resumes with Last-Event-ID across a serv
       expect(res.status, await res.text()).to.equal(200);
     };
     try {
-      await until(() => es.readyState === EventSource.OPEN, 5000, 'the stream to open');
+      await until(() => es.readyState === EventSource.OPEN, 'the stream to open', 5000);
       for (const id of ['task-r1', 'task-r2', 'task-r3']) await put(url, id);
-      await until(() => got.length === 3, 10_000, 'the first three events');
+      await until(() => got.length === 3, 'the first three events', 10_000);
       const lastBefore = got[2]!.id;
 
       await first.server.close();
@@ -62,10 +62,10 @@ describe('events: an eventsource client resumes with Last-Event-ID across a serv
       base = second.url;
       // written while the client is still away (it retries every few seconds): it catches up on them
       for (const id of ['task-r4', 'task-r5']) await put(second.url, id);
-      await until(() => got.length === 5, 20_000, 'the events written while away');
+      await until(() => got.length === 5, 'the events written while away', 20_000);
       expect(lastEventIds.at(-1)).to.equal(String(lastBefore), 'the reconnect sent the last id it saw');
       for (const id of ['task-r6', 'task-r7']) await put(second.url, id);
-      await until(() => got.length === 7, 10_000, 'the live events after the reconnect');
+      await until(() => got.length === 7, 'the live events after the reconnect', 10_000);
 
       expect(got.map((g) => g.node)).to.deep.equal(['task-r1', 'task-r2', 'task-r3', 'task-r4', 'task-r5', 'task-r6', 'task-r7']);
       const idsSeen = got.map((g) => g.id);

@@ -3,7 +3,8 @@ import { corePlugin } from '../../../plugins/core/index.js';
 import { eventsPlugin } from '../../../plugins/events/index.js';
 import { streamCounts } from '../../../plugins/events/slots.js';
 import { startTestServer, type TestServer } from '../../helpers/harness.js';
-import { emit, httpBody, parseFrames, rawStream, until } from './helpers.js';
+import { emit, httpBody, parseFrames, rawStream } from './helpers.js';
+import { until } from '../../helpers/until.js';
 
 const BUFFER_EVENTS = 50;
 const BUFFER_BYTES = 256 * 1024;
@@ -35,7 +36,7 @@ describe('events: a client that does not read is cut with its resume id; memory 
     const start = (await t.api('GET', '/v1/events')).body.last_id;
     const late = rawStream(t, `/v1/events?since=${start}`, t.adminToken);
     const never = rawStream(t, `/v1/events?since=${start}`, t.adminToken);
-    await until(() => open() === 2, 5000, 'both streams open');
+    await until(() => open() === 2, 'both streams open', 5000);
 
     // large events until both are cut: far more than the socket buffers, the response's and the queue
     const filler = 'x'.repeat(8 * 1024);
@@ -51,7 +52,7 @@ describe('events: a client that does not read is cut with its resume id; memory 
 
     // the reader comes back: everything handed to its socket, then the overflow event, then the end
     late.socket.resume();
-    await until(() => late.socket.readableEnded || late.socket.destroyed, 10_000, 'the cut stream to end');
+    await until(() => late.socket.readableEnded || late.socket.destroyed, 'the cut stream to end', 10_000);
     const frames = parseFrames(httpBody(late.received()));
     const overflow = frames.find((f) => f.event === 'overflow');
     expect(overflow, 'the final event is overflow').to.not.equal(undefined);
@@ -71,7 +72,7 @@ describe('events: a client that does not read is cut with its resume id; memory 
     expect(rest.body.events[0].id).to.equal(resumeId + 1);
 
     // the one that never reads is disconnected after the grace period: its slot is freed
-    await until(() => open() === 0, 20_000, 'the stalled connection to be closed');
+    await until(() => open() === 0, 'the stalled connection to be closed', 20_000);
     never.socket.destroy();
     // bounded: no stream ever queued more than its buffer and one event
     expect(counts.peakQueuedBytes)

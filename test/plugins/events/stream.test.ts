@@ -6,7 +6,8 @@ import { corePlugin } from '../../../plugins/core/index.js';
 import { eventsPlugin } from '../../../plugins/events/index.js';
 import { streamCounts } from '../../../plugins/events/slots.js';
 import { addPerson, putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
-import { emit, openStream, until } from './helpers.js';
+import { emit, openStream } from './helpers.js';
+import { until } from '../../helpers/until.js';
 
 const openCount = (t: TestServer) => streamCounts(t.server.services).byTenant.get(t.org) ?? 0;
 
@@ -33,9 +34,9 @@ describe('events: GET /v1/events as Server-Sent Events', function () {
     });
     try {
       es.addEventListener('node.created', (e) => got.push(e));
-      await until(() => es.readyState === EventSource.OPEN, 5000, 'the stream to open');
+      await until(() => es.readyState === EventSource.OPEN, 'the stream to open', 5000);
       await putNodes(t, [{ id: 'task-live-1', type: 'task', summary: 'live' }]);
-      await until(() => got.length >= 1, 5000, 'the live event');
+      await until(() => got.length >= 1, 'the live event', 5000);
       const data = JSON.parse(got[0]!.data);
       expect(data).to.include({ type: 'node.created', org: t.org });
       expect(data.nodes[0]).to.equal('task-live-1');
@@ -43,7 +44,7 @@ describe('events: GET /v1/events as Server-Sent Events', function () {
     } finally {
       es.close();
     }
-    await until(() => openCount(t) === 0, 5000, 'the slot to be released');
+    await until(() => openCount(t) === 0, 'the slot to be released', 5000);
   });
 
   it('headers, heartbeat comments, since resume, and filters on the stream', async () => {
@@ -58,13 +59,13 @@ describe('events: GET /v1/events as Server-Sent Events', function () {
       expect(s.status).to.equal(200);
       expect(s.headers.get('content-type')).to.match(/^text\/event-stream/);
       expect(s.headers.get('cache-control')).to.include('no-cache');
-      await until(() => s.frames().length >= 1, 5000, 'the catch-up');
+      await until(() => s.frames().length >= 1, 'the catch-up', 5000);
       expect(s.frames().map((f) => f.event)).to.deep.equal(['lease.claimed']);
-      await until(() => /: heartbeat\n\n/.test(s.text()), 5000, 'a heartbeat');
+      await until(() => /: heartbeat\n\n/.test(s.text()), 'a heartbeat', 5000);
       expect(s.text()).to.match(/^retry: \d+\n/);
       await emit(t, { type: 'lease.released', nodes: ['task-s2'] });
       await putNodes(t, [{ id: 'task-s3', type: 'task', summary: 's3' }]);
-      await until(() => s.frames().length >= 2, 5000, 'the live lease event');
+      await until(() => s.frames().length >= 2, 'the live lease event', 5000);
       expect(s.frames().map((f) => f.event)).to.deep.equal(['lease.claimed', 'lease.released']);
     } finally {
       s.close();
@@ -79,15 +80,15 @@ describe('events: GET /v1/events as Server-Sent Events', function () {
     const member = await openStream(t, `/v1/events?since=${start}`, alice.token, { 'last-event-id': String(first.id) });
     const admin = await openStream(t, `/v1/events?since=${start}`, t.adminToken);
     try {
-      await until(() => member.frames().some((f) => f.id === String(second.id)), 5000, 'the member catch-up');
+      await until(() => member.frames().some((f) => f.id === String(second.id)), 'the member catch-up', 5000);
       expect(member.frames().map((f) => f.event)).to.deep.equal(['lease.released']);
-      await until(() => admin.frames().length >= 3, 5000, 'the admin catch-up');
+      await until(() => admin.frames().length >= 3, 'the admin catch-up', 5000);
       expect(admin.frames().map((f) => f.event)).to.deep.equal(['lease.claimed', 'token.created', 'lease.released']);
       await emit(t, { type: 'person.created', nodes: [alice.id], audience: 'admins' });
       const last = await emit(t, { type: 'lease.claimed', nodes: ['task-y'] });
-      await until(() => member.frames().some((f) => f.id === String(last.id)), 5000, 'the live member event');
+      await until(() => member.frames().some((f) => f.id === String(last.id)), 'the live member event', 5000);
       expect(member.frames().map((f) => f.event)).to.not.include('person.created');
-      await until(() => admin.frames().some((f) => f.event === 'person.created'), 5000, 'the live admin event');
+      await until(() => admin.frames().some((f) => f.event === 'person.created'), 'the live admin event', 5000);
     } finally {
       member.close();
       admin.close();
@@ -95,14 +96,14 @@ describe('events: GET /v1/events as Server-Sent Events', function () {
   });
 
   it('too many streams for one token is 429 too_many_streams; closing one frees its slot', async () => {
-    await until(() => openCount(t) === 0, 5000, 'earlier streams to close');
+    await until(() => openCount(t) === 0, 'earlier streams to close', 5000);
     const open = [];
     for (let i = 0; i < 3; i++) open.push(await openStream(t, '/v1/events', alice.token));
     try {
       for (const s of open) expect(s.status).to.equal(200);
       const refused = await openStream(t, '/v1/events', alice.token);
       expect(refused.status).to.equal(429);
-      await until(() => refused.ended(), 5000);
+      await until(() => refused.ended(), 'the refused stream to end', 5000);
       expect(JSON.parse(refused.text()).error).to.include({ code: 'too_many_streams' });
       // waits count too
       const wait = await t.api('GET', '/v1/events?wait=5&node=task-none', { token: alice.token });
@@ -112,18 +113,18 @@ describe('events: GET /v1/events as Server-Sent Events', function () {
       expect(other.status).to.equal(200);
       other.close();
       open.shift()!.close();
-      await until(() => openCount(t) <= 2, 5000, 'the closed stream to free its slot');
+      await until(() => openCount(t) <= 2, 'the closed stream to free its slot', 5000);
       const again = await openStream(t, '/v1/events', alice.token);
       expect(again.status).to.equal(200);
       open.push(again);
     } finally {
       for (const s of open) s.close();
     }
-    await until(() => openCount(t) === 0, 5000, 'every slot released');
+    await until(() => openCount(t) === 0, 'every slot released', 5000);
   });
 
   it('HEAD with the event-stream Accept: the stream headers, no body, and its slot is free at once', async () => {
-    await until(() => openCount(t) === 0, 5000, 'earlier streams to close');
+    await until(() => openCount(t) === 0, 'earlier streams to close', 5000);
     const { status, headers, body } = await new Promise<{ status: number; headers: IncomingHttpHeaders; body: string }>(
       (resolve, reject) => {
         const req = request(
@@ -143,7 +144,7 @@ describe('events: GET /v1/events as Server-Sent Events', function () {
     expect(status).to.equal(200);
     expect(headers['content-type']).to.match(/^text\/event-stream/);
     expect(body).to.equal('');
-    await until(() => openCount(t) === 0, 5000, 'the HEAD stream to free its slot');
+    await until(() => openCount(t) === 0, 'the HEAD stream to free its slot', 5000);
     // the same token can still open its three streams
     const open = [];
     for (let i = 0; i < 3; i++) open.push(await openStream(t, '/v1/events', alice.token));
@@ -169,7 +170,7 @@ describe('events: GET /v1/events as Server-Sent Events', function () {
       const r = records.get(hash)!;
       records.set(hash, { ...r, revoked_at: new Date().toISOString() });
     });
-    await until(() => s.ended(), 5000, 'the stream to end');
+    await until(() => s.ended(), 'the stream to end', 5000);
     expect(s.text()).to.include('stream ended by the server');
     expect((await openStream(t, '/v1/events', bob.token)).status).to.equal(401);
   });
@@ -179,11 +180,11 @@ describe('events: GET /v1/events as Server-Sent Events', function () {
     try {
       const s = await openStream(s2, '/v1/events', s2.adminToken);
       expect(s.status).to.equal(200);
-      await until(() => openCount(s2) === 1, 5000);
+      await until(() => openCount(s2) === 1, 'the stream to open', 5000);
       const at = Date.now();
       await s2.server.shutdown(30_000);
       expect(Date.now() - at, 'the stop did not wait out its grace period').to.be.below(10_000);
-      await until(() => s.ended(), 5000, 'the stream to end');
+      await until(() => s.ended(), 'the stream to end', 5000);
       expect(s.text()).to.include('stream ended by the server');
     } finally {
       await s2.close().catch(() => undefined);

@@ -5,7 +5,8 @@ import { identityPlugin } from '../../../plugins/identity/index.js';
 import { leasesPlugin } from '../../../plugins/leases/index.js';
 import { streamCounts } from '../../../plugins/events/slots.js';
 import { addPerson, putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
-import { emit, until } from './helpers.js';
+import { emit } from './helpers.js';
+import { until } from '../../helpers/until.js';
 
 const ids = (body: any) => body.events.map((e: any) => e.id);
 
@@ -199,23 +200,23 @@ describe('events: GET /v1/events?wait= (JSON) and the MCP tool wait_for_events',
 
   it('a wait whose client went away stops waiting (REST and MCP): its slot is free at once', async () => {
     const open = () => streamCounts(t.server.services).byToken.size;
-    await until(() => open() === 0, 5000, 'no wait open');
+    await until(() => open() === 0, 'no wait open', 5000);
     const ac = new AbortController();
     const rest = fetch(`${t.url}/v1/events?wait=30&node=task-nobody`, {
       headers: { authorization: `Bearer ${bob.token}` },
       signal: ac.signal,
     }).catch(() => 'aborted');
-    await until(() => open() === 1, 5000, 'the REST wait to begin');
+    await until(() => open() === 1, 'the REST wait to begin', 5000);
     ac.abort();
     expect(await rest).to.equal('aborted');
-    await until(() => open() === 0, 5000, 'the REST wait to stop');
+    await until(() => open() === 0, 'the REST wait to stop', 5000);
 
     const client = await t.mcp(bob.token);
     const call = t.tool(client, 'wait_for_events', { node: 'task-nobody', wait: 30 }).catch(() => 'closed');
-    await until(() => open() === 1, 5000, 'the MCP wait to begin');
+    await until(() => open() === 1, 'the MCP wait to begin', 5000);
     const closedAt = Date.now();
     await client.close();
-    await until(() => open() === 0, 5000, 'the MCP wait to stop');
+    await until(() => open() === 0, 'the MCP wait to stop', 5000);
     expect(Date.now() - closedAt).to.be.below(5000);
     await call;
   });
@@ -251,7 +252,7 @@ describe('events: GET /v1/events?wait= (JSON) and the MCP tool wait_for_events',
     try {
       const waiting = s.api('GET', '/v1/events?wait=60');
       // the wait is in flight once the stop begins: it must not hold the stop for its 60 s
-      await until(() => (streamCounts(s.server.services).byTenant.get(s.org) ?? 0) > 0, 10_000, 'the wait to begin');
+      await until(() => (streamCounts(s.server.services).byTenant.get(s.org) ?? 0) > 0, 'the wait to begin', 10_000);
       const stopAt = Date.now();
       await s.server.shutdown(30_000);
       const res = await waiting;

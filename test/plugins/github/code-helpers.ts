@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { sign } from '@octokit/webhooks-methods';
 import { expect } from 'chai';
 import type { TestServer } from '../../helpers/harness.js';
-import { until } from '../events/helpers.js';
+import { until } from '../../helpers/until.js';
 import { storesOf } from '../../../plugins/github/store.js';
 
 interface ExampleGroup {
@@ -80,8 +80,8 @@ export async function deliver(t: TestServer, event: string, payload: unknown, op
         // a failed attempt waits for its retry: report it now rather than time out
         return d && (d.state !== 'queued' || d.attempts > 0) ? d.state : undefined;
       },
-      20_000,
       `delivery ${id} handled`,
+      20_000,
     );
     expect(state, stores.inbound.get(id)?.last_error ?? '').to.equal('done');
   }

@@ -13,7 +13,7 @@ import { storesOf, type StoredLink } from '../../../plugins/github/store.js';
 import { GithubMock } from '../../helpers/github-mock.js';
 import { addPerson, startTestServer, type TestServer } from '../../helpers/harness.js';
 import { at, deliver, example, linkRepo, node } from './code-helpers.js';
-import { until } from '../events/helpers.js';
+import { until } from '../../helpers/until.js';
 
 describe('github: the first sync of a linked repository', function () {
   let mock: GithubMock;

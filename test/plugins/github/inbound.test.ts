@@ -14,7 +14,8 @@ import { Socket } from 'node:net';
 import { expect } from 'chai';
 import { webhookRouter } from '../../../plugins/github/inbound.js';
 import { addPerson, runSecrets, startTestServer, type TestServer } from '../../helpers/harness.js';
-import { closedExample, deliver, example, until } from './webhook-examples.js';
+import { closedExample, deliver, example } from './webhook-examples.js';
+import { until } from '../../helpers/until.js';
 
 const REPO = 'Codertocat/Hello-World';
 const SECRET = 'hello-world-webhook-secret-0001';

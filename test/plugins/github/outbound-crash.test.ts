@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { runSecrets } from '../../helpers/harness.js';
 import { GithubMock } from '../../helpers/github-mock.js';
 import { groupAlive, killGroup, startServeProcess } from '../../helpers/processes.js';
-import { until } from './webhook-examples.js';
+import { until } from '../../helpers/until.js';
 
 const TOKEN = 'github_pat_outbound_crash_0123456789';
 const SECRET = 'outbound-crash-webhook-secret-001';
@@ -68,7 +68,7 @@ describe('github outbound: kill -9 with calls queued', function () {
     const ids = ['task-crash-a', 'task-crash-b', 'task-crash-c', 'task-crash-d'];
     for (const id of ids) await put(id);
     // the first creation was tried and failed: the calls are queued
-    await until(() => server.output().includes('GitHub call failed, retrying') || undefined, 60_000);
+    await until(() => server.output().includes('GitHub call failed, retrying') || undefined, 'a failed GitHub call', 60_000);
     expect(mock.calls('POST', /\/issues$/)).to.have.length(0);
     await killGroup(server.child, 'SIGKILL');
 
@@ -77,10 +77,10 @@ describe('github outbound: kill -9 with calls queued', function () {
     const markerOf = (id: string) => `<!-- work-graph:${id} -->`;
     const posts = () => mock!.calls('POST', /\/repos\/Codertocat\/Hello-World\/issues$/);
     const bodies = () => posts().map((r) => String((r.body as { body?: string } | null)?.body ?? ''));
-    await until(() => ids.every((id) => bodies().some((b) => b.includes(markerOf(id)))) || undefined, 90_000);
+    await until(() => ids.every((id) => bodies().some((b) => b.includes(markerOf(id)))) || undefined, 'every node sent', 90_000);
     // a barrier: the engine works in event order, so once a later node's issue exists every earlier one is done
     await put('task-crash-z');
-    await until(() => bodies().some((b) => b.includes(markerOf('task-crash-z'))) || undefined, 60_000);
+    await until(() => bodies().some((b) => b.includes(markerOf('task-crash-z'))) || undefined, 'the last node sent', 60_000);
     for (const id of ids)
       expect(
         bodies().filter((b) => b.includes(markerOf(id))),

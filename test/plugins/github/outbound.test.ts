@@ -20,7 +20,8 @@ import { addPerson, putNodes, runSecrets, startTestServer, type TestServer } fro
 import { describedExample, GithubMock, type RecordedRequest } from '../../helpers/github-mock.js';
 import { outboundStatus, outboundStoresOf, RETRY_CAP_MS } from '../../../plugins/github/outbound.js';
 import { storesOf } from '../../../plugins/github/store.js';
-import { deliver, example, until } from './webhook-examples.js';
+import { deliver, example } from './webhook-examples.js';
+import { until } from '../../helpers/until.js';
 
 const REPO = 'Codertocat/Hello-World';
 const SECRET = 'outbound-webhook-secret-00000001';
@@ -56,10 +57,14 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
   };
   /** the outbound cursor reached the newest event (everything before it is done) */
   const caughtUp = () =>
-    until(() => {
-      const c = outboundStoresOf(tenant()).cursor.get('cursor');
-      return c !== undefined && c.cursor >= tenant().events.lastId && c.attempts === 0 ? c : undefined;
-    }, 30_000);
+    until(
+      () => {
+        const c = outboundStoresOf(tenant()).cursor.get('cursor');
+        return c !== undefined && c.cursor >= tenant().events.lastId && c.attempts === 0 ? c : undefined;
+      },
+      'the outbound cursor to catch up',
+      30_000,
+    );
   const patchNode = async (id: string, change: Record<string, unknown>) => {
     const n = await node(id);
     const res = await t.api('PATCH', `/v1/nodes/${id}`, { body: { revision: n.revision, ...change } });
@@ -275,7 +280,11 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
     const failing = t.logs.length;
     // the body: GitHub's (the mock's) is still the one last synced, so the change is sent, not a conflict
     await patchNode(ROUND, { body: 'Steps to reproduce: parse an empty file.' });
-    await until(() => t.logs.slice(failing).some((l) => l.includes('GitHub call failed, retrying')) || undefined, 30_000);
+    await until(
+      () => t.logs.slice(failing).some((l) => l.includes('GitHub call failed, retrying')) || undefined,
+      'a failed GitHub call',
+      30_000,
+    );
     const cursor = outboundStoresOf(tenant()).cursor.get('cursor')!;
     expect(cursor.attempts).to.be.greaterThan(0);
     expect(cursor.cursor).to.be.lessThan(tenant().events.lastId);
@@ -291,10 +300,14 @@ describe('github: outbound to the OpenAPI-validating mock', function () {
     await mock.up();
     // the retry's wait is on the server's clock: move it past the longest backoff
     t.clock.advance(RETRY_CAP_MS);
-    const [patch] = await until(() => {
-      const p = sent('PATCH', /\/issues\/1347$/, from);
-      return p.length > 0 ? p : undefined;
-    }, 30_000);
+    const [patch] = await until(
+      () => {
+        const p = sent('PATCH', /\/issues\/1347$/, from);
+        return p.length > 0 ? p : undefined;
+      },
+      'the retried PATCH',
+      30_000,
+    );
     expect(patch!.status).to.equal(200);
     expect(patch!.body).to.deep.equal({ body: 'Steps to reproduce: parse an empty file.' });
     await caughtUp();

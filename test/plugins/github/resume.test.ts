@@ -12,7 +12,8 @@ import { configFromEnv, createLogger, ManualClock } from '../../../kernel/config
 import { startServer, type RunningServer } from '../../../kernel/server.js';
 import { allPlugins } from '../../../scripts/plugins.js';
 import { addPerson, runSecrets, startTestServer, testStoreConfig, type TestServer } from '../../helpers/harness.js';
-import { deliver, example, until } from './webhook-examples.js';
+import { deliver, example } from './webhook-examples.js';
+import { until } from '../../helpers/until.js';
 
 const SECRET = 'resume-webhook-secret-0000001';
 const TOKEN = 'github_pat_resume_test_0123456789';

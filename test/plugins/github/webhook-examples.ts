@@ -103,14 +103,3 @@ export async function deliver(t: TestServer, d: Delivery) {
   const res = await t.api('POST', `/v1/integrations/github/webhook?tenant=${d.org ?? t.org}`, { token: null, rawBody: body, headers });
   return { ...res, delivery: headers['x-github-delivery']! };
 }
-
-/** Waits until `check` returns a value other than undefined/false (polling; never a fixed sleep). */
-export async function until<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}

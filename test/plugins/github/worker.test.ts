@@ -12,7 +12,8 @@ import { expect } from 'chai';
 import { IdentityAuthority } from '../../../kernel/identity-guard.js';
 import { handlers } from '../../../plugins/github/handlers/index.js';
 import { runSecrets, startTestServer, type TestServer } from '../../helpers/harness.js';
-import { deliver, example, until } from './webhook-examples.js';
+import { deliver, example } from './webhook-examples.js';
+import { until } from '../../helpers/until.js';
 
 const SECRET = 'worker-webhook-secret-0000001';
 const TOKEN = 'github_pat_worker_test_0123456789';

@@ -11,6 +11,7 @@ import { configFromEnv, createLogger } from '../../../kernel/config.js';
 import { startServer } from '../../../kernel/server.js';
 import { allPlugins } from '../../../scripts/plugins.js';
 import { addPerson, putNodes, startTestServer, testStoreConfig, type ApiResponse, type TestServer } from '../../helpers/harness.js';
+import { until } from '../../helpers/until.js';
 
 interface Item {
   id: string;
@@ -21,16 +22,19 @@ interface Item {
   actor: { name: string } | null;
 }
 
-/** Polls until `check` holds (the log derives graph events from commits, which may trail the answer by a moment). */
-async function until(t: TestServer, token: string, check: (items: Item[]) => boolean, query = ''): Promise<ApiResponse> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const res = await t.api('GET', `/v1/inbox${query}`, { token });
-    expect(res.status, res.text).to.equal(200);
-    if (check(res.body.items)) return res;
-    if (Date.now() > deadline) throw new Error(`inbox never matched: ${JSON.stringify(res.body.items)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+/** Reads the inbox until `check` holds (the log derives graph events from commits, which may trail the answer by a moment). */
+async function inboxWhere(t: TestServer, token: string, check: (items: Item[]) => boolean, query = ''): Promise<ApiResponse> {
+  let last: ApiResponse | undefined;
+  return until(
+    async () => {
+      last = await t.api('GET', `/v1/inbox${query}`, { token });
+      expect(last.status, last.text).to.equal(200);
+      return check(last.body.items) ? last : undefined;
+    },
+    () => `the inbox to match; it held: ${JSON.stringify(last?.body.items)}`,
+    10_000,
+    { every: 25 },
+  );
 }
 
 describe('inbox: items from events, read state per person', function () {
@@ -64,7 +68,7 @@ describe('inbox: items from events, read state per person', function () {
     });
     expect(q.status, q.text).to.equal(201);
     expect(q.body.routed_to).to.equal(bob.id);
-    const res = await until(t, bob.token, (items) => items.some((i) => i.node === q.body.id));
+    const res = await inboxWhere(t, bob.token, (items) => items.some((i) => i.node === q.body.id));
     const item = (res.body.items as Item[]).find((i) => i.node === q.body.id)!;
     expect(item).to.include({ kind: 'question_routed', read: false });
     expect(item.actor?.name).to.equal('Alice Asker');
@@ -76,7 +80,7 @@ describe('inbox: items from events, read state per person', function () {
     // Bob answers: now Alice hears of it, and Bob (who answered) does not
     const a = await t.api('POST', `/v1/questions/${q.body.id}/answer`, { token: bob.token, body: { summary: 'Friday, after the review' } });
     expect(a.status, a.text).to.equal(201);
-    await until(t, alice.token, (items) => items.some((i) => i.kind === 'question_answered' && i.node === q.body.id));
+    await inboxWhere(t, alice.token, (items) => items.some((i) => i.kind === 'question_answered' && i.node === q.body.id));
     const his = await t.api('GET', '/v1/inbox?kind=question_answered', { token: bob.token });
     expect(his.body.items).to.deep.equal([]);
   });
@@ -86,14 +90,14 @@ describe('inbox: items from events, read state per person', function () {
     expect(r.status, r.text).to.equal(200);
     r = await t.api('POST', '/v1/nodes/task-inbox-c/edges', { token: alice.token, body: { type: 'mentions', to: bob.id } });
     expect(r.status, r.text).to.equal(200);
-    const res = await until(t, bob.token, (items) => items.some((i) => i.kind === 'mention'));
+    const res = await inboxWhere(t, bob.token, (items) => items.some((i) => i.kind === 'mention'));
     const items = res.body.items as Item[];
     expect(items.filter((i) => i.kind === 'review_requested').map((i) => i.node)).to.deep.equal(['task-inbox-b']);
     expect(items.filter((i) => i.kind === 'mention').map((i) => i.node)).to.deep.equal(['task-inbox-c']);
     // a later change of the same node is not a second item
     r = await t.api('POST', '/v1/nodes/task-inbox-b/priority', { token: alice.token, body: { priority: 'p2' } });
     expect(r.status, r.text).to.equal(200);
-    const again = await until(t, bob.token, () => true, '?kind=review_requested');
+    const again = await inboxWhere(t, bob.token, () => true, '?kind=review_requested');
     expect((again.body.items as Item[]).map((i) => i.node)).to.deep.equal(['task-inbox-b']);
   });
 
@@ -103,10 +107,10 @@ describe('inbox: items from events, read state per person', function () {
     // a fifth of the claim TTL before the end: "expires soon"
     const tenant = t.server.services.tenants.get(t.org)!;
     t.clock.advance(Math.ceil(tenant.config.limits.claim_ttl_ms * 0.85));
-    await until(t, bob.token, (items) => items.some((i) => i.kind === 'claim_expiring' && i.node === 'task-inbox-c'));
+    await inboxWhere(t, bob.token, (items) => items.some((i) => i.kind === 'claim_expiring' && i.node === 'task-inbox-c'));
     r = await t.api('POST', '/v1/nodes/task-inbox-c/claim', { body: { force: true } });
     expect(r.status, r.text).to.equal(200);
-    const res = await until(t, bob.token, (items) => items.some((i) => i.kind === 'claim_taken_over'));
+    const res = await inboxWhere(t, bob.token, (items) => items.some((i) => i.kind === 'claim_taken_over'));
     const items = res.body.items as Item[];
     expect(items.find((i) => i.kind === 'claim_taken_over')).to.include({ node: 'task-inbox-c', read: false });
     // no longer his: no longer about to expire
@@ -115,11 +119,11 @@ describe('inbox: items from events, read state per person', function () {
     r = await t.api('POST', '/v1/nodes/task-inbox-a/claim', { token: bob.token });
     expect(r.status, r.text).to.equal(200);
     t.clock.advance(tenant.config.limits.claim_ttl_ms + 1000);
-    await until(t, bob.token, (list) => list.some((i) => i.kind === 'claim_expired' && i.node === 'task-inbox-a'));
+    await inboxWhere(t, bob.token, (list) => list.some((i) => i.kind === 'claim_expired' && i.node === 'task-inbox-a'));
   });
 
   it('marks items read by id, and all of them up to the event the reader saw', async () => {
-    const before = await until(t, bob.token, (items) => items.length >= 3);
+    const before = await inboxWhere(t, bob.token, (items) => items.length >= 3);
     const [first, ...rest] = before.body.items as Item[];
     let r = await t.api('POST', '/v1/inbox/read', { token: bob.token, body: { ids: [first!.id, 'ev-999999999'] } });
     expect(r.status, r.text).to.equal(200);
@@ -137,7 +141,7 @@ describe('inbox: items from events, read state per person', function () {
       body: { type: 'review-requested', to: bob.id },
     });
     expect(later.status, later.text).to.equal(200);
-    await until(t, bob.token, (items) => items.some((i) => i.kind === 'review_requested' && i.node === 'task-inbox-a'));
+    await inboxWhere(t, bob.token, (items) => items.some((i) => i.kind === 'review_requested' && i.node === 'task-inbox-a'));
     r = await t.api('POST', '/v1/inbox/read', { token: bob.token, body: { all: true, through } });
     expect(r.status, r.text).to.equal(200);
     const after = await t.api('GET', '/v1/inbox?unread=true', { token: bob.token });

@@ -11,18 +11,11 @@ import { queuePlugin } from '../../../plugins/queue/index.js';
 import { addPerson, cliEnv, md, type TestServer } from '../../helpers/harness.js';
 import { runCli } from '../../helpers/processes.js';
 import { assignees, nodeOf, post, startLeaseServer, tasks, tenantOf } from './helpers.js';
+import { until } from '../../helpers/until.js';
 
 // Polls every 25 ms rather than every turn of the event loop: a busy poll competes with the
 // in-process server whose settings poll it waits for (it missed 5 s at load 25). The bound is a
 // hang detector; the server polls tenant settings every 200 ms here.
-async function until(check: () => boolean | Promise<boolean>, limitMs = 10_000): Promise<void> {
-  const start = Date.now();
-  while (!(await check())) {
-    if (Date.now() - start > limitMs) throw new Error(`condition not met within ${limitMs} ms`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 describe('leases: the holder is named, told, and (strict) protected', function () {
   this.timeout(120_000);
   let t: TestServer;

@@ -16,6 +16,7 @@ import { request } from 'node:http';
 import { addressKey } from '../../../plugins/oauth/rate-limit.js';
 import { allPlugins } from '../../../scripts/plugins.js';
 import { startTestServer, type TestServer } from '../../helpers/harness.js';
+import { until } from '../../helpers/until.js';
 
 const challenge = () => createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url');
 const register = (t: TestServer, body: Record<string, unknown>) =>
@@ -55,14 +56,6 @@ function statusFrom(url: string, localAddress: string): Promise<number> {
     req.on('error', reject);
     req.end();
   });
-}
-
-async function until(what: string, check: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** A TCP listener that only counts who connects: proof the server did (or did not) reach it. */
@@ -299,7 +292,7 @@ describe('oauth hardening: redirect URIs, metadata documents, pending authorizat
       // expired ones are swept (at most once a minute, on the next authorize)
       t.clock.advance(11 * 60_000);
       expect((await fetch(url(), { redirect: 'manual' })).status).to.equal(200);
-      await until('the expired pending authorizations to be swept', () => pendingStorage(t.dataDir).files === 1);
+      await until(() => pendingStorage(t.dataDir).files === 1, 'the expired pending authorizations to be swept');
     });
   });
 });

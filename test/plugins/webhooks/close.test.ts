@@ -7,7 +7,8 @@
 import { expect } from 'chai';
 import { storesOf } from '../../../plugins/webhooks/store.js';
 import { md, runSecrets, startTestServer, type TestServer } from '../../helpers/harness.js';
-import { Receiver, until } from './receiver.js';
+import { Receiver } from './receiver.js';
+import { until } from '../../helpers/until.js';
 
 describe('webhooks: the tenant closes during a delivery', function () {
   this.timeout(60_000);

@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runSecrets } from '../../helpers/harness.js';
 import { groupAlive, killGroup, startServeProcess } from '../../helpers/processes.js';
-import { Receiver, until } from './receiver.js';
+import { Receiver } from './receiver.js';
+import { until } from '../../helpers/until.js';
 
 const children = new Set<ChildProcess>();
 let dataDir = '';

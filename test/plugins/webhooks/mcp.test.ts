@@ -9,7 +9,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { expect } from 'chai';
 import { addPerson, md, runSecrets, startTestServer, type TestServer } from '../../helpers/harness.js';
-import { Receiver, until } from './receiver.js';
+import { Receiver } from './receiver.js';
+import { until } from '../../helpers/until.js';
 
 const TOOLS = [
   'create_webhook',

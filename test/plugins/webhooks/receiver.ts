@@ -121,23 +121,6 @@ export class Receiver {
   }
 }
 
-/** Polls `check` until it returns a truthy value (or throws after `ms`); `between` runs after each miss (move the clock). */
-export async function until<T>(
-  check: () => T | Promise<T>,
-  what: string,
-  ms = 20_000,
-  between?: () => void | Promise<void>,
-): Promise<NonNullable<T>> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await between?.();
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** Every id appears, and the sequence never goes back (duplicates allowed: at least once, in order). */
 export function inOrderAtLeastOnce(seen: number[], expected: number[]): void {
   for (let i = 1; i < seen.length; i++)

@@ -11,7 +11,8 @@ import { Webhook } from 'standardwebhooks';
 import type { EventLog, WorkEvent } from '../../../kernel/events/types.js';
 import { send } from '../../../plugins/webhooks/send.js';
 import { addPerson, md, runSecrets, startTestServer, type TestServer } from '../../helpers/harness.js';
-import { inOrderAtLeastOnce, Receiver, until } from './receiver.js';
+import { inOrderAtLeastOnce, Receiver } from './receiver.js';
+import { until } from '../../helpers/until.js';
 
 const HOUR = 60 * 60 * 1000;
 
@@ -292,7 +293,7 @@ describe('webhooks: retries (the clock moves)', function () {
     r.reply = (n) => ({ status: n <= 3 ? 500 : 200, body: n <= 3 ? 'boom' : 'ok' });
     const hook = await createHook(t, r);
     const ids = await createNodes(t, 'fail500', 4);
-    await until(() => new Set(r.eventIds()).size === ids.length, 'deliveries after 500s', 30_000, driveRetries(t, hook.id));
+    await until(() => new Set(r.eventIds()).size === ids.length, 'deliveries after 500s', 30_000, { between: driveRetries(t, hook.id) });
     inOrderAtLeastOnce(r.eventIds(), ids);
     expect(r.eventIds().slice(0, 4)).to.deep.equal([ids[0], ids[0], ids[0], ids[0]]);
     const log = await t.api('GET', `/v1/webhooks/${hook.id}/deliveries`);
@@ -321,12 +322,9 @@ describe('webhooks: retries (the clock moves)', function () {
     const failing = await t.api('GET', `/v1/webhooks/${hook.id}`);
     expect(failing.body.next_attempt).to.be.a('string');
     await r.start(port);
-    await until(
-      () => new Set(r.eventIds()).size === ids.length,
-      'deliveries after the receiver came back',
-      30_000,
-      driveRetries(t, hook.id),
-    );
+    await until(() => new Set(r.eventIds()).size === ids.length, 'deliveries after the receiver came back', 30_000, {
+      between: driveRetries(t, hook.id),
+    });
     inOrderAtLeastOnce(r.eventIds(), ids);
     await until(async () => (await t.api('GET', `/v1/webhooks/${hook.id}`)).body.state === 'active', 'active again');
   });
@@ -336,12 +334,9 @@ describe('webhooks: retries (the clock moves)', function () {
     r.reply = (n) => (n === 1 ? { delayMs: 2000 } : { status: 204 });
     const hook = await createHook(t, r);
     const ids = await createNodes(t, 'timeout', 2);
-    await until(
-      () => new Set(r.eventIds()).size === 2 && r.received.length >= 3,
-      'deliveries after a timeout',
-      30_000,
-      driveRetries(t, hook.id),
-    );
+    await until(() => new Set(r.eventIds()).size === 2 && r.received.length >= 3, 'deliveries after a timeout', 30_000, {
+      between: driveRetries(t, hook.id),
+    });
     inOrderAtLeastOnce(r.eventIds(), ids);
     const log = (await t.api('GET', `/v1/webhooks/${hook.id}/deliveries`)).body.deliveries.reverse();
     expect(log[0]).to.include({ ok: false, status: null, error: 'no answer within 500 ms', attempt: 1 });
@@ -354,7 +349,7 @@ describe('webhooks: retries (the clock moves)', function () {
     r.reply = (n) => (n === 1 ? { status: 302, headers: { location: elsewhere.url } } : { status: 200 });
     const hook = await createHook(t, r);
     const ids = await createNodes(t, 'redirect', 1);
-    await until(() => r.eventIds().length >= 2, 'the retry after the redirect', 30_000, driveRetries(t, hook.id));
+    await until(() => r.eventIds().length >= 2, 'the retry after the redirect', 30_000, { between: driveRetries(t, hook.id) });
     expect(elsewhere.received).to.have.length(0);
     const log = (await t.api('GET', `/v1/webhooks/${hook.id}/deliveries`)).body.deliveries.reverse();
     expect(log[0]).to.include({ ok: false, status: 302, event: ids[0] });
@@ -367,12 +362,9 @@ describe('webhooks: retries (the clock moves)', function () {
     const hook = await createHook(t, r);
     const ids = await createNodes(t, 'disable', 2);
     await until(() => r.received.length >= 1, 'the first attempt');
-    await until(
-      async () => (await t.api('GET', `/v1/webhooks/${hook.id}`)).body.state === 'disabled',
-      'disabled',
-      30_000,
-      () => t.clock.advance(5 * HOUR),
-    );
+    await until(async () => (await t.api('GET', `/v1/webhooks/${hook.id}`)).body.state === 'disabled', 'disabled', 30_000, {
+      between: () => t.clock.advance(5 * HOUR),
+    });
     const view = (await t.api('GET', `/v1/webhooks/${hook.id}`)).body;
     expect(view.enabled).to.equal(false);
     expect(view.disabled_reason).to.match(/every delivery failed since/);
