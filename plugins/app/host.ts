@@ -7,7 +7,7 @@ import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type Koa from 'koa';
 import type * as RateLimiterPackage from 'rate-limiter-flexible';
-import type { RateLimiterMemory } from 'rate-limiter-flexible';
+import type { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { readRawBody } from '../../kernel/body.js';
 import { errors, isSvcError, SvcError } from '../../kernel/errors.js';
 import type { KernelServices } from '../../kernel/plugin.js';
@@ -142,13 +142,13 @@ export class AppHost {
   /** Takes a point of the address's sign-in budget: null, or the seconds to wait when it is spent. */
   async spendSigninPoint(ip: string): Promise<number | null> {
     const limiter = await this.limiter();
-    const { RateLimiterRes } = await rateLimiterPackage();
     try {
       await limiter.consume(ip);
       return null;
     } catch (err) {
-      if (!(err instanceof RateLimiterRes)) throw err;
-      return Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+      // a spent budget rejects with the limiter's answer (a RateLimiterRes), a failure with an Error
+      if (err instanceof Error) throw err;
+      return Math.max(1, Math.ceil((err as RateLimiterRes).msBeforeNext / 1000));
     }
   }
 
