@@ -132,13 +132,12 @@ function testSandbox(): Sandbox {
   };
 }
 
-export async function startTestServer(
-  opts: { plugins?: PluginDef[]; config?: Partial<ServerConfig>; dataDir?: string; keepData?: boolean; ownSandbox?: boolean } = {},
-): Promise<TestServer> {
-  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'wg-test-'));
-  const clock = new ManualClock();
-  const logs: string[] = [];
-  const config: ServerConfig = {
+/**
+ * The configuration a test server runs with: a first start (startTestServer) or the same data
+ * directory served again after a stop (each restart test passes it to `startServer`).
+ */
+export async function testServerConfig(dataDir: string, overrides: Partial<ServerConfig> = {}): Promise<ServerConfig> {
+  return {
     ...configFromEnv({}),
     host: '127.0.0.1',
     port: 0,
@@ -149,8 +148,17 @@ export async function startTestServer(
     // unless the test points them at its mock (test/helpers/github-mock.ts)
     githubApiUrl: 'http://127.0.0.1:9',
     ...(await testStoreConfig(dataDir)),
-    ...opts.config,
+    ...overrides,
   };
+}
+
+export async function startTestServer(
+  opts: { plugins?: PluginDef[]; config?: Partial<ServerConfig>; dataDir?: string; keepData?: boolean; ownSandbox?: boolean } = {},
+): Promise<TestServer> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'wg-test-'));
+  const clock = new ManualClock();
+  const logs: string[] = [];
+  const config = await testServerConfig(dataDir, opts.config);
   const server = await startServer({
     config,
     ...(opts.ownSandbox ? {} : { sandbox: testSandbox() }),

@@ -5,23 +5,15 @@
  */
 import { expect } from 'chai';
 import { corePlugin } from '../../../plugins/core/index.js';
-import { startTestServer, testStoreConfig, type TestServer } from '../../helpers/harness.js';
+import { startTestServer, type TestServer, testServerConfig } from '../../helpers/harness.js';
 import type { WorkEvent } from '../../../kernel/events/types.js';
-import { configFromEnv, createLogger, ManualClock } from '../../../kernel/config.js';
+import { createLogger, ManualClock } from '../../../kernel/config.js';
 import { startServer, type RunningServer } from '../../../kernel/server.js';
 import { rmSync } from 'node:fs';
 
 /** The same data directory served again (not a first start, so not through startTestServer). */
 async function restart(dataDir: string): Promise<RunningServer> {
-  const config = {
-    ...configFromEnv({}),
-    host: '127.0.0.1',
-    port: 0,
-    dataDir,
-    fsync: false,
-    tenantPollMs: 200,
-    ...(await testStoreConfig(dataDir)),
-  };
+  const config = await testServerConfig(dataDir);
   return startServer({ config, plugins: [corePlugin], clock: new ManualClock(), log: createLogger(() => undefined) });
 }
 

@@ -9,14 +9,14 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { configFromEnv, createLogger, ManualClock } from '../../../kernel/config.js';
+import { createLogger, ManualClock } from '../../../kernel/config.js';
 import { startServer, type RunningServer } from '../../../kernel/server.js';
 import { analyticsPlugin } from '../../../plugins/analytics/index.js';
 import { timelinesOf } from '../../../plugins/analytics/timeline.js';
 import { compactSteps, stepTimes, type StatusStep } from '../../../plugins/analytics/timeline-steps.js';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { historyPlugin } from '../../../plugins/history/index.js';
-import { addPerson, md, testStoreConfig, type TestServer } from '../../helpers/harness.js';
+import { addPerson, md, type TestServer, testServerConfig } from '../../helpers/harness.js';
 import { freezeClock, put, setStatus, startAnalyticsServer } from './helpers.js';
 
 const STATUSES = ['s0', 's1', 's2', 's3', 's4', 's5'];
@@ -80,15 +80,7 @@ describe('analytics: compacted timelines through the server', function () {
   async function restart(): Promise<RunningServer> {
     const clock = new ManualClock();
     freezeClock(clock, t.clock.now());
-    const config = {
-      ...configFromEnv({}),
-      host: '127.0.0.1',
-      port: 0,
-      dataDir: t.dataDir,
-      fsync: false,
-      tenantPollMs: 200,
-      ...(await testStoreConfig(t.dataDir)),
-    };
+    const config = await testServerConfig(t.dataDir);
     return startServer({ config, plugins: [corePlugin, historyPlugin, analyticsPlugin], clock, log: createLogger(() => undefined) });
   }
 

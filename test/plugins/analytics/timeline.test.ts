@@ -8,8 +8,8 @@ import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { testStoreConfig } from '../../helpers/harness.js';
-import { configFromEnv, createLogger, ManualClock } from '../../../kernel/config.js';
+import { testServerConfig } from '../../helpers/harness.js';
+import { createLogger, ManualClock } from '../../../kernel/config.js';
 import { startServer, type RunningServer } from '../../../kernel/server.js';
 import { analyticsPlugin } from '../../../plugins/analytics/index.js';
 import { corePlugin } from '../../../plugins/core/index.js';
@@ -79,15 +79,7 @@ describe('analytics: status timelines survive a restart', function () {
       execFileSync('git', ['--git-dir', gitdir, 'gc', '--quiet', '--prune=now'], { env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' } });
       const clock = new ManualClock();
       freezeClock(clock, at);
-      const config = {
-        ...configFromEnv({}),
-        host: '127.0.0.1',
-        port: 0,
-        dataDir: first.dataDir,
-        fsync: false,
-        tenantPollMs: 200,
-        ...(await testStoreConfig(first.dataDir)),
-      };
+      const config = await testServerConfig(first.dataDir);
       second = await startServer({
         config,
         plugins: [corePlugin, historyPlugin, analyticsPlugin],

@@ -8,10 +8,10 @@
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { rmSync } from 'node:fs';
-import { configFromEnv, createLogger } from '../../../kernel/config.js';
+import { createLogger } from '../../../kernel/config.js';
 import { startServer, type RunningServer } from '../../../kernel/server.js';
 import { allPlugins } from '../../../scripts/plugins.js';
-import { addPerson, startTestServer, testStoreConfig, type TestServer } from '../../helpers/harness.js';
+import { addPerson, startTestServer, type TestServer, testServerConfig } from '../../helpers/harness.js';
 import { signIn, useSeededApp, watch } from './browser.js';
 import { seedGraph } from './seed.js';
 
@@ -100,15 +100,7 @@ describe('app: live pages and the inbox (Chromium)', function () {
       await banner.waitFor({ state: 'visible' });
       expect(await banner.textContent()).to.match(/live updates paused, retrying/i);
       second = await startServer({
-        config: {
-          ...configFromEnv({}),
-          host: '127.0.0.1',
-          port: own.server.port,
-          dataDir: own.dataDir,
-          fsync: false,
-          tenantPollMs: 200,
-          ...(await testStoreConfig(own.dataDir)),
-        },
+        config: await testServerConfig(own.dataDir, { port: own.server.port }),
         plugins: allPlugins,
         clock: own.clock,
         log: createLogger(() => undefined),

@@ -5,12 +5,12 @@
  */
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
-import { configFromEnv, createLogger, ManualClock } from '../../../kernel/config.js';
+import { createLogger, ManualClock } from '../../../kernel/config.js';
 import { startServer, type RunningServer } from '../../../kernel/server.js';
 import { capturePlugin } from '../../../plugins/capture/index.js';
 import { readCaptureJournal } from '../../../plugins/capture/journal.js';
 import { corePlugin } from '../../../plugins/core/index.js';
-import { startTestServer, testStoreConfig } from '../../helpers/harness.js';
+import { startTestServer, testServerConfig } from '../../helpers/harness.js';
 
 async function post(server: RunningServer, path: string, token: string, body: unknown): Promise<{ status: number; text: string }> {
   const res = await fetch(server.url + path, {
@@ -36,15 +36,7 @@ describe('capture: durability across a restart', function () {
       await first.api('POST', '/v1/distill/report', { body: { facts: 2 } });
       await first.close();
 
-      const config = {
-        ...configFromEnv({}),
-        host: '127.0.0.1',
-        port: 0,
-        dataDir,
-        fsync: false,
-        tenantPollMs: 200,
-        ...(await testStoreConfig(dataDir)),
-      };
+      const config = await testServerConfig(dataDir);
       second = await startServer({
         config,
         plugins: [corePlugin, capturePlugin],

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
-import { configFromEnv, createLogger, ManualClock } from '../../../kernel/config.js';
+import { createLogger, ManualClock } from '../../../kernel/config.js';
 import { startServer, type RunningServer } from '../../../kernel/server.js';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { eventsPlugin } from '../../../plugins/events/index.js';
-import { startTestServer, testStoreConfig } from '../../helpers/harness.js';
+import { startTestServer, testServerConfig } from '../../helpers/harness.js';
 import { httpBody, parseFrames, rawStream } from './helpers.js';
 import { until } from '../../helpers/until.js';
 
@@ -32,15 +32,7 @@ describe('events: a cursor before pruned events (retention)', function () {
       const clock = new ManualClock();
       clock.advance(40 * DAY);
       second = await startServer({
-        config: {
-          ...configFromEnv({}),
-          host: '127.0.0.1',
-          port: 0,
-          dataDir,
-          fsync: false,
-          tenantPollMs: 200,
-          ...(await testStoreConfig(dataDir)),
-        },
+        config: await testServerConfig(dataDir),
         plugins: [corePlugin, eventsPlugin],
         clock,
         log: createLogger(() => undefined),

@@ -1,11 +1,11 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
 import { EventSource } from 'eventsource';
-import { configFromEnv, createLogger, ManualClock } from '../../../kernel/config.js';
+import { createLogger, ManualClock } from '../../../kernel/config.js';
 import { startServer, type RunningServer } from '../../../kernel/server.js';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { eventsPlugin } from '../../../plugins/events/index.js';
-import { md, startTestServer, testStoreConfig } from '../../helpers/harness.js';
+import { md, startTestServer, testServerConfig } from '../../helpers/harness.js';
 import { until } from '../../helpers/until.js';
 
 describe('events: an eventsource client resumes with Last-Event-ID across a server restart', function () {
@@ -46,15 +46,7 @@ describe('events: an eventsource client resumes with Last-Event-ID across a serv
 
       await first.server.close();
       second = await startServer({
-        config: {
-          ...configFromEnv({}),
-          host: '127.0.0.1',
-          port,
-          dataDir,
-          fsync: false,
-          tenantPollMs: 200,
-          ...(await testStoreConfig(dataDir)),
-        },
+        config: await testServerConfig(dataDir, { port }),
         plugins: [corePlugin, eventsPlugin],
         clock: new ManualClock(),
         log: createLogger(() => undefined),

@@ -8,10 +8,10 @@
 import { rmSync } from 'node:fs';
 import { sign } from '@octokit/webhooks-methods';
 import { expect } from 'chai';
-import { configFromEnv, createLogger, ManualClock } from '../../../kernel/config.js';
+import { createLogger, ManualClock } from '../../../kernel/config.js';
 import { startServer, type RunningServer } from '../../../kernel/server.js';
 import { allPlugins } from '../../../scripts/plugins.js';
-import { addPerson, runSecrets, startTestServer, testStoreConfig, type TestServer } from '../../helpers/harness.js';
+import { addPerson, runSecrets, startTestServer, type TestServer, testServerConfig } from '../../helpers/harness.js';
 import { deliver, example } from './webhook-examples.js';
 import { until } from '../../helpers/until.js';
 
@@ -21,15 +21,7 @@ const NODE = 'issue-gh-hello-world-1';
 
 /** The same data directory served again (not a first start, so not through startTestServer). */
 async function restart(dataDir: string): Promise<RunningServer> {
-  const config = {
-    ...configFromEnv({}),
-    host: '127.0.0.1',
-    port: 0,
-    dataDir,
-    fsync: false,
-    tenantPollMs: 200,
-    ...(await testStoreConfig(dataDir)),
-  };
+  const config = await testServerConfig(dataDir);
   return startServer({ config, plugins: allPlugins, clock: new ManualClock(), log: createLogger(() => undefined) });
 }
 

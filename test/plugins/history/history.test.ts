@@ -3,12 +3,12 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { configFromEnv, createLogger, ManualClock } from '../../../kernel/config.js';
+import { createLogger, ManualClock } from '../../../kernel/config.js';
 import { nodePath } from '../../../kernel/git/objects.js';
 import { startServer } from '../../../kernel/server.js';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { historyPlugin } from '../../../plugins/history/index.js';
-import { addPerson, putNodes, startTestServer, type TestServer, testStoreConfig } from '../../helpers/harness.js';
+import { addPerson, putNodes, startTestServer, type TestServer, testServerConfig } from '../../helpers/harness.js';
 import { directWrite, ok, tenantOf, relaxHookTimeout } from './helpers.js';
 
 function git(args: string[], cwd?: string, env: Record<string, string> = {}): string {
@@ -238,15 +238,7 @@ describe('history: the per-node commit index is rebuilt at start from git', () =
       rmSync(work, { recursive: true, force: true });
     }
 
-    const config = {
-      ...configFromEnv({}),
-      host: '127.0.0.1',
-      port: 0,
-      dataDir,
-      fsync: false,
-      tenantPollMs: 200,
-      ...(await testStoreConfig(dataDir)),
-    };
+    const config = await testServerConfig(dataDir);
     const server = await startServer({
       config,
       plugins: [corePlugin, historyPlugin],

@@ -10,12 +10,12 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { configFromEnv, createLogger, ManualClock } from '../../../kernel/config.js';
+import { createLogger, ManualClock } from '../../../kernel/config.js';
 import { nodePath } from '../../../kernel/git/objects.js';
 import { startServer, type RunningServer } from '../../../kernel/server.js';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { historyPlugin } from '../../../plugins/history/index.js';
-import { addPerson, putNodes, startTestServer, testStoreConfig } from '../../helpers/harness.js';
+import { addPerson, putNodes, startTestServer, testServerConfig } from '../../helpers/harness.js';
 import { directWrite, relaxHookTimeout } from './helpers.js';
 
 function git(args: string[], cwd?: string): string {
@@ -56,15 +56,7 @@ describe('history: the commit index on disk across restarts', function () {
 
   async function start(): Promise<Running> {
     const logs: string[] = [];
-    const config = {
-      ...configFromEnv({}),
-      host: '127.0.0.1',
-      port: 0,
-      dataDir,
-      fsync: false,
-      tenantPollMs: 200,
-      ...(await testStoreConfig(dataDir)),
-    };
+    const config = await testServerConfig(dataDir);
     const server = await startServer({
       config,
       plugins: [corePlugin, historyPlugin],

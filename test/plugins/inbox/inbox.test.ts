@@ -7,10 +7,10 @@
  */
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
-import { configFromEnv, createLogger } from '../../../kernel/config.js';
+import { createLogger } from '../../../kernel/config.js';
 import { startServer } from '../../../kernel/server.js';
 import { allPlugins } from '../../../scripts/plugins.js';
-import { addPerson, putNodes, startTestServer, testStoreConfig, type ApiResponse, type TestServer } from '../../helpers/harness.js';
+import { addPerson, putNodes, startTestServer, type ApiResponse, type TestServer, testServerConfig } from '../../helpers/harness.js';
 import { until } from '../../helpers/until.js';
 
 interface Item {
@@ -177,15 +177,7 @@ describe('inbox: items from events, read state per person', function () {
     await t.close();
     closed = true;
     const second = await startServer({
-      config: {
-        ...configFromEnv({}),
-        host: '127.0.0.1',
-        port: 0,
-        dataDir: t.dataDir,
-        fsync: false,
-        tenantPollMs: 200,
-        ...(await testStoreConfig(t.dataDir)),
-      },
+      config: await testServerConfig(t.dataDir),
       plugins: allPlugins,
       clock: t.clock,
       log: createLogger(() => undefined),

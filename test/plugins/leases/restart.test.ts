@@ -6,11 +6,11 @@
 import { expect } from 'chai';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { configFromEnv, createLogger, ManualClock } from '../../../kernel/config.js';
+import { createLogger, ManualClock } from '../../../kernel/config.js';
 import { startServer, type RunningServer } from '../../../kernel/server.js';
 import { corePlugin } from '../../../plugins/core/index.js';
 import { leasesPlugin } from '../../../plugins/leases/index.js';
-import { addPerson, onPostgres, startTestServer, testStoreConfig } from '../../helpers/harness.js';
+import { addPerson, onPostgres, startTestServer, testServerConfig } from '../../helpers/harness.js';
 import { GRACE, post, tasks, TTL } from './helpers.js';
 
 async function call(server: RunningServer, path: string, token: string, body?: unknown): Promise<{ status: number; body: any }> {
@@ -46,15 +46,7 @@ describe('leases: durability across a restart', function () {
       await first.close();
 
       const clock = new ManualClock();
-      const config = {
-        ...configFromEnv({}),
-        host: '127.0.0.1',
-        port: 0,
-        dataDir,
-        fsync: false,
-        tenantPollMs: 200,
-        ...(await testStoreConfig(dataDir)),
-      };
+      const config = await testServerConfig(dataDir);
       second = await startServer({ config, plugins: [corePlugin, leasesPlugin], clock, log: createLogger(() => undefined) });
       expect(second.bootstrap).to.equal(null);
 
