@@ -5,6 +5,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import type { Cluster } from '../../kernel/cluster/ownership.js';
 import { cleanEnv, groupAlive, killGroup, runCli, SHIM } from '../helpers/processes.js';
+import { until } from '../helpers/until.js';
 
 export interface Member {
   child: ChildProcess;
@@ -88,14 +89,16 @@ export async function clusterStatus(c: ClusterEnv): Promise<Status> {
 
 /** Polls `cluster status` until `ok` holds (or throws after `ms`). */
 export async function waitForStatus(c: ClusterEnv, ok: (s: Status) => boolean, ms = 60_000): Promise<Status> {
-  const deadline = Date.now() + ms;
   let last: Status | null = null;
-  while (Date.now() < deadline) {
-    last = await clusterStatus(c);
-    if (ok(last)) return last;
-    await new Promise((r) => setTimeout(r, 300));
-  }
-  throw new Error(`cluster status never settled: ${JSON.stringify(last)}`);
+  return until(
+    async () => {
+      last = await clusterStatus(c);
+      return ok(last) ? last : undefined;
+    },
+    () => `cluster status to settle; it read ${JSON.stringify(last)}`,
+    ms,
+    { every: 300 },
+  );
 }
 
 /** The member serving `org` right now, by its URL. */
