@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ANSWER_SLACK_MS, BENIGN, TRANSITION_INPUT, cutBy, isAlive, sandboxScope } from './helpers.js';
+import { until } from '../helpers/until.js';
 
 const ECHO = '(input) => ({ echo: input.n })';
 const MAP_BOMB = '() => { const m = new Map(); for (let i = 0; ; i++) m.set(i, [i]); }';
@@ -119,8 +120,7 @@ describe('sandbox: supervision of the child process', function () {
     const report = JSON.parse(stdout.trim()) as { pid: number; outcome: unknown };
     expect(report.outcome).to.deep.equal({ ok: true, value: 42 });
     // The orphaned child notices the closed IPC channel and exits.
-    const deadline = Date.now() + 3000;
-    while (isAlive(report.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await until(() => !isAlive(report.pid), 'the orphaned child to exit');
     expect(isAlive(report.pid)).to.equal(false);
   });
 });

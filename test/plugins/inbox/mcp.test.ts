@@ -8,6 +8,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { expect } from 'chai';
 import { addPerson, putNodes, startTestServer, type TestServer } from '../../helpers/harness.js';
+import { until } from '../../helpers/until.js';
 
 interface Item {
   id: string;
@@ -41,13 +42,15 @@ describe('inbox: the MCP tools', function () {
     expect(q.isError, q.text).to.equal(false);
     expect(q.json.routed_to).to.equal(bob.id);
     // the inbox derives graph events from commits, which may trail the answer by a moment
-    const deadline = Date.now() + 10_000;
-    let shown = await t.tool(bobMcp, 'show_inbox', {});
-    while (!(shown.json.items as Item[]).some((i) => i.node === q.json.id)) {
-      if (Date.now() > deadline) throw new Error(`never in the inbox: ${shown.text}`);
-      await new Promise((r) => setTimeout(r, 25));
-      shown = await t.tool(bobMcp, 'show_inbox', {});
-    }
+    let last = '';
+    const shown = await until(
+      async () => {
+        const s = await t.tool(bobMcp, 'show_inbox', {});
+        last = s.text;
+        return (s.json.items as Item[]).some((i) => i.node === q.json.id) ? s : undefined;
+      },
+      () => `the question in the inbox; it held ${last}`,
+    );
     expect(shown.isError).to.equal(false);
     const item = (shown.json.items as Item[]).find((i) => i.node === q.json.id)!;
     expect(item).to.include({ kind: 'question_routed', read: false });
@@ -81,13 +84,15 @@ describe('inbox: the MCP tools', function () {
     // an unread item that a wrongly accepted `all: true` would mark
     const q = await t.tool(aliceMcp, 'ask_question', { text: 'Who reviews the inbox tools?', mentions: ['task-inbox-mcp'] });
     expect(q.isError, q.text).to.equal(false);
-    const deadline = Date.now() + 10_000;
-    let before = (await t.api('GET', '/v1/inbox?unread=true', { token: bob.token })).body;
-    while (!(before.items as Item[]).some((i) => i.node === q.json.id)) {
-      if (Date.now() > deadline) throw new Error(`never in the inbox: ${JSON.stringify(before)}`);
-      await new Promise((r) => setTimeout(r, 25));
-      before = (await t.api('GET', '/v1/inbox?unread=true', { token: bob.token })).body;
-    }
+    let last: unknown;
+    const before = await until(
+      async () => {
+        const body = (await t.api('GET', '/v1/inbox?unread=true', { token: bob.token })).body;
+        last = body;
+        return (body.items as Item[]).some((i) => i.node === q.json.id) ? body : undefined;
+      },
+      () => `the question in the inbox; it held ${JSON.stringify(last)}`,
+    );
     expect(before.unread_count).to.be.at.least(1);
     const cases: Array<[string, Record<string, unknown>, string, string, unknown?]> = [
       ['mark_inbox_read', {}, 'POST', '/v1/inbox/read', {}],

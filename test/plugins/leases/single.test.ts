@@ -22,6 +22,7 @@ import {
   unboundToken,
 } from './helpers.js';
 import { onPostgres } from '../../helpers/harness.js';
+import { until } from '../../helpers/until.js';
 
 describe('leases: single routes (docs/spec.md lease table)', function () {
   let t: TestServer;
@@ -307,7 +308,7 @@ describe('leases: single routes (docs/spec.md lease table)', function () {
     config.limits = { ...config.limits, claim_ttl_ms: 5 * MIN, claim_ttl_max_ms: 20 * MIN, grace_window_ms: HOURS(3) };
     writeFileSync(file, JSON.stringify(config));
     try {
-      for (let i = 0; i < 100 && tenant.config.limits.claim_ttl_ms !== 5 * MIN; i++) await new Promise((r) => setTimeout(r, 50));
+      await until(() => tenant.config.limits.claim_ttl_ms === 5 * MIN, 'the edited limits to be read');
       await tasks(t, ['task-cfg']);
       const claim = await post(t, '/v1/nodes/task-cfg/claim', bob.token);
       expect(claim.body.lease.expires).to.equal(t.clock.now() + 5 * MIN);
@@ -319,7 +320,7 @@ describe('leases: single routes (docs/spec.md lease table)', function () {
       expect(reserve.body.lease.expires).to.equal(t.clock.now() + HOURS(3));
     } finally {
       writeFileSync(file, original);
-      for (let i = 0; i < 100 && tenant.config.limits.claim_ttl_ms !== TTL; i++) await new Promise((r) => setTimeout(r, 50));
+      await until(() => tenant.config.limits.claim_ttl_ms === TTL, 'the original limits to be read again');
     }
     expect(tenant.config.limits.claim_ttl_ms).to.equal(TTL);
   });
