@@ -451,6 +451,12 @@ export class Tenant {
   private snapshotting = false;
   /** the head the snapshot on disk holds (null: unknown or none) */
   private snapshotHead: string | null = null;
+  private snapshotsWritten = 0;
+
+  /** The index snapshot's bookkeeping: a write under way, commits since the last one, snapshots this process wrote (tests check the policy by it). */
+  get snapshotStats(): { writing: boolean; commitsSince: number; written: number } {
+    return { writing: this.snapshotting, commitsSince: this.commitsSinceSnapshot, written: this.snapshotsWritten };
+  }
 
   /** Writes the index snapshot, unless the one on disk already holds the index's head (a stop without writes). */
   async saveSnapshot(): Promise<void> {
@@ -473,6 +479,7 @@ export class Tenant {
     await saveNodeSnapshot(join(this.dir, 'state', 'index-snapshot.v8'), head, files);
     this.snapshotHead = head;
     this.commitsSinceSnapshot = 0;
+    this.snapshotsWritten++;
   }
 
   /**

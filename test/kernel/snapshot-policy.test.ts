@@ -11,6 +11,7 @@ import { decodeSnapshot } from '../../kernel/node-loader.js';
 import { snapshotPolicy } from '../../kernel/tenant.js';
 import { corePlugin } from '../../plugins/core/index.js';
 import { md, startTestServer, type TestServer } from '../helpers/harness.js';
+import { until } from '../helpers/until.js';
 
 // the policy at a tenth of its size: 200 commits at least instead of 2,000 (the same rule, a
 // tenth of the commits: 2,000 of them took over two minutes on a loaded 2-core machine)
@@ -35,6 +36,8 @@ describe('index snapshot policy', function () {
   const head = async (): Promise<string> => (await t.api('GET', '/v1/status')).body.head as string;
 
   it('not after the minimum of commits when the graph has more nodes than that; once the commits reach its size, one snapshot of the head', async () => {
+    const tenant = t.server.services.tenants.get(t.org)!;
+    const start = tenant.snapshotStats;
     const before = await snapshotHead();
     const mtime = existsSync(snapshotFile()) ? statSync(snapshotFile()).mtimeMs : 0;
     // MIN creates, one commit each: the graph then has MIN nodes plus the bootstrap ones
@@ -45,7 +48,8 @@ describe('index snapshot policy', function () {
       const r = await t.api('POST', '/v1/nodes', { body: { nodes } });
       expect(r.status, r.text.slice(0, 300)).to.equal(200);
     }
-    await new Promise((r) => setTimeout(r, 300));
+    // each commit notes itself before it is acknowledged: a snapshot it started would show by now
+    expect(tenant.snapshotStats).to.deep.equal({ writing: false, commitsSince: start.commitsSince + MIN, written: start.written });
     expect(await snapshotHead()).to.equal(before);
     expect(existsSync(snapshotFile()) ? statSync(snapshotFile()).mtimeMs : 0).to.equal(mtime);
     // updates add commits, not nodes: ten of them reach the graph's size
@@ -57,15 +61,15 @@ describe('index snapshot policy', function () {
       expect(r.status, r.text.slice(0, 300)).to.equal(200);
       revision = r.body.results[0].revision;
     }
-    const deadline = Date.now() + 20_000;
-    while ((await snapshotHead()) === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const done = await until(() => {
+      const stats = tenant.snapshotStats;
+      return !stats.writing && stats.written > start.written ? stats : undefined;
+    }, 'the snapshot to be written');
+    // one snapshot, not one per commit since the threshold: the commits while it was written started none
+    expect(done.written).to.equal(start.written + 1);
     const saved = await snapshotHead();
     expect(saved).to.not.equal(before);
     expect(saved).to.match(/^[0-9a-f]{40}$/);
-    // one snapshot, not one per commit since the threshold: no further write while these ran
-    const again = statSync(snapshotFile()).mtimeMs;
-    await new Promise((r) => setTimeout(r, 500));
-    expect(statSync(snapshotFile()).mtimeMs).to.equal(again);
     expect(await head()).to.match(/^[0-9a-f]{40}$/);
   });
 });
